@@ -1,0 +1,1 @@
+"""sprue: an ahead-of-time compiler for numeric Python."""

@@ -1,0 +1,196 @@
+"""sprue.lax: the primitives, as functions (JAX's lax API). Each primitive's shape rule and numpy
+reference rule are beside its definition in this package; its lowering is in sprue.lowering."""
+from __future__ import annotations
+
+import builtins as _builtins
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .dot import dot_general_p
+from .elementwise import *  # noqa: F401,F403  (the *_p primitive objects)
+from .elementwise import RoundingMethod
+from .indexing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather_p,
+                       scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p)
+from .reductions import *  # noqa: F401,F403
+from .sorting import sort_p
+from .structural import *  # noqa: F401,F403
+from . import elementwise as _e, reductions as _r, structural as _s
+
+
+def _unary(p):
+    def f(x):
+        return p.bind(x)
+    f.__name__ = p.name
+    return f
+
+
+def _binary(p):
+    def f(x, y):
+        return p.bind(x, y)
+    f.__name__ = p.name
+    return f
+
+
+neg = _unary(_e.neg_p); sign = _unary(_e.sign_p); floor = _unary(_e.floor_p); ceil = _unary(_e.ceil_p)
+is_finite = _unary(_e.is_finite_p); exp = _unary(_e.exp_p); exp2 = _unary(_e.exp2_p); log = _unary(_e.log_p)
+log1p = _unary(_e.log1p_p); expm1 = _unary(_e.expm1_p); tanh = _unary(_e.tanh_p)
+logistic = _unary(_e.logistic_p); sin = _unary(_e.sin_p); cos = _unary(_e.cos_p); tan = _unary(_e.tan_p)
+asin = _unary(_e.asin_p); acos = _unary(_e.acos_p); atan = _unary(_e.atan_p); sinh = _unary(_e.sinh_p)
+cosh = _unary(_e.cosh_p); asinh = _unary(_e.asinh_p); acosh = _unary(_e.acosh_p); atanh = _unary(_e.atanh_p)
+sqrt = _unary(_e.sqrt_p); rsqrt = _unary(_e.rsqrt_p); cbrt = _unary(_e.cbrt_p); abs = _unary(_e.abs_p)
+bitwise_not = _unary(_e.not_p); square = _unary(_e.square_p)
+
+add = _binary(_e.add_p); sub = _binary(_e.sub_p); mul = _binary(_e.mul_p); div = _binary(_e.div_p)
+rem = _binary(_e.rem_p); pow = _binary(_e.pow_p); max = _binary(_e.max_p); min = _binary(_e.min_p)
+atan2 = _binary(_e.atan2_p); bitwise_and = _binary(_e.and_p); bitwise_or = _binary(_e.or_p)
+bitwise_xor = _binary(_e.xor_p); shift_left = _binary(_e.shift_left_p)
+shift_right_arithmetic = _binary(_e.shift_right_arithmetic_p)
+shift_right_logical = _binary(_e.shift_right_logical_p)
+eq = _binary(_e.eq_p); ne = _binary(_e.ne_p); lt = _binary(_e.lt_p); le = _binary(_e.le_p)
+gt = _binary(_e.gt_p); ge = _binary(_e.ge_p)
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+    return _e.round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+def integer_pow(x, y: int):
+    return _e.integer_pow_p.bind(x, y=int(y))
+
+
+def convert_element_type(x, new_dtype):
+    return _e.convert_element_type_p.bind(x, new_dtype=_dtypes.canonicalize(new_dtype), weak_type=False,
+                                          sharding=None)
+
+
+def select_n(which, *cases):
+    return _e.select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """pred ? on_true : on_false (JAX's lax.select)."""
+    return _e.select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(lo, x, hi):
+    return _e.clamp_p.bind(lo, x, hi)
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    return _s.broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=tuple(broadcast_dimensions),
+                                      sharding=None)
+
+
+def reshape(x, new_sizes):
+    return _s.reshape_p.bind(x, new_sizes=tuple(new_sizes), dimensions=None, sharding=None)
+
+
+def transpose(x, permutation):
+    return _s.transpose_p.bind(x, permutation=tuple(permutation))
+
+
+def squeeze(x, dimensions):
+    return _s.squeeze_p.bind(x, dimensions=tuple(dimensions))
+
+
+def rev(x, dimensions):
+    return _s.rev_p.bind(x, dimensions=tuple(dimensions))
+
+
+def concatenate(xs, dimension: int):
+    return _s.concatenate_p.bind(*xs, dimension=dimension)
+
+
+def pad(x, padding_value, padding_config):
+    return _s.pad_p.bind(x, padding_value, padding_config=tuple(tuple(c) for c in padding_config))
+
+
+def slice(x, start_indices, limit_indices, strides=None):
+    return _s.slice_p.bind(x, start_indices=tuple(start_indices), limit_indices=tuple(limit_indices),
+                           strides=None if strides is None else tuple(strides))
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+    return _s.dynamic_slice_p.bind(x, *start_indices, slice_sizes=tuple(slice_sizes))
+
+
+def dynamic_update_slice(x, update, start_indices):
+    return _s.dynamic_update_slice_p.bind(x, update, *start_indices)
+
+
+def iota(dtype, size: int):
+    return _s.iota_p.bind(dtype=_dtypes.canonicalize(dtype), shape=(size,), dimension=0, sharding=None)
+
+
+def broadcasted_iota(dtype, shape, dimension: int):
+    return _s.iota_p.bind(dtype=_dtypes.canonicalize(dtype), shape=tuple(shape), dimension=dimension,
+                          sharding=None)
+
+
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
+                              preferred_element_type=preferred_element_type, out_sharding=None)
+
+
+def _reducer(p):
+    def f(x, axes):
+        return p.bind(x, axes=tuple(axes), out_sharding=None)
+    f.__name__ = p.name
+    return f
+
+
+reduce_sum = _reducer(_r.reduce_sum_p); reduce_prod = _reducer(_r.reduce_prod_p)
+reduce_max = _reducer(_r.reduce_max_p); reduce_min = _reducer(_r.reduce_min_p)
+reduce_and = _reducer(_r.reduce_and_p); reduce_or = _reducer(_r.reduce_or_p)
+
+
+def argmax(x, axis: int, index_dtype=np.int64):
+    return _r.argmax_p.bind(x, axes=(axis,), index_dtype=_dtypes.canonicalize(index_dtype))
+
+
+def argmin(x, axis: int, index_dtype=np.int64):
+    return _r.argmin_p.bind(x, axes=(axis,), index_dtype=_dtypes.canonicalize(index_dtype))
+
+
+def cumsum(x, axis: int = 0, reverse: bool = False):
+    return _r.cumsum_p.bind(x, axis=axis, reverse=reverse)
+
+
+def cumprod(x, axis: int = 0, reverse: bool = False):
+    return _r.cumprod_p.bind(x, axis=axis, reverse=reverse)
+
+
+def cummax(x, axis: int = 0, reverse: bool = False):
+    return _r.cummax_p.bind(x, axis=axis, reverse=reverse)
+
+
+def cummin(x, axis: int = 0, reverse: bool = False):
+    return _r.cummin_p.bind(x, axis=axis, reverse=reverse)
+
+
+def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    single = not isinstance(operands, (tuple, list))
+    ops = [operands] if single else list(operands)
+    nd = np.ndim(ops[0]) if not hasattr(ops[0], "ndim") else ops[0].ndim
+    outs = sort_p.bind(*ops, dimension=dimension % _builtins.max(nd, 1), is_stable=is_stable, num_keys=num_keys)
+    return outs[0] if single else tuple(outs)
+
+
+def gather(operand, indices, dimension_numbers, slice_sizes, mode=GatherScatterMode.CLIP, fill_value=None):
+    return gather_p.bind(operand, indices, dimension_numbers=dimension_numbers, slice_sizes=tuple(slice_sizes),
+                         indices_are_sorted=False, unique_indices=False, mode=mode, fill_value=fill_value)
+
+
+def _scatterer(p):
+    def f(operand, indices, updates, dimension_numbers, mode=GatherScatterMode.FILL_OR_DROP):
+        return p.bind(operand, indices, updates, dimension_numbers=dimension_numbers, indices_are_sorted=False,
+                      unique_indices=False, mode=mode, update_jaxpr=None, update_consts=())
+    f.__name__ = p.name
+    return f
+
+
+scatter = _scatterer(scatter_p); scatter_add = _scatterer(scatter_add_p); scatter_mul = _scatterer(scatter_mul_p)
+scatter_min = _scatterer(scatter_min_p); scatter_max = _scatterer(scatter_max_p)

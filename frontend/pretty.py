@@ -1,0 +1,111 @@
+"""Printing jaxprs in JAX's text format:
+
+    { lambda a:f64[3]; b:f64[3] c:f64[]. let
+        d:f64[3] = mul b c
+        e:f64[3] = add d a
+      in (e,) }
+
+Names are a, b, ..., z, ba, bb, ... in order of definition, restarting in each nested jaxpr;
+params are sorted by name; literals print with their type (`2.0:f64[]`).
+"""
+from __future__ import annotations
+
+import enum
+import math
+
+import numpy as np
+
+from .core import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
+
+
+def encode_name(n: int) -> str:
+    s = ""
+    while not s or n:
+        n, i = divmod(n, 26)
+        s = chr(97 + i) + s
+    return s
+
+
+class _Names:
+    def __init__(self):
+        self.names: dict[int, str] = {}
+
+    def __call__(self, v: Var) -> str:
+        if isinstance(v, DropVar):
+            return "_"
+        name = self.names.get(id(v))
+        if name is None:
+            name = self.names[id(v)] = encode_name(len(self.names)) + v.suffix
+        return name
+
+
+def pp_literal(lit: Literal) -> str:
+    return f"{format_scalar(lit.val)}:{lit.aval.str_short()}"
+
+
+def format_scalar(x) -> str:
+    x = np.asarray(x)[()]
+    if isinstance(x, (np.bool_, bool)):
+        return "True" if x else "False"
+    if isinstance(x, np.floating):
+        f = float(x)
+        if math.isnan(f):
+            return "nan"
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return repr(f) if x.dtype == np.float64 else str(x)
+    return str(int(x))
+
+
+def pp_param(value, indent: int) -> str:
+    if isinstance(value, (Jaxpr, ClosedJaxpr)):
+        jaxpr = value.jaxpr if isinstance(value, ClosedJaxpr) else value
+        return pp_jaxpr(jaxpr, indent)
+    if isinstance(value, tuple):
+        if value and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+            inner = ("\n" + " " * (indent + 1)).join(pp_param(v, indent + 1) for v in value)
+            return f"({inner})"
+        items = [pp_param(v, indent) for v in value]
+        return "(" + items[0] + ",)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, (np.generic, float)):
+        return format_scalar(value)
+    return str(value)
+
+
+def pp_eqn(eqn, names: _Names, indent: int) -> str:
+    lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" if not isinstance(v, DropVar) else "_"
+                   for v in eqn.outvars)
+    head = f"{lhs} = {eqn.primitive.name}"
+    if eqn.params:
+        width = indent + len(head) + 1
+        parts = [f"{k}={pp_param(v, width + len(k) + 1)}" for k, v in sorted(eqn.params.items())]
+        one_line = " ".join(parts)
+        sep = "\n" + " " * width if ("\n" in one_line or len(one_line) > 80) else " "
+        head += "[" + sep.join(parts) + "]"
+    args = " ".join(pp_atom(a, names) for a in eqn.invars)
+    return f"{head} {args}" if args else head
+
+
+def pp_atom(a, names: _Names) -> str:
+    return pp_literal(a) if isinstance(a, Literal) else names(a)
+
+
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
+    names = _Names()
+    binders = lambda vs: " ".join(f"{names(v)}:{v.aval.str_short()}" for v in vs)
+    consts = binders(jaxpr.constvars)
+    ins = binders(jaxpr.invars)
+    pad = " " * indent
+    lines = [f"{{ lambda {consts}; {ins}. let"]
+    for eqn in jaxpr.eqns:
+        lines.append(pad + "    " + pp_eqn(eqn, names, indent + 4))
+    outs = ", ".join(pp_atom(a, names) for a in jaxpr.outvars)
+    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
+    lines.append(f"{pad}  in {outs} }}")
+    return "\n".join(lines)

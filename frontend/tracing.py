@@ -1,0 +1,234 @@
+"""Tracing Python functions into jaxprs.
+
+Every operation on a Tracer goes to the innermost active JaxprBuilder (as in mini-JAX, computations
+stay in the dynamic scope where they were written). A tracer of an enclosing builder used inside a
+nested one is *captured*: closure conversion turns it into a constvar of the nested jaxpr whose value
+is the outer tracer. Numpy arrays met while tracing become constvars; Python and numpy scalars become
+literals. With no builder active, primitives run their numpy reference rules (eager mode).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .core import (ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var, aval_of_value,
+                   impl_rules, shape_rules)
+from .errors import ConcretizationError, SprueError, SprueTypeError, at
+from .source_info import user_frame_summary
+
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.stack: list[JaxprBuilder] = []
+
+
+_state = _TraceState()
+
+
+def current_builder() -> "JaxprBuilder | None":
+    return _state.stack[-1] if _state.stack else None
+
+
+class Tracer:
+    """A traced array: an abstract value standing for a variable of the jaxpr being built.
+    Its numpy-like methods and operators are in sprue.numpy (attached by `_tracer_methods`)."""
+
+    __slots__ = ("builder", "aval", "var", "__weakref__")
+    __array_priority__ = 1000
+    __array_ufunc__ = None  # numpy defers to our reflected operators: np_array + tracer -> tracer
+
+    def __init__(self, builder: "JaxprBuilder", aval: ShapedArray, var: Var):
+        self.builder = builder
+        self.aval = aval
+        self.var = var
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise SprueTypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def _concrete(self, what: str):
+        raise ConcretizationError(
+            f"{what} needs a concrete value, but this is a traced array {self.aval.str_short()}"
+            f"{at(user_frame_summary())}. Inside qjit, values depend on the arguments and are only known"
+            f" when the compiled code runs: use sprue.numpy.where or sprue.lax.cond instead of Python"
+            f" `if`, or mark the argument static with static_argnums/static_argnames.")
+
+    def __bool__(self):
+        self._concrete("Python control flow on a traced value (`if`, `while`, `and`, `or`, bool())")
+
+    def __int__(self):
+        self._concrete("int()")
+
+    def __float__(self):
+        self._concrete("float()")
+
+    def __complex__(self):
+        self._concrete("complex()")
+
+    def __index__(self):
+        self._concrete("Using a traced value as a Python index or size")
+
+    def __array__(self, *args, **kwargs):
+        self._concrete("Converting a traced value to a numpy array")
+
+    def tolist(self):
+        self._concrete("tolist()")
+
+    def item(self):
+        self._concrete("item()")
+
+    __hash__ = None  # arrays are unhashable, as in numpy and JAX
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>"
+
+    def __iter__(self):
+        if not self.shape:
+            raise SprueTypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+
+class JaxprBuilder:
+    """Collects the equations of one jaxpr being traced."""
+
+    def __init__(self):
+        self.invars: list[Var] = []
+        self.eqns: list[Eqn] = []
+        self.const_vars: dict[int, tuple[Var, Any]] = {}   # id(value) -> (constvar, value)
+        self.captures: dict[int, tuple[Var, Tracer]] = {}  # id(outer tracer) -> (constvar, tracer)
+        self.active = True
+
+    # -- inputs -------------------------------------------------------------------------------
+    def new_arg(self, aval: ShapedArray) -> Tracer:
+        v = Var(aval)
+        self.invars.append(v)
+        return Tracer(self, aval, v)
+
+    def atom(self, x) -> Var | Literal:
+        """The jaxpr atom for an operand: a variable, a captured outer tracer, a const or a literal."""
+        if isinstance(x, Tracer):
+            if x.builder is self:
+                return x.var
+            if not x.builder.active:
+                raise SprueError(
+                    f"a traced value {x.aval.str_short()} escaped the function it was traced in (it was"
+                    f" stored in a global or returned through a side channel){at(user_frame_summary())};"
+                    f" return values from traced functions instead of storing them.")
+            entry = self.captures.get(id(x))
+            if entry is None:
+                entry = (Var(x.aval), x)
+                self.captures[id(x)] = entry
+            return entry[0]
+        if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+            return literal(x)
+        if isinstance(x, (np.ndarray, np.generic)):
+            if np.ndim(x) == 0:
+                return Literal(np.asarray(x)[()], ShapedArray((), dtypes.canonicalize(x.dtype)))
+            entry = self.const_vars.get(id(x))
+            if entry is None:
+                entry = (Var(aval_of_value(x)), x)
+                self.const_vars[id(x)] = entry
+            return entry[0]
+        raise SprueTypeError(
+            f"{type(x).__name__} object is not a valid array operand{at(user_frame_summary())};"
+            f" expected an array, a Python or numpy scalar, or a traced value")
+
+    # -- equations ------------------------------------------------------------------------------
+    def add_eqn(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        atoms = [self.atom(a) for a in args]
+        out = shape_rules[prim](*[a.aval for a in atoms], **params)
+        out_avals = list(out) if prim.multiple_results else [out]
+        outvars = [Var(a) for a in out_avals]
+        self.eqns.append(Eqn(prim, atoms, outvars, params, user_frame_summary()))
+        tracers = [Tracer(self, v.aval, v) for v in outvars]
+        return tracers if prim.multiple_results else tracers[0]
+
+    # -- result ---------------------------------------------------------------------------------
+    def finish(self, outs: Sequence) -> ClosedJaxpr:
+        """The traced jaxpr. Its consts are numpy arrays, then captured tracers of enclosing traces."""
+        outvars = [self.atom(o) for o in outs]
+        consts = [(v, val) for v, val in self.const_vars.values()]
+        consts += [(v, t) for v, t in self.captures.values()]
+        jaxpr = Jaxpr([v for v, _ in consts], list(self.invars), outvars, self.eqns)
+        return ClosedJaxpr(jaxpr, [val for _, val in consts])
+
+
+def literal(x) -> Literal:
+    dt = dtypes.python_scalar_dtype(x)
+    if dt == dtypes.int64 and not (-2**63 <= x < 2**63):
+        raise SprueTypeError(f"Python int {x} does not fit in int64{at(user_frame_summary())}")
+    return Literal(np.array(x, dt)[()], ShapedArray((), dt, weak_type=True))
+
+
+def bind(prim: Primitive, args: Sequence, params: dict):
+    builder = current_builder()
+    if builder is None:
+        for a in args:
+            if isinstance(a, Tracer):  # a tracer leaked out of its trace: atom() explains
+                JaxprBuilder().atom(a)
+        return eval_eager(prim, args, params)
+    return builder.add_eqn(prim, args, params)
+
+
+def eval_eager(prim: Primitive, args: Sequence, params: dict):
+    """Run the numpy reference rule; abstract-evaluate first so errors match the traced path."""
+    avals = [aval_of_value(a) for a in args]
+    out = shape_rules[prim](*avals, **params)
+    vals = [a if isinstance(a, np.ndarray) else np.asarray(a, av.dtype) for a, av in zip(args, avals)]
+    result = impl_rules[prim](*vals, **params)
+    if prim.multiple_results:
+        return [np.asarray(r, o.dtype) for r, o in zip(result, out)]
+    return np.asarray(result, out.dtype)
+
+
+class trace_scope:
+    """Context manager pushing a fresh builder for the duration of a trace."""
+
+    def __enter__(self) -> JaxprBuilder:
+        self.builder = JaxprBuilder()
+        _state.stack.append(self.builder)
+        return self.builder
+
+    def __exit__(self, *exc):
+        popped = _state.stack.pop()
+        assert popped is self.builder
+        popped.active = False
+        return False
+
+
+def trace_flat(fn: Callable, in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+    """Trace fn(*flat_tracers) -> flat list of outputs into a closed jaxpr."""
+    with trace_scope() as b:
+        args = [b.new_arg(a) for a in in_avals]
+        outs = fn(*args)
+        return b.finish(outs)
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
+    """Evaluate a jaxpr by binding its primitives: eagerly with numpy, or inlined into a trace."""
+    env: dict[Var, Any] = {}
+
+    def read(a):
+        return a.val if isinstance(a, Literal) else env[a]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        outs = bind(eqn.primitive, [read(a) for a in eqn.invars], eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for v, x in zip(eqn.outvars, outs):
+            env[v] = x
+    return [read(a) for a in jaxpr.outvars]
