@@ -1,1 +1,27 @@
-"""sprue: an ahead-of-time compiler for numeric Python."""
+"""sprue: an ahead-of-time compiler for numeric Python.
+
+    import sprue
+    import sprue.numpy as jnp
+
+    @sprue.qjit
+    def f(x, y):
+        return jnp.sum(jnp.sin(x) * y)
+
+Python function -> jaxpr -> StableHLO -> MLIR pipelines -> LLVM IR -> object -> shared library,
+called through a cffi runtime with memref descriptors.
+"""
+from . import lax, numpy  # noqa: F401  (sprue.numpy also attaches the array methods to tracers)
+from .api import make_jaxpr
+from .core import ClosedJaxpr, Jaxpr, ShapedArray
+from .errors import ConcretizationError, SprueError, SprueTypeError, SprueValueError, UnsupportedError
+from .hints import bool_, f32, f64, i8, i16, i32, i64, u8
+from .pytree import tree_flatten, tree_map, tree_unflatten
+from .qjit import QJIT, qjit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "qjit", "QJIT", "make_jaxpr", "lax", "numpy", "ClosedJaxpr", "Jaxpr", "ShapedArray",
+    "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
+    "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
+]

@@ -1,0 +1,89 @@
+"""Type hints that fix a parameter's abstract value, so qjit can compile at decoration time:
+
+    @sprue.qjit
+    def f(x: sprue.f64[3, 4], n: int) -> ...
+
+`sprue.f64[3, 4]` is a float64 array of shape (3, 4); `int`, `float`, `bool` are Python scalars.
+(The dynamic-shapes work adds named dimensions: `sprue.f64["n", 3]`.)"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import dtypes
+from .core import ShapedArray
+from .errors import SprueTypeError
+from .pytree import tree_flatten
+
+
+@dataclass(frozen=True)
+class ArrayHint:
+    dtype: np.dtype
+    shape: tuple
+
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype)
+
+    def __repr__(self):
+        return f"sprue.{self.aval.str_short()}"
+
+
+class _DtypeHint:
+    """`sprue.f64[3, 4]` -> ArrayHint(float64, (3, 4)); `sprue.f64[()]` is a 0-d array."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    def __getitem__(self, dims) -> ArrayHint:
+        if not isinstance(dims, tuple):
+            dims = (dims,)
+        for d in dims:
+            if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
+                raise SprueTypeError(
+                    f"sprue.{dtypes.short_name(self.dtype)}[...]: dimension {d!r} must be a non-negative int"
+                    f" (named dynamic dimensions come with dynamic shapes)")
+        return ArrayHint(self.dtype, tuple(int(d) for d in dims))
+
+    def __repr__(self):
+        return f"sprue.{dtypes.short_name(self.dtype)}"
+
+
+f64 = _DtypeHint(np.float64)
+f32 = _DtypeHint(np.float32)
+i64 = _DtypeHint(np.int64)
+i32 = _DtypeHint(np.int32)
+i16 = _DtypeHint(np.int16)
+i8 = _DtypeHint(np.int8)
+u8 = _DtypeHint(np.uint8)
+bool_ = _DtypeHint(np.bool_)
+
+_SCALAR_HINTS = {int: ShapedArray((), dtypes.int64, weak_type=True),
+                 float: ShapedArray((), dtypes.float64, weak_type=True),
+                 bool: ShapedArray((), dtypes.bool_, weak_type=True)}
+
+
+def is_hint(h) -> bool:
+    """A usable hint: an ArrayHint, int/float/bool, or a tuple/list/dict of them."""
+    if isinstance(h, ArrayHint) or h in _SCALAR_HINTS:
+        return True
+    if isinstance(h, (tuple, list, dict)):
+        leaves, _ = tree_flatten(h)
+        return bool(leaves) and all(is_hint(x) for x in leaves if not isinstance(x, (tuple, list, dict)))
+    return False
+
+
+def hint_to_avals(h):
+    """The pytree of ShapedArrays a hint stands for (same structure as the hint)."""
+    if isinstance(h, ArrayHint):
+        return h.aval
+    if h in _SCALAR_HINTS:
+        return _SCALAR_HINTS[h]
+    if isinstance(h, tuple):
+        return tuple(hint_to_avals(x) for x in h)
+    if isinstance(h, list):
+        return [hint_to_avals(x) for x in h]
+    if isinstance(h, dict):
+        return {k: hint_to_avals(v) for k, v in h.items()}
+    raise SprueTypeError(f"not a sprue type hint: {h!r}")

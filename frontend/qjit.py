@@ -1,0 +1,222 @@
+"""`sprue.qjit`: trace a function per call signature, compile it ahead of time to a native shared
+library, and call it through the cffi runtime.
+
+A signature is the pytree structure of the arguments, each leaf's shape/dtype/weak-type, and the
+values of static arguments. With type hints on every parameter the signature is fixed, the function
+compiles at decoration time, and calls that do not fit the hints raise instead of recompiling.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import inspect
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .api import TracedFunction, abstractify, trace_function
+from .core import ShapedArray
+from .errors import SprueTypeError, SprueValueError
+from .hints import hint_to_avals, is_hint
+from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .tracing import current_builder
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+@dataclass
+class Compiled:
+    """One compiled signature of a qjit'd function."""
+    traced: TracedFunction
+    stablehlo: str
+    library: Path
+    call: Callable  # the runtime's CompiledFunction: flat arrays in, flat results out
+
+
+def _build_root() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="sprue-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+_BUILD_ROOT: Path | None = None
+_BUILD_LOCK = threading.Lock()
+
+
+def _scratch_dir(name: str) -> Path:
+    global _BUILD_ROOT
+    with _BUILD_LOCK:
+        if _BUILD_ROOT is None:
+            _BUILD_ROOT = _build_root()
+        return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=_BUILD_ROOT))
+
+
+class QJIT:
+    """A function compiled ahead of time, once per call signature."""
+
+    def __init__(self, fn: Callable, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
+                 keep_intermediate: bool | str | os.PathLike = False):
+        if not callable(fn):
+            raise SprueTypeError(f"qjit expects a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = getattr(fn, "__name__", "function")
+        self.signature = inspect.signature(fn)
+        params = list(self.signature.parameters.values())
+        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        self.static_names: set[str] = set(names)
+        for n in nums:
+            if not -len(params) <= n < len(params) or params[n].kind not in _POSITIONAL:
+                raise SprueValueError(f"qjit({self.name}): static_argnums {n} is not a positional parameter")
+            self.static_names.add(params[n].name)
+        for n in names:
+            if n not in self.signature.parameters:
+                raise SprueValueError(f"qjit({self.name}): static_argnames '{n}' is not a parameter")
+        self.keep_intermediate = keep_intermediate
+        self._cache: dict[Any, Compiled] = {}
+        self._lock = threading.Lock()
+        self._last: Compiled | None = None
+        self._fixed: Compiled | None = None
+        hints = self._hints()
+        if hints is not None:
+            self._fixed = self._compile(hints, {})
+
+    # -- signatures -------------------------------------------------------------------------
+    def _hints(self) -> dict | None:
+        """Per-parameter abstract values when every parameter has a sprue type hint."""
+        params = self.signature.parameters.values()
+        if self.static_names or not params:
+            return None
+        out = {}
+        for p in params:
+            if p.kind not in _POSITIONAL or p.annotation is inspect.Parameter.empty or not is_hint(p.annotation):
+                return None
+            out[p.name] = hint_to_avals(p.annotation)
+        return out
+
+    def _bind(self, args, kwargs) -> tuple[dict, dict]:
+        """Split a call's arguments into (dynamic by name, static by name)."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise SprueTypeError(f"{self.name}(): {e}") from None
+        bound.apply_defaults()
+        dynamic, static = {}, {}
+        for k, v in bound.arguments.items():
+            (static if k in self.static_names else dynamic)[k] = v
+        return dynamic, static
+
+    def _static_key(self, static: dict):
+        key = []
+        for k in sorted(static):
+            try:
+                hash(static[k])
+            except TypeError:
+                raise SprueTypeError(f"{self.name}(): static argument '{k}' must be hashable, got"
+                                     f" {type(static[k]).__name__}") from None
+            key.append((k, static[k]))
+        return tuple(key)
+
+    # -- compilation ------------------------------------------------------------------------
+    def _compile(self, dynamic: dict, static: dict) -> Compiled:
+        from sprue.lowering.backend import build_shared_library
+        from sprue.lowering.stablehlo import lower_jaxpr
+        from sprue.runtime import Signature, TensorSpec, load
+
+        def call_user(dyn: dict):
+            bound = inspect.BoundArguments(self.signature, {**static, **dyn})
+            ordered = {k: bound.arguments[k] for k in self.signature.parameters if k in bound.arguments}
+            bound.arguments = ordered
+            return self.fn(*bound.args, **bound.kwargs)
+
+        traced = trace_function(lambda **dyn: call_user(dyn), (), dynamic, None)
+        text = lower_jaxpr(traced.closed_jaxpr, name="main")
+        out_dir = self._out_dir()
+        if self.keep_intermediate:
+            (out_dir / "main.jaxpr").write_text(str(traced.closed_jaxpr) + "\n")
+        library = build_shared_library(text, out_dir, name="main", keep_intermediate=bool(self.keep_intermediate))
+        jaxpr = traced.closed_jaxpr.jaxpr
+        sig = Signature([TensorSpec(p, v.aval.dtype, v.aval.shape) for p, v in zip(traced.in_paths, jaxpr.invars)],
+                        [TensorSpec(f"result[{i}]", a.aval.dtype, a.aval.shape) for i, a in enumerate(jaxpr.outvars)])
+        return Compiled(traced, text, library, load(library, "main", sig))
+
+    def _out_dir(self) -> Path:
+        if self.keep_intermediate and not isinstance(self.keep_intermediate, bool):
+            d = Path(self.keep_intermediate)
+        elif self.keep_intermediate:
+            d = Path.cwd() / "sprue_build" / self.name
+        else:
+            return _scratch_dir(self.name)
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def _lookup(self, dynamic: dict, static: dict) -> tuple[Compiled, list]:
+        leaves, paths, tree = tree_flatten_with_path(dynamic)
+        if self._fixed is not None:
+            self._check_fits_hints(tree, leaves, paths)
+            return self._fixed, leaves
+        avals = tuple(abstractify(x, p) for x, p in zip(leaves, paths))
+        key = (self._static_key(static), tree, avals)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            with self._lock:
+                compiled = self._cache.get(key)
+                if compiled is None:
+                    compiled = self._compile(dynamic, static)
+                    self._cache[key] = compiled
+        return compiled, leaves
+
+    def _check_fits_hints(self, tree: TreeDef, leaves, paths):
+        hinted = self._fixed.traced.in_tree.children[1]  # in_tree is ((), {name: hint pytree})
+        if tree != hinted:
+            raise SprueTypeError(f"{self.name}(): arguments {tree} do not match the type hints {hinted};"
+                                 f" functions compiled from type hints do not recompile")
+
+    # -- calling ------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if current_builder() is not None:
+            # called while tracing another function: trace through (inline) the body
+            return self.fn(*args, **kwargs)
+        dynamic, static = self._bind(args, kwargs)
+        compiled, leaves = self._lookup(dynamic, static)
+        self._last = compiled
+        outs = compiled.call(*leaves)
+        return tree_unflatten(compiled.traced.out_tree, outs)
+
+    # -- inspection ---------------------------------------------------------------------------
+    def _latest(self, what: str) -> Compiled:
+        c = self._last or self._fixed
+        if c is None:
+            raise SprueValueError(f"{self.name}.{what} is not available yet: call the function once (or give"
+                                  f" every parameter a type hint) so that it is traced and compiled")
+        return c
+
+    @property
+    def jaxpr(self):
+        """The closed jaxpr of the most recent compilation."""
+        return self._latest("jaxpr").traced.closed_jaxpr
+
+    @property
+    def mlir(self) -> str:
+        """The StableHLO module of the most recent compilation."""
+        return self._latest("mlir").stablehlo
+
+    def __repr__(self):
+        return f"<sprue.qjit {self.name}>"
+
+
+def qjit(fn: Callable | None = None, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
+         keep_intermediate: bool | str | os.PathLike = False):
+    """Compile `fn` ahead of time. Usable as `@qjit` or `@qjit(static_argnums=..., ...)`."""
+    if fn is None:
+        return functools.partial(qjit, static_argnums=static_argnums, static_argnames=static_argnames,
+                                 keep_intermediate=keep_intermediate)
+    return QJIT(fn, static_argnums=static_argnums, static_argnames=static_argnames,
+                keep_intermediate=keep_intermediate)
