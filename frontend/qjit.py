@@ -139,9 +139,11 @@ class QJIT:
         traced = trace_function(lambda **dyn: call_user(dyn), (), dynamic, None)
         text = lower_jaxpr(traced.closed_jaxpr, name="main")
         out_dir = self._out_dir()
+        # one file name per signature: dlopen returns an already-loaded library for a path it has seen
+        stem = self.name if not self._cache else f"{self.name}_{len(self._cache)}"
         if self.keep_intermediate:
-            (out_dir / "main.jaxpr").write_text(str(traced.closed_jaxpr) + "\n")
-        library = build_shared_library(text, out_dir, name="main", keep_intermediate=bool(self.keep_intermediate))
+            (out_dir / f"{stem}.jaxpr").write_text(str(traced.closed_jaxpr) + "\n")
+        library = build_shared_library(text, out_dir, name=stem, keep_intermediate=bool(self.keep_intermediate))
         jaxpr = traced.closed_jaxpr.jaxpr
         sig = Signature([TensorSpec(p, v.aval.dtype, v.aval.shape) for p, v in zip(traced.in_paths, jaxpr.invars)],
                         [TensorSpec(f"result[{i}]", a.aval.dtype, a.aval.shape) for i, a in enumerate(jaxpr.outvars)])

@@ -1,0 +1,223 @@
+"""LLVM IR -> object (llvmlite, O3, host CPU) -> shared library (system cc).
+
+    build_shared_library(stablehlo_text, out_dir)  the whole way, -> <name>.so
+    emit_object(llvm_ir)                          -> object file bytes
+    link_shared(obj_path, so_path)                -> runs `$CC -shared`
+
+The library exports `_mlir_ciface_main` (for a function named `main`): its
+first argument points at the result descriptor (a struct of descriptors when
+there are several results), then one pointer per argument descriptor.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import llvmlite.binding as llvm
+
+from sprue.errors import SprueError
+
+from .pipeline import STAGE_NAMES, lower_to_llvm_ir
+
+
+class CompilerNotFoundError(SprueError, RuntimeError):
+    """No system C compiler to link kernels with."""
+
+
+class LinkError(SprueError, RuntimeError):
+    """The system C compiler failed to link a kernel; carries its stderr."""
+
+
+# llvmlite shares one LLVM context per process; parsing and codegen are
+# serialized behind this lock, and initialization happens once.
+_llvm_lock = threading.Lock()
+_target_machine: llvm.TargetMachine | None = None
+
+
+def _host_target_machine() -> llvm.TargetMachine:
+    global _target_machine
+    if _target_machine is None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        _target_machine = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+            opt=3, reloc="pic", codemodel="default")
+    return _target_machine
+
+
+# MLIR's LLVM is newer than llvmlite's: it prints special floats as `+inf`,
+# `-qnan`, `+nan(0x..)`, `+snan(0x..)`, which llvmlite's parser rejects.
+# They are rewritten to the hex forms every LLVM reads.
+_SPECIAL_FLOAT = re.compile(r'(?<![\w.%@"$])([+-])(inf|qnan|snan\((0x[0-9a-fA-F]+)\)|nan\((0x[0-9a-fA-F]+)\))')
+_FLOAT_TYPE = re.compile(r"\b(half|bfloat|float|double)\b")
+# type -> (mantissa bits, exponent bits, hex prefix, width of the hex form)
+_FLOAT_LAYOUT = {"half": (10, 5, "0xH", 4), "bfloat": (7, 8, "0xR", 4),
+                 "float": (23, 8, "0x", 16), "double": (52, 11, "0x", 16)}
+
+
+def _special_float_hex(ftype: str, m: re.Match) -> str:
+    mant_bits, exp_bits, prefix, digits = _FLOAT_LAYOUT[ftype]
+    sign, kind = m.group(1) == "-", m.group(2)
+    quiet = 1 << (mant_bits - 1)
+    payload = int(m.group(3) or m.group(4) or "0", 16)
+    mantissa = {"inf": 0, "qnan": quiet}.get(kind, payload if kind.startswith("snan") else quiet | payload)
+    if ftype == "float":     # float literals are written as the equal double
+        mant_bits, exp_bits, mantissa = 52, 11, mantissa << 29
+    bits = (int(sign) << (mant_bits + exp_bits)) | (((1 << exp_bits) - 1) << mant_bits) | mantissa
+    return f"{prefix}{bits:0{digits}X}"
+
+
+def llvmlite_compatible(llvm_ir: str) -> str:
+    """Rewrites special float literals to hex; the type is the last float
+    type named before the literal on its line (LLVM IR always writes an
+    operand's type, or the instruction's, before the operand)."""
+    if not _SPECIAL_FLOAT.search(llvm_ir):
+        return llvm_ir
+
+    def fix_line(line: str) -> str:
+        def repl(m: re.Match) -> str:
+            types = _FLOAT_TYPE.findall(line, 0, m.start())
+            if not types:
+                raise ValueError(f"cannot type the float literal {m.group(0)!r} in: {line.strip()}")
+            return _special_float_hex(types[-1], m)
+        return _SPECIAL_FLOAT.sub(repl, line)
+    return "\n".join(fix_line(line) if _SPECIAL_FLOAT.search(line) else line
+                     for line in llvm_ir.split("\n"))
+
+
+def optimize_and_emit(llvm_ir: str) -> tuple[str, bytes]:
+    """Runs O3 on the module; returns (optimized IR text, object bytes)."""
+    llvm_ir = llvmlite_compatible(llvm_ir)
+    with _llvm_lock:
+        tm = _host_target_machine()
+        mod = llvm.parse_assembly(llvm_ir)
+        mod.verify()
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+        tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+        builder = llvm.create_pass_builder(tm, tuning)
+        builder.getModulePassManager().run(mod, builder)
+        return str(mod), tm.emit_object(mod)
+
+
+def emit_object(llvm_ir: str) -> bytes:
+    """LLVM IR text -> native object file bytes (O3, tuned for this CPU)."""
+    return optimize_and_emit(llvm_ir)[1]
+
+
+_NO_COMPILER = (
+    "no C compiler was found{detail}. sprue links its compiled kernels into a "
+    "shared library with the system C compiler. Install one (Debian/Ubuntu: "
+    "`apt-get install gcc`; Fedora: `dnf install gcc`; macOS: "
+    "`xcode-select --install`) or set the CC environment variable to a C compiler.")
+
+
+def find_c_compiler() -> list[str]:
+    """The C compiler command: $CC (may carry flags) or `cc`."""
+    cc = os.environ.get("CC", "").strip()
+    words = shlex.split(cc) if cc else ["cc"]
+    path = shutil.which(words[0])
+    if path is None:
+        detail = f" (CC={cc!r} is not an executable)" if cc else " (`cc` is not on PATH)"
+        raise CompilerNotFoundError(_NO_COMPILER.format(detail=detail))
+    return [path] + words[1:]
+
+
+def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
+                extra_sources: Sequence[str | os.PathLike] = ()) -> Path:
+    """Links an object (plus optional C sources) into a shared library."""
+    cmd = find_c_compiler() + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path),
+                               *map(str, extra_sources), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
+                        f"{proc.stderr.strip()}")
+    return Path(so_path)
+
+
+# MLIR lowers memref.copy between non-contiguous buffers to a call into its
+# C runner library, which we do not ship; this is our own implementation of
+# that one entry point, linked in only when the kernel needs it.
+_MEMREF_COPY_C = r"""
+#include <stdint.h>
+#include <string.h>
+typedef struct { int64_t rank; void *descriptor; } sprue_unranked;
+typedef struct { char *allocated; char *aligned; int64_t offset; int64_t dims[]; } sprue_desc;
+
+void memrefCopy(int64_t elem_size, sprue_unranked *src, sprue_unranked *dst) {
+  int64_t rank = src->rank;
+  sprue_desc *s = src->descriptor, *d = dst->descriptor;
+  const int64_t *sizes = s->dims, *ss = s->dims + rank, *ds = d->dims + rank;
+  int64_t idx[rank > 0 ? rank : 1];
+  for (int64_t r = 0; r < rank; ++r) { if (sizes[r] == 0) return; idx[r] = 0; }
+  char *sp = s->aligned + s->offset * elem_size, *dp = d->aligned + d->offset * elem_size;
+  for (;;) {
+    memcpy(dp, sp, (size_t)elem_size);
+    int64_t r = rank - 1;
+    for (; r >= 0; --r) {  /* odometer step over the index space */
+      sp += ss[r] * elem_size; dp += ds[r] * elem_size;
+      if (++idx[r] < sizes[r]) break;
+      sp -= ss[r] * sizes[r] * elem_size; dp -= ds[r] * sizes[r] * elem_size; idx[r] = 0;
+    }
+    if (r < 0) return;
+  }
+}
+"""
+
+
+def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
+    if "@memrefCopy(" not in llvm_ir:
+        return []
+    path = directory / f"{name}.memref_copy.c"
+    path.write_text(_MEMREF_COPY_C)
+    return [path]
+
+
+def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: str = "main",
+                         keep_intermediate: bool = False) -> Path:
+    """StableHLO text -> `<out_dir>/<name>.so`.
+
+    With keep_intermediate, also writes the input as `<name>.00_stablehlo.mlir`,
+    `<name>.NN_<stage>.mlir` after every stage (NN from 01), `<name>.ll` (as translated), `<name>.opt.ll` (after O3) and
+    `<name>.o` into out_dir."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    so_path = out / f"{name}.so"
+    with tempfile.TemporaryDirectory(prefix="sprue-") as tmp:
+        work = out if keep_intermediate else Path(tmp)
+
+        def dump(stage: str, text: str) -> None:
+            # 00 is the input; stages follow in pipeline order.
+            (work / f"{name}.{STAGE_NAMES.index(stage) + 1:02d}_{stage}.mlir").write_text(text)
+
+        if keep_intermediate:
+            (work / f"{name}.00_stablehlo.mlir").write_text(stablehlo_text)
+        llvm_ir = lower_to_llvm_ir(stablehlo_text, dump=dump if keep_intermediate else None)
+        optimized, obj = optimize_and_emit(llvm_ir)
+        obj_path = work / f"{name}.o"
+        obj_path.write_bytes(obj)
+        if keep_intermediate:
+            (work / f"{name}.ll").write_text(llvm_ir)
+            (work / f"{name}.opt.ll").write_text(optimized)
+        # Link beside the target, then rename: a library another process (or
+        # this one) has mapped is replaced, never rewritten in place.
+        partial = out / f"{name}.so.partial"
+        try:
+            link_shared(obj_path, partial, _runtime_sources(llvm_ir, work, name))
+            os.replace(partial, so_path)
+        finally:
+            partial.unlink(missing_ok=True)
+    return so_path
+
+
+__all__ = ["CompilerNotFoundError", "LinkError", "build_shared_library", "emit_object",
+           "find_c_compiler", "link_shared", "llvmlite_compatible", "optimize_and_emit"]

@@ -1,0 +1,202 @@
+"""StableHLO text -> LLVM IR text, as named, inspectable stages.
+
+    legalized   our Python rewrite of sort/scatter/while/if/case (legalize.py)
+    linalg      StableHLO -> linalg/tensor/arith, signless, fused
+    bufferized  tensors -> memrefs; every returned buffer is malloc'ed and
+                owned by the caller, everything else is freed
+    loops       linalg -> scf loops
+    llvm        everything -> LLVM dialect, with `_mlir_ciface_*` C wrappers
+
+`lower_to_llvm_ir` runs them in order and can hand the text after each stage
+to a `dump` callback (backend.build_shared_library uses it for
+keep_intermediate).  Any failure becomes a LoweringError naming the stage and
+carrying MLIR's diagnostics.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from torch_mlir import ir, passmanager
+from torch_mlir._mlir_libs import _stablehlo
+from torch_mlir.dialects import llvm as llvm_dialect
+
+from sprue.errors import SprueError
+
+from .legalize import legalize
+from .mlir_util import LegalizeError
+
+Dump = Callable[[str, str], None]
+
+# The stage "legalized" is the Python rewrite; it has no pass pipeline.
+LEGALIZE_STAGE = "legalized"
+
+STAGES: list[tuple[str, str]] = [
+    ("linalg", ",".join([
+        "func.func(stablehlo-legalize-to-linalg)",
+        "stablehlo-convert-to-signless",
+        "canonicalize", "cse",
+        "linalg-fuse-elementwise-ops",
+    ])),
+    ("bufferized", ",".join([
+        # Identity layouts at function boundaries keep the C ABI simple:
+        # every argument/result is a plain strided descriptor.
+        "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
+        "function-boundary-type-conversion=identity-layout-map}",
+        "buffer-deallocation-pipeline",
+        "convert-bufferization-to-memref",
+    ])),
+    ("loops", ",".join([
+        "convert-linalg-to-loops",
+        "canonicalize", "cse",
+    ])),
+    ("llvm", ",".join([
+        "convert-scf-to-cf",
+        "expand-strided-metadata",
+        "lower-affine",
+        "arith-expand",
+        "convert-math-to-llvm",
+        "convert-math-to-libm",
+        "convert-arith-to-llvm",
+        "finalize-memref-to-llvm",
+        "func.func(llvm-request-c-wrappers)",   # must be nested in func.func
+        "convert-func-to-llvm",
+        "convert-cf-to-llvm",
+        "convert-index-to-llvm",
+        "convert-ub-to-llvm",
+        "reconcile-unrealized-casts",
+    ])),
+]
+
+STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
+
+
+class LoweringError(SprueError, RuntimeError):
+    """A module could not be lowered; names the stage and MLIR's diagnostics."""
+
+    def __init__(self, stage: str, message: str, diagnostics: list[str] | None = None):
+        self.stage = stage
+        self.diagnostics = list(diagnostics or [])
+        text = f"lowering failed at stage '{stage}': {message}"
+        if self.diagnostics:
+            text += "\n" + "\n".join(self.diagnostics)
+        super().__init__(text)
+
+
+_registered = False
+_register_lock = threading.Lock()
+
+
+def _register_passes() -> None:
+    # Pass registration is process-global and must happen once.
+    global _registered
+    with _register_lock:
+        if not _registered:
+            _stablehlo.register_stablehlo_passes()
+            _registered = True
+
+
+def make_context() -> ir.Context:
+    """A fresh context with the StableHLO dialect and passes registered.
+
+    Contexts are not shared: one per compilation keeps threads independent
+    and lets each module's memory go with it."""
+    _register_passes()
+    ctx = ir.Context()
+    _stablehlo.register_dialect(ctx)
+    # emit_error_diagnostics stays False: MLIR then captures the error
+    # diagnostics (with notes) into the raised MLIRError instead of printing.
+    return ctx
+
+
+def _format(diag: ir.DiagnosticInfo | ir.Diagnostic, depth: int = 0) -> list[str]:
+    lines = [f"{'  ' * depth}{diag.location}: {diag.message}"]
+    for note in diag.notes:
+        lines += _format(note, depth + 1)
+    return lines
+
+
+def _diagnostics_of(err: ir.MLIRError) -> list[str]:
+    return [line for d in err.error_diagnostics for line in _format(d)]
+
+
+def parse_module(ctx: ir.Context, text: str) -> ir.Module:
+    try:
+        return ir.Module.parse(text, ctx)
+    except ir.MLIRError as err:
+        raise LoweringError("parse", "the StableHLO module does not parse",
+                            _diagnostics_of(err)) from err
+
+
+def run_stage(module: ir.Module, name: str, pipeline: str) -> None:
+    try:
+        pm = passmanager.PassManager.parse(f"builtin.module({pipeline})", module.context)
+        pm.run(module.operation)
+    except ir.MLIRError as err:
+        raise LoweringError(name, "an MLIR pass failed", _diagnostics_of(err)) from err
+
+
+def _legalize(module: ir.Module) -> None:
+    try:
+        legalize(module)
+    except LegalizeError as err:
+        raise LoweringError(LEGALIZE_STAGE, str(err)) from err
+    except Exception as err:   # a bug in a rewrite rule: still report the stage
+        raise LoweringError(LEGALIZE_STAGE, f"internal error: {type(err).__name__}: {err}") from err
+    # A rewrite bug must surface here, attributed to us, not as a confusing
+    # failure in a later pass.
+    try:
+        ok = module.operation.verify()
+    except ir.MLIRError as err:
+        raise LoweringError(LEGALIZE_STAGE, "the rewritten module does not verify",
+                            _diagnostics_of(err)) from err
+    if not ok:
+        raise LoweringError(LEGALIZE_STAGE, "the rewritten module does not verify")
+
+
+def _check_no_stablehlo_left(module: ir.Module) -> None:
+    """stablehlo-legalize-to-linalg is a partial conversion: ops it cannot
+    lower stay behind and only fail later, obscurely, in bufferization.
+    Name them here instead."""
+    left: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name.startswith("stablehlo."):
+            left.append(f"{op.location}: {op.name}")
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    if left:
+        names = sorted({entry.rsplit(" ", 1)[1] for entry in left})
+        raise LoweringError("linalg", f"no lowering to linalg for {', '.join(names)}", left)
+
+
+def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
+    """Runs every stage on `module` in place (it ends in the LLVM dialect)."""
+    _legalize(module)
+    if dump:
+        dump(LEGALIZE_STAGE, str(module))
+    for name, pipeline in STAGES:
+        run_stage(module, name, pipeline)
+        if name == "linalg":
+            _check_no_stablehlo_left(module)
+        if dump:
+            dump(name, str(module))
+
+
+def lower_to_llvm_ir(stablehlo_text: str, *, dump: Dump | None = None) -> str:
+    """StableHLO module text -> LLVM IR text.
+
+    `dump(stage_name, text)` is called after each stage in STAGE_NAMES."""
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = parse_module(ctx, stablehlo_text)
+        lower_module(module, dump)
+        try:
+            return llvm_dialect.translate_module_to_llvmir(module.operation)
+        except Exception as err:   # the binding raises a bare error type
+            raise LoweringError("translate", f"LLVM dialect -> LLVM IR failed: {err}") from err
+
+
+__all__ = ["Dump", "LoweringError", "STAGES", "STAGE_NAMES", "LEGALIZE_STAGE", "lower_module",
+           "lower_to_llvm_ir", "make_context", "parse_module", "run_stage"]

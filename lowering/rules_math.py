@@ -1,0 +1,114 @@
+"""Inverse trigonometric and hyperbolic functions, written with stablehlo ops.
+
+StableHLO has no sinh/cosh/asinh/acosh/atanh/asin/acos/atan (they are chlo ops, and chlo is not
+available on this stack), so each is composed from exp/expm1/log/log1p/sqrt/atan2 with the
+classic fdlibm range splits, which keep the result within a few ulp of numpy (glibc) instead of
+losing all digits near 0 or overflowing early near the top of the range. Every branch is computed
+and one is selected; float ops do not trap, so the unused branches' infs and NaNs are harmless.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import lax
+from ..core import Eqn
+from .rules_common import (LoweringContext, Value, compare, constant_like, dtype_of, ew, lowering_rules,
+                           select)
+
+
+def _c(value: float, x: Value) -> Value:
+    return constant_like(value, x)
+
+
+def _with_sign_of(x: Value, magnitude: Value) -> Value:
+    """magnitude carrying x's sign, for odd functions f(x) = sign(x) f(|x|); f(+-0) = +-0."""
+    signed = select(compare(x, _c(0.0, x), "LT"), ew("negate", magnitude), magnitude)
+    return select(compare(x, _c(0.0, x), "EQ"), x, signed)
+
+
+def _exp_big(a: Value) -> Value:
+    """exp(a)/2 for large a without overflowing before the result does: (exp(a/2)/2) * exp(a/2)."""
+    w = ew("exponential", ew("multiply", a, _c(0.5, a)))
+    return ew("multiply", ew("multiply", w, _c(0.5, a)), w)
+
+
+# Past this |x|, e^-|x| is below the rounding error of e^|x| in every float type we compile.
+_EXP_BIG = 20.0
+
+
+def _sinh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    a = ew("abs", x)
+    u = ew("exponential_minus_one", a)  # sinh a = (u + u/(u+1)) / 2: no cancellation near 0
+    small = ew("multiply", _c(0.5, x), ew("add", u, ew("divide", u, ew("add", u, _c(1.0, x)))))
+    r = select(compare(a, _c(_EXP_BIG, x), "LT"), small, _exp_big(a))
+    return [_with_sign_of(x, r)]
+
+
+def _cosh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    a = ew("abs", x)
+    e = ew("exponential", a)
+    small = ew("multiply", _c(0.5, x), ew("add", e, ew("divide", _c(1.0, x), e)))
+    return [select(compare(a, _c(_EXP_BIG, x), "LT"), small, _exp_big(a))]
+
+
+def _sqrt_tail(x: Value) -> float:
+    """A magnitude past which 1/x^2 is negligible next to 1 (and x^2 still fits)."""
+    return {8: 2.0 ** 28, 4: 2.0 ** 12, 2: 2.0 ** 6}[dtype_of(x).itemsize]
+
+
+def _asinh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    a = ew("abs", x)
+    one, two = _c(1.0, x), _c(2.0, x)
+    a2 = ew("multiply", a, a)
+    root = ew("sqrt", ew("add", a2, one))  # sqrt(a^2 + 1)
+    big = ew("add", ew("log", a), _c(np.log(2.0), x))
+    mid = ew("log", ew("add", ew("multiply", two, a), ew("divide", one, ew("add", root, a))))
+    small = ew("log_plus_one", ew("add", a, ew("divide", a2, ew("add", one, root))))
+    r = select(compare(a, _c(_sqrt_tail(x), x), "GT"), big,
+               select(compare(a, two, "GT"), mid, small))
+    return [_with_sign_of(x, r)]
+
+
+def _acosh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    one, two = _c(1.0, x), _c(2.0, x)
+    big = ew("add", ew("log", x), _c(np.log(2.0), x))
+    root = ew("sqrt", ew("subtract", ew("multiply", x, x), one))  # sqrt(x^2 - 1)
+    mid = ew("log", ew("subtract", ew("multiply", two, x), ew("divide", one, ew("add", x, root))))
+    t = ew("subtract", x, one)  # exact near 1, where x^2 - 1 would cancel
+    small = ew("log_plus_one", ew("add", t, ew("sqrt", ew("add", ew("multiply", two, t), ew("multiply", t, t)))))
+    r = select(compare(x, _c(_sqrt_tail(x), x), "GT"), big, select(compare(x, two, "GT"), mid, small))
+    return [select(compare(x, one, "LT"), _c(np.nan, x), r)]
+
+
+def _atanh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    a = ew("abs", x)
+    one, half = _c(1.0, x), _c(0.5, x)
+    two_a = ew("add", a, a)
+    one_minus = ew("subtract", one, a)
+    # atanh a = log1p(2a / (1 - a)) / 2; below 1/2 rewrite 2a/(1-a) = 2a + 2a*a/(1-a) for accuracy.
+    small = ew("log_plus_one", ew("add", two_a, ew("divide", ew("multiply", two_a, a), one_minus)))
+    large = ew("log_plus_one", ew("divide", two_a, one_minus))
+    r = ew("multiply", half, select(compare(a, half, "LT"), small, large))
+    return [_with_sign_of(x, r)]
+
+
+def _cos_of_asin(x: Value) -> Value:
+    """sqrt(1 - x^2) as sqrt((1-x)(1+x)): exact factors near |x| = 1; NaN for |x| > 1."""
+    one = _c(1.0, x)
+    return ew("sqrt", ew("multiply", ew("subtract", one, x), ew("add", one, x)))
+
+
+def _asin(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    return [ew("atan2", x, _cos_of_asin(x))]
+
+
+def _acos(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    return [ew("atan2", _cos_of_asin(x), x)]
+
+
+def _atan(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    return [ew("atan2", x, _c(1.0, x))]
+
+
+lowering_rules.update({lax.sinh_p: _sinh, lax.cosh_p: _cosh, lax.asinh_p: _asinh, lax.acosh_p: _acosh,
+                       lax.atanh_p: _atanh, lax.asin_p: _asin, lax.acos_p: _acos, lax.atan_p: _atan})
