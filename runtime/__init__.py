@@ -1,1 +1,24 @@
+"""sprue.runtime: call compiled sprue libraries from Python.
 
+Loads a shared library built by sprue.lowering with cffi (ABI mode) and calls
+its MLIR C-interface entry point, passing numpy arrays as memref descriptors
+and returning results as numpy arrays that own the compiled code's buffers.
+Needs numpy and cffi only: never MLIR or LLVM.
+"""
+
+from .dtypes import ELEMENT_TYPES, ElementType, element_type, element_type_of
+from .function import CompiledFunction, LibraryLoadError, load
+from .signature import SIGNATURE_VERSION, Signature, TensorSpec
+
+__all__ = [
+    "CompiledFunction",
+    "ELEMENT_TYPES",
+    "ElementType",
+    "LibraryLoadError",
+    "SIGNATURE_VERSION",
+    "Signature",
+    "TensorSpec",
+    "element_type",
+    "element_type_of",
+    "load",
+]

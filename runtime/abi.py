@@ -1,0 +1,102 @@
+"""The C interface of a compiled function, as cffi declarations.
+
+MLIR's `llvm-request-c-wrappers` exports `void _mlir_ciface_<name>(...)`
+whose parameters are all pointers to memref descriptors:
+
+    struct { T *allocated; T *aligned; int64_t offset;
+             int64_t sizes[R]; int64_t strides[R]; }   // rank 0: first three only
+
+Results come first: with one result, a pointer to its descriptor; with
+several, a pointer to a struct holding one descriptor per result in order;
+with none, no result parameter. Then one pointer per argument. (Checked by
+compiling small modules; see tests/test_runtime.py.)
+
+Every descriptor field is 8 bytes on a 64-bit target, so a descriptor is
+3 + 2R int64 words with no padding; the result unpacker reads the result
+object as a flat int64 array at the word offsets computed here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .signature import Signature
+
+__all__ = ["CInterface", "c_interface", "descriptor_words", "ciface_name"]
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def descriptor_words(rank: int) -> int:
+    """Size of a rank-`rank` memref descriptor in 8-byte words."""
+    return 3 + 2 * rank
+
+
+def descriptor_struct(rank: int) -> str:
+    return f"struct sprue_memref_{rank}"
+
+
+def ciface_name(symbol: str) -> str:
+    """The exported C-interface name of MLIR function `symbol`."""
+    if not isinstance(symbol, str) or not _IDENT.match(symbol):
+        raise ValueError(f"symbol must be a C identifier, got {symbol!r}")
+    return f"_mlir_ciface_{symbol}"
+
+
+def _descriptor_decl(rank: int) -> str:
+    fields = "void *allocated; void *aligned; int64_t offset;"
+    if rank:
+        fields += f" int64_t sizes[{rank}]; int64_t strides[{rank}];"
+    return f"{descriptor_struct(rank)} {{ {fields} }};"
+
+
+@dataclass(frozen=True)
+class CInterface:
+    """Everything the loader needs to declare and call one function."""
+
+    cdef: str  # declarations for ffi.cdef (structs, the function, free)
+    function: str  # exported symbol, e.g. "_mlir_ciface_main"
+    arg_types: tuple[str, ...]  # C pointer type per argument descriptor
+    result_type: str | None  # C pointer type of the result object; None: no results
+    result_words: tuple[int, ...]  # word offset of each result descriptor in it
+    result_nwords: int  # total size of the result object in words
+
+
+def c_interface(signature: Signature, symbol: str) -> CInterface:
+    function = ciface_name(symbol)
+    ranks = sorted({s.rank for s in signature.args} | {s.rank for s in signature.results})
+    lines = [_descriptor_decl(r) for r in ranks]
+
+    results = signature.results
+    offsets: list[int] = []
+    words = 0
+    for spec in results:
+        offsets.append(words)
+        words += descriptor_words(spec.rank)
+
+    result_type: str | None
+    if not results:
+        result_type = None
+    elif len(results) == 1:
+        result_type = f"{descriptor_struct(results[0].rank)} *"
+    else:
+        fields = " ".join(f"{descriptor_struct(s.rank)} r{i};" for i, s in enumerate(results))
+        lines.append(f"struct sprue_results {{ {fields} }};")
+        result_type = "struct sprue_results *"
+
+    arg_types = tuple(f"{descriptor_struct(s.rank)} *" for s in signature.args)
+    params = ([result_type] if result_type else []) + list(arg_types)
+    lines.append(f"void {function}({', '.join(params) or 'void'});")
+    # The caller frees result buffers with the allocator the compiled code's
+    # malloc resolves to: the process-wide malloc/free (libc, or whatever
+    # allocator has been interposed globally).
+    lines.append("void free(void *);")
+    return CInterface(
+        cdef="\n".join(lines) + "\n",
+        function=function,
+        arg_types=arg_types,
+        result_type=result_type,
+        result_words=tuple(offsets),
+        result_nwords=words,
+    )

@@ -1,0 +1,169 @@
+"""Turning returned memref descriptors into numpy values that own their memory.
+
+Every returned buffer was malloc'ed by the compiled code, and the caller owns
+it. Ownership is handed to numpy without a copy:
+
+    ndarray --base--> cffi buffer --keeps alive--> ffi.gc(char *allocated, free)
+
+so `free(allocated)` runs exactly once, when the last array viewing the
+buffer goes away (with CPython's refcounting: immediately). Rules:
+
+* Rank-0 results come back as numpy scalars (np.float64, np.bool_, ...);
+  their buffer is freed before the call returns.
+* Zero-size results come back as fresh empty arrays; their buffer is freed
+  before the call returns.
+* Two results may share one allocation (e.g. a value returned twice). The
+  buffer is still freed once; the first such result views it and every later
+  one gets a copy, so results never alias each other.
+* offset, sizes and strides are honoured as returned (dynamic result shapes
+  need nothing more); non-row-major strides give a strided view.
+
+A malformed descriptor (null or out-of-bounds buffer) raises, and every
+buffer returned by that call is still freed.
+"""
+
+from __future__ import annotations
+
+import math
+from operator import itemgetter
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import cffi_ops
+from .arguments import c_strides
+from .signature import TensorSpec
+
+__all__ = ["ResultUnpacker"]
+
+
+class _ResultReader:
+    """Builds one result from the words of its descriptor."""
+
+    def __init__(self, ffi: Any, spec: TensorSpec, word: int, unpacker: ResultUnpacker) -> None:
+        self.spec = spec
+        self.word = word  # word offset of this descriptor in the result object
+        self._unpacker = unpacker  # for its `free`, which tests may replace
+        self._rank = spec.rank
+        self._dtype = spec.dtype
+        self._scalar = spec.dtype.type
+        self._itemsize = spec.dtype.itemsize
+        self._elem_ptr_type = ffi.typeof(spec.element.ctype + " *")
+        self._char_ptr = ffi.typeof("char *")
+        # For a static shape the expected sizes+strides words, so that the
+        # common case is one list comparison; anything else (dynamic shapes,
+        # odd strides) takes the general path, which believes the descriptor.
+        self._layout_words: list[int] | None = None
+        if spec.is_static and spec.rank and 0 not in spec.shape:
+            shape: tuple[int, ...] = spec.shape  # type: ignore[assignment]
+            self._layout_words = list(shape) + list(c_strides(shape))
+            self._shape = shape
+            self._nbytes = math.prod(shape) * self._itemsize
+        self._sizes_slice = slice(word + 3, word + 3 + spec.rank)
+        self._layout_slice = slice(word + 3, word + 3 + 2 * spec.rank)
+
+    def own(self, allocated: int) -> Any:
+        """A char* to `allocated` that frees it when garbage collected."""
+        return cffi_ops.gcp(cffi_ops.cast(self._char_ptr, allocated), self._unpacker.free)
+
+    def take(self, words: list[int]) -> Any:
+        """The result, for a buffer no other result shares; takes ownership."""
+        k = self.word
+        allocated = words[k]
+        if not allocated:
+            raise MemoryError(f"result {self.spec.name!r}: the compiled code returned a null buffer")
+        if self._rank == 0:
+            # The numpy scalar is a copy: free the buffer right away.
+            try:
+                return self._scalar(cffi_ops.cast(self._elem_ptr_type, words[k + 1])[words[k + 2]])
+            finally:
+                self._unpacker.free(cffi_ops.cast(self._char_ptr, allocated))
+        owner = self.own(allocated)  # from here on the buffer cannot leak
+        if words[self._layout_slice] == self._layout_words:
+            start = words[k + 1] - allocated + words[k + 2] * self._itemsize
+            if start >= 0:
+                buf = cffi_ops.buffer(owner, start + self._nbytes)
+                return np.ndarray(self._shape, self._dtype, buf, start)
+        return self.view(words, owner, False)
+
+    def view(self, words: list[int], owner: Any, copy: bool) -> Any:
+        """The result as a view of `owner`'s buffer (or a copy of that view)."""
+        k = self.word
+        allocated, aligned, offset = words[k], words[k + 1], words[k + 2]
+        if self._rank == 0:
+            return self._scalar(cffi_ops.cast(self._elem_ptr_type, aligned)[offset])
+
+        sizes = tuple(words[self._sizes_slice])
+        strides = words[self._layout_slice][self._rank :]
+        if min(sizes) < 0:
+            raise RuntimeError(f"result {self.spec.name!r}: the compiled code returned negative sizes {sizes}")
+        count = math.prod(sizes)
+        if count == 0:
+            return np.empty(sizes, self._dtype)
+
+        isz = self._itemsize
+        start = aligned - allocated + offset * isz  # byte offset of element 0
+        if strides == list(c_strides(sizes)):
+            byte_strides = None
+            low, high = 0, count - 1
+        else:
+            byte_strides = tuple(s * isz for s in strides)
+            low = sum(min(0, (n - 1) * s) for n, s in zip(sizes, strides))
+            high = sum(max(0, (n - 1) * s) for n, s in zip(sizes, strides))
+        if start + low * isz < 0:
+            raise RuntimeError(f"result {self.spec.name!r}: the returned descriptor points before its allocation")
+        buf = cffi_ops.buffer(owner, start + (high + 1) * isz)
+        arr = np.ndarray(sizes, self._dtype, buf, start, byte_strides)
+        return arr.copy() if copy else arr
+
+
+class ResultUnpacker:
+    """Reads a call's result object and returns the list of results."""
+
+    def __init__(self, ffi: Any, specs: Sequence[TensorSpec], words: Sequence[int], nwords: int, free: Any) -> None:
+        self.specs = tuple(specs)
+        # The deallocator for returned buffers: libc's free. A public
+        # attribute so tests can wrap it to count calls.
+        self.free: Callable[[Any], None] | Any = free
+        self._readers = tuple(_ResultReader(ffi, s, w, self) for s, w in zip(specs, words))
+        self._single = self._readers[0] if len(self._readers) == 1 else None
+        self._allocs = itemgetter(*words) if len(words) > 1 else None
+        self._nresults = len(words)
+        self._nwords = nwords
+        self._words_ptr = ffi.typeof("int64_t *")
+
+    def unpack(self, result_obj: Any) -> list:
+        words = cffi_ops.unpack(cffi_ops.cast(self._words_ptr, result_obj), self._nwords)
+        if self._single is not None:
+            return [self._single.take(words)]
+        allocs = self._allocs(words)  # type: ignore[misc]
+        if len(set(allocs)) != self._nresults:
+            return self._unpack_shared(words, allocs)
+        # Every result has a buffer of its own.
+        out: list = []
+        try:
+            for reader in self._readers:
+                out.append(reader.take(words))
+        except BaseException:
+            # The failing reader owned its buffer already; free the others.
+            for reader in self._readers[len(out) + 1 :]:
+                if words[reader.word]:
+                    reader.own(words[reader.word])
+            raise
+        return out
+
+    def _unpack_shared(self, words: list[int], allocs: tuple[int, ...]) -> list:
+        """Some results share a buffer: own each distinct buffer once, then build."""
+        owners: dict[int, Any] = {}
+        for reader, allocated in zip(self._readers, allocs):
+            if allocated and allocated not in owners:
+                owners[allocated] = reader.own(allocated)
+        out = []
+        seen: set[int] = set()
+        for reader, allocated in zip(self._readers, allocs):
+            if not allocated:
+                raise MemoryError(f"result {reader.spec.name!r}: the compiled code returned a null buffer")
+            out.append(reader.view(words, owners[allocated], allocated in seen))
+            if reader.spec.rank:  # scalars are copies already; they alias nothing
+                seen.add(allocated)
+        return out

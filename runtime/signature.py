@@ -1,0 +1,154 @@
+"""The typed signature of a compiled function: names, dtypes and shapes.
+
+A Signature lists every flat argument and every flat result as a TensorSpec.
+Shape entries are ints (static) or None (dynamic: any size is accepted at
+the call boundary and the compiled code reports result sizes through the
+returned descriptors). It round-trips through JSON so that a library cached
+on disk can be loaded again without the compiler.
+
+JSON format (version 1):
+
+    {"version": 1,
+     "args":    [{"name": "x", "dtype": "f64", "shape": [3, null]}, ...],
+     "results": [{"name": "out", "dtype": "bool", "shape": []}, ...]}
+
+dtype is a short element-type name (see sprue.runtime.dtypes); shape [] is a
+scalar.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .dtypes import ElementType, element_type, element_type_of
+
+__all__ = ["TensorSpec", "Signature", "SIGNATURE_VERSION"]
+
+SIGNATURE_VERSION = 1
+
+Dim = int | None
+
+
+def _normalize_shape(shape: object, where: str) -> tuple[Dim, ...]:
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Iterable):
+        raise ValueError(f"{where}: shape must be a sequence of ints or None, got {shape!r}")
+    dims: list[Dim] = []
+    for d in shape:
+        # bool is an int subclass but never a meaningful dimension.
+        if d is None or (isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))):
+            if d is not None and d < 0:
+                raise ValueError(f"{where}: negative dimension {d} in shape {tuple(shape)}")
+            dims.append(None if d is None else int(d))
+        else:
+            raise ValueError(f"{where}: shape entries must be ints or None, got {d!r}")
+    return tuple(dims)
+
+
+@dataclass(frozen=True, init=False)
+class TensorSpec:
+    """One argument or result: a name, an element type and a shape."""
+
+    name: str
+    element: ElementType
+    shape: tuple[Dim, ...]
+
+    def __init__(self, name: str, dtype: object, shape: Sequence[Dim]) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"TensorSpec name must be a str, got {type(name).__name__}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "element", element_type_of(dtype))
+        object.__setattr__(self, "shape", _normalize_shape(shape, f"TensorSpec {name!r}"))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.element.dtype
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return None not in self.shape
+
+    @property
+    def type_str(self) -> str:
+        """Compact type used in messages: "f64[3,?]"; a scalar is "f64[]"."""
+        dims = ",".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.element.name}[{dims}]"
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.type_str}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.element.name, "shape": list(self.shape)}
+
+    @classmethod
+    def from_dict(cls, d: object) -> TensorSpec:
+        if not isinstance(d, dict) or set(d) != {"name", "dtype", "shape"}:
+            raise ValueError(f"a tensor spec must be an object with keys name, dtype, shape; got {d!r}")
+        if not isinstance(d["dtype"], str):
+            raise ValueError(f"tensor spec dtype must be a string, got {d['dtype']!r}")
+        if not isinstance(d["shape"], list):
+            raise ValueError(f"tensor spec shape must be a list, got {d['shape']!r}")
+        if not isinstance(d["name"], str):
+            raise ValueError(f"tensor spec name must be a string, got {d['name']!r}")
+        return cls(d["name"], element_type(d["dtype"]).dtype, d["shape"])
+
+
+@dataclass(frozen=True, init=False)
+class Signature:
+    """The flat arguments and flat results of one compiled function, in order."""
+
+    args: tuple[TensorSpec, ...]
+    results: tuple[TensorSpec, ...]
+
+    def __init__(self, args: Iterable[TensorSpec], results: Iterable[TensorSpec]) -> None:
+        args, results = tuple(args), tuple(results)
+        for what, specs in (("args", args), ("results", results)):
+            for s in specs:
+                if not isinstance(s, TensorSpec):
+                    raise TypeError(f"Signature {what} must be TensorSpecs, got {type(s).__name__}")
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "results", results)
+
+    def __str__(self) -> str:
+        a = ", ".join(map(str, self.args))
+        r = ", ".join(s.type_str for s in self.results)
+        return f"({a}) -> ({r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": SIGNATURE_VERSION,
+            "args": [s.to_dict() for s in self.args],
+            "results": [s.to_dict() for s in self.results],
+        }
+
+    @classmethod
+    def from_dict(cls, d: object) -> Signature:
+        if not isinstance(d, dict):
+            raise ValueError(f"a signature must be a JSON object, got {type(d).__name__}")
+        if d.get("version") != SIGNATURE_VERSION:
+            raise ValueError(
+                f"unsupported signature version {d.get('version')!r}; this runtime reads version {SIGNATURE_VERSION}"
+            )
+        if set(d) != {"version", "args", "results"}:
+            raise ValueError(f"a signature must have keys version, args, results; got {sorted(d)}")
+        if not isinstance(d["args"], list) or not isinstance(d["results"], list):
+            raise ValueError("signature args and results must be lists")
+        return cls(map(TensorSpec.from_dict, d["args"]), map(TensorSpec.from_dict, d["results"]))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Signature:
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"signature is not valid JSON: {exc}") from exc
+        return cls.from_dict(d)
