@@ -171,8 +171,31 @@ def _check_no_stablehlo_left(module: ir.Module) -> None:
         raise LoweringError("linalg", f"no lowering to linalg for {', '.join(names)}", left)
 
 
+def _protect_arguments(module: ir.Module) -> None:
+    """Mark every argument of every public function `bufferization.writable = false`.
+
+    One-shot bufferization otherwise treats function arguments as writable and updates them in place
+    (dynamic_update_slice, scatter): the compiled code would write into the caller's numpy arrays."""
+    false = ir.BoolAttr.get(False)
+    for op in module.body.operations:
+        if op.operation.name != "func.func":
+            continue
+        attrs = op.operation.attributes
+        if "sym_visibility" in attrs and ir.StringAttr(attrs["sym_visibility"]).value != "public":
+            continue
+        n_args = len(op.operation.regions[0].blocks[0].arguments)
+        old = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else [ir.DictAttr.get({})] * n_args
+        new = []
+        for d in old:
+            entries = {ir.DictAttr(d)[i].name: ir.DictAttr(d)[i].attr for i in range(len(ir.DictAttr(d)))}
+            entries["bufferization.writable"] = false
+            new.append(ir.DictAttr.get(entries))
+        attrs["arg_attrs"] = ir.ArrayAttr.get(new)
+
+
 def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
     """Runs every stage on `module` in place (it ends in the LLVM dialect)."""
+    _protect_arguments(module)
     _legalize(module)
     if dump:
         dump(LEGALIZE_STAGE, str(module))

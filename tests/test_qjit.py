@@ -1,0 +1,223 @@
+"""sprue.qjit end to end: compile once per signature, pytrees, static args, closures, hints,
+inspection, intermediate stages, and the errors users meet."""
+import re
+import traceback
+
+import numpy as np
+import pytest
+
+import sprue
+import sprue.numpy as jnp
+from sprue.errors import SprueError
+
+
+def test_compiles_once_per_signature_and_reuses():
+    @sprue.qjit
+    def f(x, y):
+        return jnp.sin(x) * y + 1.0
+    x, y = np.random.rand(3, 4), np.random.rand(3, 4)
+    np.testing.assert_allclose(f(x, y), np.sin(x) * y + 1.0)
+    np.testing.assert_allclose(f(y, x), np.sin(y) * x + 1.0)
+    assert len(f._cache) == 1
+    f(np.random.rand(5), np.random.rand(5))                  # new shape: a new compilation
+    f(np.random.rand(5).astype(np.float32), np.float32(2))  # new dtypes: another
+    assert len(f._cache) == 3
+
+
+def test_float32_stays_float32_with_python_scalars():
+    @sprue.qjit
+    def f(x):
+        return x * 2.0 + 1
+    x = np.random.rand(4).astype(np.float32)
+    out = f(x)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, x * 2.0 + 1, rtol=1e-6)
+
+
+def test_python_scalar_arguments_and_scalar_results():
+    @sprue.qjit
+    def f(a, b, flag):
+        return jnp.where(flag, a * b, a - b)
+    out = f(3, 2.5, True)
+    assert isinstance(out, np.float64) and out == 7.5
+    assert f(3, 2.5, False) == 0.5
+    assert isinstance(f(3, 4, True), np.int64)
+
+
+def test_pytrees_in_and_out():
+    @sprue.qjit
+    def f(params, xs):
+        a, (b, c) = xs
+        return {"sum": params["w"] @ a + b, "pair": (c * 2, None), "list": [params["b"]]}
+    p = {"w": np.random.rand(2, 3), "b": np.arange(4.0)}
+    a, b, c = np.random.rand(3), np.random.rand(2), np.random.rand(5)
+    out = f(p, (a, (b, c)))
+    np.testing.assert_allclose(out["sum"], p["w"] @ a + b)
+    np.testing.assert_allclose(out["pair"][0], c * 2)
+    assert out["pair"][1] is None
+    np.testing.assert_allclose(out["list"][0], p["b"])
+
+
+def test_closures_over_numbers_and_arrays():
+    table = np.linspace(0.0, 1.0, 6)
+    scale = 3.0
+
+    @sprue.qjit
+    def f(x):
+        return x * scale + table
+    x = np.random.rand(6)
+    np.testing.assert_allclose(f(x), x * scale + table)
+    text = str(f.jaxpr)
+    assert text.startswith("{ lambda a:f64[6]; b:f64[6]. let")
+    assert "3.0:f64[]" in text
+
+
+def test_static_argnums_and_argnames():
+    @sprue.qjit(static_argnums=1, static_argnames=("mode",))
+    def f(x, n, mode="sum"):
+        for _ in range(n):
+            x = x * 2.0
+        return jnp.sum(x) if mode == "sum" else jnp.max(x)
+    x = np.random.rand(5)
+    np.testing.assert_allclose(f(x, 3), (x * 8).sum())
+    np.testing.assert_allclose(f(x, 2, mode="max"), (x * 4).max())
+    np.testing.assert_allclose(f(x, 3), (x * 8).sum())
+    assert len(f._cache) == 2
+    with pytest.raises(TypeError, match="static argument 'n' must be hashable"):
+        f(x, [1])
+
+
+def test_type_hints_compile_at_decoration_and_refuse_other_signatures():
+    @sprue.qjit
+    def f(x: sprue.f64[3, 4], k: int) -> sprue.f64[3, 4]:
+        return x * k
+    assert f._fixed is not None and "f64[3,4]" in str(f.jaxpr)   # compiled before any call
+    x = np.random.rand(3, 4)
+    np.testing.assert_allclose(f(x, 3), x * 3)
+    with pytest.raises(ValueError, match=r"argument 'x'.*f64\[3,4\]"):
+        f(np.random.rand(3, 5), 3)
+    with pytest.raises(TypeError, match=r"argument 'x'"):
+        f(np.ones((3, 4), dtype=np.complex128), 3)
+    with pytest.raises(TypeError, match=r"f\(\): missing a required argument: 'k'"):
+        f(x)
+    assert f._cache == {}
+
+
+def test_wrong_argument_count_rank_and_dtype_name_the_argument():
+    @sprue.qjit
+    def f(x: sprue.f32[4], y: sprue.i32[2]):
+        return x.sum() + y.sum()
+    with pytest.raises(TypeError, match=r"too many positional arguments"):
+        f(np.ones(4, np.float32), np.ones(2, np.int32), 3)
+    with pytest.raises(ValueError, match=r"argument 'x'"):
+        f(np.ones((4, 1), np.float32), np.ones(2, np.int32))
+    with pytest.raises(TypeError, match=r"argument 'y'"):
+        f(np.ones(4, np.float32), np.ones(2, np.float64))    # float64 does not cast safely to int32
+    with pytest.raises(TypeError, match=r"argument 'y'"):
+        f(np.ones(4, np.float32), "not an array")
+
+
+def test_unsupported_argument_types_are_type_errors():
+    @sprue.qjit
+    def f(x):
+        return x
+    with pytest.raises(TypeError, match=r"argument 'x'.*str is not a valid argument"):
+        f("text")
+    with pytest.raises(TypeError, match=r"complex128 is not supported"):
+        f(np.ones(2, np.complex128))
+
+
+def test_results_are_fresh_arrays_not_aliases():
+    @sprue.qjit
+    def f(x):
+        y = x + 0.0
+        return x, y, y
+    x = np.random.rand(4)
+    a, b, c = f(x)
+    np.testing.assert_array_equal(a, x)
+    a[0] = 100.0
+    b[1] = 200.0
+    assert x[0] != 100.0 and c[1] != 200.0
+
+
+def test_user_exception_keeps_user_traceback():
+    def helper(x):
+        raise KeyError("boom from user code")
+
+    @sprue.qjit
+    def f(x):
+        return helper(x)
+    with pytest.raises(KeyError, match="boom from user code") as info:
+        f(np.ones(2))
+    frames = [fr.name for fr in traceback.extract_tb(info.value.__traceback__)]
+    assert frames[-2:] == ["f", "helper"]
+
+
+def test_jaxpr_and_mlir_inspection():
+    @sprue.qjit
+    def f(x):
+        return jnp.sum(jnp.exp(x))
+    with pytest.raises(SprueError, match="not available yet"):
+        f.jaxpr
+    f(np.ones(3))
+    assert "reduce_sum" in str(f.jaxpr) and "exp" in str(f.jaxpr)
+    assert "stablehlo.exponential" in f.mlir and "func.func @main" in f.mlir
+    from torch_mlir import ir
+    from torch_mlir._mlir_libs import _stablehlo
+    ctx = ir.Context()
+    _stablehlo.register_dialect(ctx)
+    with ctx:
+        ir.Module.parse(f.mlir).operation.verify()
+
+
+def test_keep_intermediate_writes_every_stage(tmp_path):
+    @sprue.qjit(keep_intermediate=tmp_path / "build")
+    def f(x):
+        return jnp.sum(x * x)
+    np.testing.assert_allclose(f(np.arange(4.0)), (np.arange(4.0) ** 2).sum())
+    files = sorted(p.name for p in (tmp_path / "build").iterdir())
+    joined = " ".join(files)
+    for stage in ("jaxpr", "stablehlo", "linalg", "bufferized", "llvm", ".ll", ".o", ".so"):
+        assert stage in joined, (stage, files)
+
+
+def test_qjit_inside_qjit_traces_through():
+    @sprue.qjit
+    def inner(x):
+        return x * 2.0
+
+    @sprue.qjit
+    def outer(x):
+        return inner(x) + 1.0
+    x = np.random.rand(3)
+    np.testing.assert_allclose(outer(x), x * 2 + 1)
+
+
+def test_non_contiguous_and_readonly_inputs():
+    @sprue.qjit
+    def f(x):
+        return x * 2.0
+    base = np.random.rand(6, 8)
+    view = base[::2, 1::3]
+    np.testing.assert_allclose(f(view), view * 2)
+    fortran = np.asfortranarray(np.random.rand(3, 4))
+    np.testing.assert_allclose(f(fortran), fortran * 2)
+    ro = np.random.rand(3)
+    ro.setflags(write=False)
+    np.testing.assert_allclose(f(ro), ro * 2)
+
+
+def test_compiled_code_never_writes_into_its_inputs():
+    import sprue.lax as lax
+
+    @sprue.qjit
+    def f(x, u):
+        return lax.dynamic_update_slice(x, u, (2,)), x.at[np.array([0, 0, 5])].add(1.0)
+    x = np.arange(6.0)
+    keep = x.copy()
+    updated, added = f(x, np.array([100.0, 200.0]))
+    np.testing.assert_array_equal(x, keep)
+    expected = keep.copy(); expected[2:4] = [100.0, 200.0]
+    np.testing.assert_array_equal(updated, expected)
+    expected = keep.copy(); np.add.at(expected, [0, 0, 5], 1.0)
+    np.testing.assert_array_equal(added, expected)
