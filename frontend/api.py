@@ -15,7 +15,7 @@ from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatte
 from .tracing import Tracer, trace_flat
 
 
-def abstractify(x, path: str = "argument") -> ShapedArray:
+def abstractify(x, path: str = "?") -> ShapedArray:
     """The abstract value a qjit argument is traced with (Python scalars are weakly typed)."""
     if isinstance(x, Tracer):
         return x.aval
@@ -27,10 +27,10 @@ def abstractify(x, path: str = "argument") -> ShapedArray:
         try:
             return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
         except SprueTypeError as e:
-            raise SprueTypeError(f"{path}: {e}") from None
+            raise SprueTypeError(f"argument '{path}': {e}") from None
     if hasattr(x, "__array__") and hasattr(x, "dtype") and hasattr(x, "shape"):
         return abstractify(np.asarray(x), path)
-    raise SprueTypeError(f"{path}: {type(x).__name__} is not a valid argument; expected an array, a Python or"
+    raise SprueTypeError(f"argument '{path}': {type(x).__name__} is not a valid argument; expected an array, a Python or"
                          f" numpy scalar, or a tuple/list/dict of them")
 
 
@@ -76,8 +76,15 @@ def _pretty_path(path: str, names: Sequence[str] | None) -> str:
         name = names[i] if names and i < len(names) else f"args[{i}]"
         return name + rest
     if path.startswith("[1]["):
-        k_end = path.index("]", 4)
-        return path[5:k_end - 1] + path[k_end + 1:]
+        return param_path(path[3:])
+    return path
+
+
+def param_path(path: str) -> str:
+    """"['x'][0]" (a path into a dict of arguments by parameter name) -> "x[0]"."""
+    if path.startswith("['"):
+        end = path.index("']")
+        return path[2:end] + path[end + 2:]
     return path
 
 

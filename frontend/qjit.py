@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .api import TracedFunction, abstractify, trace_function
+from .api import TracedFunction, abstractify, param_path, trace_function
 from .core import ShapedArray
 from .errors import SprueTypeError, SprueValueError
 from .hints import hint_to_avals, is_hint
@@ -161,6 +161,7 @@ class QJIT:
 
     def _lookup(self, dynamic: dict, static: dict) -> tuple[Compiled, list]:
         leaves, paths, tree = tree_flatten_with_path(dynamic)
+        paths = [param_path(p) for p in paths]
         if self._fixed is not None:
             self._check_fits_hints(tree, leaves, paths)
             return self._fixed, leaves

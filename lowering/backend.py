@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 import llvmlite.binding as llvm
+import numpy as np
 
 from sprue.errors import SprueError
 
@@ -76,22 +77,45 @@ def _special_float_hex(ftype: str, m: re.Match) -> str:
     return f"{prefix}{bits:0{digits}X}"
 
 
+# LLVM 22 also writes exact bit patterns as `f0x<bits of the type>` (8 hex digits for float);
+# older parsers read `0x<16 digits>` holding the value as a double (for float too), `0xH` for half.
+_BITS_FLOAT = re.compile(r"(?<![\w.%@\"$])f0x([0-9a-fA-F]+)\b")
+
+
+def _bits_float_hex(ftype: str, m: re.Match) -> str:
+    bits = int(m.group(1), 16)
+    if ftype == "double":
+        return f"0x{bits:016X}"
+    if ftype == "float":
+        as_double = np.array(bits, np.uint32).view(np.float32).astype(np.float64).view(np.uint64)
+        return f"0x{int(as_double):016X}"
+    if ftype == "half":
+        return f"0xH{bits:04X}"
+    return f"0xR{bits:04X}"
+
+
+def _needs_fix(text: str) -> bool:
+    return bool(_SPECIAL_FLOAT.search(text) or _BITS_FLOAT.search(text))
+
+
 def llvmlite_compatible(llvm_ir: str) -> str:
-    """Rewrites special float literals to hex; the type is the last float
-    type named before the literal on its line (LLVM IR always writes an
+    """Rewrites special and bit-pattern float literals to the hex forms llvmlite reads; the type
+    is the last float type named before the literal on its line (LLVM IR always writes an
     operand's type, or the instruction's, before the operand)."""
-    if not _SPECIAL_FLOAT.search(llvm_ir):
+    if not _needs_fix(llvm_ir):
         return llvm_ir
 
     def fix_line(line: str) -> str:
-        def repl(m: re.Match) -> str:
-            types = _FLOAT_TYPE.findall(line, 0, m.start())
-            if not types:
-                raise ValueError(f"cannot type the float literal {m.group(0)!r} in: {line.strip()}")
-            return _special_float_hex(types[-1], m)
-        return _SPECIAL_FLOAT.sub(repl, line)
-    return "\n".join(fix_line(line) if _SPECIAL_FLOAT.search(line) else line
-                     for line in llvm_ir.split("\n"))
+        def typed(convert):
+            def repl(m: re.Match) -> str:
+                types = _FLOAT_TYPE.findall(line, 0, m.start())
+                if not types:
+                    raise ValueError(f"cannot type the float literal {m.group(0)!r} in: {line.strip()}")
+                return convert(types[-1], m)
+            return repl
+        line = _SPECIAL_FLOAT.sub(typed(_special_float_hex), line)
+        return _BITS_FLOAT.sub(typed(_bits_float_hex), line)
+    return "\n".join(fix_line(line) if _needs_fix(line) else line for line in llvm_ir.split("\n"))
 
 
 def optimize_and_emit(llvm_ir: str) -> tuple[str, bytes]:
