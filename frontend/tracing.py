@@ -36,14 +36,14 @@ class Tracer:
     """A traced array: an abstract value standing for a variable of the jaxpr being built.
     Its numpy-like methods and operators are in sprue.numpy (attached by `_tracer_methods`)."""
 
-    __slots__ = ("builder", "aval", "var", "__weakref__")
+    __slots__ = ("builder", "aval", "jvar", "__weakref__")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy defers to our reflected operators: np_array + tracer -> tracer
 
     def __init__(self, builder: "JaxprBuilder", aval: ShapedArray, var: Var):
         self.builder = builder
         self.aval = aval
-        self.var = var
+        self.jvar = var  # the jaxpr Var (not `var`: that name is the numpy method x.var())
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -118,7 +118,7 @@ class JaxprBuilder:
         """The jaxpr atom for an operand: a variable, a captured outer tracer, a const or a literal."""
         if isinstance(x, Tracer):
             if x.builder is self:
-                return x.var
+                return x.jvar
             if not x.builder.active:
                 raise SprueError(
                     f"a traced value {x.aval.str_short()} escaped the function it was traced in (it was"

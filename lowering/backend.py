@@ -94,8 +94,23 @@ def _bits_float_hex(ftype: str, m: re.Match) -> str:
     return f"0xR{bits:04X}"
 
 
+# LLVM 22 prints a float (f32) constant as the shortest decimal that round-trips in f32, e.g.
+# `float 1.234500e+00`; older parsers demand a decimal exactly representable in the type. Such
+# literals are rewritten to the exact hex form (only those typed float or half).
+_DECIMAL_FLOAT = re.compile(r"(?<![\w.%@\"$])([-+]?\d+\.\d+e[-+]\d+)\b")
+
+
+def _decimal_float_hex(ftype: str, m: re.Match) -> str:
+    if ftype == "float":
+        return f"0x{int(np.array(np.float32(m.group(1)), np.float64).view(np.uint64)):016X}"
+    if ftype == "half":
+        return f"0xH{int(np.array(np.float16(m.group(1))).view(np.uint16)):04X}"
+    return m.group(0)
+
+
 def _needs_fix(text: str) -> bool:
-    return bool(_SPECIAL_FLOAT.search(text) or _BITS_FLOAT.search(text))
+    return bool(_SPECIAL_FLOAT.search(text) or _BITS_FLOAT.search(text)
+                or (("float " in text or "half " in text) and _DECIMAL_FLOAT.search(text)))
 
 
 def llvmlite_compatible(llvm_ir: str) -> str:
@@ -114,7 +129,8 @@ def llvmlite_compatible(llvm_ir: str) -> str:
                 return convert(types[-1], m)
             return repl
         line = _SPECIAL_FLOAT.sub(typed(_special_float_hex), line)
-        return _BITS_FLOAT.sub(typed(_bits_float_hex), line)
+        line = _BITS_FLOAT.sub(typed(_bits_float_hex), line)
+        return _DECIMAL_FLOAT.sub(typed(_decimal_float_hex), line)
     return "\n".join(fix_line(line) if _needs_fix(line) else line for line in llvm_ir.split("\n"))
 
 

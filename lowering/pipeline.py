@@ -60,7 +60,6 @@ STAGES: list[tuple[str, str]] = [
         "convert-math-to-libm",
         "convert-arith-to-llvm",
         "finalize-memref-to-llvm",
-        "func.func(llvm-request-c-wrappers)",   # must be nested in func.func
         "convert-func-to-llvm",
         "convert-cf-to-llvm",
         "convert-index-to-llvm",
@@ -171,18 +170,23 @@ def _check_no_stablehlo_left(module: ir.Module) -> None:
         raise LoweringError("linalg", f"no lowering to linalg for {', '.join(names)}", left)
 
 
-def _protect_arguments(module: ir.Module) -> None:
-    """Mark every argument of every public function `bufferization.writable = false`.
+def _prepare_entry_points(module: ir.Module) -> None:
+    """For every public function definition (the entry points callers see):
 
-    One-shot bufferization otherwise treats function arguments as writable and updates them in place
-    (dynamic_update_slice, scatter): the compiled code would write into the caller's numpy arrays."""
+    - mark it `llvm.emit_c_interface`, so convert-func-to-llvm emits its `_mlir_ciface_` wrapper.
+      (The pass llvm-request-c-wrappers would also wrap external declarations such as libm's
+      `cbrt`, leaving an undefined `_mlir_ciface_cbrt` in the library.)
+    - mark every argument `bufferization.writable = false`: one-shot bufferization otherwise treats
+      arguments as writable and updates them in place (dynamic_update_slice, scatter), so the
+      compiled code would write into the caller's numpy arrays."""
     false = ir.BoolAttr.get(False)
     for op in module.body.operations:
-        if op.operation.name != "func.func":
+        if op.operation.name != "func.func" or not op.operation.regions[0].blocks:
             continue
         attrs = op.operation.attributes
         if "sym_visibility" in attrs and ir.StringAttr(attrs["sym_visibility"]).value != "public":
             continue
+        attrs["llvm.emit_c_interface"] = ir.UnitAttr.get()
         n_args = len(op.operation.regions[0].blocks[0].arguments)
         old = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else [ir.DictAttr.get({})] * n_args
         new = []
@@ -195,7 +199,7 @@ def _protect_arguments(module: ir.Module) -> None:
 
 def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
     """Runs every stage on `module` in place (it ends in the LLVM dialect)."""
-    _protect_arguments(module)
+    _prepare_entry_points(module)
     _legalize(module)
     if dump:
         dump(LEGALIZE_STAGE, str(module))

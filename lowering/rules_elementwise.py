@@ -1,4 +1,4 @@
-"""Lowering of the elementwise primitives except the transcendental functions (rules_math.py):
+"""Lowering of the elementwise primitives except the functions composed in rules_math.py:
 arithmetic, integer division, powers, comparisons, bitwise logic and shifts, select_n, clamp,
 convert_element_type.
 
@@ -18,11 +18,7 @@ from .rules_common import (LoweringContext, Value, broadcast_to, compare, consta
                            logical_and, logical_or, lowering_rules, op1, select, shape_of, with_dtype)
 
 
-def _out_shape(eqn: Eqn) -> tuple[int, ...]:
-    return eqn.outvars[0].aval.shape
-
-
-def _operands(eqn: Eqn, *xs: Value) -> list[Value]:
+def _operands(*xs: Value) -> list[Value]:
     """Binary lax ops allow one rank-0 operand beside an array: broadcast it."""
     shape = max((shape_of(x) for x in xs), key=len)
     return [broadcast_to(x, shape) for x in xs]
@@ -38,23 +34,22 @@ def binary(name: str, bool_name: str | None = None):
     """stablehlo.<name>, or stablehlo.<bool_name> on booleans: add and max are or, mul and min are
     and (as i1 arithmetic, add would be xor, and a signed max would rank true = -1 below false)."""
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
-        x, y = _operands(eqn, x, y)
+        x, y = _operands(x, y)
         return [ew(bool_name if bool_name and is_bool(x) else name, x, y)]
     return rule
 
 
 def comparison(direction: str):
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
-        return [compare(*_operands(eqn, x, y), direction)]
+        return [compare(*_operands(x, y), direction)]
     return rule
 
 
 # -- simple one-to-one ops ----------------------------------------------------------------------
 for _p, _name in [(lax.neg_p, "negate"), (lax.floor_p, "floor"), (lax.ceil_p, "ceil"),
-                  (lax.exp_p, "exponential"), (lax.log_p, "log"), (lax.log1p_p, "log_plus_one"),
-                  (lax.expm1_p, "exponential_minus_one"), (lax.tanh_p, "tanh"),
+                  (lax.exp_p, "exponential"), (lax.log_p, "log"), (lax.tanh_p, "tanh"),
                   (lax.logistic_p, "logistic"), (lax.sin_p, "sine"), (lax.cos_p, "cosine"),
-                  (lax.tan_p, "tan"), (lax.sqrt_p, "sqrt"), (lax.rsqrt_p, "rsqrt"), (lax.cbrt_p, "cbrt"),
+                  (lax.tan_p, "tan"), (lax.sqrt_p, "sqrt"), (lax.rsqrt_p, "rsqrt"),
                   (lax.not_p, "not")]:
     lowering_rules[_p] = unary(_name)
 
@@ -118,7 +113,7 @@ def _division_guard(x: Value, y: Value) -> tuple[Value, Value, Value]:
 
 
 def _div(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
-    x, y = _operands(eqn, x, y)
+    x, y = _operands(x, y)
     if is_float(x):
         return [ew("divide", x, y)]
     safe, zero, _ = _division_guard(x, y)
@@ -127,7 +122,7 @@ def _div(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
 
 
 def _rem(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
-    x, y = _operands(eqn, x, y)
+    x, y = _operands(x, y)
     if is_float(x):
         return [ew("remainder", x, y)]  # fmod: the sign of x
     safe, _, bad = _division_guard(x, y)
@@ -147,13 +142,27 @@ def _int_pow_negative(x: Value, y: Value, result: Value) -> Value:
     return select(neg, small, result)
 
 
+def _int_pow_by_bits(x: Value, y: Value) -> Value:
+    """x**y for integers y >= 0, wrapping like numpy: square-and-multiply over every bit of y,
+    unrolled. (stablehlo.power's legalization only looks at the low 6 bits of y, which is wrong
+    for y >= 64 whenever x is odd, and even for x = 0 or 2 it gives 1.)"""
+    bits = 8 * dtype_of(y).itemsize - (0 if is_unsigned(y) else 1)
+    one_y = constant_like(1, y)
+    result, base = constant_like(1, x), x
+    for i in range(bits):
+        bit = compare(ew("and", ew("shift_right_logical", y, constant_like(i, y)), one_y), one_y, "EQ")
+        result = select(bit, ew("multiply", result, base), result)
+        if i + 1 < bits:
+            base = ew("multiply", base, base)
+    return result
+
+
 def _pow(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
-    x, y = _operands(eqn, x, y)
+    x, y = _operands(x, y)
     if is_float(x):
         return [ew("power", x, y)]
-    # stablehlo.power on integers squares repeatedly; keep its exponent non-negative.
     safe_y = y if is_unsigned(y) else ew("maximum", y, constant_like(0, y))
-    return [_int_pow_negative(x, y, ew("power", x, safe_y))]
+    return [_int_pow_negative(x, y, _int_pow_by_bits(x, safe_y))]
 
 
 def _power_by_squaring(x: Value, n: int) -> Value:
@@ -189,14 +198,14 @@ def _shift(name: str):
     """Shifts by a negative amount or by the bit width or more give 0 (arithmetic right shifts:
     the sign fill, 0 or -1) whatever the hardware does; the shift itself sees amount 0 there."""
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
-        x, y = _operands(eqn, x, y)
+        x, y = _operands(x, y)
         bits = 8 * dtype_of(x).itemsize
         oob = compare(y, constant_like(bits, y), "GE")
         if not is_unsigned(y):
             oob = logical_or(oob, compare(y, constant_like(0, y), "LT"))
         arithmetic = name == "shift_right_arithmetic" and not is_unsigned(x)
         # numpy's >> on unsigned values is logical
-        op_name = "shift_right_logical" if name == "shift_right_arithmetic" and not arithmetic else name
+        op_name = "shift_right_logical" if name == "shift_right_arithmetic" and is_unsigned(x) else name
         shifted = ew(op_name, x, select(oob, constant_like(0, y), y))
         fill = constant_like(0, x)
         if arithmetic:  # the sign fills in

@@ -1,10 +1,14 @@
-"""Inverse trigonometric and hyperbolic functions, written with stablehlo ops.
+"""log1p, expm1, cbrt and the inverse trigonometric and hyperbolic functions, from stablehlo ops.
 
 StableHLO has no sinh/cosh/asinh/acosh/atanh/asin/acos/atan (they are chlo ops, and chlo is not
-available on this stack), so each is composed from exp/expm1/log/log1p/sqrt/atan2 with the
-classic fdlibm range splits, which keep the result within a few ulp of numpy (glibc) instead of
-losing all digits near 0 or overflowing early near the top of the range. Every branch is computed
-and one is selected; float ops do not trap, so the unused branches' infs and NaNs are harmless.
+available on this stack), so each is composed from exp/log/sqrt/atan2 with the classic fdlibm
+range splits, which keep the result within a few ulp of numpy (glibc) instead of losing all
+digits near 0 or overflowing early near the top of the range. Every branch is computed and one is
+selected; float ops do not trap, so the unused branches' infs and NaNs are harmless.
+
+stablehlo.log_plus_one and exponential_minus_one do exist, but MLIR's convert-math-to-llvm
+expands math.log1p/expm1 to log(1 + x) and exp(x) - 1, which lose every digit for tiny x; so
+they are composed here too, with Goldberg's and Kahan's corrections.
 """
 from __future__ import annotations
 
@@ -12,8 +16,8 @@ import numpy as np
 
 from .. import lax
 from ..core import Eqn
-from .rules_common import (LoweringContext, Value, compare, constant_like, dtype_of, ew, lowering_rules,
-                           select)
+from .rules_common import (LoweringContext, Value, compare, constant_like, dtype_of, ew, logical_or,
+                           lowering_rules, select)
 
 
 def _c(value: float, x: Value) -> Value:
@@ -24,6 +28,45 @@ def _with_sign_of(x: Value, magnitude: Value) -> Value:
     """magnitude carrying x's sign, for odd functions f(x) = sign(x) f(|x|); f(+-0) = +-0."""
     signed = select(compare(x, _c(0.0, x), "LT"), ew("negate", magnitude), magnitude)
     return select(compare(x, _c(0.0, x), "EQ"), x, signed)
+
+
+def log1p(x: Value) -> Value:
+    """log(1 + x) = log(u) * x / (u - 1) with u = 1 + x: the rounding of u cancels (Goldberg)."""
+    u = ew("add", _c(1.0, x), x)
+    d = ew("subtract", u, _c(1.0, x))
+    r = ew("multiply", ew("log", u), ew("divide", x, d))
+    r = select(compare(d, _c(0.0, x), "EQ"), x, r)  # 1 + x rounds to 1: log1p x = x (keeps -0.0)
+    return select(compare(u, _c(np.inf, x), "EQ"), u, r)  # x = inf: inf/inf would be NaN
+
+
+def expm1(x: Value) -> Value:
+    """exp(x) - 1 = (u - 1) * x / log(u) with u = exp(x): the rounding of u cancels (Kahan)."""
+    u = ew("exponential", x)
+    um1 = ew("subtract", u, _c(1.0, x))
+    r = ew("multiply", um1, ew("divide", x, ew("log", u)))
+    r = select(compare(u, _c(1.0, x), "EQ"), x, r)  # exp(x) rounds to 1: expm1 x = x
+    r = select(compare(um1, _c(-1.0, x), "EQ"), um1, r)  # exp(x) underflows relative to 1
+    return select(compare(u, _c(np.inf, x), "EQ"), u, r)
+
+
+def _log1p(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    return [log1p(x)]
+
+
+def _expm1(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    return [expm1(x)]
+
+
+def _cbrt(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    """sign(x) * |x|^(1/3): pow's estimate, then one Newton step y += (a/y^2 - y)/3, which fixes
+    the error of the rounded exponent 1/3 (tens of ulp for large |x|) and makes perfect cubes exact.
+    (stablehlo.cbrt becomes a libm call that the C-wrapper pass currently breaks.)"""
+    a = ew("abs", x)
+    y = ew("power", a, _c(1.0 / 3.0, x))
+    y = ew("add", y, ew("divide", ew("subtract", ew("divide", a, ew("multiply", y, y)), y), _c(3.0, x)))
+    # a = 0 and a = inf make the Newton step 0/0 or inf/inf: cbrt is a itself there
+    y = select(logical_or(compare(a, _c(0.0, x), "EQ"), compare(a, _c(np.inf, x), "EQ")), a, y)
+    return [_with_sign_of(x, y)]
 
 
 def _exp_big(a: Value) -> Value:
@@ -38,7 +81,7 @@ _EXP_BIG = 20.0
 
 def _sinh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     a = ew("abs", x)
-    u = ew("exponential_minus_one", a)  # sinh a = (u + u/(u+1)) / 2: no cancellation near 0
+    u = expm1(a)  # sinh a = (u + u/(u+1)) / 2: no cancellation near 0
     small = ew("multiply", _c(0.5, x), ew("add", u, ew("divide", u, ew("add", u, _c(1.0, x)))))
     r = select(compare(a, _c(_EXP_BIG, x), "LT"), small, _exp_big(a))
     return [_with_sign_of(x, r)]
@@ -63,7 +106,7 @@ def _asinh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     root = ew("sqrt", ew("add", a2, one))  # sqrt(a^2 + 1)
     big = ew("add", ew("log", a), _c(np.log(2.0), x))
     mid = ew("log", ew("add", ew("multiply", two, a), ew("divide", one, ew("add", root, a))))
-    small = ew("log_plus_one", ew("add", a, ew("divide", a2, ew("add", one, root))))
+    small = log1p(ew("add", a, ew("divide", a2, ew("add", one, root))))
     r = select(compare(a, _c(_sqrt_tail(x), x), "GT"), big,
                select(compare(a, two, "GT"), mid, small))
     return [_with_sign_of(x, r)]
@@ -75,7 +118,7 @@ def _acosh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     root = ew("sqrt", ew("subtract", ew("multiply", x, x), one))  # sqrt(x^2 - 1)
     mid = ew("log", ew("subtract", ew("multiply", two, x), ew("divide", one, ew("add", x, root))))
     t = ew("subtract", x, one)  # exact near 1, where x^2 - 1 would cancel
-    small = ew("log_plus_one", ew("add", t, ew("sqrt", ew("add", ew("multiply", two, t), ew("multiply", t, t)))))
+    small = log1p(ew("add", t, ew("sqrt", ew("add", ew("multiply", two, t), ew("multiply", t, t)))))
     r = select(compare(x, _c(_sqrt_tail(x), x), "GT"), big, select(compare(x, two, "GT"), mid, small))
     return [select(compare(x, one, "LT"), _c(np.nan, x), r)]
 
@@ -86,8 +129,8 @@ def _atanh(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     two_a = ew("add", a, a)
     one_minus = ew("subtract", one, a)
     # atanh a = log1p(2a / (1 - a)) / 2; below 1/2 rewrite 2a/(1-a) = 2a + 2a*a/(1-a) for accuracy.
-    small = ew("log_plus_one", ew("add", two_a, ew("divide", ew("multiply", two_a, a), one_minus)))
-    large = ew("log_plus_one", ew("divide", two_a, one_minus))
+    small = log1p(ew("add", two_a, ew("divide", ew("multiply", two_a, a), one_minus)))
+    large = log1p(ew("divide", two_a, one_minus))
     r = ew("multiply", half, select(compare(a, half, "LT"), small, large))
     return [_with_sign_of(x, r)]
 
@@ -110,5 +153,6 @@ def _atan(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     return [ew("atan2", x, _c(1.0, x))]
 
 
-lowering_rules.update({lax.sinh_p: _sinh, lax.cosh_p: _cosh, lax.asinh_p: _asinh, lax.acosh_p: _acosh,
+lowering_rules.update({lax.log1p_p: _log1p, lax.expm1_p: _expm1, lax.cbrt_p: _cbrt,
+                       lax.sinh_p: _sinh, lax.cosh_p: _cosh, lax.asinh_p: _asinh, lax.acosh_p: _acosh,
                        lax.atanh_p: _atanh, lax.asin_p: _asin, lax.acos_p: _acos, lax.atan_p: _atan})

@@ -1,5 +1,5 @@
-"""Lowering of reductions (reduce_sum/prod/max/min/and/or), argmax/argmin, the cumulative ops
-and sort.
+"""Lowering of reductions (reduce_sum/prod/max/min/and/or), argmax/argmin, the cumulative ops,
+dot_general and sort.
 
 Booleans combine with or (sum, max) and and (prod, min), as the reference rules do. Float max/min
 propagate NaN (stablehlo.maximum is NaN-propagating, like numpy.maximum).
@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from torch_mlir import ir
+from torch_mlir._mlir_libs import _stablehlo
 
 from .. import lax
 from ..core import Eqn
-from .rules_common import (LoweringContext, Value, boolean, build_region, compare, constant, dtype_of, ew,
-                           highest, i64, i64s, int_max, is_float, is_nan, logical_and, logical_not,
-                           logical_or, lowering_rules, lowest, op, op1, reduce, scalar_type, select,
-                           shape_of, tensor_type)
+from .rules_common import (LoweringContext, Value, boolean, build_region, compare, constant, constant_like,
+                           convert, dtype_of, ew, highest, i64, i64s, int_max, is_float, is_nan, logical_and,
+                           logical_not, logical_or, lowering_rules, lowest, op, op1, reduce, scalar_type,
+                           select, shape_of, tensor_type)
 
 # How each reduction combines two values: (stablehlo op, op on booleans, identity of dtype).
 Monoid = tuple[str, str, Callable[[np.dtype], object]]
@@ -39,6 +39,8 @@ def _reduction(monoid: Monoid):
         if not axes:
             return [x]
         dt = dtype_of(x)
+        if 0 in shape_of(x):  # nothing to combine (and reduce of an empty tensor has no linalg lowering)
+            return [constant(monoid[2](dt), dt, eqn.outvars[0].aval.shape)]
         return reduce([x], [constant(monoid[2](dt), dt)], axes, _combiner(monoid, dt))
     return rule
 
@@ -67,6 +69,8 @@ def _arg_reduction(direction: str, init: Callable[[np.dtype], object]):
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
         (axis,) = eqn.params["axes"]
         index_dtype = np.dtype(eqn.params["index_dtype"])
+        if 0 in shape_of(x):  # a kept axis is empty (the shape rule forbids an empty reduced one)
+            return [constant(0, index_dtype, eqn.outvars[0].aval.shape)]
         dt = dtype_of(x)
         index = op1("stablehlo.iota", [], tensor_type(shape_of(x), index_dtype), {"iota_dimension": i64(axis)})
         # the initial index loses every tie, so it never survives against a real element
@@ -81,8 +85,11 @@ lowering_rules[lax.argmin_p] = _arg_reduction("LT", highest)
 
 # -- cumulative ops -----------------------------------------------------------------------------
 def _cumulative(monoid: Monoid):
-    """A reduce_window whose window spans the whole axis, padded by n-1 identities before the
-    array (after it when reversed), so output i combines elements 0..i (i..n-1). O(n^2) work."""
+    """A doubling (Hillis-Steele) scan: after the step with offset k, element i combines the 2k
+    elements ending at i (starting at i when reversed); log2(n) steps of a shift (a pad with the
+    identity) and an elementwise combine, O(n log n) work. The alternative, one reduce_window
+    spanning the axis, does O(n^2) work (seconds at n = 1e5). Float sums and products associate
+    differently from numpy's sequential loop, within rounding."""
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
         axis, reverse = eqn.params["axis"], eqn.params.get("reverse", False)
         shape = shape_of(x)
@@ -90,19 +97,45 @@ def _cumulative(monoid: Monoid):
         if n <= 1 or 0 in shape:
             return [x]
         dt = dtype_of(x)
-        window = [n if d == axis else 1 for d in range(len(shape))]
-        padding = np.zeros((len(shape), 2), np.int64)
-        padding[axis, 1 if reverse else 0] = n - 1
-        attrs = {"window_dimensions": i64s(window), "window_strides": i64s([1] * len(shape)),
-                 "padding": ir.DenseIntElementsAttr.get(padding)}
-        window_op = op("stablehlo.reduce_window", [x, constant(monoid[2](dt), dt)], [x.type], attrs, regions=1)
-        build_region(window_op, [scalar_type(dt)] * 2, _combiner(monoid, dt))
-        return [window_op.result]
+        identity = constant(monoid[2](dt), dt)
+        combine = _combiner(monoid, dt)
+        out, k = x, 1
+        while k < n:
+            low, high = [0] * len(shape), [0] * len(shape)
+            low[axis], high[axis] = (-k, k) if reverse else (k, -k)  # shifted[i] = out[i -+ k]
+            attrs = {"edge_padding_low": i64s(low), "edge_padding_high": i64s(high),
+                     "interior_padding": i64s([0] * len(shape))}
+            shifted = op1("stablehlo.pad", [out, identity], x.type, attrs)
+            out = combine([shifted, out])[0]
+            k *= 2
+        return [out]
     return rule
 
 
 for _p, _m in [(lax.cumsum_p, _SUM), (lax.cumprod_p, _PROD), (lax.cummax_p, _MAX), (lax.cummin_p, _MIN)]:
     lowering_rules[_p] = _cumulative(_m)
+
+
+# -- dot_general --------------------------------------------------------------------------------
+def _dot_general(ctx: LoweringContext, eqn: Eqn, lhs: Value, rhs: Value) -> list[Value]:
+    """Accumulates in the preferred element type (operands are converted to it first, as JAX
+    does); booleans count in int64 and a bool result is `count != 0` (or of ands)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    out = eqn.outvars[0].aval
+    accumulate = np.dtype(out.dtype)
+    if accumulate == np.bool_:
+        accumulate = np.dtype(np.int64) if dtype_of(lhs) == np.bool_ else dtype_of(lhs)
+    dims = _stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
+        lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
+    result = op1("stablehlo.dot_general", [convert(lhs, accumulate), convert(rhs, accumulate)],
+                 tensor_type(out.shape, accumulate), {"dot_dimension_numbers": dims})
+    if out.dtype == np.bool_:
+        return [compare(result, constant_like(0, result), "NE")]
+    return [result]
+
+
+lowering_rules[lax.dot_general_p] = _dot_general
 
 
 # -- sort ---------------------------------------------------------------------------------------
@@ -128,7 +161,7 @@ def _lexicographic_less(args: list[Value], num_keys: int) -> Value:
 
 def _sort(ctx: LoweringContext, eqn: Eqn, *xs: Value) -> list[Value]:
     p = eqn.params
-    if shape_of(xs[0])[p["dimension"]] <= 1:
+    if shape_of(xs[0])[p["dimension"]] <= 1 or 0 in shape_of(xs[0]):
         return list(xs)
     attrs = {"dimension": i64(p["dimension"]), "is_stable": boolean(p.get("is_stable", True))}
     sort_op = op("stablehlo.sort", xs, [x.type for x in xs], attrs, regions=1)

@@ -16,7 +16,8 @@ from torch_mlir._mlir_libs import _stablehlo
 
 from ..core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..errors import UnsupportedError, at
-from . import rules_elementwise, rules_indexing, rules_math, rules_reductions, rules_structural  # noqa: F401  (they fill the table)
+# Importing the rule modules fills the table.
+from . import rules_elementwise, rules_indexing, rules_math, rules_reductions, rules_structural  # noqa: F401
 from .rules_common import LoweringContext, aval_type, const_array, lowering_rules
 
 __all__ = ["lower_jaxpr", "lowering_rules", "LoweringContext", "make_context"]
@@ -86,8 +87,11 @@ def _check_consts(closed_jaxpr: ClosedJaxpr) -> list[np.ndarray]:
     return consts
 
 
-def lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str = "main") -> str:
-    """The StableHLO module (text) of `closed_jaxpr` as `func.func @<name>`."""
+def lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = True) -> str:
+    """The StableHLO module (text) of `closed_jaxpr` as `func.func @<name>`.
+
+    With debug_info the text keeps each op's location (primitive name and user file:line), so
+    that diagnostics of later passes parsing it still point at the user's code."""
     consts = _check_consts(closed_jaxpr)
     jaxpr = closed_jaxpr.jaxpr
     with make_context(), ir.Location.unknown():
@@ -107,4 +111,4 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str = "main") -> str:
             ir.Operation.create("func.return", operands=outs)
         if not module.operation.verify():
             raise AssertionError("the lowered StableHLO module does not verify")
-        return str(module)
+        return module.operation.get_asm(enable_debug_info=debug_info)

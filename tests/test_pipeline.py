@@ -307,3 +307,31 @@ def test_concurrent_builds_from_threads(tmp_path: Path) -> None:
         outs = list(pool.map(build, range(8)))
     for out in outs:
         np.testing.assert_allclose(out, np.exp(a * a) + a, rtol=1e-13)
+
+
+def test_llvm22_float_literals_become_parseable_by_llvmlite():
+    """LLVM 22 prints `float 1.234500e+00` (shortest round-trip decimal) and `f0x...` bit patterns;
+    llvmlite's older parser needs exact hex. The rewrite must keep every bit: run the functions."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+    import numpy as np
+    from sprue.lowering.backend import llvmlite_compatible
+    f64_bits = int(np.float64(0.6).view(np.uint64))
+    f32_bits = int(np.float32(0.1).view(np.uint32))
+    ir_text = (
+        "define float @f(float %x) {\n  %r = fmul float %x, 1.234500e+00\n  ret float %r\n}\n"
+        f"define double @g(double %x) {{\n  %r = fadd double %x, f0x{f64_bits:016X}\n  ret double %r\n}}\n"
+        f"define float @h(float %x) {{\n  %r = fadd float %x, f0x{f32_bits:08X}\n  ret float %r\n}}\n")
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    mod = llvm.parse_assembly(llvmlite_compatible(ir_text))
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    with llvm.create_mcjit_compiler(mod, tm) as engine:
+        engine.finalize_object()
+        f = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)(engine.get_function_address("f"))
+        g = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(engine.get_function_address("g"))
+        h = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)(engine.get_function_address("h"))
+        assert np.float32(f(2.0)) == np.float32(2.0) * np.float32(1.2345)
+        assert g(1.0) == 1.0 + 0.6
+        assert np.float32(h(0.0)) == np.float32(0.1)

@@ -1,1 +1,58 @@
+"""sprue.numpy: numpy's API over sprue.lax (`import sprue.numpy as jnp`).
 
+Every function works on traced arrays (building a jaxpr) and eagerly on numpy arrays and scalars
+(running the primitives' numpy reference rules, returning numpy arrays), with numpy 2's dtype
+promotion (Python scalars weak, NEP 50) and broadcasting. Importing this package also gives traced
+arrays their operators and methods (`x + y`, `x[i]`, `x.T`, `x.sum()`, `x.at[i].set(v)`).
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+from ._creation import *  # noqa: F401,F403
+from ._creation import SCALAR_TYPES as _SCALAR_TYPES
+from ._indexing import put_along_axis, take, take_along_axis  # noqa: F401
+from ._indexing import SprueIndexError  # noqa: F401
+from ._linalg import *  # noqa: F401,F403
+from ._reductions import *  # noqa: F401,F403
+from ._shape import *  # noqa: F401,F403
+from ._sorting import *  # noqa: F401,F403
+from ._ufuncs import *  # noqa: F401,F403
+from ._ufuncs import _funcs as _ufunc_table
+from . import _tracer_methods  # noqa: F401  (installs the Tracer operators and methods)
+
+globals().update(_ufunc_table)
+globals().update(_SCALAR_TYPES)
+
+# constants and dtype utilities, as numpy's
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+euler_gamma = _np.euler_gamma
+newaxis = None
+dtype = _np.dtype
+finfo = _np.finfo
+iinfo = _np.iinfo
+issubdtype = _np.issubdtype
+promote_types = _np.promote_types
+floating = _np.floating
+integer = _np.integer
+signedinteger = _np.signedinteger
+unsignedinteger = _np.unsignedinteger
+number = _np.number
+inexact = _np.inexact
+bool_ = _SCALAR_TYPES["bool_"]
+
+
+def result_type(*arrays_and_dtypes):
+    """numpy.result_type with sprue's operands (Python scalars weak)."""
+    from . import _promote
+    ops = [x if not isinstance(x, (_np.dtype, type, str)) else _np.zeros((), _np.dtype(x)) for x in arrays_and_dtypes]
+    return _promote.result_type(*_promote.operands("result_type", *ops))[0]
+
+
+def can_cast(from_, to, casting="safe"):
+    from . import _promote
+    src = _promote.aval(from_).dtype if not isinstance(from_, (_np.dtype, type, str)) else from_
+    return _np.can_cast(_np.dtype(src), _np.dtype(to), casting)

@@ -1,0 +1,259 @@
+"""Products: dot, matmul, vdot, inner, outer, tensordot, einsum — all as lax.dot_general (with
+transpose, reshape, broadcast and diagonal/reduce_sum around it), dtypes promoted as numpy does."""
+from __future__ import annotations
+
+import builtins
+from collections import Counter
+
+from .. import dtypes, lax
+from ._promote import (as_result, aval, broadcast_to, describe, normalize_axis, operands, promote,
+                       reshape, static_int, type_error, value_error)
+from ._ufuncs import _funcs as F
+
+__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "kron"]
+
+
+def _dg(a, b, contract, batch=((), ())):
+    """dot_general of two operands of one dtype (the result's: no preferred_element_type needed)."""
+    return lax.dot_general(a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))))
+
+
+def _arrays(fname, a, b):
+    a, b = promote(fname, a, b, shape=False)
+    return a, b, aval(a), aval(b)
+
+
+def dot(a, b, out=None):
+    """numpy.dot: multiply for scalars, else a sum over a's last axis and b's second-to-last."""
+    if out is not None:
+        raise type_error("dot", "out= is not supported (sprue arrays are immutable)")
+    a, b, av, bv = _arrays("dot", a, b)
+    if av.ndim == 0 or bv.ndim == 0:
+        return F["multiply"](a, b)
+    kb = 0 if bv.ndim == 1 else bv.ndim - 2
+    if av.shape[-1] != bv.shape[kb]:
+        raise value_error("dot", f"shapes {describe(a, b)} not aligned: {av.shape[-1]} (dim {av.ndim - 1}) !="
+                                 f" {bv.shape[kb]} (dim {kb})")
+    return as_result(_dg(a, b, ((av.ndim - 1,), (kb,))))
+
+
+def matmul(x1, x2, /):
+    """numpy.matmul: 1-D operands are promoted to matrices and back, batch dims broadcast."""
+    a, b, av, bv = _arrays("matmul", x1, x2)
+    if av.ndim == 0 or bv.ndim == 0:
+        raise value_error("matmul", f"operands must be arrays of rank >= 1, got {describe(a, b)}")
+    na, nb = av.ndim, bv.ndim
+    kb = 0 if nb == 1 else nb - 2
+    if av.shape[-1] != bv.shape[kb]:
+        raise value_error("matmul", f"contracted dimensions differ: {describe(a, b)} ({av.shape[-1]} is not"
+                                    f" {bv.shape[kb]})")
+    if na == 1 or nb == 1:
+        return as_result(_dg(a, b, ((na - 1,), (kb,))))
+    ba, bb = av.shape[:-2], bv.shape[:-2]
+    if ba == bb:
+        nbat = len(ba)
+        return as_result(_dg(a, b, ((na - 1,), (nb - 2,)), (range(nbat), range(nbat))))
+    if not bb:  # b is a matrix: a's batch dims are free dims of the product
+        return as_result(_dg(a, b, ((na - 1,), (0,))))
+    if not ba:  # a is a matrix: (m, batch..., n) -> (batch..., m, n)
+        r = _dg(a, b, ((1,), (nb - 2,)))
+        k = len(bb)
+        return as_result(lax.transpose(r, tuple(range(1, k + 1)) + (0, k + 1)))
+    nd = builtins.max(len(ba), len(bb))
+    pa, pb = (1,) * (nd - len(ba)) + ba, (1,) * (nd - len(bb)) + bb
+    batch = []
+    for i, (p, q) in enumerate(zip(pa, pb)):
+        if p != q and 1 not in (p, q):
+            raise value_error("matmul", f"batch dimensions of {describe(a, b)} cannot be broadcast together")
+        batch.append(builtins.max(p, q))
+    batch = tuple(batch)
+    a = broadcast_to(a, batch + av.shape[-2:])
+    b = broadcast_to(b, batch + bv.shape[-2:])
+    return as_result(_dg(a, b, ((nd + 1,), (nd,)), (range(nd), range(nd))))
+
+
+def vdot(a, b, /):
+    a, b, av, bv = _arrays("vdot", a, b)
+    if av.size != bv.size:
+        raise value_error("vdot", f"operands {describe(a, b)} have different sizes")
+    return as_result(_dg(reshape(a, (av.size,)), reshape(b, (bv.size,)), ((0,), (0,))))
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    a, b = promote("vecdot", x1, x2, shape=False)
+    from ._reductions import sum as _sum
+    return _sum(F["multiply"](a, b), axis=axis)
+
+
+def inner(a, b, /):
+    a, b, av, bv = _arrays("inner", a, b)
+    if av.ndim == 0 or bv.ndim == 0:
+        return F["multiply"](a, b)
+    if av.shape[-1] != bv.shape[-1]:
+        raise value_error("inner", f"last dimensions of {describe(a, b)} differ")
+    return as_result(_dg(a, b, ((av.ndim - 1,), (bv.ndim - 1,))))
+
+
+def outer(a, b, out=None):
+    if out is not None:
+        raise type_error("outer", "out= is not supported (sprue arrays are immutable)")
+    a, b = operands("outer", a, b)
+    na, nb = aval(a).size, aval(b).size
+    return F["multiply"](reshape(a, (na, 1)), reshape(b, (1, nb)))
+
+
+def kron(a, b):
+    a, b = operands("kron", a, b)
+    sa, sb = aval(a).shape, aval(b).shape
+    nd = builtins.max(len(sa), len(sb))
+    sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
+    ea = reshape(a, tuple(v for d in sa for v in (d, 1)))
+    eb = reshape(b, tuple(v for d in sb for v in (1, d)))
+    return reshape(F["multiply"](ea, eb), tuple(p * q for p, q in zip(sa, sb)))
+
+
+def tensordot(a, b, axes=2):
+    a, b, av, bv = _arrays("tensordot", a, b)
+    if isinstance(axes, (list, tuple)):
+        if len(axes) != 2:
+            raise value_error("tensordot", "axes must be an int or a pair of axis sequences")
+        xa, xb = [list(x) if isinstance(x, (list, tuple)) else [x] for x in axes]
+        if len(xa) != len(xb):
+            raise value_error("tensordot", f"axes {axes} must have the same number of axes for both operands")
+        xa = [normalize_axis("tensordot", x, av.ndim, a) for x in xa]
+        xb = [normalize_axis("tensordot", x, bv.ndim, b) for x in xb]
+    else:
+        n = static_int("tensordot", axes, "axes")
+        if n < 0 or n > av.ndim or n > bv.ndim:
+            raise value_error("tensordot", f"axes={n} is out of range for {describe(a, b)}")
+        xa, xb = list(range(av.ndim - n, av.ndim)), list(range(n))
+    for i, j in zip(xa, xb):
+        if av.shape[i] != bv.shape[j]:
+            raise value_error("tensordot", f"shape mismatch for sum: axis {i} of {describe(a)} has size"
+                                           f" {av.shape[i]}, axis {j} of {describe(b)} has size {bv.shape[j]}")
+    return as_result(_dg(a, b, (xa, xb)))
+
+
+# -- einsum ---------------------------------------------------------------------------------------
+def _parse_spec(fname, spec: str, ndim: int, ell_count: list):
+    """Labels of one operand: letters, and ('...', k) for the k-th ellipsis dim from the right."""
+    if "..." in spec:
+        left, right = spec.split("...", 1)
+        if "..." in right or "." in left + right:
+            raise value_error(fname, f"invalid subscript {spec!r}: at most one ellipsis '...'")
+        k = ndim - len(left) - len(right)
+        if k < 0:
+            raise value_error(fname, f"subscript {spec!r} has more labels than the operand's {ndim} dimensions")
+        ell_count.append(k)
+        labels = list(left) + [("...", k - 1 - i) for i in range(k)] + list(right)
+    else:
+        labels = list(spec)
+        if len(labels) != ndim:
+            raise value_error(fname, f"subscript {spec!r} has {len(labels)} labels for an operand of rank {ndim}")
+    for l in labels:
+        if isinstance(l, str) and not l.isalpha():
+            raise value_error(fname, f"invalid subscript character {l!r} in {spec!r}")
+    return labels
+
+
+def _sum_labels(x, labels, drop):
+    axes = tuple(i for i, l in enumerate(labels) if l in drop)
+    if not axes:
+        return x, labels
+    from ._reductions import _raw
+    return _raw("sum", x, axes), [l for l in labels if l not in drop]
+
+
+def _take_diagonals(x, labels):
+    """Repeated labels within one operand ('ii->i', 'ii->'): take the diagonal."""
+    from ._shape import diagonal
+    while True:
+        seen = {}
+        rep = None
+        for i, l in enumerate(labels):
+            if l in seen:
+                rep = (seen[l], i)
+                break
+            seen[l] = i
+        if rep is None:
+            return x, labels
+        i, j = rep
+        x = diagonal(x, 0, i, j)
+        l = labels[i]
+        labels = [m for k, m in enumerate(labels) if k not in (i, j)] + [l]
+
+
+def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, preferred_element_type=None):
+    """numpy.einsum: diagonals of repeated labels, sums of private labels, then pairwise
+    dot_general contractions left to right, and a final transpose to the output order."""
+    fname = "einsum"
+    if out is not None:
+        raise type_error(fname, "out= is not supported (sprue arrays are immutable)")
+    if not isinstance(subscripts, str):
+        raise type_error(fname, "the subscripts must be a string (the interleaved operand/sublist form is not"
+                                " supported)")
+    if not operands_:
+        raise value_error(fname, "needs at least one operand")
+    xs = promote(fname, *operands_, shape=False)
+    subs = subscripts.replace(" ", "")
+    ins, arrow, out_spec = subs.partition("->")
+    in_specs = ins.split(",")
+    if len(in_specs) != len(xs):
+        raise value_error(fname, f"{len(in_specs)} subscripts for {len(xs)} operands in {subscripts!r}")
+    ell_counts: list = []
+    specs = [_parse_spec(fname, s, aval(x).ndim, ell_counts) for s, x in zip(in_specs, xs)]
+    n_ell = builtins.max(ell_counts, default=0)
+    if arrow:
+        if "..." in out_spec:
+            left, right = out_spec.split("...", 1)
+            out_labels = list(left) + [("...", n_ell - 1 - i) for i in range(n_ell)] + list(right)
+        else:
+            if n_ell:
+                raise value_error(fname, "output has more dimensions than subscripts given in einstein sum, but no"
+                                         " '...' ellipsis provided to broadcast the extra dimensions")
+            out_labels = list(out_spec)
+        for l in out_labels:
+            if isinstance(l, str) and not l.isalpha():
+                raise value_error(fname, f"invalid output subscript character {l!r}")
+    else:
+        counts = Counter(l for s in specs for l in s if isinstance(l, str))
+        out_labels = [("...", n_ell - 1 - i) for i in range(n_ell)] + sorted(l for l, c in counts.items() if c == 1)
+    if len(set(out_labels)) != len(out_labels):
+        raise value_error(fname, f"output subscript {out_spec!r} repeats a label")
+    all_labels = {l for s in specs for l in s}
+    for l in out_labels:
+        if l not in all_labels:
+            raise value_error(fname, f"output label {l!r} does not appear in the inputs of {subscripts!r}")
+    # sizes, with numpy's broadcasting of size-1 dimensions
+    sizes: dict = {}
+    for s, x in zip(specs, xs):
+        for l, d in zip(s, aval(x).shape):
+            if sizes.get(l, 1) != 1 and d not in (1, sizes[l]):
+                raise value_error(fname, f"label {l if isinstance(l, str) else '...'!r} has sizes {sizes[l]} and {d}"
+                                         f" in {describe(*xs)}")
+            sizes[l] = d if sizes.get(l, 1) == 1 else sizes[l]
+    xs = [broadcast_to(x, tuple(sizes[l] for l in s)) for s, x in zip(specs, xs)]
+    ops = []
+    for k, (x, s) in enumerate(zip(xs, specs)):
+        x, s = _take_diagonals(x, s)
+        elsewhere = set(out_labels).union(*[set(t) for j, t in enumerate(specs) if j != k])
+        x, s = _sum_labels(x, s, {l for l in s if l not in elsewhere})
+        ops.append((x, s))
+    acc, acc_l = ops[0]
+    for k in range(1, len(ops)):
+        x, xl = ops[k]
+        needed = set(out_labels).union(*[set(t) for _, t in ops[k + 1:]])
+        shared = [l for l in acc_l if l in xl]
+        batch = [l for l in shared if l in needed]
+        contract = [l for l in shared if l not in needed]
+        acc = _dg(acc, x, ([acc_l.index(l) for l in contract], [xl.index(l) for l in contract]),
+                  ([acc_l.index(l) for l in batch], [xl.index(l) for l in batch]))
+        acc_l = batch + [l for l in acc_l if l not in shared] + [l for l in xl if l not in shared]
+    acc, acc_l = _sum_labels(acc, acc_l, {l for l in acc_l if l not in out_labels})
+    perm = tuple(acc_l.index(l) for l in out_labels)
+    if perm != tuple(range(len(perm))):
+        acc = lax.transpose(acc, perm)
+    if preferred_element_type is not None:
+        from ._creation import astype
+        acc = astype(acc, preferred_element_type)
+    return as_result(acc)
