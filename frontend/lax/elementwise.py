@@ -72,10 +72,10 @@ def _div_impl(a, b):
         with np.errstate(all="ignore"):
             return np.true_divide(a, b)
     b1, bad = _int_guarded(a, b)
-    q = np.abs(a) // np.abs(b1)
-    if dtypes.is_signed(a.dtype):
-        q = np.where((a < 0) != (b1 < 0), -q, q)
-    return np.where(bad, np.where(b == 0, 0, a), q).astype(a.dtype)
+    # C truncation from numpy's floor division (no abs(): abs(INT_MIN) overflows)
+    q = np.floor_divide(a, b1)
+    q = q + ((np.remainder(a, b1) != 0) & ((a < 0) != (b1 < 0))).astype(a.dtype)
+    return np.where(bad, np.where(b == 0, np.zeros_like(a), a), q).astype(a.dtype)
 
 
 def _rem_impl(a, b):
@@ -90,9 +90,13 @@ def _pow_impl(a, b):
     with np.errstate(all="ignore"):
         if dtypes.is_int(a.dtype):
             # integer powers: negative exponents give 0 except for bases 1 and -1 (as XLA does)
-            out = np.power(a, np.maximum(b, 0))
-            neg = b < 0
-            return np.where(neg, np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0)), out).astype(a.dtype)
+            out = np.power(a, np.maximum(b, np.zeros_like(b)))
+            if not dtypes.is_signed(a.dtype):
+                return out
+            one = np.ones_like(a)
+            neg_one_pow = np.where(b % 2 == 0, one, -one)
+            small = np.where(a == 1, one, np.where(a == -1, neg_one_pow, np.zeros_like(a)))
+            return np.where(b < 0, small, out).astype(a.dtype)
         return np.power(a, b)
 
 
@@ -106,7 +110,10 @@ def _errstate(f):
 def _round_impl(x, rounding_method=1):
     if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
         return np.round(x)
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    # half away from zero, exactly: the fraction x - trunc(x) is exact in floating point
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
 
 
 class RoundingMethod(enum.IntEnum):
@@ -124,7 +131,9 @@ def _shift_impl(kind):
             return np.where(oob, 0, out).astype(a.dtype)
         if kind == "arith":
             out = np.right_shift(a, b1)
-            return np.where(oob, np.where(a < 0, -1, 0), out).astype(a.dtype)
+            fill = np.where(a < 0, np.full_like(a, -1), np.zeros_like(a)) if dtypes.is_signed(a.dtype) \
+                else np.zeros_like(a)
+            return np.where(oob, fill, out).astype(a.dtype)
         ua = a.view(np.dtype(f"u{a.dtype.itemsize}"))
         return np.where(oob, 0, np.right_shift(ua, b1.astype(ua.dtype)).view(a.dtype)).astype(a.dtype)
     return impl
@@ -171,9 +180,15 @@ cbrt_p = _unary("cbrt", FLOAT, np.cbrt)
 abs_p = _unary("abs", NUM, np.abs)
 not_p = _unary("not", LOGIC, np.invert)
 square_p = _unary("square", NUM, _errstate(np.square))
-integer_pow_p = define("integer_pow", _unary_rule("integer_pow", NUM),
-                       lambda x, y: _errstate(np.power)(x, x.dtype.type(y)) if y >= 0
-                       else _errstate(np.power)(x.astype(dtypes.default_float(x.dtype)), y).astype(x.dtype))
+def _integer_pow_impl(x, *, y):
+    if y >= 0:
+        return _errstate(np.power)(x, x.dtype.type(y))
+    if dtypes.is_float(x.dtype):
+        return _errstate(np.power)(x, x.dtype.type(y))
+    return _pow_impl(x, np.full_like(x, y))   # ints: 0 except for bases 1 and -1, as XLA does
+
+
+integer_pow_p = define("integer_pow", _unary_rule("integer_pow", NUM), _integer_pow_impl)
 
 add_p = _binary("add", ANY, lambda a, b: np.logical_or(a, b) if a.dtype == bool else _errstate(np.add)(a, b))
 sub_p = _binary("sub", NUM, _errstate(np.subtract))
@@ -241,11 +256,16 @@ def _convert_rule(x: ShapedArray, *, new_dtype, weak_type=False, sharding=None):
 def _convert_impl(x, *, new_dtype, weak_type=False, sharding=None):
     new_dtype = np.dtype(new_dtype)
     if dtypes.is_float(x.dtype) and dtypes.is_int(new_dtype):
-        # float -> int saturates and maps NaN to 0 (defined, unlike C's cast)
+        # float -> int saturates and maps NaN to 0 (defined, unlike C's cast). The bounds are
+        # compared in float64 against 2**bits exactly, since INT_MAX itself may round up in float.
         info = np.iinfo(new_dtype)
-        with np.errstate(invalid="ignore"):
-            y = np.where(np.isnan(x), 0, np.clip(np.trunc(x), info.min, info.max))
-        return y.astype(new_dtype)
+        xf = x.astype(np.float64)
+        too_big = ~(xf < float(info.max) + 1.0)          # also true for +inf
+        too_small = xf < float(info.min)
+        nan = np.isnan(xf)
+        safe = np.where(too_big | too_small | nan, 0.0, np.trunc(xf)).astype(new_dtype)
+        out = np.where(too_big & ~nan, np.array(info.max, new_dtype), safe)
+        return np.where(too_small, np.array(info.min, new_dtype), out).astype(new_dtype)
     if dtypes.is_bool(new_dtype):
         return x != 0
     return x.astype(new_dtype)
