@@ -217,6 +217,8 @@ class ArgumentConverter:
             shown = repr(value) if isinstance(value, float) or value.bit_length() <= 256 else "(huge)"
             raise self._fail(ValueError, f"the Python {kind} {shown}, which does not fit in {self.spec.element.name}")
         # bool subclasses int, and int/float subclasses convert by value.
+        if self.spec.dtype == np.float16:   # crosses as its bits (no C half type)
+            return self._scalar_descriptor(int(np.array(value, np.float16).view(np.uint16)), keep)
         if self.spec.dtype.kind == "f":
             return self._scalar_descriptor(float(value), keep)
         return self._scalar_descriptor(int(value), keep)

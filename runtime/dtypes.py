@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ElementType", "ELEMENT_TYPES", "element_type", "element_type_of"]
+__all__ = ["ElementType", "ELEMENT_TYPES", "element_type", "element_type_of", "scalar_from_c"]
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,21 @@ ELEMENT_TYPES: tuple[ElementType, ...] = (
     _et("i32", "int32", "int32_t", "i32"),
     _et("i16", "int16", "int16_t", "i16"),
     _et("i8", "int8", "int8_t", "i8"),
+    _et("u64", "uint64", "uint64_t", "i64"),
+    _et("u32", "uint32", "uint32_t", "i32"),
+    _et("u16", "uint16", "uint16_t", "i16"),
     _et("u8", "uint8", "uint8_t", "i8"),
     _et("bool", "bool", "uint8_t", "i1"),
+    # C has no portable half type: f16 crosses as its 16 bits (see `scalar_from_c`)
+    _et("f16", "float16", "uint16_t", "f16"),
 )
+
+
+def scalar_from_c(dtype: np.dtype):
+    """Converter from the C value of one element (as cffi reads it) to a numpy scalar."""
+    if dtype == np.float16:
+        return lambda bits: np.array(bits, np.uint16).view(np.float16)[()]
+    return dtype.type
 
 _BY_NAME = {et.name: et for et in ELEMENT_TYPES}
 # Keyed by dtype; np.dtype hashes by value, so ">f8" does not match "<f8".

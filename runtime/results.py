@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import cffi_ops
+from .dtypes import scalar_from_c
 from .arguments import c_strides
 from .signature import TensorSpec
 
@@ -46,7 +47,7 @@ class _ResultReader:
         self._unpacker = unpacker  # for its `free`, which tests may replace
         self._rank = spec.rank
         self._dtype = spec.dtype
-        self._scalar = spec.dtype.type
+        self._scalar = scalar_from_c(spec.dtype)
         self._itemsize = spec.dtype.itemsize
         self._elem_ptr_type = ffi.typeof(spec.element.ctype + " *")
         self._char_ptr = ffi.typeof("char *")

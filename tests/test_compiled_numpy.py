@@ -2,6 +2,7 @@
 dtype and value. Every function is compiled at several shapes and dtypes: up to PER_NAME cases of
 each name from numpy_cases, chosen to cover different dtypes first (the eager and traced tests run
 all of them)."""
+import os
 import warnings
 from collections import defaultdict
 
@@ -12,7 +13,8 @@ import sprue
 from numpy_cases import CASES, assert_matches
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-PER_NAME = 4
+# SPRUE_COMPILED_PER_NAME=100000 compiles every case (about 10 minutes)
+PER_NAME = int(os.environ.get("SPRUE_COMPILED_PER_NAME", "4"))
 
 
 def _dtype_signature(case):

@@ -221,3 +221,17 @@ def test_compiled_code_never_writes_into_its_inputs():
     np.testing.assert_array_equal(updated, expected)
     expected = keep.copy(); np.add.at(expected, [0, 0, 5], 1.0)
     np.testing.assert_array_equal(added, expected)
+
+
+def test_float16_and_unsigned_cross_the_boundary():
+    @sprue.qjit
+    def f(b, h, u):
+        return jnp.sin(b), h * 2, u + 1, jnp.sum(jnp.sin(b))
+    b = np.array([True, False, True])
+    u = np.array([1, 2**32 - 1], np.uint32)
+    out = f(b, np.float16(1.5), u)
+    expected = (np.sin(b), np.float16(1.5) * 2, u + 1, np.sin(b).sum())
+    for got, want in zip(out, expected):
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=2e-3)
+    assert isinstance(out[1], np.float16) and isinstance(out[3], np.float16)
