@@ -24,28 +24,32 @@ class GatherScatterMode(enum.Enum):
     ONE_HOT = 3
 
 
+class _PrintedLikeJax:
+    """`Name(field=(...), ...)`, as JAX prints dimension numbers in jaxpr params."""
+
+    def __str__(self):
+        fields = ", ".join(f"{k}={tuple(getattr(self, k))}" for k in self.__dataclass_fields__)
+        return f"{type(self).__name__}({fields})"
+
+
 @dataclass(frozen=True)
-class GatherDimensionNumbers:
+class GatherDimensionNumbers(_PrintedLikeJax):
     offset_dims: tuple
     collapsed_slice_dims: tuple
     start_index_map: tuple
     operand_batching_dims: tuple = ()
     start_indices_batching_dims: tuple = ()
 
-    def __str__(self):
-        return ("GatherDimensionNumbers(" + ", ".join(f"{k}={tuple(getattr(self, k))}" for k in self.__dataclass_fields__) + ")")
 
 
 @dataclass(frozen=True)
-class ScatterDimensionNumbers:
+class ScatterDimensionNumbers(_PrintedLikeJax):
     update_window_dims: tuple
     inserted_window_dims: tuple
     scatter_dims_to_operand_dims: tuple
     operand_batching_dims: tuple = ()
     scatter_indices_batching_dims: tuple = ()
 
-    def __str__(self):
-        return ("ScatterDimensionNumbers(" + ", ".join(f"{k}={tuple(getattr(self, k))}" for k in self.__dataclass_fields__) + ")")
 
 
 def _check_indices(name, indices: ShapedArray, nmap: int):
