@@ -12,6 +12,7 @@ called through a cffi runtime with memref descriptors.
 """
 from . import lax, numpy  # noqa: F401  (sprue.numpy also attaches the array methods to tracers)
 from .api import make_jaxpr
+from .control_flow import cond_decorator as cond, for_loop, while_loop_decorator as while_loop
 from .core import ClosedJaxpr, Jaxpr, ShapedArray
 from .errors import ConcretizationError, SprueError, SprueTypeError, SprueValueError, UnsupportedError
 from .hints import bool_, f32, f64, i8, i16, i32, i64, u8
@@ -21,7 +22,8 @@ from .qjit import QJIT, qjit
 __version__ = "0.1.0"
 
 __all__ = [
-    "qjit", "QJIT", "make_jaxpr", "lax", "numpy", "ClosedJaxpr", "Jaxpr", "ShapedArray",
+    "qjit", "QJIT", "make_jaxpr", "lax", "numpy", "for_loop", "while_loop", "cond", "ClosedJaxpr", "Jaxpr",
+    "ShapedArray",
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
 ]

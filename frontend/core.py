@@ -15,9 +15,8 @@ import numpy as np
 from . import dtypes
 from .errors import SprueTypeError
 
-# A dimension is an int today; the dynamic-shapes work makes it an int or a dimension expression,
-# so shape code only uses ==, +, *, // on dims and never assumes `int`.
-Dim = int
+from .shapes import Dim, DimExpr, format_dim  # a dim is an int or a symbolic DimExpr (shapes.py)
+
 Shape = tuple
 
 
@@ -47,8 +46,13 @@ class ShapedArray:
     def strip_weak_type(self) -> "ShapedArray":
         return self.update(weak_type=False) if self.weak_type else self
 
-    def str_short(self) -> str:
-        return f"{dtypes.short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+    def str_short(self, name_of=repr) -> str:
+        """`f64[3,n]`; name_of names dimension variables (the printer passes binder names)."""
+        return f"{dtypes.short_name(self.dtype)}[{','.join(format_dim(d, name_of) for d in self.shape)}]"
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
 
     def __eq__(self, other):
         return (isinstance(other, ShapedArray) and self.shape == other.shape
@@ -71,13 +75,15 @@ def aval_of_value(x) -> ShapedArray:
 
 
 class Var:
-    """A jaxpr variable. Its printed name is given by the printer, not stored."""
+    """A jaxpr variable. Its printed name is given by the printer, not stored. `dim` is set when
+    the variable binds a dimension variable (it holds that size at run time, an i64 scalar)."""
 
-    __slots__ = ("aval", "suffix")
+    __slots__ = ("aval", "suffix", "dim")
 
-    def __init__(self, aval: ShapedArray, suffix: str = ""):
+    def __init__(self, aval: ShapedArray, suffix: str = "", dim=None):
         self.aval = aval
         self.suffix = suffix
+        self.dim = dim
 
     def __repr__(self):
         return f"Var(id={id(self) & 0xffff:x}):{self.aval.str_short()}"
@@ -183,6 +189,11 @@ class Primitive:
 shape_rules: dict[Primitive, Callable[..., Any]] = {}
 # impl_rules[p](*numpy_values, **params) -> numpy value(s): the eager reference semantics
 impl_rules: dict[Primitive, Callable[..., Any]] = {}
+
+# dynamic_dim_params[p] = "shape": the param of p that may hold None entries, one per dimension
+# known only at run time, whose sizes are p's trailing i64 operands (JAX's dynamic-shape convention:
+# `broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0 a`). Rules see the param resolved.
+dynamic_dim_params: dict[Primitive, str] = {}
 
 primitives: dict[str, Primitive] = {}
 

@@ -29,6 +29,7 @@ def encode_name(n: int) -> str:
 class _Names:
     def __init__(self):
         self.names: dict[int, str] = {}
+        self.dim_name = repr
 
     def __call__(self, v: Var) -> str:
         if isinstance(v, DropVar):
@@ -39,7 +40,7 @@ class _Names:
         return name
 
 
-def pp_literal(lit: Literal) -> str:
+def pp_literal(lit: Literal) -> str:  # literals are scalars: no dims to name
     return f"{format_scalar(lit.val)}:{lit.aval.str_short()}"
 
 
@@ -79,9 +80,11 @@ def pp_param(value, indent: int) -> str:
 
 
 def pp_eqn(eqn, names: _Names, indent: int) -> str:
-    lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" if not isinstance(v, DropVar) else "_"
+    for v in eqn.outvars:
+        names(v)  # an output may bind a dimension its neighbours' types mention
+    lhs = " ".join(f"{names(v)}:{v.aval.str_short(names.dim_name)}" if not isinstance(v, DropVar) else "_"
                    for v in eqn.outvars)
-    head = f"{lhs} = {eqn.primitive.name}"
+    head = f"{lhs} = {eqn.primitive.name}" if eqn.outvars else eqn.primitive.name
     if eqn.params:
         width = indent + len(head) + 1
         parts = [f"{k}={pp_param(v, width + len(k) + 1)}" for k, v in sorted(eqn.params.items())]
@@ -96,9 +99,22 @@ def pp_atom(a, names: _Names) -> str:
     return pp_literal(a) if isinstance(a, Literal) else names(a)
 
 
+def _dim_namer(jaxpr: Jaxpr, names: _Names):
+    """Dimension variables print as the names of the variables binding them in this jaxpr."""
+    binders = {}
+    for v in [*jaxpr.constvars, *jaxpr.invars, *(o for e in jaxpr.eqns for o in e.outvars)]:
+        if v.dim is not None:
+            binders.setdefault(v.dim, v)
+    return lambda d: names(binders[d]) if d in binders else f"{d!r}?"
+
+
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
     names = _Names()
-    binders = lambda vs: " ".join(f"{names(v)}:{v.aval.str_short()}" for v in vs)
+    for v in [*jaxpr.constvars, *jaxpr.invars]:
+        names(v)  # binders are named in order of appearance, before any type mentions them
+    dim_name = _dim_namer(jaxpr, names)
+    names.dim_name = dim_name
+    binders = lambda vs: " ".join(f"{names(v)}:{v.aval.str_short(dim_name)}" for v in vs)
     consts = binders(jaxpr.constvars)
     ins = binders(jaxpr.invars)
     pad = " " * indent

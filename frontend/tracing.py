@@ -15,7 +15,8 @@ import numpy as np
 
 from . import dtypes
 from .core import (ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var, aval_of_value,
-                   impl_rules, shape_rules)
+                   dynamic_dim_params, impl_rules, shape_rules)
+from .shapes import Dim, DimVar, dim as dim_of, dim_vars_of
 from .errors import ConcretizationError, SprueError, SprueTypeError, at
 from .source_info import user_frame_summary
 
@@ -36,7 +37,7 @@ class Tracer:
     """A traced array: an abstract value standing for a variable of the jaxpr being built.
     Its numpy-like methods and operators are in sprue.numpy (attached by `_tracer_methods`)."""
 
-    __slots__ = ("builder", "aval", "jvar", "__weakref__")
+    __slots__ = ("builder", "aval", "jvar", "dim_expr", "__weakref__")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy defers to our reflected operators: np_array + tracer -> tracer
 
@@ -44,6 +45,8 @@ class Tracer:
         self.builder = builder
         self.aval = aval
         self.jvar = var  # the jaxpr Var (not `var`: that name is the numpy method x.var())
+        # for an integer scalar that is a size: its symbolic value (see as_dim)
+        self.dim_expr = None
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -60,8 +63,10 @@ class Tracer:
         raise ConcretizationError(
             f"{what} needs a concrete value, but this is a traced array {self.aval.str_short()}"
             f"{at(user_frame_summary())}. Inside qjit, values depend on the arguments and are only known"
-            f" when the compiled code runs: use sprue.numpy.where or sprue.lax.cond instead of Python"
-            f" `if`, or mark the argument static with static_argnums/static_argnames.")
+            f" when the compiled code runs: use sprue.cond (or sprue.lax.cond / sprue.lax.switch) instead"
+            f" of Python `if`, sprue.while_loop / sprue.for_loop (or sprue.lax.while_loop / fori_loop)"
+            f" instead of a Python loop on a traced value, sprue.numpy.where to pick elements, or mark"
+            f" the argument static with static_argnums/static_argnames.")
 
     def __bool__(self):
         self._concrete("Python control flow on a traced value (`if`, `while`, `and`, `or`, bool())")
@@ -106,13 +111,17 @@ class JaxprBuilder:
         self.eqns: list[Eqn] = []
         self.const_vars: dict[int, tuple[Var, Any]] = {}   # id(value) -> (constvar, value)
         self.captures: dict[int, tuple[Var, Tracer]] = {}  # id(outer tracer) -> (constvar, tracer)
+        self.dim_values: dict = {}  # DimExpr -> a tracer of this trace holding its value
         self.active = True
 
     # -- inputs -------------------------------------------------------------------------------
     def new_arg(self, aval: ShapedArray) -> Tracer:
         v = Var(aval)
         self.invars.append(v)
-        return Tracer(self, aval, v)
+        t = Tracer(self, aval, v)
+        if aval.ndim == 0 and aval.dtype == dtypes.int64:
+            bind_dim(t, DimVar())  # an int argument may be used as a size: `jnp.ones(n)`
+        return t
 
     def atom(self, x) -> Var | Literal:
         """The jaxpr atom for an operand: a variable, a captured outer tracer, a const or a literal."""
@@ -146,17 +155,62 @@ class JaxprBuilder:
     # -- equations ------------------------------------------------------------------------------
     def add_eqn(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         atoms = [self.atom(a) for a in args]
-        out = shape_rules[prim](*[a.aval for a in atoms], **params)
+        data_avals, rule_params = resolve_dynamic_dims(prim, args, [a.aval for a in atoms], params)
+        out = abstract_eval(prim, data_avals, rule_params)
         out_avals = list(out) if prim.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(Eqn(prim, atoms, outvars, params, user_frame_summary()))
         tracers = [Tracer(self, v.aval, v) for v in outvars]
+        rule = dim_arith_rules.get(prim)
+        if rule is not None and len(tracers) == 1:
+            d = tracers[0].dim_expr = rule(args, params, tracers[0].aval)
+            if d is not None:
+                self.dim_values.setdefault(d, tracers[0])
         return tracers if prim.multiple_results else tracers[0]
+
+    # -- dimensions -----------------------------------------------------------------------------
+    def new_dim_arg(self, dv: DimVar) -> Tracer:
+        """An implicit argument: the run-time value of the dimension variable dv."""
+        t = self.new_arg(ShapedArray((), dtypes.int64))
+        bind_dim(t, dv)
+        return t
+
+    def close_dims(self):
+        """Capture every dimension variable that the jaxpr's types mention but no variable of this
+        jaxpr binds: its size becomes a const of this jaxpr (closure conversion of sizes)."""
+        while True:
+            bound = {v.dim for v in self._all_vars() if v.dim is not None}
+            free = [dv for dv in self._mentioned_dims() if dv not in bound]
+            if not free:
+                return
+            for dv in sorted(free, key=lambda d: d.id):
+                if dv.tracer is None:
+                    raise SprueError(f"internal: dimension {dv!r} has no value in any trace")
+                v = self.atom(dv.tracer)
+                v.dim = dv
+
+    def _all_vars(self):
+        yield from (v for v, _ in self.const_vars.values())
+        yield from (v for v, _ in self.captures.values())
+        yield from self.invars
+        for e in self.eqns:
+            yield from e.outvars
+
+    def _mentioned_dims(self):
+        seen = []
+        for v in list(self._all_vars()):
+            for d in v.aval.shape:
+                for dv in dim_vars_of(d):
+                    if dv not in seen:
+                        seen.append(dv)
+        return seen
 
     # -- result ---------------------------------------------------------------------------------
     def finish(self, outs: Sequence) -> ClosedJaxpr:
-        """The traced jaxpr. Its consts are numpy arrays, then captured tracers of enclosing traces."""
+        """The traced jaxpr. Its consts are numpy arrays, then captured tracers of enclosing traces
+        (including the sizes of captured dynamically-shaped values)."""
         outvars = [self.atom(o) for o in outs]
+        self.close_dims()
         consts = [(v, val) for v, val in self.const_vars.values()]
         consts += [(v, t) for v, t in self.captures.values()]
         jaxpr = Jaxpr([v for v, _ in consts], list(self.invars), outvars, self.eqns)
@@ -183,12 +237,110 @@ def bind(prim: Primitive, args: Sequence, params: dict):
 def eval_eager(prim: Primitive, args: Sequence, params: dict):
     """Run the numpy reference rule; abstract-evaluate first so errors match the traced path."""
     avals = [aval_of_value(a) for a in args]
-    out = shape_rules[prim](*avals, **params)
-    vals = [a if isinstance(a, np.ndarray) else np.asarray(a, av.dtype) for a, av in zip(args, avals)]
+    data_avals, params = resolve_dynamic_dims(prim, args, avals, params)
+    args = args[:len(data_avals)]
+    out = abstract_eval(prim, data_avals, params)
+    vals = [a if isinstance(a, np.ndarray) else np.asarray(a, av.dtype) for a, av in zip(args, data_avals)]
     result = impl_rules[prim](*vals, **params)
     if prim.multiple_results:
         return [np.asarray(r, o.dtype) for r, o in zip(result, out)]
     return np.asarray(result, out.dtype)
+
+
+def abstract_eval(prim: Primitive, avals: Sequence[ShapedArray], params: dict):
+    """The primitive's shape rule; its errors gain the user's source line."""
+    try:
+        return shape_rules[prim](*avals, **params)
+    except SprueError as e:
+        where = user_frame_summary()
+        if where and "(at " not in str(e):
+            raise type(e)(f"{e}{at(where)}") from None
+        raise
+
+
+def resolve_dynamic_dims(prim: Primitive, args: Sequence, avals: list, params: dict):
+    """For a primitive with a dynamic-dims param (`shape=(None, 3)` + trailing size operands):
+    the data operands' avals, and the params with each None replaced by its size as a Dim."""
+    name = dynamic_dim_params.get(prim)
+    if name is None or params.get(name) is None:
+        return avals, params
+    dims = params[name]
+    n_dyn = sum(d is None for d in dims)
+    if n_dyn == 0:
+        return avals, params
+    sizes = iter(as_dim(a) for a in args[len(args) - n_dyn:])
+    resolved = tuple(next(sizes) if d is None else d for d in dims)
+    return avals[:len(avals) - n_dyn], {**params, name: resolved}
+
+
+# -- sizes as values and values as sizes ------------------------------------------------------
+# dim_arith_rules[p](args, params, out_aval) -> the output's symbolic value when p computes a
+# size from sizes (add, mul, ...), so that `jnp.ones(n + 1)` has the type f64[n+1].
+dim_arith_rules: dict[Primitive, Callable] = {}
+
+
+def bind_dim(t: Tracer, dv: DimVar):
+    """Make tracer t the binder of the dimension variable dv."""
+    t.jvar.dim = dv
+    t.dim_expr = dim_of(dv)
+    dv.tracer = t
+
+
+def as_dim(x) -> Dim:
+    """A size given as a value: a Python/numpy int, or a traced integer scalar (whose symbolic
+    value is used when known; otherwise it becomes a fresh dimension variable)."""
+    if isinstance(x, Tracer):
+        if x.ndim != 0 or not dtypes.is_int(x.dtype):
+            raise SprueTypeError(f"a size must be an integer scalar, got a traced {x.aval.str_short()}"
+                                 f"{at(user_frame_summary())}")
+        if x.dim_expr is None:
+            if x.dtype != dtypes.int64:
+                from . import lax
+                y = lax.convert_element_type(x, dtypes.int64)
+                bind_dim(y, DimVar())
+                x.dim_expr = y.dim_expr
+            else:
+                bind_dim(x, DimVar())
+        return x.dim_expr
+    if isinstance(x, (np.integer, int)) and not isinstance(x, (bool, np.bool_)):
+        return int(x)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and dtypes.is_int(x.dtype):
+        return int(x)
+    raise SprueTypeError(f"a size must be an integer, got {type(x).__name__}{at(user_frame_summary())}")
+
+
+def dim_value(d: Dim):
+    """The run-time value of a dim as an operand: an int, or an i64 scalar tracer computed from the
+    tracers binding its dimension variables."""
+    if isinstance(d, int):
+        return d
+    builder = current_builder()
+    known = builder.dim_values.get(d) if builder is not None else None
+    if known is not None:
+        return known
+    if len(d.terms) == 1 and d.terms[0][1] == 1 and len(d.terms[0][0]) == 1 and d.terms[0][0][0][1] == 1:
+        atom = d.terms[0][0][0][0]
+        if isinstance(atom, DimVar):
+            return atom.tracer  # a dimension variable: its binder (captured if from an outer trace)
+    from . import lax
+    total = None
+    for mono, coef in d.terms:
+        term = None
+        for atom, power in mono:
+            if not isinstance(atom, DimVar):
+                inner = dim_value(atom.expr)
+                val = lax.div(inner, np.int64(atom.c)) if atom.op == "floordiv" else lax.rem(inner, np.int64(atom.c))
+            else:
+                val = atom.tracer
+            for _ in range(power):
+                term = val if term is None else lax.mul(term, val)
+        term = np.int64(coef) if term is None else (term if coef == 1 else lax.mul(term, np.int64(coef)))
+        total = term if total is None else lax.add(total, term)
+    if isinstance(total, Tracer):
+        total.dim_expr = d
+        if builder is not None:
+            builder.dim_values[d] = total
+    return total
 
 
 class trace_scope:

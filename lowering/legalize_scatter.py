@@ -23,9 +23,9 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 
-from .mlir_util import (add, all_of, alloc_copy, as_tensor, cmp, element_kind, elem_of, extract,
-                        if_then, index, inline_scalar_region, insert_at, load, loop_nest, store,
-                        tensor_sizes, tensor_type, to_index, to_signless, LegalizeError)
+from .mlir_util import (add, all_of, cmp, element_kind, elem_of, extract, from_signless, if_carried, index,
+                        inline_scalar_region, insert, insert_at, loop_nest_carried, tensor_sizes, tensor_type,
+                        to_index, to_signless, LegalizeError)
 
 
 class _Dims:
@@ -60,7 +60,6 @@ def lower_scatter(op: ir.Operation) -> None:
         inputs = [to_signless(v) for v in operands[:n]]
         indices = to_signless(operands[n])
         updates = [to_signless(v) for v in operands[n + 1:]]
-        results = [alloc_copy(v) for v in inputs]
         input_sizes = tensor_sizes(inputs[0])
         update_sizes = tensor_sizes(updates[0])
         scatter_dims = [d for d in range(len(update_sizes)) if d not in dims.update_window]
@@ -79,7 +78,8 @@ def lower_scatter(op: ir.Operation) -> None:
                 start[d_input] = sivs[d_start - (0 if d_start < dims.index_vector_dim else 1)]
             return start
 
-        def apply_update(sivs: list[ir.Value], wivs: list[ir.Value], start: list[ir.Value]) -> None:
+        def apply_update(sivs: list[ir.Value], wivs: list[ir.Value], start: list[ir.Value],
+                         results: list[ir.Value]) -> list[ir.Value]:
             update_index: list[ir.Value] = [index(0)] * len(update_sizes)
             for d, v in zip(scatter_dims, sivs):
                 update_index[d] = v
@@ -88,23 +88,25 @@ def lower_scatter(op: ir.Operation) -> None:
             result_index = list(start)
             for k, d in enumerate(window_dims):
                 result_index[d] = add(start[d], wivs[k])
-            current = [load(b, result_index) for b in results]
+            current = [extract(r, result_index) for r in results]
             new = [extract(u, update_index) for u in updates]
             combined = inline_scalar_region(op.regions[0], current + new, where)
-            for b, v in zip(results, combined):
-                store(v, b, result_index)
+            return [insert(v, r, result_index) for r, v in zip(results, combined)]
 
-        def scatter_one(sivs: list[ir.Value]) -> None:
+        def scatter_one(sivs: list[ir.Value], results: list[ir.Value]) -> list[ir.Value]:
             start = window_start(sivs)
             fits = all_of([cond for d in range(rank) for cond in (
                 cmp("sge", start[d], index(0)),
                 cmp("sle", add(start[d], extent[d]), input_sizes[d]))])
             window_bounds = [update_sizes[d] for d in dims.update_window]
-            if_then(fits, lambda: loop_nest(window_bounds,
-                                            lambda wivs: apply_update(sivs, wivs, start)))
+            return if_carried(fits, lambda rs: loop_nest_carried(
+                window_bounds, lambda wivs, rs2: apply_update(sivs, wivs, start, rs2), rs), results)
 
-        loop_nest([update_sizes[d] for d in scatter_dims], scatter_one)
-        new_results = [as_tensor(b, tensor_type(r)) for b, r in zip(results, op.results)]
+        # Destination-passing style: the operands are threaded through the loops as tensors and
+        # updated with tensor.insert, so bufferization writes into the operand's buffer when it is
+        # dead afterwards (a loop carry updated with x.at[i].set) and copies it once otherwise.
+        results = loop_nest_carried([update_sizes[d] for d in scatter_dims], scatter_one, inputs)
+        new_results = [from_signless(r, t.type) for r, t in zip(results, op.results)]
 
     for old, new in zip(op.results, new_results):
         old.replace_all_uses_with(new)

@@ -146,6 +146,32 @@ def loop_nest(bounds: Sequence[ir.Value], body: Callable[[list[ir.Value]], None]
     level(0, [])
 
 
+CarriedBody = Callable[[list[ir.Value], list[ir.Value]], Sequence[ir.Value]]
+
+
+def loop_nest_carried(bounds: Sequence[ir.Value], body: CarriedBody, inits: Sequence[ir.Value]) -> list[ir.Value]:
+    """Nested scf.for over [0, b) threading `inits` through every level:
+    body(ivs, carried) -> new carried values. Tensors threaded this way (destination-passing
+    style) let one-shot bufferization update them in place."""
+    def level(k: int, ivs: list[ir.Value], carried: list[ir.Value]) -> list[ir.Value]:
+        if k == len(bounds):
+            return list(body(ivs, carried))
+        return for_loop(index(0), bounds[k], index(1), carried,
+                        lambda iv, args: level(k + 1, ivs + [iv], args))
+    return level(0, [], list(inits))
+
+
+def if_carried(cond: ir.Value, then: Callable[[list[ir.Value]], Sequence[ir.Value]],
+               carried: Sequence[ir.Value]) -> list[ir.Value]:
+    """scf.if yielding then(carried) when cond holds, else `carried` unchanged."""
+    op = scf.IfOp(cond, [v.type for v in carried], has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        scf.YieldOp(list(then(list(carried))))
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp(list(carried))
+    return list(op.results)
+
+
 def if_then(cond: ir.Value, then: Callable[[], None]) -> None:
     op = scf.IfOp(cond)
     with ir.InsertionPoint(op.then_block):
@@ -194,6 +220,11 @@ def store(v: ir.Value, buf: ir.Value, ivs: Sequence[ir.Value]) -> None:
 
 def extract(t: ir.Value, ivs: Sequence[ir.Value]) -> ir.Value:
     return tensor.ExtractOp(t, list(ivs)).result
+
+
+def insert(v: ir.Value, t: ir.Value, ivs: Sequence[ir.Value]) -> ir.Value:
+    """t with v at ivs (tensor.insert: the new tensor value, in place after bufferization)."""
+    return tensor.InsertOp(v, t, list(ivs)).result
 
 
 def as_tensor(buf: ir.Value, original: ir.RankedTensorType) -> ir.Value:

@@ -3,7 +3,8 @@
     legalized   our Python rewrite of sort/scatter/while/if/case (legalize.py)
     linalg      StableHLO -> linalg/tensor/arith, signless, fused
     bufferized  tensors -> memrefs; every returned buffer is malloc'ed and
-                owned by the caller, everything else is freed
+                owned by the caller, everything else is freed; loop carries
+                are updated in place (inplace.py runs first)
     loops       linalg -> scf loops
     llvm        everything -> LLVM dialect, with `_mlir_ciface_*` C wrappers
 
@@ -24,6 +25,7 @@ from torch_mlir.dialects import llvm as llvm_dialect
 
 from sprue.errors import SprueError
 
+from .inplace import tie_loop_outputs
 from .legalize import legalize
 from .mlir_util import LegalizeError
 
@@ -40,10 +42,16 @@ STAGES: list[tuple[str, str]] = [
         "linalg-fuse-elementwise-ops",
     ])),
     ("bufferized", ",".join([
+        # A value computed only to be inserted into a bigger tensor (a scan output row) is
+        # computed in the destination's slice, not in a temporary that is then copied there.
+        "eliminate-empty-tensors",
         # Identity layouts at function boundaries keep the C ABI simple:
         # every argument/result is a plain strided descriptor.
         "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
         "function-boundary-type-conversion=identity-layout-map}",
+        # Temporaries of a loop body (a comparison's i1, a scalar product) are allocated once,
+        # before the loop, instead of on every trip.
+        "func.func(buffer-loop-hoisting)",
         "buffer-deallocation-pipeline",
         "convert-bufferization-to-memref",
     ])),
@@ -69,6 +77,12 @@ STAGES: list[tuple[str, str]] = [
 ]
 
 STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
+
+# Python rewrites run on the module just before a stage's passes.
+PREPARE: dict[str, Callable[[ir.Module], None]] = {
+    # elementwise ops in loop bodies write into the carried buffers (inplace.py)
+    "bufferized": tie_loop_outputs,
+}
 
 
 class LoweringError(SprueError, RuntimeError):
@@ -204,6 +218,9 @@ def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
     if dump:
         dump(LEGALIZE_STAGE, str(module))
     for name, pipeline in STAGES:
+        prepare = PREPARE.get(name)
+        if prepare is not None:
+            prepare(module)
         run_stage(module, name, pipeline)
         if name == "linalg":
             _check_no_stablehlo_left(module)

@@ -18,6 +18,7 @@ from ..core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..errors import UnsupportedError, at
 # Importing the rule modules fills the table.
 from . import rules_elementwise, rules_indexing, rules_math, rules_reductions, rules_structural  # noqa: F401
+from . import rules_control_flow  # noqa: F401  (its regions call back into lower_jaxpr_body below)
 from .rules_common import LoweringContext, aval_type, const_array, lowering_rules
 
 __all__ = ["lower_jaxpr", "lowering_rules", "LoweringContext", "make_context"]

@@ -7,6 +7,7 @@ import builtins as _builtins
 import numpy as np
 
 from .. import dtypes as _dtypes
+from .control_flow import cond_p, for_loop_p, scan_p, while_p  # noqa: F401
 from .dot import dot_general_p
 from .elementwise import *  # noqa: F401,F403  (the *_p primitive objects)
 from .elementwise import RoundingMethod
@@ -77,13 +78,32 @@ def clamp(lo, x, hi):
     return _e.clamp_p.bind(lo, x, hi)
 
 
+def _split_dims(dims) -> tuple[tuple, list]:
+    """(param, size operands): static sizes stay in the param; a size known only at run time is
+    None there and its value becomes a trailing operand (JAX's dynamic-shape convention)."""
+    from ..shapes import DimExpr
+    from ..tracing import as_dim, dim_value
+    param, operands = [], []
+    for d in dims:
+        if d is not None and not isinstance(d, DimExpr):
+            d = as_dim(d)
+        if isinstance(d, int):
+            param.append(d)
+        else:
+            param.append(None)
+            operands.append(dim_value(d))
+    return tuple(param), operands
+
+
 def broadcast_in_dim(x, shape, broadcast_dimensions):
-    return _s.broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=tuple(broadcast_dimensions),
+    shape, sizes = _split_dims(shape)
+    return _s.broadcast_in_dim_p.bind(x, *sizes, shape=shape, broadcast_dimensions=tuple(broadcast_dimensions),
                                       sharding=None)
 
 
 def reshape(x, new_sizes):
-    return _s.reshape_p.bind(x, new_sizes=tuple(new_sizes), dimensions=None, sharding=None)
+    new_sizes, sizes = _split_dims(new_sizes)
+    return _s.reshape_p.bind(x, *sizes, new_sizes=new_sizes, dimensions=None, sharding=None)
 
 
 def transpose(x, permutation):
@@ -112,19 +132,21 @@ def slice(x, start_indices, limit_indices, strides=None):
 
 
 def dynamic_slice(x, start_indices, slice_sizes):
-    return _s.dynamic_slice_p.bind(x, *start_indices, slice_sizes=tuple(slice_sizes))
+    slice_sizes, sizes = _split_dims(slice_sizes)
+    return _s.dynamic_slice_p.bind(x, *start_indices, *sizes, slice_sizes=slice_sizes)
 
 
 def dynamic_update_slice(x, update, start_indices):
     return _s.dynamic_update_slice_p.bind(x, update, *start_indices)
 
 
-def iota(dtype, size: int):
-    return _s.iota_p.bind(dtype=_dtypes.canonicalize(dtype), shape=(size,), dimension=0, sharding=None)
+def iota(dtype, size):
+    return broadcasted_iota(dtype, (size,), 0)
 
 
 def broadcasted_iota(dtype, shape, dimension: int):
-    return _s.iota_p.bind(dtype=_dtypes.canonicalize(dtype), shape=tuple(shape), dimension=dimension,
+    shape, sizes = _split_dims(shape)
+    return _s.iota_p.bind(*sizes, dtype=_dtypes.canonicalize(dtype), shape=shape, dimension=dimension,
                           sharding=None)
 
 
@@ -194,3 +216,8 @@ def _scatterer(p):
 
 scatter = _scatterer(scatter_p); scatter_add = _scatterer(scatter_add_p); scatter_mul = _scatterer(scatter_mul_p)
 scatter_min = _scatterer(scatter_min_p); scatter_max = _scatterer(scatter_max_p)
+
+
+# Structured control flow (JAX's spelling); the primitives are in control_flow.py, the tracing of
+# bodies in sprue.control_flow. Imported last: that module uses the primitives defined above.
+from ..control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401

@@ -272,3 +272,39 @@ def _convert_impl(x, *, new_dtype, weak_type=False, sharding=None):
 
 
 convert_element_type_p = define("convert_element_type", _convert_rule, _convert_impl)
+
+
+# -- symbolic sizes: integer scalar arithmetic on sizes keeps its symbolic value ----------------
+# (`jnp.ones(n + 1)` then has the type f64[n+1], provably equal to other n+1 sizes.)
+def _size_operand(x):
+    from ..tracing import Tracer
+    if isinstance(x, Tracer):
+        return x.dim_expr if x.ndim == 0 and dtypes.is_int(x.dtype) else None
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return int(x)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and dtypes.is_int(x.dtype):
+        return int(x)
+    return None
+
+
+def _size_rule(combine):
+    def rule(args, params, out_aval):
+        if out_aval.ndim or not dtypes.is_int(out_aval.dtype):
+            return None
+        dims = [_size_operand(a) for a in args]
+        if any(d is None for d in dims) or all(isinstance(d, int) for d in dims):
+            return None
+        return combine(*dims)
+    return rule
+
+
+def _register_size_rules():
+    from ..tracing import dim_arith_rules
+    dim_arith_rules[add_p] = _size_rule(lambda a, b: a + b)
+    dim_arith_rules[sub_p] = _size_rule(lambda a, b: a - b)
+    dim_arith_rules[mul_p] = _size_rule(lambda a, b: a * b)
+    dim_arith_rules[neg_p] = _size_rule(lambda a: -a)
+    dim_arith_rules[convert_element_type_p] = _size_rule(lambda a: a)
+
+
+_register_size_rules()

@@ -2,10 +2,13 @@
 pad, slice, dynamic_slice, dynamic_update_slice, iota, copy."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes
-from ..core import ShapedArray
+from ..core import ShapedArray, dynamic_dim_params
+from ..shapes import prove_equal
 from ..errors import SprueTypeError, SprueValueError
 from ._rules import check_axes, define, same_dtypes
 
@@ -36,8 +39,12 @@ def _reshape_rule(x: ShapedArray, *, new_sizes, dimensions=None, sharding=None):
     new_sizes = tuple(new_sizes)
     if dimensions is not None:
         raise SprueValueError("reshape with `dimensions` is not supported; transpose first")
-    if any(d < 0 for d in new_sizes) or np.prod(new_sizes, dtype=np.int64) != x.size:
+    if any(isinstance(d, int) and d < 0 for d in new_sizes) or prove_equal(math.prod(new_sizes), x.size) is False:
         raise SprueValueError(f"cannot reshape {x.str_short()} (size {x.size}) into shape {new_sizes}")
+    if prove_equal(math.prod(new_sizes), x.size) is None:
+        raise SprueValueError(f"reshape of {x.str_short()} into shape {new_sizes}: the sizes {x.size} and"
+                              f" {math.prod(new_sizes)} are not provably equal; sprue.numpy.reshape checks"
+                              f" them at run time")
     return x.update(shape=new_sizes)
 
 
@@ -205,3 +212,10 @@ def _iota_impl(*, dtype, shape, dimension, sharding=None):
 iota_p = define("iota", _iota_rule, _iota_impl)
 
 copy_p = define("copy", lambda x: x, lambda x: x.copy())
+
+
+# Sizes known only at run time are None in these params, their values trailing operands.
+dynamic_dim_params[broadcast_in_dim_p] = "shape"
+dynamic_dim_params[reshape_p] = "new_sizes"
+dynamic_dim_params[dynamic_slice_p] = "slice_sizes"
+dynamic_dim_params[iota_p] = "shape"

@@ -1,0 +1,210 @@
+"""Control-flow primitives: for_loop, while, cond and scan, each holding nested jaxprs.
+
+Every nested jaxpr is a ClosedJaxpr *without* consts of its own: what its body closed over (numpy
+arrays, tracers of an enclosing trace) was hoisted into leading invars, and the equation passes the
+values as its first operands (`body_nconsts`, `cond_nconsts`, `num_consts`), as JAX does. Operands:
+
+    for_loop[body_jaxpr body_nconsts ...]      consts... lower upper step init...
+    while[body_jaxpr body_nconsts cond_jaxpr cond_nconsts]   cond_consts... body_consts... init...
+    cond[branches]                             index operands...   (index clamped into range)
+    scan[jaxpr num_consts num_carry length reverse ...]      consts... init... xs...
+
+Body signatures: for_loop (consts, i, carry) -> carry; while cond (consts, carry) -> bool[] and
+body (consts, carry) -> carry; cond branch k (operands) -> outs; scan (consts, carry, x) -> (carry, y).
+
+The shape rules check that the nested jaxprs fit their operands; the user-facing checks with
+pytree structures and weak-type promotion are in sprue.control_flow, which builds these equations.
+The reference rules run the nested jaxprs with eval_jaxpr in Python loops.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..core import ClosedJaxpr, ShapedArray
+from ..errors import SprueTypeError, SprueValueError, UnsupportedError, at
+from ..source_info import user_frame_summary
+from ..tracing import eval_jaxpr
+from ._rules import define
+
+
+# -- type checks shared with sprue.control_flow ------------------------------------------------
+def typematch(a: ShapedArray, b: ShapedArray) -> bool:
+    """Equal shapes and dtypes; weak types do not matter (a Python scalar fits a strong slot)."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def type_mismatches(*columns: Sequence[ShapedArray]) -> list[str]:
+    """'output i: t0 vs t1 [vs t2 ...]' for every position where the columns' types differ."""
+    out = []
+    for i, row in enumerate(zip(*columns)):
+        if not all(typematch(row[0], a) for a in row[1:]):
+            out.append(f"output {i}: " + " vs ".join(a.str_short() for a in row))
+    return out
+
+
+def check_types(what: str, *columns: Sequence[ShapedArray], note: str = "") -> None:
+    """Raise `<what>: output 0: f64[3] vs f32[3]; ...` naming the user's line, if types differ."""
+    lengths = {len(c) for c in columns}
+    if len(lengths) > 1:
+        raise SprueTypeError(f"{what}: {' vs '.join(str(len(c)) for c in columns)} values{note}"
+                             f"{at(user_frame_summary())}")
+    bad = type_mismatches(*columns)
+    if bad:
+        raise SprueTypeError(f"{what}: {'; '.join(bad)}{note}{at(user_frame_summary())}")
+
+
+def _no_consts(name: str, closed: ClosedJaxpr) -> None:
+    if not isinstance(closed, ClosedJaxpr):
+        raise SprueTypeError(f"{name}: nested jaxprs must be ClosedJaxprs, got {type(closed).__name__}")
+    if closed.consts or closed.jaxpr.constvars:
+        raise SprueValueError(f"{name}: a nested jaxpr must not have consts of its own; pass them as"
+                              f" leading operands")
+
+
+def _int_scalar(name: str, what: str, a: ShapedArray) -> None:
+    if a.ndim or not dtypes.is_int(a.dtype):
+        raise SprueTypeError(f"{name}: {what} must be an integer scalar, got {a.str_short()}")
+
+
+def _strong_unless_all_weak(cols: Sequence[Sequence[ShapedArray]]) -> list[ShapedArray]:
+    return [row[0].update(weak_type=all(a.weak_type for a in row)) for row in zip(*cols)]
+
+
+# -- for_loop -----------------------------------------------------------------------------------
+def trip_count(lower: int, upper: int, step: int) -> int:
+    """len(range(lower, upper, step)); a zero step runs no trips (compiled code cannot raise)."""
+    return len(range(lower, upper, step)) if step else 0
+
+
+def _for_loop_rule(*avals: ShapedArray, body_jaxpr: ClosedJaxpr, body_nconsts: int,
+                   apply_reverse_transform: bool = False, nimplicit: int = 0, preserve_dimensions: bool = True):
+    _no_consts("for_loop", body_jaxpr)
+    if nimplicit or apply_reverse_transform or not preserve_dimensions:
+        raise UnsupportedError("for_loop: implicit (dynamic-shape) arguments and reverse transforms are not"
+                               " supported")
+    consts, bounds, init = avals[:body_nconsts], avals[body_nconsts:body_nconsts + 3], avals[body_nconsts + 3:]
+    if len(bounds) != 3:
+        raise SprueValueError("for_loop needs lower, upper and step operands")
+    for what, b in zip(("the lower bound", "the upper bound", "the step"), bounds):
+        _int_scalar("for_loop", what, b)
+    if len({b.dtype for b in bounds}) != 1:
+        raise SprueTypeError(f"for_loop: lower, upper and step must share one integer type, got"
+                             f" {', '.join(b.str_short() for b in bounds)}")
+    jaxpr = body_jaxpr.jaxpr
+    check_types("for_loop: the body's parameters do not fit its operands", jaxpr.in_avals,
+                [*consts, bounds[0], *init])
+    carry = jaxpr.in_avals[body_nconsts + 1:]
+    check_types("for_loop body changes the type of its carry", carry, jaxpr.out_avals,
+                note=" (carry in vs body out)")
+    return carry
+
+
+def _for_loop_impl(*args, body_jaxpr: ClosedJaxpr, body_nconsts: int, **_):
+    consts, (lower, upper, step), carry = args[:body_nconsts], args[body_nconsts:body_nconsts + 3], \
+        list(args[body_nconsts + 3:])
+    index = np.asarray(lower).dtype
+    n = trip_count(int(lower), int(upper), int(step))
+    for k in range(n):
+        i = np.asarray(int(lower) + k * int(step), index)
+        carry = eval_jaxpr(body_jaxpr.jaxpr, [], *consts, i, *carry)
+    return carry
+
+
+for_loop_p = define("for_loop", _for_loop_rule, _for_loop_impl, multiple_results=True)
+
+
+# -- while --------------------------------------------------------------------------------------
+def _while_rule(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, cond_nconsts: int, body_jaxpr: ClosedJaxpr,
+                body_nconsts: int):
+    _no_consts("while", cond_jaxpr)
+    _no_consts("while", body_jaxpr)
+    cconsts = avals[:cond_nconsts]
+    bconsts = avals[cond_nconsts:cond_nconsts + body_nconsts]
+    init = avals[cond_nconsts + body_nconsts:]
+    check_types("while: the cond function's parameters do not fit its operands", cond_jaxpr.in_avals,
+                [*cconsts, *init])
+    check_types("while: the body's parameters do not fit its operands", body_jaxpr.in_avals, [*bconsts, *init])
+    outs = cond_jaxpr.out_avals
+    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != dtypes.bool_:
+        raise SprueTypeError(f"while: the cond function must return one bool[], got"
+                             f" ({', '.join(a.str_short() for a in outs)})")
+    carry = body_jaxpr.in_avals[body_nconsts:]
+    check_types("while_loop body changes the type of its carry", carry, body_jaxpr.out_avals,
+                note=" (carry in vs body out)")
+    return carry
+
+
+def _while_impl(*args, cond_jaxpr: ClosedJaxpr, cond_nconsts: int, body_jaxpr: ClosedJaxpr, body_nconsts: int):
+    cconsts = args[:cond_nconsts]
+    bconsts = args[cond_nconsts:cond_nconsts + body_nconsts]
+    carry = list(args[cond_nconsts + body_nconsts:])
+    while bool(eval_jaxpr(cond_jaxpr.jaxpr, [], *cconsts, *carry)[0]):
+        carry = eval_jaxpr(body_jaxpr.jaxpr, [], *bconsts, *carry)
+    return carry
+
+
+while_p = define("while", _while_rule, _while_impl, multiple_results=True)
+
+
+# -- cond ---------------------------------------------------------------------------------------
+def _cond_rule(index: ShapedArray, *ops: ShapedArray, branches: tuple[ClosedJaxpr, ...]):
+    if not branches:
+        raise SprueValueError("cond needs at least one branch")
+    for b in branches:
+        _no_consts("cond", b)
+    _int_scalar("cond", "the branch index", index)
+    for k, b in enumerate(branches):
+        check_types(f"cond: the parameters of branch {k} do not fit the operands", b.in_avals, ops)
+    check_types("cond branches return different types", *[b.out_avals for b in branches])
+    return _strong_unless_all_weak([b.out_avals for b in branches])
+
+
+def _cond_impl(index, *ops, branches: tuple[ClosedJaxpr, ...]):
+    k = min(max(int(index), 0), len(branches) - 1)
+    return eval_jaxpr(branches[k].jaxpr, [], *ops)
+
+
+cond_p = define("cond", _cond_rule, _cond_impl, multiple_results=True)
+
+
+# -- scan ---------------------------------------------------------------------------------------
+def _scan_rule(*avals: ShapedArray, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int,
+               reverse: bool, linear: tuple, unroll=1, _split_transpose: bool = False):
+    _no_consts("scan", jaxpr)
+    if not isinstance(length, (int, np.integer)) or length < 0:
+        raise SprueValueError(f"scan: length must be a non-negative int, got {length!r}")
+    consts, init, xs = avals[:num_consts], avals[num_consts:num_consts + num_carry], avals[num_consts + num_carry:]
+    for x in xs:
+        if not x.ndim or x.shape[0] != length:
+            raise SprueValueError(f"scan: every scanned array needs a leading axis of length {length}, got"
+                                  f" {x.str_short()}")
+    if len(linear) != len(avals):
+        raise SprueValueError(f"scan: `linear` needs one entry per operand ({len(avals)}), got {len(linear)}")
+    slices = [x.update(shape=x.shape[1:]) for x in xs]
+    check_types("scan: the body's parameters do not fit its operands", jaxpr.in_avals, [*consts, *init, *slices])
+    carry = jaxpr.in_avals[num_consts:num_consts + num_carry]
+    outs = jaxpr.out_avals
+    check_types("scan body changes the type of its carry", carry, outs[:num_carry], note=" (carry in vs body out)")
+    return [*carry, *(y.update(shape=(length, *y.shape)) for y in outs[num_carry:])]
+
+
+def _scan_impl(*args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool, **_):
+    consts, carry, xs = args[:num_consts], list(args[num_consts:num_consts + num_carry]), args[num_consts + num_carry:]
+    y_avals = jaxpr.out_avals[num_carry:]
+    ys = [np.empty((length, *a.shape), a.dtype) for a in y_avals]
+    for k in range(length):
+        i = length - 1 - k if reverse else k
+        outs = eval_jaxpr(jaxpr.jaxpr, [], *consts, *carry, *(x[i] for x in xs))
+        carry = outs[:num_carry]
+        for buf, y in zip(ys, outs[num_carry:]):
+            buf[i] = y
+    return [*carry, *ys]
+
+
+scan_p = define("scan", _scan_rule, _scan_impl, multiple_results=True)
+
+__all__ = ["for_loop_p", "while_p", "cond_p", "scan_p", "trip_count", "typematch", "type_mismatches",
+           "check_types"]
