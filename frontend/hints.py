@@ -1,10 +1,10 @@
 """Type hints that fix a parameter's abstract value, so qjit can compile at decoration time:
 
     @sprue.qjit
-    def f(x: sprue.f64[3, 4], n: int) -> ...
+    def f(x: sprue.f64["n", 4], y: sprue.f64["n"], k: int) -> ...
 
-`sprue.f64[3, 4]` is a float64 array of shape (3, 4); `int`, `float`, `bool` are Python scalars.
-(The dynamic-shapes work adds named dimensions: `sprue.f64["n", 3]`.)"""
+`sprue.f64[3, 4]` is a float64 array of shape (3, 4); a string is a dimension known only at run
+time (the same name twice is the same size); `int`, `float`, `bool` are Python scalars."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,11 +40,13 @@ class _DtypeHint:
         if not isinstance(dims, tuple):
             dims = (dims,)
         for d in dims:
+            if isinstance(d, str) and d.isidentifier():
+                continue
             if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
                 raise SprueTypeError(
                     f"sprue.{dtypes.short_name(self.dtype)}[...]: dimension {d!r} must be a non-negative int"
-                    f" (named dynamic dimensions come with dynamic shapes)")
-        return ArrayHint(self.dtype, tuple(int(d) for d in dims))
+                    f" (a static size) or a name such as \"n\" (a size known at run time)")
+        return ArrayHint(self.dtype, tuple(d if isinstance(d, str) else int(d) for d in dims))
 
     def __repr__(self):
         return f"sprue.{dtypes.short_name(self.dtype)}"

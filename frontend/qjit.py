@@ -25,9 +25,18 @@ from .core import ShapedArray
 from .errors import SprueTypeError, SprueValueError
 from .hints import hint_to_avals, is_hint
 from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .shapes import dim as dim_of, dim_vars_of
 from .tracing import current_builder
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+@dataclass
+class ImplicitDim:
+    """A size passed as an implicit argument: read from the axes of the explicit arguments that
+    carry it (all of which must agree)."""
+    name: str
+    sources: list[tuple[int, int]]   # (explicit leaf index, axis)
 
 
 @dataclass
@@ -36,7 +45,30 @@ class Compiled:
     traced: TracedFunction
     stablehlo: str
     library: Path
-    call: Callable  # the runtime's CompiledFunction: flat arrays in, flat results out
+    function: Callable  # the runtime's CompiledFunction: flat arrays in, flat results out
+    implicit: list[ImplicitDim]
+
+    def call(self, leaves: list, paths: list[str], fn_name: str) -> list:
+        if not self.implicit:
+            return self.function(*leaves)
+        sizes = [_size_of(dim, leaves, paths, fn_name) for dim in self.implicit]
+        return self.function(*sizes, *leaves)
+
+
+def _size_of(dim: ImplicitDim, leaves, paths, fn_name: str) -> int:
+    size, first = None, None
+    for leaf, axis in dim.sources:
+        shape = np.shape(leaves[leaf])
+        if len(shape) <= axis:
+            raise SprueValueError(f"{fn_name}(): argument '{paths[leaf]}' has shape {shape}, but axis {axis}"
+                                  f" should hold the size '{dim.name}'")
+        if size is None:
+            size, first = shape[axis], (leaf, axis)
+        elif shape[axis] != size:
+            raise SprueValueError(
+                f"{fn_name}(): size mismatch for '{dim.name}': argument '{paths[first[0]]}' axis {first[1]} has"
+                f" size {size}, but argument '{paths[leaf]}' axis {axis} has size {shape[axis]}")
+    return size
 
 
 def _build_root() -> Path:
@@ -61,7 +93,7 @@ class QJIT:
     """A function compiled ahead of time, once per call signature."""
 
     def __init__(self, fn: Callable, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
-                 keep_intermediate: bool | str | os.PathLike = False):
+                 keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None):
         if not callable(fn):
             raise SprueTypeError(f"qjit expects a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
@@ -80,6 +112,8 @@ class QJIT:
             if n not in self.signature.parameters:
                 raise SprueValueError(f"qjit({self.name}): static_argnames '{n}' is not a parameter")
         self.keep_intermediate = keep_intermediate
+        self.abstracted_axes = _check_abstracted_axes(abstracted_axes, self.name)
+        self.compile_count = 0  # how many times this function was traced and compiled
         self._cache: dict[Any, Compiled] = {}
         self._lock = threading.Lock()
         self._last: Compiled | None = None
@@ -145,9 +179,20 @@ class QJIT:
             (out_dir / f"{stem}.jaxpr").write_text(str(traced.closed_jaxpr) + "\n")
         library = build_shared_library(text, out_dir, name=stem, keep_intermediate=bool(self.keep_intermediate))
         jaxpr = traced.closed_jaxpr.jaxpr
-        sig = Signature([TensorSpec(p, v.aval.dtype, v.aval.shape) for p, v in zip(traced.in_paths, jaxpr.invars)],
-                        [TensorSpec(f"result[{i}]", a.aval.dtype, a.aval.shape) for i, a in enumerate(jaxpr.outvars)])
-        return Compiled(traced, text, library, load(library, "main", sig))
+        n_implicit = len(jaxpr.invars) - len(traced.in_paths)
+        implicit = [ImplicitDim(v.dim.name, []) for v in jaxpr.invars[:n_implicit]]
+        by_var = {v.dim: d for v, d in zip(jaxpr.invars[:n_implicit], implicit)}
+        for leaf, v in enumerate(jaxpr.invars[n_implicit:]):
+            for axis, d in enumerate(v.aval.shape):
+                for dv in dim_vars_of(d):
+                    if dv in by_var and d == dim_of(dv):
+                        by_var[dv].sources.append((leaf, axis))
+        names = [d.name for d in implicit] + list(traced.in_paths)
+        sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
+                        [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
+                         for i, a in enumerate(jaxpr.outvars)])
+        self.compile_count += 1
+        return Compiled(traced, text, library, load(library, "main", sig), implicit)
 
     def _out_dir(self) -> Path:
         if self.keep_intermediate and not isinstance(self.keep_intermediate, bool):
@@ -166,13 +211,15 @@ class QJIT:
             self._check_fits_hints(tree, leaves, paths)
             return self._fixed, leaves
         avals = tuple(abstractify(x, p) for x, p in zip(leaves, paths))
+        if self.abstracted_axes is not None:
+            avals = _abstract_axes(self.abstracted_axes, dynamic, tree, avals, self.name)
         key = (self._static_key(static), tree, avals)
         compiled = self._cache.get(key)
         if compiled is None:
             with self._lock:
                 compiled = self._cache.get(key)
                 if compiled is None:
-                    compiled = self._compile(dynamic, static)
+                    compiled = self._compile(tree_unflatten(tree, avals), static)
                     self._cache[key] = compiled
         return compiled, leaves
 
@@ -190,7 +237,7 @@ class QJIT:
         dynamic, static = self._bind(args, kwargs)
         compiled, leaves = self._lookup(dynamic, static)
         self._last = compiled
-        outs = compiled.call(*leaves)
+        outs = compiled.call(leaves, compiled.traced.in_paths, self.name)
         return tree_unflatten(compiled.traced.out_tree, outs)
 
     # -- inspection ---------------------------------------------------------------------------
@@ -215,11 +262,56 @@ class QJIT:
         return f"<sprue.qjit {self.name}>"
 
 
+def _runtime_shape(aval: ShapedArray) -> tuple:
+    return tuple(d if isinstance(d, int) else None for d in aval.shape)
+
+
+def _check_abstracted_axes(spec, fn_name: str):
+    """Catalyst's abstracted_axes: {axis: name} for every array argument, or a tuple with one
+    such dict (or None) per positional argument."""
+    if spec is None:
+        return None
+    entries = spec if isinstance(spec, (tuple, list)) else [spec]
+    for e in entries:
+        if e is None:
+            continue
+        if not isinstance(e, dict) or not all(isinstance(k, int) and isinstance(v, str) and v.isidentifier()
+                                               for k, v in e.items()):
+            raise SprueTypeError(f"qjit({fn_name}): abstracted_axes entries must be dicts {{axis: \"name\"}}"
+                                 f" (or None), got {e!r}")
+    return spec
+
+
+def _abstract_axes(spec, dynamic: dict, tree: TreeDef, avals: tuple, fn_name: str) -> tuple:
+    """The leaves' avals with the abstracted axes' sizes replaced by their names."""
+    per_arg = list(spec) if isinstance(spec, (tuple, list)) else None
+    out, leaf = [], 0
+    for i, (name, value) in enumerate(dynamic.items()):
+        n_leaves = len(tree_flatten(value)[0])
+        axes = spec if per_arg is None else (per_arg[i] if i < len(per_arg) else None)
+        for aval in avals[leaf:leaf + n_leaves]:
+            if axes and aval.ndim:
+                shape = list(aval.shape)
+                for axis, dim_name in axes.items():
+                    if not -aval.ndim <= axis < aval.ndim:
+                        raise SprueValueError(f"{fn_name}(): abstracted axis {axis} is out of range for"
+                                              f" argument '{name}' of shape {aval.shape}")
+                    shape[axis] = dim_name
+                aval = aval.update(shape=tuple(shape))
+            out.append(aval)
+        leaf += n_leaves
+    return tuple(out)
+
+
 def qjit(fn: Callable | None = None, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
-         keep_intermediate: bool | str | os.PathLike = False):
-    """Compile `fn` ahead of time. Usable as `@qjit` or `@qjit(static_argnums=..., ...)`."""
+         keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None):
+    """Compile `fn` ahead of time. Usable as `@qjit` or `@qjit(static_argnums=..., ...)`.
+
+    `abstracted_axes` makes sizes dynamic (one compilation for every size): `{0: "n"}` for every
+    array argument, or a tuple with one dict per argument; a name used twice is one size.
+    `f.compile_count` counts the compilations."""
     if fn is None:
         return functools.partial(qjit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 keep_intermediate=keep_intermediate)
+                                 keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes)
     return QJIT(fn, static_argnums=static_argnums, static_argnames=static_argnames,
-                keep_intermediate=keep_intermediate)
+                keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes)

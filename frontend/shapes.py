@@ -320,8 +320,9 @@ def is_static_shape(shape) -> bool:
     return all(isinstance(d, int) for d in shape)
 
 
-def format_dim(d: Dim, name_of: Callable[[DimVar], str] = repr) -> str:
-    return str(d) if isinstance(d, int) else d.format(name_of)
+def format_dim(d, name_of: Callable[[DimVar], str] = repr) -> str:
+    """A dim as text; a str is a dimension name not yet turned into a DimVar (a hint)."""
+    return str(d) if isinstance(d, (int, str)) else d.format(name_of)
 
 
 def dim(v: DimVar) -> DimExpr:

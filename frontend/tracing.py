@@ -359,9 +359,21 @@ class trace_scope:
 
 
 def trace_flat(fn: Callable, in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
-    """Trace fn(*flat_tracers) -> flat list of outputs into a closed jaxpr."""
+    """Trace fn(*flat_tracers) -> flat list of outputs into a closed jaxpr.
+
+    Avals may name dynamic dimensions with strings (`f64["n", 3]`): each distinct name becomes a
+    dimension variable whose size is an implicit i64 argument, placed before the explicit ones
+    (the seed's expanded argument list: `{ lambda ; a:i64[] b:f64[a,3]. ... }`)."""
     with trace_scope() as b:
-        args = [b.new_arg(a) for a in in_avals]
+        names: dict[str, DimVar] = {}
+        for aval in in_avals:
+            for d in aval.shape:
+                if isinstance(d, str) and d not in names:
+                    names[d] = DimVar(d)
+        for dv in names.values():
+            b.new_dim_arg(dv)
+        args = [b.new_arg(a.update(shape=tuple(dim_of(names[d]) if isinstance(d, str) else d for d in a.shape)))
+                for a in in_avals]
         outs = fn(*args)
         return b.finish(outs)
 
