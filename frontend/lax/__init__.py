@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .control_flow import cond_p, for_loop_p, scan_p, while_p  # noqa: F401
+from .checks import check_p
 from .dot import dot_general_p
 from .elementwise import *  # noqa: F401,F403  (the *_p primitive objects)
 from .elementwise import RoundingMethod
@@ -63,6 +64,11 @@ def integer_pow(x, y: int):
 def convert_element_type(x, new_dtype):
     return _e.convert_element_type_p.bind(x, new_dtype=_dtypes.canonicalize(new_dtype), weak_type=False,
                                           sharding=None)
+
+
+def check(ok, message: str):
+    """Assert `ok` (a bool scalar) at run time; a failure raises SprueValueError(message)."""
+    check_p.bind(ok, message=str(message))
 
 
 def select_n(which, *cases):
