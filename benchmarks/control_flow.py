@@ -2,7 +2,11 @@
 
     logistic_map    1000 trips of x = r x (1 - x) over a 1e4 vector (fori_loop, carried in place)
     newton_sqrt     Newton's iteration for sqrt over a 1e4 vector, to a tolerance (while_loop)
-    newton_scalar   the same on one float: per-trip overhead, not arithmetic
+    newton_scalar   the same on one float: per-trip overhead, not arithmetic (sprue's time is
+                    mostly its ~10 us per-call cost in the runtime, not the loop)
+    at_set          x.at[i].set(2 x[i] + 1) for every i of a 1e5 vector (fori_loop): a sanity
+                    check that the carried vector is updated in place — a copy per trip would make
+                    this 1e10 element copies, thousands of times slower than numpy
 
 Each benchmark gives its implementations by name; run.py times them and reports ratios to numpy.
 """
@@ -70,6 +74,19 @@ def newton_scalar_sprue(a):
     return lax.while_loop(lambda x: snp.abs(x * x - a) > TOL * a, lambda x: 0.5 * (x + a / x), a)
 
 
+# -- x.at[i].set on a carried vector --------------------------------------------------------------
+def at_set_numpy(x):
+    x = x.copy()
+    for i in range(len(x)):
+        x[i] = x[i] * 2.0 + 1.0
+    return x
+
+
+@sprue.qjit
+def at_set_sprue(x):
+    return lax.fori_loop(0, x.shape[0], lambda i, c: c.at[i].set(c[i] * 2.0 + 1.0), x)
+
+
 def _optional_impls(bench: str) -> dict[str, Callable]:
     """The same loops in JAX and Numba, when they are installed (never required)."""
     impls: dict[str, Callable] = {}
@@ -84,11 +101,13 @@ def _optional_impls(bench: str) -> dict[str, Callable]:
                 lambda x: jnp.max(jnp.abs(x * x - a) / a) > TOL, lambda x: 0.5 * (x + a / x), a)),
             "newton_scalar": jax.jit(lambda a: jlax.while_loop(
                 lambda x: jnp.abs(x * x - a) > TOL * a, lambda x: 0.5 * (x + a / x), a)),
+            "at_set": jax.jit(lambda x: jlax.fori_loop(0, x.shape[0], lambda i, c: c.at[i].set(c[i] * 2.0 + 1.0), x)),
         }
         impls["jax"] = lambda *args, f=jitted[bench]: np.asarray(f(*args).block_until_ready())
     if importlib.util.find_spec("numba") is not None:
         import numba
-        python = {"logistic_map": logistic_numpy, "newton_sqrt": newton_numpy, "newton_scalar": newton_scalar_python}
+        python = {"logistic_map": logistic_numpy, "newton_sqrt": newton_numpy, "newton_scalar": newton_scalar_python,
+                  "at_set": at_set_numpy}
         impls["numba"] = numba.njit(python[bench])
     return impls
 
@@ -101,6 +120,7 @@ def benchmarks() -> list[Benchmark]:
         Benchmark("logistic_map", (x, 3.7), {"numpy": logistic_numpy, "sprue": logistic_sprue}),
         Benchmark("newton_sqrt", (a,), {"numpy": newton_numpy, "sprue": newton_sprue}),
         Benchmark("newton_scalar", (12345.678,), {"numpy": newton_scalar_python, "sprue": newton_scalar_sprue}),
+        Benchmark("at_set", (rng.uniform(0.0, 1.0, 100_000),), {"numpy": at_set_numpy, "sprue": at_set_sprue}),
     ]
     for b in out:
         b.impls.update(_optional_impls(b.name))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -134,7 +134,7 @@ def settle_carry(construct: str, trace: Callable[[list[ShapedArray]], Body], ini
                  single: bool = False) -> tuple[Body, list[ShapedArray]]:
     """Trace the body until its carry types are stable; check structure and types."""
     avals = list(init_avals)
-    for _ in range(4):  # each round strengthens a weak carry; none can change more than twice
+    for _ in range(4):  # each round only turns weak carries strong, so two rounds settle them all
         body = trace(avals)
         tree, outs = carry_of(body)
         if tree != init_tree:
@@ -146,7 +146,8 @@ def settle_carry(construct: str, trace: Callable[[list[ShapedArray]], Body], ini
         if joined == avals:
             return body, avals
         avals = joined
-    raise _carry_error(construct, avals, carry_of(trace(avals))[1])
+    raise SprueTypeError(f"{construct}: the carry types do not settle: "
+                         f"{', '.join(a.str_short() for a in avals)}{_where()}")
 
 
 def _cast_leaves(leaves: Sequence, avals: Sequence[ShapedArray], construct: str) -> list:

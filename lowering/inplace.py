@@ -14,6 +14,11 @@ copies if writing in place would clobber a value read later — it only says whi
 
 "After it in the trip": every other use of the carry must run before the generic (a pure read,
 or a view whose own uses run before), or sit in another branch of a conditional that holds it.
+When a read comes after it (`c, y = c + x, c * x`), the generic is first moved down to just
+before the first use of its result, which is always legal in SSA form.
+
+Counted loops (for_loop, scan) are scf.for by now and general ones scf.while; both benefit: without
+the rewrite, scf.for allocates a new carry per trip, and scf.while also copies it.
 """
 from __future__ import annotations
 
@@ -109,17 +114,23 @@ def _done_before(v: ir.Value, op: ir.Operation, top: ir.Block) -> bool:
         if user.name in _VIEWS:
             if not _done_before(user.results[0], op, top):
                 return False
-        elif user.name not in _PURE_READERS or (user.name == "linalg.generic" and use.operand_number >= _n_inputs(user)):
+        elif user.name not in _PURE_READERS or _writes(user, use.operand_number):
             return False
     return True
 
 
-def _n_inputs(op: ir.Operation) -> int:
-    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
+def _writes(op: ir.Operation, operand: int) -> bool:
+    """The operand is a destination (`outs`) of a linalg op."""
+    return op.name.startswith("linalg.") and operand >= _segments(op)[0]
+
+
+def _segments(op: ir.Operation) -> list[int]:
+    """(inputs, outputs) of a linalg op."""
+    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
 
 
 def _tie(op: ir.Operation) -> None:
-    n_in, n_out = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    n_in, n_out = _segments(op)
     if n_out != 1 or not all("parallel" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
         return
     out = op.operands[n_in]
@@ -138,7 +149,9 @@ def _tie(op: ir.Operation) -> None:
         block, position = carried
         if not _flows_to(op.results[0], block, position):
             continue
-        if _done_before(carry, op, block) or (_sink(op) and _done_before(carry, op, block)):
+        # A read of the carry placed after op blocks the reuse; moving op down past it may help.
+        safe = _done_before(carry, op, block) or (_sink(op) and _done_before(carry, op, block))
+        if safe:
             op.operands[n_in] = v
             return
 

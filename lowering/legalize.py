@@ -4,9 +4,11 @@
 build has no StableHLO control-flow-to-SCF pass), so before the pass pipeline
 runs we rewrite those ops ourselves.  Each rule replaces one op in place:
 
+  ops with `?` dims that the upstream pass rejects -> legalize_dynamic.py
+  (dynamic_reshape, reverse, dynamic_update_slice, gather)
   stablehlo.sort     -> merge sort loops              (legalize_sort.py)
   stablehlo.scatter  -> scatter loops                 (legalize_scatter.py)
-  stablehlo.while    -> scf.while                     (below)
+  stablehlo.while    -> scf.while, or scf.for when marked counted (below)
   stablehlo.if       -> scf.if                        (below)
   stablehlo.case     -> scf.index_switch              (below)
 
@@ -20,11 +22,13 @@ from __future__ import annotations
 from typing import Callable
 
 from torch_mlir import ir
-from torch_mlir.dialects import scf
+from torch_mlir.dialects import arith, scf, tensor
 
+from .legalize_dynamic import RULES as DYNAMIC_RULES
 from .legalize_scatter import lower_scatter
 from .legalize_sort import lower_sort
-from .mlir_util import LegalizeError, extract, element_kind, elem_of, to_index, to_signless
+from .mlir_util import (LegalizeError, element_kind, elem_of, extract, from_signless, index, signless, to_index,
+                        to_signless)
 
 
 def _move_region(src: ir.Region, dst_block: ir.Block, terminator: Callable[[list[ir.Value]], None]) -> None:
@@ -52,8 +56,57 @@ def _replace(op: ir.Operation, new: ir.Operation) -> None:
     op.erase()
 
 
+# A stablehlo.while marked with this unit attribute is a counted loop (sprue's for_loop and scan
+# lowerings make them): its first carry k starts at 0, its cond region is exactly
+# `compare LT, k, %trips` with %trips defined above the loop, and its body yields k + 1 first.
+COUNTED = "sprue.counted_loop"
+
+
+def lower_counted_while(op: ir.Operation) -> None:
+    """A counted stablehlo.while -> scf.for over [0, trips) carrying the other values.
+
+    scf.for rather than scf.while: one-shot bufferization copies every carry whose new value is
+    not computed in place in scf.while's "before" region on every trip, and scf.for has none."""
+    cond_block = op.regions[0].blocks[0]
+    compare = list(cond_block.operations)[0]
+    if compare.name != "stablehlo.compare" or compare.operands[0] != cond_block.arguments[0]:
+        raise LegalizeError(f"stablehlo.while at {op.location}: marked {COUNTED} but its cond region is not"
+                            f" `compare LT, k, trips`")
+    trips = compare.operands[1]
+    types = [r.type for r in op.results]
+    with ir.InsertionPoint(op), op.location:
+        kind = element_kind(elem_of(trips))
+        upper = to_index(_scalar_of(trips), kind)
+        loop = scf.ForOp(index(0), upper, index(1), list(op.operands[1:]))
+    body = loop.body
+    with ir.InsertionPoint(body), op.location:
+        k_type = ir.RankedTensorType(types[0])
+        k_elem = signless(k_type.element_type)
+        k = tensor.FromElementsOp(ir.RankedTensorType.get([], k_elem),
+                                  [arith.IndexCastOp(k_elem, loop.induction_variable).result]).result
+        k = from_signless(k, k_type)
+    src = op.regions[1].blocks[0]
+    src.arguments[0].replace_all_uses_with(k)
+    for old, new in zip(list(src.arguments)[1:], loop.inner_iter_args):
+        old.replace_all_uses_with(new)
+    ops = list(src.operations)
+    for o in ops[:-1]:
+        body.append(o)
+    ret = ops[-1]
+    with ir.InsertionPoint(body), ret.location:
+        scf.YieldOp(list(ret.operands)[1:])
+    ret.erase()
+    op.results[0].replace_all_uses_with(trips)   # k ends at trips (never negative)
+    for old, new in zip(list(op.results)[1:], loop.results):
+        old.replace_all_uses_with(new)
+    op.erase()
+
+
 def lower_while(op: ir.Operation) -> None:
     """stablehlo.while(cond, body) -> scf.while; the 0-d i1 predicate is extracted."""
+    if COUNTED in op.attributes:
+        lower_counted_while(op)
+        return
     types = [r.type for r in op.results]
     with ir.InsertionPoint(op), op.location:
         loop = scf.WhileOp(types, list(op.operands))
@@ -97,6 +150,7 @@ def lower_case(op: ir.Operation) -> None:
 # Op name -> rewrite.  sort/scatter run before control flow so their scalar
 # regions are translated wherever they sit.
 RULES: dict[str, Callable[[ir.Operation], None]] = {
+    **DYNAMIC_RULES,
     "stablehlo.sort": lower_sort,
     "stablehlo.scatter": lower_scatter,
     "stablehlo.while": lower_while,
@@ -121,11 +175,12 @@ def _collect(module: ir.Module, names: tuple[str, ...]) -> list[ir.Operation]:
 def legalize(module: ir.Module) -> None:
     """Rewrites every op in RULES, in place.  Raises LegalizeError."""
     with module.context:
-        for group in (("stablehlo.sort", "stablehlo.scatter"),
+        for group in (tuple(DYNAMIC_RULES),
+                      ("stablehlo.sort", "stablehlo.scatter"),
                       ("stablehlo.while", "stablehlo.if", "stablehlo.case")):
             for op in _collect(module, group):
                 RULES[op.name](op)
 
 
-__all__ = ["LegalizeError", "RULES", "legalize", "lower_case", "lower_if", "lower_scatter",
-           "lower_sort", "lower_while"]
+__all__ = ["COUNTED", "LegalizeError", "RULES", "legalize", "lower_case", "lower_counted_while", "lower_if",
+           "lower_scatter", "lower_sort", "lower_while"]

@@ -172,13 +172,6 @@ def if_carried(cond: ir.Value, then: Callable[[list[ir.Value]], Sequence[ir.Valu
     return list(op.results)
 
 
-def if_then(cond: ir.Value, then: Callable[[], None]) -> None:
-    op = scf.IfOp(cond)
-    with ir.InsertionPoint(op.then_block):
-        then()
-        scf.YieldOp([])
-
-
 def while_loop(inits: Sequence[ir.Value],
                cond: Callable[[list[ir.Value]], ir.Value],
                body: Callable[[list[ir.Value]], Sequence[ir.Value]]) -> list[ir.Value]:
@@ -199,15 +192,6 @@ def alloc(shape: Sequence[int], elem: ir.Type, sizes: Sequence[ir.Value]) -> ir.
     """memref.alloc; never freed here: buffer-deallocation-pipeline owns that."""
     dynamic = [sizes[i] for i, s in enumerate(shape) if ir.ShapedType.is_dynamic_size(s)]
     return memref.AllocOp(ir.MemRefType.get(list(shape), elem), dynamic, []).result
-
-
-def alloc_copy(t: ir.Value) -> ir.Value:
-    """A fresh buffer holding a copy of (signless) tensor ``t``."""
-    ty = tensor_type(t)
-    sizes = tensor_sizes(t)
-    buf = alloc(ty.shape, ty.element_type, sizes)
-    loop_nest(sizes, lambda ivs: memref.StoreOp(tensor.ExtractOp(t, ivs).result, buf, ivs))
-    return buf
 
 
 def load(buf: ir.Value, ivs: Sequence[ir.Value]) -> ir.Value:

@@ -6,23 +6,27 @@ only the real carries travel around a loop. legalize.py turns these ops into scf
 
 - for_loop: a while over (k, carries...) for k < trips, with i = lower + k * step and the trip
   count computed once, before the loop, as len(range(lower, upper, step)) — so negative steps,
-  empty ranges and traced bounds need nothing special (a zero step runs no trips).
+  empty ranges and traced bounds need nothing special (a zero step runs no trips). The while is
+  marked counted, and legalization turns it into an scf.for over [0, trips). The count is done in
+  64 bits, so narrow index types do not overflow (bounds spanning more than 2**63 still would).
 - cond: two branches are a `stablehlo.if` on index > 0 (branches[0] is the false branch); more
   are a `stablehlo.case` on the index clamped into range (case itself runs the last branch for any
   index out of range, negative ones included, which is not the clamp).
 - scan: a while over k; step k reads xs[idx] with dynamic_slice and writes ys[idx] with
   dynamic_update_slice into stacked outputs carried through the loop (idx = k, or length-1-k in
-  reverse), allocated once before the loop, so each trip updates them in place.
+  reverse), allocated once before the loop, so each trip updates them in place. Also counted.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
+from torch_mlir import ir
 
 from .. import lax
 from ..core import ClosedJaxpr, Eqn
 from . import stablehlo
+from .legalize import COUNTED
 from .rules_common import (LoweringContext, Value, aval_type, broadcast_in_dim, build_region, compare, constant,
                            constant_like, convert, dtype_of, ew, i64s, logical_and, lowering_rules, op, op1, reshape,
                            select, shape_of, tensor_type)
@@ -34,13 +38,24 @@ def _region_body(ctx: LoweringContext, closed: ClosedJaxpr, consts: Sequence[Val
     return stablehlo.lower_jaxpr_body(ctx, closed.jaxpr, [], [*consts, *args])
 
 
-def _while(inits: Sequence[Value], cond, body) -> list[Value]:
+def _while(inits: Sequence[Value], cond, body, attrs: dict | None = None) -> list[Value]:
     """stablehlo.while over `inits`: cond(args) -> [i1 tensor], body(args) -> next values."""
     types = [v.type for v in inits]
-    loop = op("stablehlo.while", inits, types, regions=2)
+    loop = op("stablehlo.while", inits, types, attrs, regions=2)
     build_region(loop, types, cond, 0)
     build_region(loop, types, body, 1)
     return list(loop.results)
+
+
+def _counted(trips: Value, inits: Sequence[Value], body) -> list[Value]:
+    """A while over (k, *inits) for k in [0, trips): body(k, values) -> next values. It is marked
+    counted (legalize.COUNTED), so legalization makes it an scf.for."""
+    def step(args: list[Value]) -> list[Value]:
+        return [ew("add", args[0], constant_like(1, args[0])), *body(args[0], args[1:])]
+    k0 = constant_like(0, trips)
+    results = _while([k0, *inits], lambda args: [compare(args[0], trips, "LT")], step,
+                     {COUNTED: ir.UnitAttr.get()})
+    return results[1:]
 
 
 def trip_count(lower: Value, upper: Value, step: Value) -> Value:
@@ -60,16 +75,16 @@ def trip_count(lower: Value, upper: Value, step: Value) -> Value:
 def _for_loop(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
     n = eqn.params["body_nconsts"]
     consts, (lower, upper, step), init = operands[:n], operands[n:n + 3], operands[n + 3:]
-    trips = trip_count(lower, upper, step)
+    # Counting happens in 64 bits: upper - lower overflows narrower types (range(-128, 127) in int8).
+    index = dtype_of(lower)
+    wide = np.uint64 if index.kind == "u" else np.int64
+    lower, upper, step = (convert(v, wide) for v in (lower, upper, step))
 
-    def body(args: list[Value]) -> list[Value]:
-        k, carry = args[0], args[1:]
-        i = ew("add", lower, ew("multiply", k, step))
-        outs = _region_body(ctx, eqn.params["body_jaxpr"], consts, [i, *carry])
-        return [ew("add", k, constant_like(1, k)), *outs]
+    def body(k: Value, carry: list[Value]) -> list[Value]:
+        i = convert(ew("add", lower, ew("multiply", k, step)), index)
+        return _region_body(ctx, eqn.params["body_jaxpr"], consts, [i, *carry])
 
-    results = _while([constant_like(0, lower), *init], lambda args: [compare(args[0], trips, "LT")], body)
-    return results[1:]
+    return _counted(trip_count(lower, upper, step), init, body)
 
 
 def _while_loop(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
@@ -109,8 +124,8 @@ def _scan(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
     if length == 0:
         return [*init, *ys0]
 
-    def body(args: list[Value]) -> list[Value]:
-        k, carry, ys = args[0], args[1:1 + ncarry], args[1 + ncarry:]
+    def body(k: Value, args: list[Value]) -> list[Value]:
+        carry, ys = args[:ncarry], args[ncarry:]
         idx = ew("subtract", constant_like(length - 1, k), k) if reverse else k
         zero = constant_like(0, idx)
         slices = [reshape(op1("stablehlo.dynamic_slice", [x, idx, *[zero] * (len(shape_of(x)) - 1)],
@@ -121,12 +136,9 @@ def _scan(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
         new_ys = [op1("stablehlo.dynamic_update_slice",
                       [buf, reshape(y, [1, *shape_of(y)]), idx, *[zero] * len(shape_of(y))], buf.type)
                   for buf, y in zip(ys, outs[ncarry:])]
-        return [ew("add", k, constant_like(1, k)), *outs[:ncarry], *new_ys]
+        return [*outs[:ncarry], *new_ys]
 
-    k0 = constant(0, np.int64)
-    results = _while([k0, *init, *ys0], lambda args: [compare(args[0], constant_like(length, args[0]), "LT")],
-                     body)
-    return results[1:]
+    return _counted(constant(length, np.int64), [*init, *ys0], body)
 
 
 lowering_rules.update({lax.for_loop_p: _for_loop, lax.while_p: _while_loop, lax.cond_p: _cond,

@@ -111,6 +111,19 @@ def test_for_loop_follows_range_with_traced_bounds():
     assert len(compiled._cache) == 1  # one compilation serves every range
 
 
+@pytest.mark.parametrize("dtype,lo,hi,step", [
+    (np.int8, -128, 127, 50), (np.int8, 127, -128, -50), (np.int8, -128, 127, 1),
+    (np.uint32, 0, 4_000_000_000, 1_000_000_000), (np.uint8, 250, 3, 1), (np.int32, 10, -10, -7)])
+def test_for_loop_with_narrow_and_unsigned_index_types(dtype, lo, hi, step):
+    def f(lo, hi, step):
+        @sprue.for_loop(lo, hi, step)
+        def loop(i, n, s):
+            return n + 1, s + i.astype(np.int64)
+        return loop(np.int64(0), np.int64(0))
+    r = range(lo, hi, step)
+    eager_and_compiled(f, (np.int64(len(r)), np.int64(sum(r))), dtype(lo), dtype(hi), dtype(step))
+
+
 def test_loop_index_type_follows_the_bounds():
     seen = []
 

@@ -57,8 +57,21 @@ def test_at_set_on_a_large_carried_array_is_in_place(tmp_path):
     want[:50_000] = want[:50_000] * 2.0 + 1.0
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(x, original)        # the argument itself was copied once, not written
-    assert "scf.while" in text
+    assert "scf.for" in text                          # a counted loop (see the next test)
     assert buffer_ops_in_loops(text) == []
+
+
+def test_counted_loops_become_scf_for_and_while_loops_scf_while(tmp_path):
+    def f(x, n):
+        y = lax.fori_loop(0, n, lambda i, c: c * 2.0, x)
+        _, ys = lax.scan(lambda c, v: (c + v, c), 0.0, y)
+        return lax.while_loop(lambda c: c[0] < 100.0, lambda c: c + 1.0, ys)
+    compiled = sprue.qjit(f, keep_intermediate=tmp_path)
+    compiled(np.ones(3), np.int64(2))
+    assert compiled.mlir.count("sprue.counted_loop") == 2
+    (legalized,) = tmp_path.glob("*.01_legalized.mlir")
+    text = legalized.read_text()
+    assert text.count("scf.for") == 2 and text.count("scf.while") == 1 and "stablehlo.while" not in text
 
 
 def test_logistic_map_updates_its_vector_in_place(tmp_path):

@@ -76,8 +76,9 @@ def test_loop_bodies_changing_a_carry():
 
 
 def test_loop_bodies_changing_the_carry_structure():
-    raises(SprueTypeError, r"for_loop body returns a carry of a different structure: \(\*, \*\) in vs \(\*, \(\*, \*\)\)"
-                           r" out", lambda x: sprue.for_loop(0, 2, 1)(lambda i, a, b: (a, (b, b)))(x, x), X)
+    raises(SprueTypeError, r"for_loop body returns a carry of a different structure: "
+                           r"\(\*, \*\) in vs \(\*, \(\*, \*\)\) out",
+           lambda x: sprue.for_loop(0, 2, 1)(lambda i, a, b: (a, (b, b)))(x, x), X)
     raises(SprueTypeError, r"fori_loop body returns a carry of a different structure: \{'a': \*\} in vs \* out",
            lambda x: lax.fori_loop(0, 2, lambda i, c: c["a"], {"a": x}), X)
     raises(SprueTypeError, r"scan: the body must return a pair \(carry, y\), got Tracer",
@@ -110,7 +111,8 @@ def test_bounds_must_be_integer_scalars_and_the_step_nonzero():
            lambda x: sprue.for_loop(0, True, 1)(lambda i, c: c)(x), X)
     raises(SprueValueError, r"for_loop: the step must not be zero",
            lambda x: sprue.for_loop(0, 3, 0)(lambda i, c: c)(x), X)
-    raises(SprueTypeError, r"fori_loop: lower, upper and step \(i64\[\], u64\[\], i64\[\]\) have no common integer type",
+    raises(SprueTypeError, r"fori_loop: lower, upper and step \(i64\[\], u64\[\], i64\[\]\) have no common"
+                           r" integer type",
            lambda x: lax.fori_loop(np.int64(0), np.uint64(3), lambda i, c: c, x), X)
 
 
