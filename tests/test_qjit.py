@@ -235,3 +235,14 @@ def test_float16_and_unsigned_cross_the_boundary():
         assert np.asarray(got).dtype == np.asarray(want).dtype
         np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=2e-3)
     assert isinstance(out[1], np.float16) and isinstance(out[3], np.float16)
+
+
+def test_comparisons_of_python_int_arguments():
+    # two weak ints: numpy computes them as int64 (resolving them as Python types would pick object)
+    @sprue.qjit
+    def f(p, i):
+        return p > 0, i % 2 == 0, p * i
+    for p, i in ((3, 4), (-1, 5)):
+        got = f(p, i)
+        want = (np.int64(p) > 0, np.int64(i) % 2 == 0, np.int64(p) * i)
+        assert [type(g) for g in got] == [type(w) for w in want] and got == want

@@ -39,8 +39,11 @@ def _resolve_cached(uf: np.ufunc, key: tuple):
 def resolve(fname: str, uf: np.ufunc, xs) -> tuple[list[np.dtype], np.dtype]:
     """The input dtypes and the output dtype of numpy's loop for these operands."""
     avs = [aval(x) for x in xs]
+    # all operands weak (Python scalars, or values traced from them): numpy computes them at their
+    # default dtypes; resolving (int, int) as Python types would pick numpy's object loop
+    key = tuple(a.dtype for a in avs) if builtins.all(a.weak_type for a in avs) else tuple(_np_key(a) for a in avs)
     try:
-        *ins, out = _resolve_cached(uf, tuple(_np_key(a) for a in avs))
+        *ins, out = _resolve_cached(uf, key)
     except TypeError as e:  # numpy has no loop for these types (e.g. -bool, float & float)
         raise type_error(fname, f"not supported for operands {describe(*xs)} (numpy: {e})") from None
     if len(set(ins)) > 1:  # mixed loops (uint64 < int64): compare in the common type
