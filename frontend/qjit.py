@@ -161,7 +161,7 @@ class QJIT:
     # -- compilation ------------------------------------------------------------------------
     def _compile(self, dynamic: dict, static: dict) -> Compiled:
         from sprue.lowering.backend import build_shared_library
-        from sprue.lowering.stablehlo import lower_jaxpr
+        from sprue.lowering.stablehlo import lower
         from sprue.runtime import Signature, TensorSpec, load
 
         def call_user(dyn: dict):
@@ -171,7 +171,8 @@ class QJIT:
             return self.fn(*bound.args, **bound.kwargs)
 
         traced = trace_function(lambda **dyn: call_user(dyn), (), dynamic, None)
-        text = lower_jaxpr(traced.closed_jaxpr, name="main")
+        lowered = lower(traced.closed_jaxpr, name="main")  # with run-time checks, @main returns a status first
+        text = lowered.text
         out_dir = self._out_dir()
         # one file name per signature: dlopen returns an already-loaded library for a path it has seen
         stem = self.name if not self._cache else f"{self.name}_{len(self._cache)}"
@@ -190,7 +191,8 @@ class QJIT:
         names = [d.name for d in implicit] + list(traced.in_paths)
         sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
                         [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
-                         for i, a in enumerate(jaxpr.outvars)])
+                         for i, a in enumerate(jaxpr.outvars)],
+                        status_messages=lowered.check_messages if lowered.has_status else None)
         self.compile_count += 1
         return Compiled(traced, text, library, load(library, "main", sig), implicit)
 

@@ -26,6 +26,7 @@ from torch_mlir import ir
 
 _BRANCHES = {"scf.if", "scf.index_switch"}                   # regions exclusive of each other
 _PURE_READERS = {"linalg.generic", "tensor.extract"}         # read an operand, alias none of it
+_SHAPE_READERS = {"tensor.dim"}                              # read only its sizes (a `?` dim), never elements
 _RESHAPES = {"tensor.collapse_shape", "tensor.expand_shape"}
 _VIEWS = {"tensor.extract_slice", *_RESHAPES}                 # alias their operand
 
@@ -104,7 +105,7 @@ def _done_before(v: ir.Value, op: ir.Operation, top: ir.Block) -> bool:
     """Writing v's buffer at op clobbers nothing still to be read (see the module doc)."""
     for use in v.uses:
         user = _operation(use.owner)
-        if user == op:
+        if user == op or user.name in _SHAPE_READERS:  # writing in place keeps the sizes
             continue
         where = _settled_before(user, op, top)
         if where == "exclusive":

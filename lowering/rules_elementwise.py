@@ -13,15 +13,16 @@ import numpy as np
 
 from .. import lax
 from ..core import Eqn
-from .rules_common import (LoweringContext, Value, broadcast_to, compare, constant, constant_like, convert,
-                           dtype_of, ew, int_max, int_min, is_bool, is_float, is_nan, is_unsigned,
-                           logical_and, logical_or, lowering_rules, op1, select, shape_of, with_dtype)
+from .rules_common import (LoweringContext, Value, broadcast_like, compare, constant_like, convert, dtype_of, ew,
+                           full_like, int_max, int_min, is_bool, is_float, is_nan, is_unsigned, logical_and,
+                           logical_or, lowering_rules, op1, select, shape_of, with_dtype)
 
 
 def _operands(*xs: Value) -> list[Value]:
-    """Binary lax ops allow one rank-0 operand beside an array: broadcast it."""
-    shape = max((shape_of(x) for x in xs), key=len)
-    return [broadcast_to(x, shape) for x in xs]
+    """Binary lax ops allow one rank-0 operand beside an array: broadcast it (to the array's
+    run-time shape when it has `?` dims)."""
+    ref = max(xs, key=lambda x: len(shape_of(x)))
+    return [broadcast_like(x, ref) for x in xs]
 
 
 def unary(name: str):
@@ -187,7 +188,7 @@ def _integer_pow(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     if is_float(x):
         return [ew("divide", constant_like(1.0, x), p)]
     # integers: 1/x**|y| truncates to 0 except for x = +-1 (see _int_pow_negative)
-    return [_int_pow_negative(x, constant(y, np.int64, shape_of(x)), p)]
+    return [_int_pow_negative(x, full_like(y, x, np.int64), p)]
 
 
 lowering_rules.update({lax.div_p: _div, lax.rem_p: _rem, lax.pow_p: _pow, lax.integer_pow_p: _integer_pow})
@@ -221,8 +222,7 @@ for _p, _name in [(lax.shift_left_p, "shift_left"), (lax.shift_right_logical_p, 
 
 # -- select_n, clamp ----------------------------------------------------------------------------
 def _select_n(ctx: LoweringContext, eqn: Eqn, which: Value, *cases: Value) -> list[Value]:
-    shape = shape_of(cases[0])
-    which = broadcast_to(which, shape)
+    which = broadcast_like(which, cases[0])
     if len(cases) == 1:
         return [cases[0]]
     if is_bool(which):
@@ -236,8 +236,7 @@ def _select_n(ctx: LoweringContext, eqn: Eqn, which: Value, *cases: Value) -> li
 
 def _clamp(ctx: LoweringContext, eqn: Eqn, lo: Value, x: Value, hi: Value) -> list[Value]:
     # min(max(x, lo), hi), as the reference: NaN anywhere propagates.
-    shape = shape_of(x)
-    return [ew("minimum", ew("maximum", x, broadcast_to(lo, shape)), broadcast_to(hi, shape))]
+    return [ew("minimum", ew("maximum", x, broadcast_like(lo, x)), broadcast_like(hi, x))]
 
 
 lowering_rules.update({lax.select_n_p: _select_n, lax.clamp_p: _clamp})

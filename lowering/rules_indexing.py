@@ -9,6 +9,12 @@ Out-of-bounds windows follow `mode`, as the reference rules in sprue/lax/indexin
   index to the end of the operand, past where any window fits, so the update is dropped under
   both the spec's per-element skip and XLA's whole-window skip.
 Indices are converted to i64 first (every stablehlo index operand then has one type).
+
+Run-time sizes: a gather with `?` dims (or a window over a `?` dim: slice size None in the param,
+its value a trailing operand) is a stablehlo.dynamic_gather, rewritten by legalize_dynamic.py,
+which never reads outside the operand: from an operand too small for the window (an empty one),
+every window is zeros (the reference rule's value), or the fill value with FILL_OR_DROP. The
+window limits dim - window are computed at run time from the operand's and updates' sizes.
 """
 from __future__ import annotations
 
@@ -21,9 +27,10 @@ from .. import lax
 from ..core import Eqn
 from ..lax import GatherScatterMode
 from ..lax.indexing import default_fill
-from .rules_common import (LoweringContext, Value, aval_type, boolean, broadcast_in_dim, build_region,
-                           compare, const_array, constant, dtype_of, ew, i64s, logical_and, lowering_rules,
-                           op, reduce, scalar_type, select, shape_of, to_i64_index, unsupported)
+from .rules_common import (LoweringContext, Size, Value, aval_type, boolean, broadcast_in_dim, build_region,
+                           compare, constant, dims_of, dtype_of, ew, full, i64s, is_static, logical_and,
+                           lowering_rules, op, reduce, scalar_type, select, shape_of, shape_tensor, size_value,
+                           to_i64_index, unsupported)
 
 _MODE_NAMES = {"clip": GatherScatterMode.CLIP, "fill": GatherScatterMode.FILL_OR_DROP,
                "drop": GatherScatterMode.FILL_OR_DROP,
@@ -42,28 +49,47 @@ def _mode(eqn: Eqn, default: GatherScatterMode) -> GatherScatterMode:
     return mode
 
 
-def _along_last_axis(vector: np.ndarray, indices: Value) -> Value:
-    """A per-index-component constant (shape [k]) broadcast to the indices' shape [..., k]."""
-    shape = shape_of(indices)
-    return broadcast_in_dim(const_array(vector.astype(np.int64)), shape, [len(shape) - 1])
+Vector = Sequence[Size]  # one size per index component
 
 
-def _window_limits(operand_shape: Sequence[int], window: Sequence[int], index_map: Sequence[int]) -> np.ndarray:
+def _along_last_axis(vector: Vector, indices: Value) -> Value:
+    """A per-index-component vector (shape [k]) broadcast to the indices' shape [..., k]."""
+    rank = len(shape_of(indices))
+    return broadcast_in_dim(shape_tensor(vector), _sizes(indices), [rank - 1])
+
+
+def _sizes(x: Value) -> list[Size]:
+    return list(shape_of(x)) if is_static(x) else dims_of(x)
+
+
+def _window_limits(operand: Value, window: Sequence[Size], index_map: Sequence[int]) -> Vector:
     """The largest start index at which a window fits, per index component."""
-    return np.array([operand_shape[d] - window[d] for d in index_map], np.int64)
+    dims = _sizes(operand)
+    return [_minus(dims[d], window[d]) for d in index_map]
 
 
-def _windows_fit(indices: Value, limits: np.ndarray) -> Value:
+def _minus(a: Size, b: Size) -> Size:
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    return ew("subtract", size_value(a), size_value(b))
+
+
+def _max0(a: Size) -> Size:
+    return max(a, 0) if isinstance(a, int) else ew("maximum", a, constant(0, np.int64))
+
+
+def _windows_fit(indices: Value, limits: Vector) -> Value:
     """A bool per index vector (shape indices.shape[:-1]): 0 <= index <= limit in every component."""
-    inside = logical_and(compare(indices, _along_last_axis(np.zeros_like(limits), indices), "GE"),
+    inside = logical_and(compare(indices, _along_last_axis([0] * len(limits), indices), "GE"),
                          compare(indices, _along_last_axis(limits, indices), "LE"))
     rank = len(shape_of(indices))
     return reduce([inside], [constant(True, np.bool_)], [rank - 1], lambda a: [logical_and(a[0], a[1])])[0]
 
 
 # -- gather -------------------------------------------------------------------------------------
-def _gather(ctx: LoweringContext, eqn: Eqn, operand: Value, indices: Value) -> list[Value]:
+def _gather(ctx: LoweringContext, eqn: Eqn, operand: Value, indices: Value, *sizes: Value) -> list[Value]:
     p, dn = eqn.params, eqn.params["dimension_numbers"]
+    slice_sizes = ctx.param_sizes(p["slice_sizes"], sizes)
     mode = _mode(eqn, GatherScatterMode.CLIP)
     indices = to_i64_index(indices)
     index_rank = len(shape_of(indices))
@@ -73,17 +99,21 @@ def _gather(ctx: LoweringContext, eqn: Eqn, operand: Value, indices: Value) -> l
         start_indices_batching_dims=list(dn.start_indices_batching_dims),
         start_index_map=list(dn.start_index_map), index_vector_dim=index_rank - 1)
     out_aval = eqn.outvars[0].aval
-    attrs = {"dimension_numbers": dims, "slice_sizes": i64s(p["slice_sizes"]),
-             "indices_are_sorted": boolean(p.get("indices_are_sorted", False))}
-    out = op("stablehlo.gather", [operand, indices], [aval_type(out_aval)], attrs).result
+    attrs = {"dimension_numbers": dims, "indices_are_sorted": boolean(p.get("indices_are_sorted", False))}
+    if is_static(operand) and is_static(indices) and all(isinstance(s, int) for s in slice_sizes):
+        out = op("stablehlo.gather", [operand, indices], [aval_type(out_aval)],
+                 {**attrs, "slice_sizes": i64s(slice_sizes)}).result
+    else:  # legalize_dynamic.py lowers it, never reading outside the operand
+        out = op("stablehlo.dynamic_gather", [operand, indices, shape_tensor(slice_sizes)], [aval_type(out_aval)],
+                 attrs).result
     if mode != GatherScatterMode.FILL_OR_DROP or not dn.start_index_map:
         return [out]
-    fits = _windows_fit(indices, _window_limits(shape_of(operand), p["slice_sizes"], dn.start_index_map))
+    fits = _windows_fit(indices, _window_limits(operand, slice_sizes, dn.start_index_map))
     batch_dims = [d for d in range(out_aval.ndim) if d not in dn.offset_dims]
-    mask = broadcast_in_dim(fits, out_aval.shape, batch_dims)
+    out_sizes = ctx.sizes(out_aval.shape)
+    mask = broadcast_in_dim(fits, out_sizes, batch_dims)
     fill_value = p.get("fill_value")
-    fill = constant(default_fill(out_aval.dtype) if fill_value is None else fill_value, out_aval.dtype,
-                    out_aval.shape)
+    fill = full(default_fill(out_aval.dtype) if fill_value is None else fill_value, out_aval.dtype, out_sizes)
     return [select(mask, out, fill)]
 
 
@@ -91,26 +121,29 @@ lowering_rules[lax.gather_p] = _gather
 
 
 # -- scatter ------------------------------------------------------------------------------------
-def _scatter_window(operand_shape: Sequence[int], updates_shape: Sequence[int], dn) -> list[int]:
+def _scatter_window(rank: int, updates: Value, dn) -> list[Size]:
     """The update window's extent along each operand dimension (1 on inserted dimensions)."""
-    window = [1] * len(operand_shape)
-    window_dims = [d for d in range(len(operand_shape)) if d not in dn.inserted_window_dims]
+    window: list[Size] = [1] * rank
+    update_sizes = _sizes(updates)
+    window_dims = [d for d in range(rank) if d not in dn.inserted_window_dims]
     for d, u in zip(window_dims, dn.update_window_dims):
-        window[d] = updates_shape[u]
+        window[d] = update_sizes[u]
     return window
 
 
 def _scatter_indices(indices: Value, operand: Value, updates: Value, dn, mode: GatherScatterMode) -> Value:
-    """Indices with the mode applied: clamped (CLIP), or non-fitting windows moved out (DROP)."""
-    window = _scatter_window(shape_of(operand), shape_of(updates), dn)
-    limits = _window_limits(shape_of(operand), window, dn.scatter_dims_to_operand_dims)
+    """Indices with the mode applied: clamped (CLIP), or non-fitting windows moved out (DROP).
+    (Clamped into an operand smaller than the window, a start is 0 and the window still does not
+    fit: the scatter loops skip it, so nothing is written outside.)"""
+    window = _scatter_window(len(shape_of(operand)), updates, dn)
+    limits = _window_limits(operand, window, dn.scatter_dims_to_operand_dims)
     if mode in (GatherScatterMode.CLIP, GatherScatterMode.PROMISE_IN_BOUNDS):
-        lo = _along_last_axis(np.zeros_like(limits), indices)
-        return ew("minimum", ew("maximum", indices, lo), _along_last_axis(np.maximum(limits, 0), indices))
+        lo = _along_last_axis([0] * len(limits), indices)
+        return ew("minimum", ew("maximum", indices, lo), _along_last_axis([_max0(n) for n in limits], indices))
     fits = _windows_fit(indices, limits)
     rank = len(shape_of(indices))
-    past_end = np.array([shape_of(operand)[d] for d in dn.scatter_dims_to_operand_dims], np.int64)
-    mask = broadcast_in_dim(fits, shape_of(indices), list(range(rank - 1)))
+    past_end = [_sizes(operand)[d] for d in dn.scatter_dims_to_operand_dims]
+    mask = broadcast_in_dim(fits, _sizes(indices), list(range(rank - 1)))
     return select(mask, indices, _along_last_axis(past_end, indices))
 
 

@@ -13,10 +13,11 @@ from torch_mlir._mlir_libs import _stablehlo
 
 from .. import lax
 from ..core import Eqn
-from .rules_common import (LoweringContext, Value, boolean, build_region, compare, constant, constant_like,
-                           convert, dtype_of, ew, highest, i64, i64s, int_max, is_float, is_nan, logical_and,
-                           logical_not, logical_or, lowering_rules, lowest, op, op1, reduce, scalar_type,
-                           select, shape_of, tensor_type)
+from .rules_common import (LoweringContext, Size, Value, boolean, broadcast_in_dim, build_region, compare,
+                           constant, constant_like, convert, dims_of, dtype_of, ew, full, has_zero, highest, i64,
+                           int_max, iota, is_float, is_nan, is_static, logical_and, logical_not, logical_or,
+                           lowering_rules, lowest, op, op1, reduce, scalar_type, select, shape_of, size_value,
+                           slice_, tensor_type)
 
 # How each reduction combines two values: (stablehlo op, op on booleans, identity of dtype).
 Monoid = tuple[str, str, Callable[[np.dtype], object]]
@@ -39,8 +40,9 @@ def _reduction(monoid: Monoid):
         if not axes:
             return [x]
         dt = dtype_of(x)
-        if 0 in shape_of(x):  # nothing to combine (and reduce of an empty tensor has no linalg lowering)
-            return [constant(monoid[2](dt), dt, eqn.outvars[0].aval.shape)]
+        if has_zero(x):  # nothing to combine (and reduce of an empty tensor has no linalg lowering)
+            return [full(monoid[2](dt), dt, ctx.sizes(eqn.outvars[0].aval.shape))]
+        # a `?` axis that is empty at run time reduces to the init value: the identity
         return reduce([x], [constant(monoid[2](dt), dt)], axes, _combiner(monoid, dt))
     return rule
 
@@ -69,10 +71,11 @@ def _arg_reduction(direction: str, init: Callable[[np.dtype], object]):
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
         (axis,) = eqn.params["axes"]
         index_dtype = np.dtype(eqn.params["index_dtype"])
-        if 0 in shape_of(x):  # a kept axis is empty (the shape rule forbids an empty reduced one)
-            return [constant(0, index_dtype, eqn.outvars[0].aval.shape)]
+        if has_zero(x):  # a kept axis is empty (the shape rule forbids an empty reduced one)
+            return [full(0, index_dtype, ctx.sizes(eqn.outvars[0].aval.shape))]
+        # (a `?` reduced axis that is empty at run time gives the initial index, int_max)
         dt = dtype_of(x)
-        index = op1("stablehlo.iota", [], tensor_type(shape_of(x), index_dtype), {"iota_dimension": i64(axis)})
+        index = iota(index_dtype, dims_of(x), axis)
         # the initial index loses every tie, so it never survives against a real element
         inits = [constant(init(dt), dt), constant(int_max(index_dtype), index_dtype)]
         return [reduce([x, index], inits, [axis], better)[1]]
@@ -86,30 +89,52 @@ lowering_rules[lax.argmin_p] = _arg_reduction("LT", highest)
 # -- cumulative ops -----------------------------------------------------------------------------
 def _cumulative(monoid: Monoid):
     """A doubling (Hillis-Steele) scan: after the step with offset k, element i combines the 2k
-    elements ending at i (starting at i when reversed); log2(n) steps of a shift (a pad with the
-    identity) and an elementwise combine, O(n log n) work. The alternative, one reduce_window
-    spanning the axis, does O(n^2) work (seconds at n = 1e5). Float sums and products associate
-    differently from numpy's sequential loop, within rounding."""
+    elements ending at i (starting at i when reversed); log2(n) steps of a shift (k identities
+    concatenated with the first n - k elements) and an elementwise combine, O(n log n) work. The
+    alternative, one reduce_window spanning the axis, does O(n^2) work (seconds at n = 1e5). Float
+    sums and products associate differently from numpy's sequential loop, within rounding.
+
+    The steps are a loop over k = 1, 2, 4, ... < n, also for static sizes: with k known only in
+    the loop, the concatenate lowers to two slice copies, where a static one (or a shift by a pad)
+    lowers to a per-element branch; measured at n = 1e6, the loop is 4-7 times faster than
+    unrolled static steps."""
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
         axis, reverse = eqn.params["axis"], eqn.params.get("reverse", False)
-        shape = shape_of(x)
-        n = shape[axis]
-        if n <= 1 or 0 in shape:
+        n = shape_of(x)[axis]
+        if 0 <= n <= 1 or has_zero(x):
             return [x]
         dt = dtype_of(x)
-        identity = constant(monoid[2](dt), dt)
-        combine = _combiner(monoid, dt)
-        out, k = x, 1
-        while k < n:
-            low, high = [0] * len(shape), [0] * len(shape)
-            low[axis], high[axis] = (-k, k) if reverse else (k, -k)  # shifted[i] = out[i -+ k]
-            attrs = {"edge_padding_low": i64s(low), "edge_padding_high": i64s(high),
-                     "interior_padding": i64s([0] * len(shape))}
-            shifted = op1("stablehlo.pad", [out, identity], x.type, attrs)
-            out = combine([shifted, out])[0]
-            k *= 2
-        return [out]
+        return [_doubling_loop(x, axis, reverse, constant(monoid[2](dt), dt), _combiner(monoid, dt))]
     return rule
+
+
+def _shifted(out: Value, k: Value, sizes: list[Size], axis: int, reverse: bool, identity: Value) -> Value:
+    """out moved by k along the axis, the vacated places holding the identity: k identities then
+    out[:n-k] (reversed: out[k:] then k identities)."""
+    n = size_value(sizes[axis])
+    rank = len(sizes)
+    fill = broadcast_in_dim(identity, [k if d == axis else s for d, s in enumerate(sizes)], [])
+    starts = [k if d == axis and reverse else 0 for d in range(rank)]
+    limits = [ew("subtract", n, k) if d == axis and not reverse else s for d, s in enumerate(sizes)]
+    kept = slice_(out, starts, limits, None, tensor_type([None if d == axis else s for d, s in enumerate(sizes)],
+                                                         dtype_of(out)))
+    return op1("stablehlo.concatenate", [kept, fill] if reverse else [fill, kept], out.type, {"dimension": i64(axis)})
+
+
+def _doubling_loop(x: Value, axis: int, reverse: bool, identity: Value, combine) -> Value:
+    """A while over (k, out) for k = 1, 2, 4, ... < n, each trip combining out with out shifted by k."""
+    sizes = list(shape_of(x)) if is_static(x) else dims_of(x)  # read before the loop, used inside
+    n = size_value(sizes[axis])
+
+    def body(args: list[Value]) -> list[Value]:
+        k, out = args
+        return [ew("add", k, k), combine([_shifted(out, k, sizes, axis, reverse, identity), out])[0]]
+
+    carried = [scalar_type(np.int64), x.type]
+    loop = op("stablehlo.while", [constant(1, np.int64), x], carried, regions=2)
+    build_region(loop, carried, lambda a: [compare(a[0], n, "LT")], 0)
+    build_region(loop, carried, body, 1)
+    return loop.results[1]
 
 
 for _p, _m in [(lax.cumsum_p, _SUM), (lax.cumprod_p, _PROD), (lax.cummax_p, _MAX), (lax.cummin_p, _MIN)]:
@@ -161,7 +186,7 @@ def _lexicographic_less(args: list[Value], num_keys: int) -> Value:
 
 def _sort(ctx: LoweringContext, eqn: Eqn, *xs: Value) -> list[Value]:
     p = eqn.params
-    if shape_of(xs[0])[p["dimension"]] <= 1 or 0 in shape_of(xs[0]):
+    if 0 <= shape_of(xs[0])[p["dimension"]] <= 1 or has_zero(xs[0]):  # (a `?` dim is negative here)
         return list(xs)
     attrs = {"dimension": i64(p["dimension"]), "is_stable": boolean(p.get("is_stable", True))}
     sort_op = op("stablehlo.sort", xs, [x.type for x in xs], attrs, regions=1)

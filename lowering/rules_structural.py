@@ -3,6 +3,13 @@ concatenate, pad, slice, dynamic_slice, dynamic_update_slice, iota, copy.
 
 Most map onto the stablehlo op of the same meaning. dynamic_slice/dynamic_update_slice clamp
 their start indices into range natively (StableHLO spec), which is the reference rule.
+
+Sizes known only at run time (`?` dims): broadcast_in_dim, reshape, iota and dynamic_slice take
+them as trailing i64 operands (None in their shape param); the other rules evaluate the symbolic
+dims of their params and avals (ctx.size) or read their operands' sizes (dims_of). Ops whose
+stablehlo form does not lower through stablehlo-legalize-to-linalg with `?` dims (reshape,
+reverse, dynamic_update_slice) are emitted as stablehlo anyway and rewritten by
+legalize_dynamic.py before the pass pipeline.
 """
 from __future__ import annotations
 
@@ -10,20 +17,24 @@ import numpy as np
 
 from .. import lax
 from ..core import Eqn
-from .rules_common import (LoweringContext, Value, aval_type, broadcast_in_dim, compare, constant_like,
-                           i64, i64s, lowering_rules, op1, reshape, slice_, tensor_type, to_i64_index)
+from .rules_common import (LoweringContext, Value, aval_type, broadcast_in_dim, compare, constant_like, dims_of,
+                           ew, i64, i64s, iota, is_static, lowering_rules, op1, reshape, shape_of, size_value, slice_,
+                           tensor_type, to_i64_index)
 
 
 def _out_type(eqn: Eqn):
     return aval_type(eqn.outvars[0].aval)
 
 
-def _broadcast_in_dim(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    return [broadcast_in_dim(x, eqn.params["shape"], eqn.params["broadcast_dimensions"])]
+def _broadcast_in_dim(ctx: LoweringContext, eqn: Eqn, x: Value, *sizes: Value) -> list[Value]:
+    shape = ctx.param_sizes(eqn.params["shape"], sizes)
+    return [broadcast_in_dim(x, shape, eqn.params["broadcast_dimensions"])]
 
 
-def _reshape(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    return [reshape(x, eqn.outvars[0].aval.shape)]
+def _reshape(ctx: LoweringContext, eqn: Eqn, x: Value, *sizes: Value) -> list[Value]:
+    if sizes:  # reshape with run-time sizes
+        return [reshape(x, ctx.param_sizes(eqn.params["new_sizes"], sizes))]
+    return [reshape(x, ctx.sizes(eqn.outvars[0].aval.shape))]  # squeeze, or reshape to a DimExpr shape
 
 
 def _transpose(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
@@ -42,36 +53,66 @@ def _concatenate(ctx: LoweringContext, eqn: Eqn, *xs: Value) -> list[Value]:
 
 
 def _pad(ctx: LoweringContext, eqn: Eqn, x: Value, value: Value) -> list[Value]:
-    lo, hi, interior = zip(*eqn.params["padding_config"]) if eqn.params["padding_config"] else ((), (), ())
-    attrs = {"edge_padding_low": i64s(lo), "edge_padding_high": i64s(hi), "interior_padding": i64s(interior)}
-    return [op1("stablehlo.pad", [x, value], _out_type(eqn), attrs)]
+    """stablehlo.pad. It lowers with `?` dims only for non-negative edges, so with run-time sizes
+    a negative edge (a crop) pads by 0 there and slices the crop off afterwards."""
+    config = eqn.params["padding_config"]
+    lo, hi, interior = zip(*config) if config else ((), (), ())
+    crop = not is_static(x) and any(e < 0 for e in lo + hi)
+    pad_lo, pad_hi = ([max(e, 0) for e in lo], [max(e, 0) for e in hi]) if crop else (lo, hi)
+    attrs = {"edge_padding_low": i64s(pad_lo), "edge_padding_high": i64s(pad_hi), "interior_padding": i64s(interior)}
+    padded_type = _out_type(eqn) if not crop else tensor_type(
+        [n + a + b + max(n - 1, 0) * i if n >= 0 else None for n, a, b, i in zip(shape_of(x), pad_lo, pad_hi, interior)],
+        eqn.outvars[0].aval.dtype)
+    padded = op1("stablehlo.pad", [x, value], padded_type, attrs)
+    if not crop:
+        return [padded]
+    sizes = dims_of(padded)
+    limits = [ew("subtract", size_value(n), size_value(max(-e, 0))) for n, e in zip(sizes, hi)]
+    return [slice_(padded, [max(-e, 0) for e in lo], limits, None, _out_type(eqn))]
 
 
 def _slice(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    """Static starts and strides; a limit may be symbolic (a slice to the end of a `?` dim)."""
     p = eqn.params
-    return [slice_(x, p["start_indices"], p["limit_indices"], p["strides"])]
+    return [slice_(x, ctx.sizes(p["start_indices"]), ctx.sizes(p["limit_indices"]), p["strides"], _out_type(eqn))]
 
 
-def _dynamic_slice(ctx: LoweringContext, eqn: Eqn, x: Value, *starts: Value) -> list[Value]:
-    # Start indices must share one type: make them all i64.
-    starts = [to_i64_index(s) for s in starts]
-    return [op1("stablehlo.dynamic_slice", [x, *starts], _out_type(eqn),
-                {"slice_sizes": i64s(eqn.params["slice_sizes"])})]
+def _dynamic_slice(ctx: LoweringContext, eqn: Eqn, x: Value, *operands: Value) -> list[Value]:
+    rank = len(eqn.params["slice_sizes"])
+    starts, trailing = [to_i64_index(s) for s in operands[:rank]], operands[rank:]
+    if not trailing and all(isinstance(s, int) for s in eqn.params["slice_sizes"]):
+        # stablehlo.dynamic_slice clamps its starts itself (also against `?` operand dims)
+        return [op1("stablehlo.dynamic_slice", [x, *starts], _out_type(eqn),
+                    {"slice_sizes": i64s(eqn.params["slice_sizes"])})]
+    # Run-time slice sizes: real_dynamic_slice from the starts clamped as JAX does,
+    # start = clamp(start, 0, dim - size), taking the upper bound first so that a start is never
+    # negative (a size above its dim, which the frontend never makes, would read past the end).
+    sizes = [size_value(s) for s in ctx.param_sizes(eqn.params["slice_sizes"], trailing)]
+    clamped = [_clamp_start(s, size_value(d), n) for s, d, n in zip(starts, dims_of(x), sizes)]
+    limits = [ew("add", s, n) for s, n in zip(clamped, sizes)]
+    return [slice_(x, clamped, limits, None, _out_type(eqn))]
+
+
+def _clamp_start(start: Value, dim: Value, size: Value) -> Value:
+    """max(min(start, dim - size), 0), all tensor<i64>."""
+    return ew("maximum", ew("minimum", start, ew("subtract", dim, size)), constant_like(0, start))
 
 
 def _dynamic_update_slice(ctx: LoweringContext, eqn: Eqn, x: Value, update: Value, *starts: Value
                           ) -> list[Value]:
+    # With `?` dims this is rewritten by legalize_dynamic.py (tensor.insert_slice, clamped starts).
     starts = [to_i64_index(s) for s in starts]
     return [op1("stablehlo.dynamic_update_slice", [x, update, *starts], _out_type(eqn))]
 
 
-def _iota(ctx: LoweringContext, eqn: Eqn) -> list[Value]:
+def _iota(ctx: LoweringContext, eqn: Eqn, *sizes: Value) -> list[Value]:
     aval = eqn.outvars[0].aval
-    attrs = {"iota_dimension": i64(eqn.params["dimension"])}
+    shape = ctx.param_sizes(eqn.params["shape"], sizes)
+    dimension = eqn.params["dimension"]
     if aval.dtype == np.bool_:  # counts as bool: 0 is false, the rest true
-        counts = op1("stablehlo.iota", [], tensor_type(aval.shape, np.int64), attrs)
+        counts = iota(np.int64, shape, dimension)
         return [compare(counts, constant_like(0, counts), "NE")]
-    return [op1("stablehlo.iota", [], aval_type(aval), attrs)]
+    return [iota(aval.dtype, shape, dimension)]
 
 
 def _copy(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:

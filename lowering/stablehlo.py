@@ -1,27 +1,42 @@
-"""jaxpr -> StableHLO: `lower_jaxpr(closed_jaxpr)` is a module holding `func.func @main`.
+"""jaxpr -> StableHLO: `lower(closed_jaxpr)` is a LoweredModule whose text holds `func.func @main`
+(`lower_jaxpr(closed_jaxpr)` is just the text).
 
 The function takes one tensor per jaxpr invar and returns one tensor per outvar. Each equation
 becomes the ops its primitive's rule emits (`lowering_rules`, one rule per primitive, defined in
 the rules_*.py modules by theme); consts become `stablehlo.constant`s holding the numpy arrays
 bit for bit, literals become rank-0 constants. Each equation's ops carry the user's source
 location (file:line) from `eqn.source_info`, so MLIR diagnostics point at user code.
+
+Dynamic shapes: every dim that is not an int is `?`. Each variable that binds a dimension
+variable (`Var.dim`: an implicit size argument, an int argument, a size computed by an equation,
+a const of a nested jaxpr) is recorded in the context's DimScope, from which rules evaluate the
+DimExprs of their shapes.
+
+Checks: when the jaxpr (or a jaxpr nested in it) contains `check` equations, @main returns an
+extra first result, an i64 scalar status: 0, or the 1-based code of the first check that failed.
+`LoweredModule.check_messages[code - 1]` is that check's message. Code after a failed check keeps
+running (the frontend keeps its sizes memory-safe); only the status records the failure.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 
-from ..core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from ..core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from ..errors import UnsupportedError, at
 # Importing the rule modules fills the table.
 from . import rules_elementwise, rules_indexing, rules_math, rules_reductions, rules_structural  # noqa: F401
+from . import rules_checks  # noqa: F401
 from . import rules_control_flow  # noqa: F401  (its regions call back into lower_jaxpr_body below)
-from .rules_common import LoweringContext, aval_type, const_array, lowering_rules
+from .rules_checks import contains_checks
+from .rules_common import LoweringContext, Value, aval_type, const_array, constant, lowering_rules
 
-__all__ = ["lower_jaxpr", "lowering_rules", "LoweringContext", "make_context"]
+__all__ = ["LoweredModule", "LoweringContext", "contains_checks", "lower", "lower_jaxpr", "lower_jaxpr_body",
+           "lower_region_body", "lowering_rules", "make_context"]
 
 
 def make_context() -> ir.Context:
@@ -30,6 +45,8 @@ def make_context() -> ir.Context:
     ctx.allow_unregistered_dialects = False
     return ctx
 
+
+_STATUS_AVAL = ShapedArray((), np.int64)
 
 _SOURCE_INFO = re.compile(r"^(?P<file>.*):(?P<line>\d+)(?: \((?P<fn>.*)\))?$")
 
@@ -63,19 +80,54 @@ def lower_eqn(ctx: LoweringContext, eqn: Eqn, operands: list[ir.Value]) -> list[
     return outs
 
 
-def lower_jaxpr_body(ctx: LoweringContext, jaxpr: Jaxpr, consts: list[ir.Value], args: list[ir.Value]
-                     ) -> list[ir.Value]:
-    """Emits the equations of `jaxpr` at the current insertion point; returns its outputs."""
-    env: dict[Var, ir.Value] = dict(zip(jaxpr.constvars, consts))
-    env.update(zip(jaxpr.invars, args))
+def _bind(ctx: LoweringContext, env: dict, variables, values) -> None:
+    for v, x in zip(variables, values):
+        env[v] = x
+        if v.dim is not None:  # this i64[] variable holds a dimension's size
+            ctx.bind_dim(v.dim, x)
 
-    def read(a) -> ir.Value:
+
+def _emit(ctx: LoweringContext, jaxpr: Jaxpr, consts: list[Value], args: list[Value]) -> list[Value]:
+    """Emits the equations of `jaxpr` at the current insertion point, in ctx's current dimension
+    scope; returns its outputs."""
+    env: dict[Var, Value] = {}
+    _bind(ctx, env, jaxpr.constvars, consts)
+    _bind(ctx, env, jaxpr.invars, args)
+
+    def read(a) -> Value:
         return _literal(a) if isinstance(a, Literal) else env[a]
 
     for eqn in jaxpr.eqns:
         outs = lower_eqn(ctx, eqn, [read(a) for a in eqn.invars])
-        env.update(zip(eqn.outvars, outs))
+        _bind(ctx, env, eqn.outvars, outs)
     return [read(a) for a in jaxpr.outvars]
+
+
+def lower_region_body(ctx: LoweringContext, jaxpr: Jaxpr, consts: list[Value], args: list[Value],
+                      status: Value | None) -> tuple[list[Value], Value | None]:
+    """Emits a nested jaxpr (a region's body) at the current insertion point, in a child dimension
+    scope; returns (its outputs, the check status at its end).
+
+    `status` is the check status on entry: `ctx.status` itself for a branch (regions see the
+    values above them), or a region argument for a loop body, where the status is one more carry.
+    A rule whose nested jaxprs contain checks (`contains_checks`) while `ctx.status` is not None
+    must thread it so: pass it in, return the result as an extra region result, and set
+    `ctx.status` to the op's corresponding result afterwards. With status None, a check inside
+    raises UnsupportedError instead of escaping its region."""
+    outer = ctx.status
+    ctx.status = status
+    try:
+        with ctx.nested_scope():
+            outs = _emit(ctx, jaxpr, consts, args)
+        return outs, ctx.status
+    finally:
+        ctx.status = outer
+
+
+def lower_jaxpr_body(ctx: LoweringContext, jaxpr: Jaxpr, consts: list[Value], args: list[Value]
+                     ) -> list[Value]:
+    """Emits a nested jaxpr without checks (see lower_region_body); returns its outputs."""
+    return lower_region_body(ctx, jaxpr, consts, args, None)[0]
 
 
 def _check_consts(closed_jaxpr: ClosedJaxpr) -> list[np.ndarray]:
@@ -88,17 +140,29 @@ def _check_consts(closed_jaxpr: ClosedJaxpr) -> list[np.ndarray]:
     return consts
 
 
-def lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = True) -> str:
-    """The StableHLO module (text) of `closed_jaxpr` as `func.func @<name>`.
+@dataclass(frozen=True)
+class LoweredModule:
+    """A lowered jaxpr. With `has_status`, @main's first result is the i64 check status and
+    check_messages[code - 1] is the message of check `code`."""
+    text: str
+    check_messages: tuple[str, ...] = ()
+    has_status: bool = False
+
+
+def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = True) -> LoweredModule:
+    """The StableHLO module of `closed_jaxpr` as `func.func @<name>`, with its check messages.
 
     With debug_info the text keeps each op's location (primitive name and user file:line), so
     that diagnostics of later passes parsing it still point at the user's code."""
     consts = _check_consts(closed_jaxpr)
     jaxpr = closed_jaxpr.jaxpr
+    has_status = contains_checks(jaxpr)
     with make_context(), ir.Location.unknown():
         module = ir.Module.create()
         arg_types = [aval_type(v.aval) for v in jaxpr.invars]
         result_types = [aval_type(v.aval) for v in jaxpr.outvars]
+        if has_status:
+            result_types.insert(0, aval_type(_STATUS_AVAL))
         with ir.InsertionPoint(module.body):
             fn = ir.Operation.create(
                 "func.func", regions=1,
@@ -107,9 +171,20 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bo
         block = fn.regions[0].blocks.append(*arg_types)
         with ir.InsertionPoint(block):
             ctx = LoweringContext(module)
+            if has_status:
+                ctx.status = constant(0, np.int64)
             const_values = [const_array(c) for c in consts]
-            outs = lower_jaxpr_body(ctx, jaxpr, const_values, list(block.arguments))
+            outs = _emit(ctx, jaxpr, const_values, list(block.arguments))
+            if has_status:
+                outs.insert(0, ctx.status)
             ir.Operation.create("func.return", operands=outs)
         if not module.operation.verify():
             raise AssertionError("the lowered StableHLO module does not verify")
-        return module.operation.get_asm(enable_debug_info=debug_info)
+        text = module.operation.get_asm(enable_debug_info=debug_info)
+        return LoweredModule(text, tuple(ctx.check_messages), has_status)
+
+
+def lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = True) -> str:
+    """The StableHLO module (text) of `closed_jaxpr` (see `lower`, which also gives the messages of
+    the checks when @main returns a status)."""
+    return lower(closed_jaxpr, name, debug_info=debug_info).text

@@ -3,12 +3,14 @@
 Loads a shared library built by sprue.lowering with cffi (ABI mode) and calls
 its MLIR C-interface entry point, passing numpy arrays as memref descriptors
 and returning results as numpy arrays that own the compiled code's buffers.
+A function compiled with run-time checks returns a status first; a failed
+check raises its message as sprue.errors.SprueValueError.
 Needs numpy and cffi only: never MLIR or LLVM.
 """
 
 from .dtypes import ELEMENT_TYPES, ElementType, element_type, element_type_of
 from .function import CompiledFunction, LibraryLoadError, load
-from .signature import SIGNATURE_VERSION, Signature, TensorSpec
+from .signature import SIGNATURE_VERSION, STATUS_SPEC, Signature, TensorSpec
 
 __all__ = [
     "CompiledFunction",
@@ -16,6 +18,7 @@ __all__ = [
     "ElementType",
     "LibraryLoadError",
     "SIGNATURE_VERSION",
+    "STATUS_SPEC",
     "Signature",
     "TensorSpec",
     "element_type",

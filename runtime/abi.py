@@ -9,7 +9,8 @@ whose parameters are all pointers to memref descriptors:
 Results come first: with one result, a pointer to its descriptor; with
 several, a pointer to a struct holding one descriptor per result in order;
 with none, no result parameter. Then one pointer per argument. (Checked by
-compiling small modules; see tests/test_runtime.py.)
+compiling small modules; see tests/test_runtime.py.) A signature with
+status_messages has the i64 status as its first result (Signature.c_results).
 
 Every descriptor field is 8 bytes on a 64-bit target, so a descriptor is
 3 + 2R int64 words with no padding; the result unpacker reads the result
@@ -65,10 +66,10 @@ class CInterface:
 
 def c_interface(signature: Signature, symbol: str) -> CInterface:
     function = ciface_name(symbol)
-    ranks = sorted({s.rank for s in signature.args} | {s.rank for s in signature.results})
+    results = signature.c_results
+    ranks = sorted({s.rank for s in signature.args} | {s.rank for s in results})
     lines = [_descriptor_decl(r) for r in ranks]
 
-    results = signature.results
     offsets: list[int] = []
     words = 0
     for spec in results:

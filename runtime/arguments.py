@@ -48,7 +48,7 @@ import numpy as np
 from . import cffi_ops
 from .signature import TensorSpec
 
-__all__ = ["ArgumentConverter", "c_strides"]
+__all__ = ["ArgumentConverter", "ROW_MAJOR_STRIDES", "c_strides"]
 
 # Bits of ndarray.flags.num (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED |
 # NPY_ARRAY_WRITEABLE): one attribute read instead of three in the per-call
@@ -67,6 +67,14 @@ def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(step)
         step *= n
     return tuple(reversed(strides))
+
+
+# Row-major strides of the common ranks without a loop (the per-call path of dynamic shapes).
+ROW_MAJOR_STRIDES = {
+    1: lambda shape: (1,),
+    2: lambda shape: (shape[1], 1),
+    3: lambda shape: (shape[1] * shape[2], shape[2], 1),
+}
 
 
 def _fmt_shape(shape: tuple[int, ...]) -> str:
@@ -103,6 +111,11 @@ class ArgumentConverter:
         kind = spec.dtype.kind
         self._int_range = (int(np.iinfo(spec.dtype).min), int(np.iinfo(spec.dtype).max)) if kind in "iu" else None
         self._float_max = float(np.finfo(spec.dtype).max) if kind == "f" else None
+        # Python ints go straight into signed integer scalars (sizes of dynamic dimensions, counts).
+        self._int_fast = self._int_range if spec.rank == 0 and kind == "i" else None
+        # With dynamic dimensions: the static ones to compare, and row-major strides by rank.
+        self._static_axes = tuple((i, d) for i, d in enumerate(spec.shape) if d is not None)
+        self._row_major = ROW_MAJOR_STRIDES.get(spec.rank, c_strides)
 
     def convert(self, value: object, keep: list) -> Any:
         """The descriptor for `value` (a cdata pointer).
@@ -124,14 +137,21 @@ class ArgumentConverter:
                 desc.aligned = buf
                 return desc
             if not self._static and self._matches(shape):
-                return self._descriptor(value, shape, c_strides(shape), keep)
+                return self._descriptor(value, shape, self._row_major(shape), keep)
         elif self._float_fast and type(value) is float:
+            return self._scalar_descriptor(value, keep)
+        elif self._int_fast is not None and type(value) is int and self._int_fast[0] <= value <= self._int_fast[1]:
             return self._scalar_descriptor(value, keep)
         return self._convert_slow(value, keep)
 
     def _matches(self, shape: tuple[int, ...]) -> bool:
         """Whether `shape` has our rank and every static dimension."""
-        return len(shape) == self._rank and all(d is None or d == n for d, n in zip(self._shape, shape))
+        if len(shape) != self._rank:
+            return False
+        for i, d in self._static_axes:
+            if shape[i] != d:
+                return False
+        return True
 
     def _descriptor(self, arr: np.ndarray, shape: tuple, strides: Any, keep: list) -> Any:
         buf = cffi_ops.from_buffer(self._char_array_type, arr, False)

@@ -64,7 +64,8 @@ class CompiledFunction:
         self._nargs = len(self._converters)
         self._result_type = ffi.typeof(iface.result_type) if iface.result_type else None
         self._unpacker = ResultUnpacker(
-            ffi, signature.results, iface.result_words, iface.result_nwords, self._libc.free
+            ffi, signature.c_results, iface.result_words, iface.result_nwords, self._libc.free,
+            signature.status_messages,
         )
         names = ", ".join(s.name for s in signature.args)
         plural = "argument" if self._nargs == 1 else "arguments"

@@ -20,6 +20,11 @@ buffer goes away (with CPython's refcounting: immediately). Rules:
 
 A malformed descriptor (null or out-of-bounds buffer) raises, and every
 buffer returned by that call is still freed.
+
+With a status (a function compiled with run-time checks, Signature.status_messages),
+the first descriptor is the i64 status. It is read before anything else: nonzero
+frees every returned buffer (each distinct one once) and raises
+SprueValueError(the failed check's message); zero drops it from the results.
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ import numpy as np
 
 from . import cffi_ops
 from .dtypes import scalar_from_c
-from .arguments import c_strides
+from .arguments import ROW_MAJOR_STRIDES, c_strides
 from .signature import TensorSpec
+from sprue.errors import SprueValueError
 
 __all__ = ["ResultUnpacker"]
 
@@ -62,6 +68,8 @@ class _ResultReader:
             self._nbytes = math.prod(shape) * self._itemsize
         self._sizes_slice = slice(word + 3, word + 3 + spec.rank)
         self._layout_slice = slice(word + 3, word + 3 + 2 * spec.rank)
+        # Dynamic shapes: row-major strides for the returned sizes, to recognise the common layout.
+        self._row_major = ROW_MAJOR_STRIDES.get(spec.rank, c_strides) if spec.rank and not spec.is_static else None
 
     def own(self, allocated: int) -> Any:
         """A char* to `allocated` that frees it when garbage collected."""
@@ -85,6 +93,14 @@ class _ResultReader:
             if start >= 0:
                 buf = cffi_ops.buffer(owner, start + self._nbytes)
                 return np.ndarray(self._shape, self._dtype, buf, start)
+        elif self._row_major is not None:  # dynamic sizes in the usual row-major layout
+            layout = words[self._layout_slice]
+            sizes = tuple(layout[: self._rank])
+            if tuple(layout[self._rank :]) == self._row_major(sizes) and min(sizes) > 0:
+                start = words[k + 1] - allocated + words[k + 2] * self._itemsize
+                if start >= 0:
+                    buf = cffi_ops.buffer(owner, start + math.prod(sizes) * self._itemsize)
+                    return np.ndarray(sizes, self._dtype, buf, start)
         return self.view(words, owner, False)
 
     def view(self, words: list[int], owner: Any, copy: bool) -> Any:
@@ -118,11 +134,25 @@ class _ResultReader:
         return arr.copy() if copy else arr
 
 
+def _as_tuple(x: Any) -> tuple:
+    return x if isinstance(x, tuple) else (x,)
+
+
 class ResultUnpacker:
     """Reads a call's result object and returns the list of results."""
 
-    def __init__(self, ffi: Any, specs: Sequence[TensorSpec], words: Sequence[int], nwords: int, free: Any) -> None:
+    def __init__(self, ffi: Any, specs: Sequence[TensorSpec], words: Sequence[int], nwords: int, free: Any,
+                 status_messages: Sequence[str] | None = None) -> None:
         self.specs = tuple(specs)
+        # With a status, specs[0] is the status (Signature.c_results) and these are the messages;
+        # the other results are unpacked by `_rest`, which reads the same words.
+        self._messages = None if status_messages is None else tuple(status_messages)
+        self._char_ptr = ffi.typeof("char *")
+        if self._messages is not None:
+            self._rest = ResultUnpacker(ffi, specs[1:], words[1:], nwords, free)
+            for reader in self._rest._readers:
+                reader._unpacker = self  # they free through our `free` (which tests may replace)
+            self._rest_allocs = itemgetter(*words[1:]) if len(words) > 1 else None
         # The deallocator for returned buffers: libc's free. A public
         # attribute so tests can wrap it to count calls.
         self.free: Callable[[Any], None] | Any = free
@@ -135,6 +165,40 @@ class ResultUnpacker:
 
     def unpack(self, result_obj: Any) -> list:
         words = cffi_ops.unpack(cffi_ops.cast(self._words_ptr, result_obj), self._nwords)
+        if self._messages is not None:
+            return self._unpack_with_status(words)
+        return self._unpack(words)
+
+    def _unpack_with_status(self, words: list[int]) -> list:
+        # status descriptor: words[0] allocated, words[1] aligned, words[2] offset (rank 0)
+        if not words[0]:
+            self._free_all(words)
+            raise MemoryError("the compiled code returned a null status buffer")
+        status = cffi_ops.cast(self._words_ptr, words[1])[words[2]]
+        if status:
+            self._free_all(words)
+            raise SprueValueError(self._message(status))
+        shared = self._rest_allocs is not None and words[0] in _as_tuple(self._rest_allocs(words))
+        out = self._rest._unpack(words) if self._rest_allocs is not None else []
+        if not shared:  # else the result sharing it owns it now
+            self.free(cffi_ops.cast(self._char_ptr, words[0]))
+        return out
+
+    def _message(self, code: int) -> str:
+        if 1 <= code <= len(self._messages):
+            return self._messages[code - 1]
+        return f"run-time check {code} failed (the compiled function has {len(self._messages)} checks)"
+
+    def _free_all(self, words: list[int]) -> None:
+        """Free every buffer the call returned, each distinct allocation once."""
+        freed: set[int] = set()
+        for reader in self._readers:
+            allocated = words[reader.word]
+            if allocated and allocated not in freed:
+                freed.add(allocated)
+                self.free(cffi_ops.cast(self._char_ptr, allocated))
+
+    def _unpack(self, words: list[int]) -> list:
         if self._single is not None:
             return [self._single.take(words)]
         allocs = self._allocs(words)  # type: ignore[misc]

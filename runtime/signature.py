@@ -6,11 +6,18 @@ the call boundary and the compiled code reports result sizes through the
 returned descriptors). It round-trips through JSON so that a library cached
 on disk can be loaded again without the compiler.
 
+A function compiled with run-time checks declares `status_messages`: it then
+returns one more result, before all of `results`: an i64 scalar status, 0 when
+every check held, else the 1-based code of the first failed check, whose
+message is status_messages[code - 1]. The runtime raises that message as a
+SprueValueError (after freeing every other result).
+
 JSON format (version 1):
 
     {"version": 1,
      "args":    [{"name": "x", "dtype": "f64", "shape": [3, null]}, ...],
-     "results": [{"name": "out", "dtype": "bool", "shape": []}, ...]}
+     "results": [{"name": "out", "dtype": "bool", "shape": []}, ...],
+     "status_messages": ["size mismatch ...", ...]}     (optional)
 
 dtype is a short element-type name (see sprue.runtime.dtypes); shape [] is a
 scalar.
@@ -26,7 +33,7 @@ import numpy as np
 
 from .dtypes import ElementType, element_type, element_type_of
 
-__all__ = ["TensorSpec", "Signature", "SIGNATURE_VERSION"]
+__all__ = ["TensorSpec", "Signature", "SIGNATURE_VERSION", "STATUS_SPEC"]
 
 SIGNATURE_VERSION = 1
 
@@ -102,19 +109,38 @@ class TensorSpec:
 
 @dataclass(frozen=True, init=False)
 class Signature:
-    """The flat arguments and flat results of one compiled function, in order."""
+    """The flat arguments and flat results of one compiled function, in order, and the messages
+    of its run-time checks when it returns a status first (see the module docstring)."""
 
     args: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
+    status_messages: tuple[str, ...] | None
 
-    def __init__(self, args: Iterable[TensorSpec], results: Iterable[TensorSpec]) -> None:
+    def __init__(self, args: Iterable[TensorSpec], results: Iterable[TensorSpec],
+                 status_messages: Iterable[str] | None = None) -> None:
         args, results = tuple(args), tuple(results)
         for what, specs in (("args", args), ("results", results)):
             for s in specs:
                 if not isinstance(s, TensorSpec):
                     raise TypeError(f"Signature {what} must be TensorSpecs, got {type(s).__name__}")
+        if status_messages is not None:
+            if isinstance(status_messages, (str, bytes)):
+                raise TypeError("status_messages must be a sequence of str, not a single string")
+            status_messages = tuple(status_messages)
+            if not all(isinstance(m, str) for m in status_messages):
+                raise TypeError("status_messages must all be str")
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "results", results)
+        object.__setattr__(self, "status_messages", status_messages)
+
+    @property
+    def has_status(self) -> bool:
+        return self.status_messages is not None
+
+    @property
+    def c_results(self) -> tuple[TensorSpec, ...]:
+        """The results the C function returns: the status first when there is one."""
+        return (STATUS_SPEC, *self.results) if self.has_status else self.results
 
     def __str__(self) -> str:
         a = ", ".join(map(str, self.args))
@@ -122,11 +148,14 @@ class Signature:
         return f"({a}) -> ({r})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "version": SIGNATURE_VERSION,
             "args": [s.to_dict() for s in self.args],
             "results": [s.to_dict() for s in self.results],
         }
+        if self.has_status:
+            d["status_messages"] = list(self.status_messages)
+        return d
 
     @classmethod
     def from_dict(cls, d: object) -> Signature:
@@ -136,11 +165,15 @@ class Signature:
             raise ValueError(
                 f"unsupported signature version {d.get('version')!r}; this runtime reads version {SIGNATURE_VERSION}"
             )
-        if set(d) != {"version", "args", "results"}:
-            raise ValueError(f"a signature must have keys version, args, results; got {sorted(d)}")
+        if not {"version", "args", "results"} <= set(d) <= {"version", "args", "results", "status_messages"}:
+            raise ValueError(f"a signature must have keys version, args, results (and optionally status_messages);"
+                             f" got {sorted(d)}")
         if not isinstance(d["args"], list) or not isinstance(d["results"], list):
             raise ValueError("signature args and results must be lists")
-        return cls(map(TensorSpec.from_dict, d["args"]), map(TensorSpec.from_dict, d["results"]))
+        messages = d.get("status_messages")
+        if messages is not None and (not isinstance(messages, list) or not all(isinstance(m, str) for m in messages)):
+            raise ValueError(f"signature status_messages must be a list of strings, got {messages!r}")
+        return cls(map(TensorSpec.from_dict, d["args"]), map(TensorSpec.from_dict, d["results"]), messages)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -152,3 +185,7 @@ class Signature:
         except json.JSONDecodeError as exc:
             raise ValueError(f"signature is not valid JSON: {exc}") from exc
         return cls.from_dict(d)
+
+
+# The status result of a function with run-time checks (see the module docstring).
+STATUS_SPEC = TensorSpec("status", np.int64, ())

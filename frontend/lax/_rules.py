@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..core import ShapedArray, impl_rules, primitive, shape_rules
 from ..errors import SprueTypeError, SprueValueError
+from ..shapes import DimExpr, format_dim, lower_bound, prove_equal
 
 
 def define(name: str, shape_rule, impl, *, multiple_results: bool = False):
@@ -32,3 +33,54 @@ def same_dtypes(name: str, *avals: ShapedArray):
 
 def weak(*avals: ShapedArray) -> bool:
     return all(a.weak_type for a in avals)
+
+
+# -- dimensions: ints or symbolic DimExprs (sprue.shapes) ------------------------------------------
+# Equalities a rule needs (operand shapes of add, contracted dims of dot_general, ...) must be
+# provable, as in JAX's lax: a pair of sizes only run time can compare is an error here, and
+# sprue.numpy is the layer that inserts run-time checks. Inequalities (a slice fitting in its
+# operand) are rejected only when provably violated: dynamic slice sizes are never provably in
+# bounds, and sprue.numpy computes them clamped to the operand.
+def require_equal(a, b, message: str):
+    """Raise SprueValueError(message) unless the dims a and b are provably equal; when only run time
+    could tell, the message says so."""
+    ok = prove_equal(_dim(a), _dim(b))
+    if ok:
+        return
+    if ok is False:
+        raise SprueValueError(message)
+    raise SprueValueError(f"{message}: the sizes {format_dim(a)} and {format_dim(b)} are not provably equal;"
+                          f" sprue.lax needs provably equal sizes (sprue.numpy inserts run-time checks for"
+                          f" sizes known only at run time)")
+
+
+def dims_equal(a, b) -> bool:
+    """The dims are provably equal (structurally, for canonical DimExprs)."""
+    return prove_equal(_dim(a), _dim(b)) is True
+
+
+def shapes_equal(s, t) -> bool:
+    return len(s) == len(t) and all(dims_equal(a, b) for a, b in zip(s, t))
+
+
+def _dim(d):
+    """numpy integers (bounds computed with numpy) as Python ints; DimExprs as they are."""
+    return d if isinstance(d, DimExpr) else int(d)
+
+
+def surely_less(a, b) -> bool:
+    """a < b for every value of the dimension variables (a provable violation of b <= a)."""
+    a, b = _dim(a), _dim(b)
+    diff = b - a if isinstance(b, DimExpr) or not isinstance(a, DimExpr) else -(a - b)
+    if isinstance(diff, int):
+        return diff > 0
+    return lower_bound(diff) > 0
+
+
+def fits(s, d) -> bool:
+    """0 <= s <= d is not provably violated (a slice size or bound against a dimension)."""
+    return not surely_less(s, 0) and not surely_less(d, s)
+
+
+def is_one(d) -> bool:
+    return isinstance(d, int) and d == 1

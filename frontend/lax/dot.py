@@ -8,7 +8,8 @@ import numpy as np
 from .. import dtypes
 from ..core import ShapedArray
 from ..errors import SprueTypeError, SprueValueError
-from ._rules import define, same_dtypes
+from ..shapes import format_dim
+from ._rules import define, require_equal, same_dtypes
 
 
 def _free(ndim, contract, batch):
@@ -25,10 +26,10 @@ def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers, 
         for i, j in zip(a, b):
             if not (0 <= i < lhs.ndim and 0 <= j < rhs.ndim):
                 raise SprueValueError(f"dot_general: {what} dimension out of range in {dimension_numbers}")
-            if lhs.shape[i] != rhs.shape[j]:
-                raise SprueValueError(
-                    f"dot_general: {what} dimensions disagree: {lhs.str_short()} axis {i} has size"
-                    f" {lhs.shape[i]}, {rhs.str_short()} axis {j} has size {rhs.shape[j]}")
+            require_equal(lhs.shape[i], rhs.shape[j],
+                          f"dot_general: {what} dimensions disagree: {lhs.str_short()} axis {i} has size"
+                          f" {format_dim(lhs.shape[i])}, {rhs.str_short()} axis {j} has size"
+                          f" {format_dim(rhs.shape[j])}")
     shape = ([lhs.shape[d] for d in lb] + [lhs.shape[d] for d in _free(lhs.ndim, lc, lb)]
              + [rhs.shape[d] for d in _free(rhs.ndim, rc, rb)])
     out_dtype = dtypes.canonicalize(preferred_element_type) if preferred_element_type is not None else lhs.dtype

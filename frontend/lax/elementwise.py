@@ -9,8 +9,9 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
+from ..shapes import prove_equal
 from ..errors import SprueTypeError, SprueValueError
-from ._rules import define, same_dtypes, weak
+from ._rules import define, require_equal, same_dtypes, shapes_equal, weak
 
 FLOAT = "floating-point"
 NUM = "numeric"
@@ -37,11 +38,26 @@ def _unary(name: str, kind: str, impl, out_dtype=None, accuracy: bool = False):
 
 
 def _broadcast_shapes(name: str, *avals: ShapedArray) -> tuple:
-    shapes = {a.shape for a in avals if a.ndim}
-    if len(shapes) > 1:
-        raise SprueValueError(f"{name} requires operands of equal shapes (or rank 0), got "
-                              f"{', '.join(a.str_short() for a in avals)}")
-    return shapes.pop() if shapes else ()
+    shaped = [a for a in avals if a.ndim]
+    if not shaped:
+        return ()
+    first = shaped[0].shape
+    for a in shaped[1:]:
+        if a.ndim != len(first):
+            raise SprueValueError(f"{name} requires operands of equal shapes (or rank 0), got "
+                                  f"{', '.join(a.str_short() for a in avals)}")
+        for d, e in zip(first, a.shape):
+            require_equal(d, e, f"{name} requires operands of equal shapes (or rank 0), got "
+                          + ", ".join(a.str_short() for a in avals))
+    return first
+
+
+def _require_same_shape(name: str, a: ShapedArray, b: ShapedArray):
+    """Raise the not-provably-equal error when a and b have one rank but sizes only run time knows."""
+    if a.ndim == b.ndim:
+        for d, e in zip(a.shape, b.shape):
+            if prove_equal(d, e) is None:
+                require_equal(d, e, f"{name}: {a.str_short()} and {b.str_short()} must have one shape")
 
 
 def _binary_rule(name: str, kind: str, out_dtype=None):
@@ -218,10 +234,12 @@ def _select_n_rule(which: ShapedArray, *cases: ShapedArray):
     if not cases:
         raise SprueValueError("select_n needs at least one case")
     same_dtypes("select_n", *cases)
-    shapes = {c.shape for c in cases}
-    if len(shapes) != 1:
-        raise SprueValueError(f"select_n cases must have one shape, got {', '.join(c.str_short() for c in cases)}")
-    if which.ndim and which.shape != cases[0].shape:
+    for c in cases[1:]:
+        if not shapes_equal(c.shape, cases[0].shape):
+            _require_same_shape("select_n cases", c, cases[0])
+            raise SprueValueError(f"select_n cases must have one shape, got {', '.join(c.str_short() for c in cases)}")
+    if which.ndim and not shapes_equal(which.shape, cases[0].shape):
+        _require_same_shape("select_n predicate", which, cases[0])
         raise SprueValueError(f"select_n predicate {which.str_short()} must be rank 0 or match {cases[0].str_short()}")
     if not (dtypes.is_bool(which.dtype) or which.dtype == np.int32):
         raise SprueTypeError(f"select_n predicate must be bool or int32, got {which.str_short()}")
@@ -241,7 +259,8 @@ select_n_p = define("select_n", _select_n_rule, _select_n_impl)
 def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray):
     same_dtypes("clamp", lo, x, hi)
     for b in (lo, hi):
-        if b.ndim and b.shape != x.shape:
+        if b.ndim and not shapes_equal(b.shape, x.shape):
+            _require_same_shape("clamp bounds", b, x)
             raise SprueValueError(f"clamp bounds must be rank 0 or match the operand {x.str_short()}, got {b.str_short()}")
     return x
 

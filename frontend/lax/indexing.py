@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes
-from ..core import ShapedArray
+from ..core import ShapedArray, dynamic_dim_params
 from ..errors import SprueTypeError, SprueValueError
-from ._rules import define, same_dtypes
+from ..shapes import format_dim
+from ._rules import define, fits, is_one, require_equal, same_dtypes
 
 
 class GatherScatterMode(enum.Enum):
@@ -65,10 +66,14 @@ def _gather_rule(operand: ShapedArray, indices: ShapedArray, *, dimension_number
     if dn.operand_batching_dims:
         raise SprueValueError("gather with operand_batching_dims is not supported yet")
     _check_indices("gather", indices, len(dn.start_index_map))
-    if len(slice_sizes) != operand.ndim or any(not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
-        raise SprueValueError(f"gather: slice_sizes {tuple(slice_sizes)} do not fit {operand.str_short()}")
+    # a window larger than its operand is an error, except in a gather of no windows at all (an
+    # empty batch reads nothing: x[::2] of an f64[n] is a gather of (n+1)//2 windows, 0 when n is 0)
+    empty = any(isinstance(b, int) and b == 0 for b in indices.shape[:-1])
+    if len(slice_sizes) != operand.ndim or (not empty and any(not fits(s, d) for s, d in zip(slice_sizes, operand.shape))):
+        raise SprueValueError(f"gather: slice_sizes {tuple(format_dim(s) for s in slice_sizes)} do not fit"
+                              f" {operand.str_short()}")
     for d in dn.collapsed_slice_dims:
-        if slice_sizes[d] != 1:
+        if not is_one(slice_sizes[d]):
             raise SprueValueError(f"gather: collapsed dimension {d} must have slice size 1")
     offset_sizes = [s for i, s in enumerate(slice_sizes) if i not in dn.collapsed_slice_dims]
     if len(offset_sizes) != len(dn.offset_dims):
@@ -131,6 +136,9 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
 
 
 gather_p = define("gather", _gather_rule, _gather_impl)
+# A window over a dimension known only at run time (taking rows of an f64[n,m]) has slice size
+# None in the param and its value as a trailing operand, as for dynamic_slice.
+dynamic_dim_params[gather_p] = "slice_sizes"
 
 
 def _scatter_rule(name):
@@ -147,8 +155,10 @@ def _scatter_rule(name):
         if len(dn.update_window_dims) + len(dn.inserted_window_dims) != operand.ndim:
             raise SprueValueError(f"{name}: window dimensions do not cover the operand {operand.str_short()}")
         scatter_sizes = [s for i, s in enumerate(updates.shape) if i not in dn.update_window_dims]
-        if tuple(scatter_sizes) != tuple(indices.shape[:-1]):
+        if len(scatter_sizes) != indices.ndim - 1:
             raise SprueValueError(f"{name}: updates {updates.str_short()} do not match indices {indices.str_short()}")
+        for u, i in zip(scatter_sizes, indices.shape[:-1]):
+            require_equal(u, i, f"{name}: updates {updates.str_short()} do not match indices {indices.str_short()}")
         return operand
     return rule
 

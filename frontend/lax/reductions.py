@@ -6,6 +6,7 @@ import numpy as np
 from .. import dtypes
 from ..core import ShapedArray
 from ..errors import SprueTypeError, SprueValueError
+from ..shapes import prove_equal
 from ._rules import check_axes, define
 
 
@@ -56,7 +57,7 @@ reduce_or_p = define("reduce_or", _reduce_rule("reduce_or", True), _np_reduce(
 def _arg_rule(name: str):
     def rule(x: ShapedArray, *, axes, index_dtype):
         (ax,) = check_axes(axes, x.ndim, name)
-        if x.shape[ax] == 0:
+        if prove_equal(x.shape[ax], 0):
             raise SprueValueError(f"{name} of an empty axis (axis {ax} of {x.str_short()})")
         return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i != ax), dtypes.canonicalize(index_dtype))
     return rule

@@ -5,14 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SprueValueError
-from ._rules import check_axes, define
+from ._rules import check_axes, define, require_equal
 
 
 def _sort_rule(*xs, dimension, is_stable=True, num_keys=1):
     if not xs:
         raise SprueValueError("sort needs at least one operand")
-    if any(x.shape != xs[0].shape for x in xs):
-        raise SprueValueError("sort: operands must share one shape, got " + ", ".join(x.str_short() for x in xs))
+    for x in xs:
+        if x.ndim != xs[0].ndim:
+            raise SprueValueError("sort: operands must share one shape, got " + ", ".join(x.str_short() for x in xs))
+        for d, e in zip(xs[0].shape, x.shape):
+            require_equal(d, e, "sort: operands must share one shape, got " + ", ".join(x.str_short() for x in xs))
     check_axes((dimension,), xs[0].ndim, "sort")
     if not 1 <= num_keys <= len(xs):
         raise SprueValueError(f"sort: num_keys={num_keys} must be between 1 and {len(xs)}")

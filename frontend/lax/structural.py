@@ -8,9 +8,14 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray, dynamic_dim_params
-from ..shapes import prove_equal
+from ..shapes import format_dim, lower_bound, prove_equal
 from ..errors import SprueTypeError, SprueValueError
-from ._rules import check_axes, define, same_dtypes
+from ._rules import check_axes, define, fits, is_one, require_equal, same_dtypes, surely_less
+
+
+def _fmt(shape) -> str:
+    """A shape for messages: (3, n+1)."""
+    return "(" + ", ".join(format_dim(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _broadcast_in_dim_rule(x: ShapedArray, *, shape, broadcast_dimensions, sharding=None):
@@ -21,8 +26,9 @@ def _broadcast_in_dim_rule(x: ShapedArray, *, shape, broadcast_dimensions, shard
     if any(not 0 <= d < len(shape) for d in bd) or list(bd) != sorted(set(bd)):
         raise SprueValueError(f"broadcast_in_dim: broadcast_dimensions {bd} must be increasing and within rank {len(shape)}")
     for i, d in enumerate(bd):
-        if x.shape[i] != 1 and x.shape[i] != shape[d]:
-            raise SprueValueError(f"broadcast_in_dim: cannot broadcast {x.str_short()} to shape {shape}")
+        if not is_one(x.shape[i]):
+            require_equal(x.shape[i], shape[d],
+                          f"broadcast_in_dim: cannot broadcast {x.str_short()} to shape {_fmt(shape)}")
     return x.update(shape=shape)
 
 
@@ -39,10 +45,10 @@ def _reshape_rule(x: ShapedArray, *, new_sizes, dimensions=None, sharding=None):
     new_sizes = tuple(new_sizes)
     if dimensions is not None:
         raise SprueValueError("reshape with `dimensions` is not supported; transpose first")
-    if any(isinstance(d, int) and d < 0 for d in new_sizes) or prove_equal(math.prod(new_sizes), x.size) is False:
-        raise SprueValueError(f"cannot reshape {x.str_short()} (size {x.size}) into shape {new_sizes}")
+    if any(surely_less(d, 0) for d in new_sizes) or prove_equal(math.prod(new_sizes), x.size) is False:
+        raise SprueValueError(f"cannot reshape {x.str_short()} (size {x.size}) into shape {_fmt(new_sizes)}")
     if prove_equal(math.prod(new_sizes), x.size) is None:
-        raise SprueValueError(f"reshape of {x.str_short()} into shape {new_sizes}: the sizes {x.size} and"
+        raise SprueValueError(f"reshape of {x.str_short()} into shape {_fmt(new_sizes)}: the sizes {x.size} and"
                               f" {math.prod(new_sizes)} are not provably equal; sprue.numpy.reshape checks"
                               f" them at run time")
     return x.update(shape=new_sizes)
@@ -65,8 +71,9 @@ transpose_p = define("transpose", _transpose_rule, lambda x, *, permutation: np.
 def _squeeze_rule(x: ShapedArray, *, dimensions):
     dims = check_axes(dimensions, x.ndim, "squeeze")
     for d in dims:
-        if x.shape[d] != 1:
-            raise SprueValueError(f"squeeze: axis {d} of {x.str_short()} has size {x.shape[d]}, not 1")
+        if not is_one(x.shape[d]):
+            raise SprueValueError(f"squeeze: axis {d} of {x.str_short()} has size {x.shape[d]}, not 1"
+                                  f"{'' if isinstance(x.shape[d], int) else ' (a size known only at run time)'}")
     return x.update(shape=tuple(s for i, s in enumerate(x.shape) if i not in dims))
 
 
@@ -89,9 +96,13 @@ def _concatenate_rule(*xs: ShapedArray, dimension):
     if not 0 <= dimension < r:
         raise SprueValueError(f"concatenate: dimension {dimension} out of bounds for rank {r}")
     for x in xs:
-        if x.ndim != r or any(x.shape[i] != xs[0].shape[i] for i in range(r) if i != dimension):
+        if x.ndim != r:
             raise SprueValueError("concatenate: operands must match except along the axis, got "
                                   + ", ".join(x.str_short() for x in xs))
+        for i in range(r):
+            if i != dimension:
+                require_equal(xs[0].shape[i], x.shape[i], "concatenate: operands must match except along the"
+                              " axis, got " + ", ".join(x.str_short() for x in xs))
     size = sum(x.shape[dimension] for x in xs)
     shape = list(xs[0].shape)
     shape[dimension] = size
@@ -111,8 +122,11 @@ def _pad_rule(x: ShapedArray, v: ShapedArray, *, padding_config):
     for d, (lo, hi, interior) in zip(x.shape, padding_config):
         if interior < 0:
             raise SprueValueError("pad: interior padding must be non-negative")
-        n = lo + hi + d + max(d - 1, 0) * interior
-        if n < 0:
+        if interior and not isinstance(d, int) and lower_bound(d - 1) < 0:
+            # d + (d - 1) * interior for d >= 1, but 0 for d == 0: not a polynomial
+            raise SprueValueError(f"pad: interior padding of a dimension {d} that may be 0 at run time")
+        n = lo + hi + d + (max(d - 1, 0) if isinstance(d, int) else d - 1) * interior
+        if surely_less(n, 0):
             raise SprueValueError(f"pad: negative resulting dimension {n}")
         shape.append(n)
     return x.update(shape=tuple(shape))
@@ -143,7 +157,8 @@ def _slice_rule(x: ShapedArray, *, start_indices, limit_indices, strides=None):
         raise SprueValueError(f"slice: index lists must have length {x.ndim}")
     shape = []
     for d, s, l, st in zip(x.shape, start_indices, limit_indices, strides):
-        if not (0 <= s <= l <= d) or st < 1:
+        # symbolic bounds (a limit of `n`, the end of a dimension n) are accepted unless provably wrong
+        if not (fits(s, d) and fits(l, d) and not surely_less(l, s)) or st < 1:
             raise SprueValueError(f"slice: [{s}:{l}:{st}] is out of bounds for a dimension of size {d}")
         shape.append((l - s + st - 1) // st)
     return x.update(shape=tuple(shape))
@@ -163,8 +178,8 @@ def _index_scalars(name: str, x: ShapedArray, idx):
 
 def _dynamic_slice_rule(x: ShapedArray, *idx: ShapedArray, slice_sizes):
     _index_scalars("dynamic_slice", x, idx)
-    if len(slice_sizes) != x.ndim or any(not 0 <= s <= d for s, d in zip(slice_sizes, x.shape)):
-        raise SprueValueError(f"dynamic_slice: slice_sizes {tuple(slice_sizes)} do not fit {x.str_short()}")
+    if len(slice_sizes) != x.ndim or any(not fits(s, d) for s, d in zip(slice_sizes, x.shape)):
+        raise SprueValueError(f"dynamic_slice: slice_sizes {_fmt(slice_sizes)} do not fit {x.str_short()}")
     return x.update(shape=tuple(slice_sizes))
 
 
@@ -183,7 +198,7 @@ dynamic_slice_p = define("dynamic_slice", _dynamic_slice_rule, _dynamic_slice_im
 def _dynamic_update_slice_rule(x: ShapedArray, u: ShapedArray, *idx: ShapedArray):
     same_dtypes("dynamic_update_slice", x, u)
     _index_scalars("dynamic_update_slice", x, idx)
-    if u.ndim != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
+    if u.ndim != x.ndim or any(not fits(a, b) for a, b in zip(u.shape, x.shape)):
         raise SprueValueError(f"dynamic_update_slice: update {u.str_short()} does not fit {x.str_short()}")
     return x
 

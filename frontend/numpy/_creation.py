@@ -9,11 +9,14 @@ import math
 import numpy as np
 
 from .. import dtypes, lax
+from ..shapes import DimExpr
 from ..tracing import Tracer, current_builder
 from ._promote import (any_tracer, as_result, aval, broadcast_shapes, check_dtype, const, convert, describe,
                        is_py_scalar, operand, operands, result_type, static_int, static_shape, type_error,
                        value_error)
 from ._promote import broadcast_to as _bcast
+from . import _creation_dynamic as _cd
+from . import _dims as _d
 
 __all__ = ["array", "asarray", "astype", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "arange", "linspace", "logspace", "eye", "identity", "tri", "meshgrid"]
@@ -39,7 +42,7 @@ def _leaves(obj, out):
 
 
 def _strong_dtype(fname, x):
-    x = operand(fname, x)
+    x = _d.value(x) if isinstance(x, DimExpr) else operand(fname, x)
     return aval(x).dtype
 
 
@@ -62,11 +65,13 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0, fname="array"):
     """numpy.array: nested lists of scalars, numpy arrays and traced arrays. Python scalars inside
     lists are strong, as in numpy (array([1.0, x_f32]) is float64)."""
     dt = check_dtype(fname, dtype) if dtype is not None else None
+    if isinstance(object, DimExpr):  # a size (x.shape[0]): numpy makes the Python int an int64 array
+        object = _d.value(object)
     if isinstance(object, Tracer):
         out = object if dt is None else convert(object, dt)
     elif isinstance(object, (list, tuple)):
         leaves = _leaves(object, [])
-        if any_tracer(*leaves):
+        if any_tracer(*leaves) or builtins.any(isinstance(v, DimExpr) for v in leaves):
             if dt is None:
                 dt = np.result_type(*[_strong_dtype(fname, v) for v in leaves])
                 dt = check_dtype(fname, dt)
@@ -104,13 +109,15 @@ def astype(x, dtype, /, *, copy=True):
 
 
 def _full(fname, shape, fill_value, dtype):
-    shape = static_shape(fname, shape)
+    shape = _d.shape_arg(fname, shape)
     v = operand(fname, fill_value)
     dt = check_dtype(fname, dtype) if dtype is not None else aval(v).dtype
     v = convert(v, dt, strip_weak=True)
     vs = aval(v).shape
-    if len(vs) > len(shape) or builtins.any(d not in (1, s) for d, s in zip(vs[::-1], shape[::-1])):
-        raise value_error(fname, f"fill value {describe(v)} does not broadcast to shape {shape}")
+    if len(vs) > len(shape) or builtins.any(isinstance(d, int) and isinstance(s, int) and d not in (1, s)
+                                            for d, s in zip(vs[::-1], shape[::-1])):
+        raise value_error(fname, f"fill value {describe(v)} does not broadcast to shape {_d.fmt(shape)}")
+    _d.check_broadcast_to(fname, v, shape, "fill value")
     if not shape:
         return as_result(v)
     return as_result(_bcast(v, shape))
@@ -168,7 +175,10 @@ def _static_number(fname, v, what):
 
 def arange(start, stop=None, step=None, dtype=None):
     """numpy.arange with static bounds: numpy's length ceil((stop - start) / step) and dtype
-    (at least int64, promoted with the arguments'); values iota * step + start."""
+    (at least int64, promoted with the arguments'); values iota * step + start. Traced or
+    symbolic bounds: see _creation_dynamic.arange."""
+    if _cd.is_dynamic(start, stop, step):
+        return _cd.arange(start, stop, step, dtype)
     args = [("start", start), ("stop", stop), ("step", step)]
     vals = {k: _static_number("arange", v, k) for k, v in args if v is not None}
     if stop is None:
@@ -197,9 +207,11 @@ def arange(start, stop=None, step=None, dtype=None):
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     """numpy.linspace, with numpy's algorithm (iota * step + start, the last value set to stop);
-    start and stop may be traced (and arrays); num is static."""
+    start and stop may be traced (and arrays); a traced or symbolic num: see _creation_dynamic."""
     from ._ufuncs import _funcs as F
     from ._shape import moveaxis
+    if _cd.is_dynamic(num):
+        return _cd.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     num = static_int("linspace", num, "num")
     if num < 0:
         raise value_error("linspace", f"number of samples, {num}, must be non-negative")
@@ -208,7 +220,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     dt = dt if dtypes.is_float(dt) else dtypes.float64
     out_dt = check_dtype("linspace", dtype) if dtype is not None else dt
     shape = broadcast_shapes("linspace", start, stop)
-    start, stop = convert(start, dt), convert(stop, dt)
+    start, stop = (_bcast(convert(v, dt), shape) for v in (start, stop))  # numpy broadcasts them together
     div = num - 1 if endpoint else num
     delta = F["subtract"](stop, start)
     full_shape = (num,) + shape
@@ -250,10 +262,10 @@ def _iota_mask(N, M, k, cmp):
 
 
 def eye(N, M=None, k=0, dtype=None):
-    N = static_int("eye", N, "N")
-    M = N if M is None else static_int("eye", M, "M")
+    N = _d.size_arg("eye", N, "N")
+    M = N if M is None else _d.size_arg("eye", M, "M")
     k = static_int("eye", k, "k")
-    if N < 0 or M < 0:
+    if builtins.any(isinstance(d, int) and d < 0 for d in (N, M)):
         raise value_error("eye", f"negative dimensions are not allowed: ({N}, {M})")
     dt = check_dtype("eye", dtypes.float64 if dtype is None else dtype)
     return as_result(convert(_iota_mask(N, M, k, lax.eq), dt))
@@ -264,8 +276,10 @@ def identity(n, dtype=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
-    N = static_int("tri", N, "N")
-    M = N if M is None else static_int("tri", M, "M")
+    N = _d.size_arg("tri", N, "N")
+    M = N if M is None else _d.size_arg("tri", M, "M")
+    if builtins.any(isinstance(d, int) and d < 0 for d in (N, M)):
+        raise value_error("tri", f"negative dimensions are not allowed: ({N}, {M})")
     dt = check_dtype("tri", dtypes.float64 if dtype is None else dtype)
     return as_result(convert(_iota_mask(N, M, static_int("tri", k, "k"), lax.ge), dt))
 

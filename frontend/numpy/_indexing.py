@@ -11,6 +11,7 @@ Static out-of-bounds indices raise IndexError as in numpy; traced ones are clamp
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from dataclasses import dataclass, field
 
@@ -19,7 +20,10 @@ import numpy as np
 from .. import dtypes, lax
 from ..errors import ConcretizationError, SprueError
 from ..lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from ..shapes import DimExpr
 from ..tracing import Tracer
+from . import _dims as _d
+from . import _slicing
 from ._promote import (aval, as_result, broadcast_to, const, convert, describe, loc, normalize_axis, operand,
                        reshape, static_int, type_error, value_error)
 
@@ -63,10 +67,14 @@ def _classify(item):
         return _Entry("ellipsis")
     if isinstance(item, slice):
         parts = []
-        for v in (item.start, item.stop, item.step):
-            if isinstance(v, Tracer):
-                raise type_error("getitem", f"slice bounds must be static ints, got a traced {v.aval.str_short()};"
-                                            f" use lax.dynamic_slice for traced starts")
+        for k, v in enumerate((item.start, item.stop, item.step)):
+            if isinstance(v, Tracer) and k == 2:
+                raise type_error("getitem", f"slice steps must be static ints, got a traced {v.aval.str_short()}")
+            if isinstance(v, (Tracer, DimExpr)):  # a traced bound or a size: see _slicing
+                if isinstance(v, Tracer) and (v.ndim or not dtypes.is_int(v.dtype)):
+                    raise _index_error(f"slice indices must be integer scalars, got a traced {v.aval.str_short()}")
+                parts.append(v)
+                continue
             try:
                 parts.append(None if v is None else operator.index(v))
             except TypeError:
@@ -123,7 +131,11 @@ def _normalize(shape, idx) -> list[_Entry]:
         elif e.kind == "mask":
             m = e.value
             for k in range(m.ndim):
-                if m.shape[k] != shape[dim + k]:
+                if isinstance(shape[dim + k], DimExpr):  # a static mask on an axis of run-time size
+                    _d.check(_d.eq_value(shape[dim + k], m.shape[k]), f"sprue.numpy.getitem: boolean index did not"
+                             f" match indexed array along axis {dim + k}; size of corresponding boolean axis is"
+                             f" {m.shape[k]}{loc()}")
+                elif m.shape[k] != shape[dim + k]:
                     raise _index_error(f"boolean index did not match indexed array along axis {dim + k}; size of axis"
                                        f" is {shape[dim + k]} but size of corresponding boolean axis is {m.shape[k]}")
             for k, nz in enumerate(np.nonzero(m)):
@@ -136,15 +148,30 @@ def _normalize(shape, idx) -> list[_Entry]:
     return out
 
 
-def _check_static(n: int, dim: int, values: np.ndarray):
+def _check_static(n, dim: int, values: np.ndarray):
+    if isinstance(n, DimExpr):  # numpy's IndexError, checked at run time
+        if values.size:
+            hi, lo = int(values.max()), int(values.min())
+            need = builtins.max(hi + 1, -lo)
+            if _d.le(need, n) is not True:
+                _d.check(lax.ge(_d.value(n), np.int64(need)), f"sprue.numpy.getitem: index {hi if hi + 1 >= -lo else lo}"
+                         f" is out of bounds for axis {dim} with size {n}{loc()}", key=("inbounds", n, need))
+        return
     bad = (values < -n) | (values >= n)
     if np.any(bad):
         v = int(np.asarray(values)[bad].flat[0])
         raise _index_error(f"index {v} is out of bounds for axis {dim} with size {n}")
 
 
-def _wrap_negative(i, n: int):
+def _wrap_negative(i, n):
     """i, with negative values counted from the end: numpy arithmetic when static, else a select."""
+    if isinstance(n, DimExpr):  # the size is a run-time value: select, even for static indices
+        if not isinstance(i, Tracer):
+            i = np.asarray(i)
+            if not np.any(i < 0):
+                return i
+        dt = aval(i).dtype
+        return lax.select(lax.lt(i, const(dt, 0)), lax.add(i, convert(_d.value(n), dt)), i)
     if isinstance(i, Tracer):
         zero, size = const(i.dtype, 0), const(i.dtype, n)
         return lax.select(lax.lt(i, zero), lax.add(i, size), i)
@@ -159,14 +186,17 @@ def getitem(x, idx, mode=None, fill_value=None):
     entries = _normalize(shape, idx)
     if mode is None and not any(e.kind == "array" for e in entries):
         return as_result(_basic(x, entries))
-    plan = _plan(shape, entries, check=mode is None)
-    gmode = GatherScatterMode.FILL_OR_DROP if mode in ("fill", "drop") else GatherScatterMode.CLIP
+    fill_mode = mode in ("fill", "drop")
+    plan = _plan(shape, entries, check=mode is None, clamp="fill" if fill_mode else "clip")
+    gmode = GatherScatterMode.FILL_OR_DROP if fill_mode else GatherScatterMode.CLIP
     if plan.indices is None:  # no index components: the whole array, with None dims
         return as_result(reshape(x, plan.out_shape))
     fill = None if fill_value is None else np.asarray(fill_value, aval(x).dtype)[()]
     dn = GatherDimensionNumbers(offset_dims=plan.offset_dims, collapsed_slice_dims=plan.collapsed,
                                 start_index_map=plan.start_index_map)
-    out = lax.gather(x, plan.indices, dn, plan.slice_sizes, mode=gmode, fill_value=fill)
+    for d in plan.pad_dims:  # the clamped index of an axis that may be empty needs a target
+        x = _d.pad_one(x, d)
+    out = _d.gather(x, plan.indices, dn, plan.slice_sizes, mode=gmode, fill_value=fill)
     return as_result(reshape(out, plan.out_shape))
 
 
@@ -182,9 +212,17 @@ def _slice_params(s: slice, n: int):
     return last, start + 1, -step, True, size
 
 
+def _is_full(s: slice) -> bool:
+    return s.start is None and s.stop is None and s.step in (None, 1)
+
+
 def _basic(x, entries):
     """Ints, slices, None and traced scalar ints: slice, dynamic_slice, squeeze, rev, reshape."""
     shape = aval(x).shape
+    dynamic = _d.has_dynamic(shape)
+    if any(e.kind in ("int", "dyn") and dynamic or e.kind == "slice" and not (_is_full(e.value) or (
+            not dynamic and not _slicing.needs_dynamic(e.value, 0))) for e in entries):
+        return _basic_dynamic(x, entries)
     starts, limits, strides, rev_dims, int_dims, dyn = [], [], [], [], [], []
     for e in entries:
         if e.kind in ("none", "sep"):
@@ -200,7 +238,7 @@ def _basic(x, entries):
             int_dims.append(e.dim)
             dyn.append(e)
         else:
-            st, lim, stride, rev, _ = _slice_params(e.value, n)
+            st, lim, stride, rev, _ = _slice_params(e.value, n) if isinstance(n, int) else (0, n, 1, False, n)
             starts.append(st), limits.append(lim), strides.append(stride)
             if rev:
                 rev_dims.append(e.dim)
@@ -230,6 +268,64 @@ def _basic(x, entries):
     return reshape(y, tuple(out_shape))
 
 
+def _basic_dynamic(x, entries):
+    """_basic for arrays with dimensions known only at run time, or slices with traced bounds: one
+    axis at a time, from the last (so that removing an axis keeps the earlier axes' numbers)."""
+    y = x
+    for e in reversed([e for e in entries if e.kind in ("int", "dyn", "slice")]):
+        shape = aval(y).shape
+        n = shape[e.dim]
+        if e.kind == "slice":  # lax.slice only on static shapes (its limits are static params)
+            if _d.has_dynamic(shape) or _slicing.needs_dynamic(e.value, n):
+                y = _slicing.slice_axis(y, e.dim, e.value) if not _is_full(e.value) else y
+            elif not _is_full(e.value):
+                y = _static_slice_axis(y, e.dim, e.value)
+        elif isinstance(n, DimExpr):
+            y = _slicing.index_axis(y, e.dim, e.value)
+        else:
+            y = _static_index_axis(y, e)
+    out_shape, it = [], iter(aval(y).shape)
+    for e in entries:
+        if e.kind == "none":
+            out_shape.append(1)
+        elif e.kind == "slice":
+            out_shape.append(next(it))
+    return reshape(y, tuple(out_shape))
+
+
+def _static_slice_axis(y, ax: int, s: slice):
+    """A static slice of an axis of static size, the other axes whole."""
+    shape = aval(y).shape
+    st, lim, stride, rev, _ = _slice_params(s, shape[ax])
+    y = lax.slice(y, tuple(st if i == ax else 0 for i in range(len(shape))),
+                  tuple(lim if i == ax else d for i, d in enumerate(shape)),
+                  tuple(stride if i == ax else 1 for i in range(len(shape))) if stride != 1 else None)
+    return lax.rev(y, (ax,)) if rev else y
+
+
+def _static_index_axis(y, e: _Entry):
+    """An int or traced int index into an axis of static size, the axis removed."""
+    shape = aval(y).shape
+    n, ax = shape[e.dim], e.dim
+    if e.kind == "int" and not _d.has_dynamic(shape):
+        _check_static(n, ax, np.asarray(e.value))
+        i = e.value % n if n else 0
+        y = lax.slice(y, tuple(i if k == ax else 0 for k in range(len(shape))),
+                      tuple(i + 1 if k == ax else d for k, d in enumerate(shape)))
+    elif e.kind == "int":  # other axes have run-time sizes: a dynamic_slice, sizes as operands
+        _check_static(n, ax, np.asarray(e.value))
+        idx = [np.int64(0)] * len(shape)
+        idx[ax] = np.int64(e.value % n if n else 0)
+        y = lax.dynamic_slice(y, idx, tuple(1 if k == ax else d for k, d in enumerate(shape)))
+    else:
+        if n == 0:
+            raise _index_error("index into an axis of size 0")
+        idx = [const(e.value.dtype, 0)] * len(shape)
+        idx[ax] = _wrap_negative(e.value, n)
+        y = lax.dynamic_slice(y, idx, tuple(1 if k == ax else d for k, d in enumerate(shape)))
+    return lax.squeeze(y, (ax,))
+
+
 # -- the gather/scatter plan -------------------------------------------------------------------------
 @dataclass
 class _Plan:
@@ -241,28 +337,49 @@ class _Plan:
     result_shape: tuple                # the gather result / scatter updates shape (no None dims)
     out_shape: tuple                   # the indexed shape numpy reports (with None dims)
     components: list = field(default_factory=list)
+    pad_dims: list = field(default_factory=list)  # axes of run-time size to pad by one (see _plan)
 
 
 def _bcast_index(i, batch_shape, dims):
     """Index component i broadcast into batch_shape, its own axes going to batch positions `dims`."""
     if isinstance(i, Tracer):
-        return lax.broadcast_in_dim(convert(i, dtypes.int64), batch_shape, tuple(dims))
+        i = convert(i, dtypes.int64)
+        for k, d in enumerate(dims):  # an axis only run time can compare with the batch: checked, resized
+            if _d.needs_resize(aval(i).shape[k], batch_shape[d]):
+                i = _d.resize_axis(i, k, batch_shape[d])
+        return lax.broadcast_in_dim(i, batch_shape, tuple(dims))
     i = np.asarray(i, np.int64)
+    if _d.has_dynamic(batch_shape):
+        return lax.broadcast_in_dim(i, batch_shape, tuple(dims)) if i.ndim else \
+            lax.broadcast_in_dim(np.int64(i), batch_shape, ())
     return np.broadcast_to(i.reshape([i.shape[dims.index(d)] if d in dims else 1 for d in range(len(batch_shape))]),
                            batch_shape)
 
 
-def _plan(shape, entries, check: bool) -> _Plan:
-    """numpy's indexing as a gather: which operand dims are indexed per batch element, which are
-    windows, and where the advanced (broadcast) index dims go in the result."""
-    has_array = any(e.kind == "array" for e in entries)
-    adv = [k for k, e in enumerate(entries) if e.kind == "array" or (has_array and e.kind in ("int", "dyn"))]
-    arr_shapes = [tuple(np.shape(e.value)) if e.kind == "array" else () for e in (entries[k] for k in adv)]
+def _index_shapes(arrays) -> tuple:
+    """The broadcast shape of the index arrays (run-time checked where only run time can tell)."""
+    arr_shapes = [tuple(aval(a).shape) if isinstance(a, Tracer) else tuple(np.shape(a)) for a in arrays]
+    if any(_d.has_dynamic(s) for s in arr_shapes):
+        from ._promote import broadcast_shapes
+        return broadcast_shapes("getitem", *[a if isinstance(a, Tracer) or np.ndim(a) else np.int64(a)
+                                             for a in arrays])
     try:
-        B = np.broadcast_shapes(*arr_shapes) if arr_shapes else ()
+        return np.broadcast_shapes(*arr_shapes) if arr_shapes else ()
     except ValueError:
         raise _index_error("shape mismatch: indexing arrays could not be broadcast together with shapes "
                            + " ".join(str(s) for s in arr_shapes)) from None
+
+
+def _plan(shape, entries, check: bool, clamp: str | None = None) -> _Plan:
+    """numpy's indexing as a gather: which operand dims are indexed per batch element, which are
+    windows, and where the advanced (broadcast) index dims go in the result.
+
+    On an axis of run-time size, `clamp` prepares the index components for a memory-safe gather
+    of an operand padded by one element along that axis (plan.pad_dims): "clip" clamps them into
+    [0, n - 1], "fill" sends those past the end to -1 (a window that does not fit: the fill value)."""
+    has_array = any(e.kind == "array" for e in entries)
+    adv = [k for k, e in enumerate(entries) if e.kind == "array" or (has_array and e.kind in ("int", "dyn"))]
+    B = _index_shapes([entries[k].value for k in adv])
     adjacent = bool(adv) and adv == list(range(adv[0], adv[-1] + 1))
     # the result layout, in order: ("B",) advanced block, ("S", k) strided slice batch dim,
     # ("W", k) window dim, ("N",) new axis
@@ -276,7 +393,7 @@ def _plan(shape, entries, check: bool) -> _Plan:
             if adjacent and k == adv[0]:
                 layout.append(("B",))
         else:
-            step = e.value.indices(shape[e.dim])[2]
+            step = 1 if e.value.step is None else e.value.step
             layout.append(("W", k) if step == 1 else ("S", k))
     batch_shape, batch_pos, pos = [], {}, 0
     for item in layout:
@@ -287,10 +404,10 @@ def _plan(shape, entries, check: bool) -> _Plan:
         elif item[0] == "S":
             e = entries[item[1]]
             batch_pos[item[1]] = [pos]
-            batch_shape.append(_slice_params(e.value, shape[e.dim])[4])
+            batch_shape.append(_slice_size(e.value, shape[e.dim]))
             pos += 1
     batch_shape = tuple(batch_shape)
-    comps, start_map, collapsed = [], [], []
+    comps, start_map, collapsed, pad_dims = [], [], [], []
     slice_sizes = list(shape)
     result_shape, out_shape, offset_dims = [], [], []
     for item in layout:
@@ -303,17 +420,26 @@ def _plan(shape, entries, check: bool) -> _Plan:
             continue
         e = entries[item[1]]
         n = shape[e.dim]
-        start, stop, step = e.value.indices(n)
-        size = len(range(start, stop, step))
+        if _slicing.needs_dynamic(e.value, n):  # first element, size and step computed from dims
+            b = _slicing.bounds(e.value, n)
+            start, size = _slicing.first_index(b, n), _slicing.length(b, n)
+            step = -b.k if b.reverse else b.k
+            positions = lax.add(lax.mul(lax.iota(dtypes.int64, size), np.int64(step)), start) \
+                if item[0] == "S" else None
+        else:
+            start, stop, step = e.value.indices(n)
+            size = len(range(start, stop, step))
+            positions = np.arange(size, dtype=np.int64) * step + start
         if item[0] == "S":
-            comps.append(_bcast_index(np.arange(size, dtype=np.int64) * step + start, batch_shape, batch_pos[item[1]]))
+            comps.append(_bcast_index(positions, batch_shape, batch_pos[item[1]]))
             start_map.append(e.dim), collapsed.append(e.dim)
             slice_sizes[e.dim] = 1
         else:
             offset_dims.append(len(result_shape))
             slice_sizes[e.dim] = size
-            if size != n:
-                comps.append(_bcast_index(np.int64(start if size else 0), batch_shape, []))
+            if not _d.dims_equal(size, n):
+                first = start if isinstance(start, Tracer) else np.int64(start if isinstance(size, DimExpr) or size else 0)
+                comps.append(_bcast_index(first, batch_shape, []))
                 start_map.append(e.dim)
         result_shape.append(size)
         out_shape.append(size)
@@ -328,6 +454,10 @@ def _plan(shape, entries, check: bool) -> _Plan:
         elif n == 0:
             raise _index_error(f"index into axis {e.dim} of size 0")
         i = _wrap_negative(i, n)
+        if isinstance(n, DimExpr) and clamp is not None:
+            i, padded = _clamp_for_pad(i, n, clamp)
+            if padded:
+                pad_dims.append(e.dim)
         ndim_i = len(np.shape(i)) if not isinstance(i, Tracer) else i.ndim
         dims = batch_pos.get("B", [])[len(B) - ndim_i:] if ndim_i else []
         comps.append(_bcast_index(i, batch_shape, dims))
@@ -336,7 +466,27 @@ def _plan(shape, entries, check: bool) -> _Plan:
     # operand dims not indexed and not in the layout are full windows already (slices fill them)
     indices = _stack(comps, batch_shape) if comps else None
     return _Plan(indices, tuple(offset_dims), tuple(sorted(collapsed)), tuple(start_map), tuple(slice_sizes),
-                 tuple(result_shape), tuple(out_shape), comps)
+                 tuple(result_shape), tuple(out_shape), comps, pad_dims)
+
+
+def _slice_size(s: slice, n):
+    if _slicing.needs_dynamic(s, n):
+        return _slicing.length(_slicing.bounds(s, n), n)
+    return _slice_params(s, n)[4]
+
+
+def _clamp_for_pad(i, n, clamp: str):
+    """Index values i (wrapped) into an axis of run-time size n, for a gather from the operand
+    padded by one element along the axis: (new indices, whether the padding is needed)."""
+    nv = _d.value(n)
+    dt = aval(i).dtype
+    if clamp == "clip":
+        hi = convert(lax.max(lax.sub(nv, np.int64(1)), np.int64(0)), dt)
+        i = lax.clamp(const(dt, 0), i, hi) if not np.ndim(i) else lax.max(lax.min(i, hi), const(dt, 0))
+    else:
+        i = lax.select(lax.ge(i, convert(nv, dt)), lax.broadcast_in_dim(const(dt, -1), aval(i).shape, ())
+                       if np.ndim(i) else const(dt, -1), i)
+    return i, _d.maybe_zero(n)
 
 
 def _stack(comps, batch_shape):
@@ -365,15 +515,17 @@ def scatter_update(x, idx, values, op: str, mode=None):
     x = operand(fname, x)
     xa = aval(x)
     entries = _normalize(xa.shape, idx)
-    plan = _plan(xa.shape, entries, check=mode is None)
+    plan = _plan(xa.shape, entries, check=mode is None, clamp="clip" if mode == "clip" else None)
     v = convert(operand(fname, values), xa.dtype)
     vs = aval(v).shape
     while len(vs) > len(plan.out_shape) and vs[0] == 1:  # numpy drops leading size-1 dims of the values
         v = reshape(v, vs[1:])
         vs = vs[1:]
-    if len(vs) > len(plan.out_shape) or builtins.any(d not in (1, s) for d, s in zip(vs[::-1], plan.out_shape[::-1])):
-        raise value_error(fname, f"values {describe(v)} cannot be broadcast to the indexed shape {plan.out_shape}"
-                                 f" of {describe(x)}")
+    if len(vs) > len(plan.out_shape) or builtins.any(
+            isinstance(d, int) and isinstance(s, int) and d not in (1, s) for d, s in zip(vs[::-1], plan.out_shape[::-1])):
+        raise value_error(fname, f"values {describe(v)} cannot be broadcast to the indexed shape"
+                                 f" {_d.fmt(plan.out_shape)} of {describe(x)}")
+    _d.check_broadcast_to(fname, v, plan.out_shape, "values")
     v = reshape(broadcast_to(v, plan.out_shape), plan.result_shape)
     if plan.indices is None:  # the whole array: an elementwise op
         from ._ufuncs import _funcs as F
@@ -382,7 +534,8 @@ def scatter_update(x, idx, values, op: str, mode=None):
         return as_result(convert(broadcast_to(whole(x, v), xa.shape), xa.dtype))
     dn = ScatterDimensionNumbers(update_window_dims=plan.offset_dims, inserted_window_dims=plan.collapsed,
                                  scatter_dims_to_operand_dims=plan.start_index_map)
-    smode = GatherScatterMode.CLIP if mode == "clip" else GatherScatterMode.FILL_OR_DROP
+    # clip on an axis of run-time size: the indices are clamped above, and an empty axis drops them
+    smode = GatherScatterMode.CLIP if mode == "clip" and not plan.pad_dims else GatherScatterMode.FILL_OR_DROP
     return as_result(_SCATTERS[op](x, plan.indices, v, dn, mode=smode))
 
 
@@ -472,9 +625,13 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
     idx = _index_operand("take", indices)
     if not dtypes.is_int(aval(idx).dtype):
         raise type_error("take", f"indices must be integers, got {describe(idx)}")
+    if mode in ("clip", "wrap") and isinstance(n, DimExpr) and _d.maybe_zero(n) and \
+            not _d.dims_equal(math.prod(aval(idx).shape), 0):  # numpy's IndexError for an empty axis
+        _d.check(lax.ne(_d.value(n), np.int64(0)),
+                 f"sprue.numpy.take: cannot do a non-empty take from an empty axis{loc()}", key=("nonempty", n))
     if mode == "clip":
         from ._ufuncs import clip
-        idx = clip(idx, 0, builtins.max(n - 1, 0))
+        idx = clip(idx, 0, _d.dmax(n - 1, 0))
     elif mode == "wrap":
         idx = F["remainder"](idx, n)
     elif mode not in (None, "raise", "fill"):
@@ -499,9 +656,16 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     if not dtypes.is_int(aval(idx).dtype):
         raise type_error("take_along_axis", f"indices must be integers, got {describe(idx)}")
     nd = aval(a).ndim
-    full = tuple(idx if d == ax else np.arange(aval(a).shape[d]).reshape([-1 if k == d else 1 for k in range(nd)])
-                 for d in range(nd))
+    full = tuple(idx if d == ax else _arange_along(aval(a).shape[d], d, nd) for d in range(nd))
     return getitem(a, full, mode=mode, fill_value=fill_value)
+
+
+def _arange_along(n, d: int, nd: int):
+    """arange(n) shaped to broadcast along axis d of nd axes: numpy when n is static, else an iota."""
+    shape = [n if k == d else 1 for k in range(nd)]
+    if isinstance(n, int):
+        return np.arange(n).reshape(shape)
+    return lax.broadcasted_iota(dtypes.int64, tuple(shape), d)
 
 
 def put_along_axis(arr, indices, values, axis, inplace=False, *, mode=None):
@@ -512,6 +676,5 @@ def put_along_axis(arr, indices, values, axis, inplace=False, *, mode=None):
     idx = operand("put_along_axis", indices)
     ax = normalize_axis("put_along_axis", axis, aval(a).ndim, a)
     nd = aval(a).ndim
-    full = tuple(idx if d == ax else np.arange(aval(a).shape[d]).reshape([-1 if k == d else 1 for k in range(nd)])
-                 for d in range(nd))
+    full = tuple(idx if d == ax else _arange_along(aval(a).shape[d], d, nd) for d in range(nd))
     return scatter_update(a, full, values, "set", mode)

@@ -6,6 +6,7 @@ import builtins
 from collections import Counter
 
 from .. import dtypes, lax
+from . import _dims as _d
 from ._promote import (as_result, aval, broadcast_to, describe, normalize_axis, operands, promote,
                        reshape, static_int, type_error, value_error)
 from ._ufuncs import _funcs as F
@@ -16,6 +17,19 @@ __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "ve
 def _dg(a, b, contract, batch=((), ())):
     """dot_general of two operands of one dtype (the result's: no preferred_element_type needed)."""
     return lax.dot_general(a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))))
+
+
+def _contract(fname, a, b, pairs, message: str):
+    """a and b with each contracted pair of axes (i of a, j of b) of one size: provably equal
+    sizes need nothing, provably different ones raise `message`, and sizes only run time can
+    compare get a check and are both cut to the smaller (a clamped gather: never out of bounds)."""
+    for i, j in pairs:
+        p, q = aval(a).shape[i], aval(b).shape[j]
+        if _d.dims_equal(p, q):
+            continue
+        r = _d.unify_equal(fname, [p, q], message)
+        a, b = _d.fit_axis(a, i, r), _d.fit_axis(b, j, r)
+    return a, b
 
 
 def _arrays(fname, a, b):
@@ -31,9 +45,8 @@ def dot(a, b, out=None):
     if av.ndim == 0 or bv.ndim == 0:
         return F["multiply"](a, b)
     kb = 0 if bv.ndim == 1 else bv.ndim - 2
-    if av.shape[-1] != bv.shape[kb]:
-        raise value_error("dot", f"shapes {describe(a, b)} not aligned: {av.shape[-1]} (dim {av.ndim - 1}) !="
-                                 f" {bv.shape[kb]} (dim {kb})")
+    a, b = _contract("dot", a, b, [(av.ndim - 1, kb)], f"shapes {describe(a, b)} not aligned: {av.shape[-1]}"
+                                                       f" (dim {av.ndim - 1}) != {bv.shape[kb]} (dim {kb})")
     return as_result(_dg(a, b, ((av.ndim - 1,), (kb,))))
 
 
@@ -44,13 +57,13 @@ def matmul(x1, x2, /):
         raise value_error("matmul", f"operands must be arrays of rank >= 1, got {describe(a, b)}")
     na, nb = av.ndim, bv.ndim
     kb = 0 if nb == 1 else nb - 2
-    if av.shape[-1] != bv.shape[kb]:
-        raise value_error("matmul", f"contracted dimensions differ: {describe(a, b)} ({av.shape[-1]} is not"
-                                    f" {bv.shape[kb]})")
+    a, b = _contract("matmul", a, b, [(na - 1, kb)], f"contracted dimensions differ: {describe(a, b)}"
+                                                     f" ({av.shape[-1]} is not {bv.shape[kb]})")
+    av, bv = aval(a), aval(b)
     if na == 1 or nb == 1:
         return as_result(_dg(a, b, ((na - 1,), (kb,))))
     ba, bb = av.shape[:-2], bv.shape[:-2]
-    if ba == bb:
+    if len(ba) == len(bb) and builtins.all(map(_d.dims_equal, ba, bb)):
         nbat = len(ba)
         return as_result(_dg(a, b, ((na - 1,), (nb - 2,)), (range(nbat), range(nbat))))
     if not bb:  # b is a matrix: a's batch dims are free dims of the product
@@ -63,9 +76,12 @@ def matmul(x1, x2, /):
     pa, pb = (1,) * (nd - len(ba)) + ba, (1,) * (nd - len(bb)) + bb
     batch = []
     for i, (p, q) in enumerate(zip(pa, pb)):
-        if p != q and 1 not in (p, q):
-            raise value_error("matmul", f"batch dimensions of {describe(a, b)} cannot be broadcast together")
-        batch.append(builtins.max(p, q))
+        if isinstance(p, int) and isinstance(q, int):
+            if p != q and 1 not in (p, q):
+                raise value_error("matmul", f"batch dimensions of {describe(a, b)} cannot be broadcast together")
+            batch.append(builtins.max(p, q))
+        else:
+            batch.append(_d.broadcast_dim("matmul", [p, q], (a, b)))
     batch = tuple(batch)
     a = broadcast_to(a, batch + av.shape[-2:])
     b = broadcast_to(b, batch + bv.shape[-2:])
@@ -74,9 +90,9 @@ def matmul(x1, x2, /):
 
 def vdot(a, b, /):
     a, b, av, bv = _arrays("vdot", a, b)
-    if av.size != bv.size:
-        raise value_error("vdot", f"operands {describe(a, b)} have different sizes")
-    return as_result(_dg(reshape(a, (av.size,)), reshape(b, (bv.size,)), ((0,), (0,))))
+    a, b = reshape(a, (av.size,)), reshape(b, (bv.size,))
+    a, b = _contract("vdot", a, b, [(0, 0)], f"operands {describe(a, b)} have different sizes")
+    return as_result(_dg(a, b, ((0,), (0,))))
 
 
 def vecdot(x1, x2, /, *, axis=-1):
@@ -89,8 +105,7 @@ def inner(a, b, /):
     a, b, av, bv = _arrays("inner", a, b)
     if av.ndim == 0 or bv.ndim == 0:
         return F["multiply"](a, b)
-    if av.shape[-1] != bv.shape[-1]:
-        raise value_error("inner", f"last dimensions of {describe(a, b)} differ")
+    a, b = _contract("inner", a, b, [(av.ndim - 1, bv.ndim - 1)], f"last dimensions of {describe(a, b)} differ")
     return as_result(_dg(a, b, ((av.ndim - 1,), (bv.ndim - 1,))))
 
 
@@ -128,9 +143,8 @@ def tensordot(a, b, axes=2):
             raise value_error("tensordot", f"axes={n} is out of range for {describe(a, b)}")
         xa, xb = list(range(av.ndim - n, av.ndim)), list(range(n))
     for i, j in zip(xa, xb):
-        if av.shape[i] != bv.shape[j]:
-            raise value_error("tensordot", f"shape mismatch for sum: axis {i} of {describe(a)} has size"
-                                           f" {av.shape[i]}, axis {j} of {describe(b)} has size {bv.shape[j]}")
+        a, b = _contract("tensordot", a, b, [(i, j)], f"shape mismatch for sum: axis {i} of {describe(a)} has size"
+                                                      f" {av.shape[i]}, axis {j} of {describe(b)} has size {bv.shape[j]}")
     return as_result(_dg(a, b, (xa, xb)))
 
 
@@ -228,6 +242,9 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
     sizes: dict = {}
     for s, x in zip(specs, xs):
         for l, d in zip(s, aval(x).shape):
+            if not (isinstance(d, int) and isinstance(sizes.get(l, 1), int)):  # run-time sizes: checked
+                sizes[l] = _d.broadcast_dim(fname, [sizes.get(l, 1), d], xs)
+                continue
             if sizes.get(l, 1) != 1 and d not in (1, sizes[l]):
                 raise value_error(fname, f"label {l if isinstance(l, str) else '...'!r} has sizes {sizes[l]} and {d}"
                                          f" in {describe(*xs)}")

@@ -15,6 +15,7 @@ from ..core import ShapedArray, impl_rules
 from ..errors import SprueTypeError, SprueValueError, UnsupportedError, at
 from ..lax import elementwise as _e
 from ..source_info import user_frame_summary
+from ..shapes import DimExpr
 from ..tracing import Tracer
 
 PY_SCALARS = (bool, int, float)
@@ -69,6 +70,9 @@ def operand(fname: str, x):
     """Check that x is an array operand sprue supports; lists and tuples become arrays."""
     if isinstance(x, Tracer):
         return x
+    if isinstance(x, DimExpr):  # a size used as a number (x.shape[0] * 2.0): its run-time value
+        from ._dims import weak_value
+        return weak_value(x)
     if is_py_scalar(x):
         if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**63:
             raise value_error(fname, f"Python int {x} does not fit in int64")
@@ -178,12 +182,19 @@ def as_result(x, dtype=None):
 
 
 def broadcast_shapes(fname: str, *xs) -> tuple:
-    """numpy's broadcast of the operands' shapes; raises naming the operands."""
+    """numpy's broadcast of the operands' shapes; raises naming the operands. Sizes known only at
+    run time that tracing cannot compare get a run-time check and a size computed at run time
+    (see _dims.broadcast_dim); broadcast_to then resizes the operands safely."""
     shapes = [aval(x).shape for x in xs]
     nd = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(nd):
-        dims = {s[len(s) - nd + i] for s in shapes if len(s) - nd + i >= 0}
+        dims = [s[len(s) - nd + i] for s in shapes if len(s) - nd + i >= 0]
+        if any(not isinstance(d, int) for d in dims):
+            from ._dims import broadcast_dim
+            out.append(broadcast_dim(fname, dims, xs))
+            continue
+        dims = set(dims)
         dims.discard(1)
         if len(dims) > 1:
             raise value_error(fname, f"operands could not be broadcast together: {describe(*xs)}")
@@ -193,12 +204,20 @@ def broadcast_shapes(fname: str, *xs) -> tuple:
 
 def broadcast_to(x, shape, keep_scalar: bool = False):
     """x broadcast to `shape` (trailing dims aligned) with broadcast_in_dim; a rank-0 literal
-    (a non-traced scalar) stays a scalar when `keep_scalar` (lax binary ops accept it)."""
+    (a non-traced scalar) stays a scalar when `keep_scalar` (lax binary ops accept it). An axis
+    whose size only run time can compare with the target's (checked by the caller) is resized by
+    a clamped index-based broadcast first, never by broadcast_in_dim."""
     shape = tuple(shape)
     xs = aval(x).shape
     if xs == shape or (keep_scalar and not xs and not isinstance(x, Tracer)):
         return x
     nd = len(shape)
+    from ._dims import needs_resize, resize_axis
+    for i, d in enumerate(xs):
+        if needs_resize(d, shape[nd - len(xs) + i]):
+            x = resize_axis(x, i, shape[nd - len(xs) + i])
+    if aval(x).shape == shape:
+        return x
     return lax.broadcast_in_dim(x, shape, tuple(range(nd - len(xs), nd)))
 
 

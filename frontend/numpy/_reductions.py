@@ -10,8 +10,9 @@ import math
 import numpy as np
 
 from .. import dtypes, lax
-from ._promote import (as_result, aval, check_dtype, const, convert, describe, normalize_axes, normalize_axis,
-                       operand, reshape, type_error, value_error)
+from . import _dims as _d
+from ._promote import (as_result, aval, broadcast_to, check_dtype, const, convert, describe, loc, normalize_axes,
+                       normalize_axis, operand, reshape, type_error, value_error)
 from ._ufuncs import _funcs as F
 from ._ufuncs import where as _where
 
@@ -55,10 +56,11 @@ def _mask(fname, x, where, fill):
     """x where `where` holds, else fill (where broadcasts to x's shape, as numpy's where= does)."""
     shape = aval(x).shape
     w = operand(fname, where)
-    if aval(w).ndim > len(shape) or builtins.any(d not in (1, s) for d, s in zip(aval(w).shape[::-1], shape[::-1])):
+    if aval(w).ndim > len(shape) or builtins.any(isinstance(d, int) and isinstance(s, int) and d not in (1, s)
+                                                 for d, s in zip(aval(w).shape[::-1], shape[::-1])):
         raise value_error(fname, f"where= mask {describe(w)} does not broadcast to the operand {describe(x)}")
-    w = lax.broadcast_in_dim(convert(w, dtypes.bool_), shape, tuple(range(len(shape) - aval(w).ndim, len(shape)))) \
-        if aval(w).shape != shape else convert(w, dtypes.bool_)
+    _d.check_broadcast_to(fname, w, shape, "where= mask")
+    w = broadcast_to(convert(w, dtypes.bool_), shape)
     fill = lax.broadcast_in_dim(convert(fill, aval(x).dtype), shape, ()) if shape else convert(fill, aval(x).dtype)
     return lax.select(w, x, fill), w
 
@@ -95,8 +97,11 @@ def _extremum(fname, kind, a, axis, out, keepdims, initial, where):
     if where is not None and initial is None:
         raise value_error(fname, f"reduction operation '{op}' does not have an identity, so to use a where mask"
                                  f" one has to specify 'initial'")
-    if initial is None and builtins.any(av.shape[i] == 0 for i in axes):
+    if initial is None and builtins.any(isinstance(av.shape[i], int) and av.shape[i] == 0 for i in axes):
         raise value_error(fname, f"zero-size array {describe(a)} to reduction operation {op} which has no identity")
+    if initial is None:
+        _check_nonempty(fname, [av.shape[i] for i in axes],
+                        f"zero-size array {describe(a)} to reduction operation {op} which has no identity")
     x = convert(a, av.dtype, strip_weak=True)
     if where is not None:
         x, _ = _mask(fname, x, where, initial)
@@ -104,6 +109,13 @@ def _extremum(fname, kind, a, axis, out, keepdims, initial, where):
     if initial is not None:
         r = F[op](r, convert(initial, av.dtype))
     return _keep(r, av.shape, axes, keepdims)
+
+
+def _check_nonempty(fname, dims, message: str):
+    """numpy's error for an empty reduction without identity, at run time for sizes known then."""
+    dyn = [d for d in dims if not isinstance(d, int) and _d.maybe_zero(d)]
+    if dyn:
+        _d.check(_d.all_of(*[lax.ne(_d.value(d), np.int64(0)) for d in dyn]), f"sprue.numpy.{fname}: {message}{loc()}")
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
@@ -150,7 +162,8 @@ def _count(fname, x, axes, where, comp):
     """The number of elements reduced: a static int, or the sum of the where= mask."""
     shape = aval(x).shape
     if where is None:
-        return x, const(comp, math.prod(shape[i] for i in axes))
+        count = math.prod(shape[i] for i in axes)
+        return x, const(comp, count) if isinstance(count, int) else convert(_d.value(count), comp)
     x, w = _mask(fname, x, where, 0)
     return x, _raw("sum", convert(w, comp), axes)
 
@@ -210,8 +223,9 @@ def _arg(fname, a, axis, out, keepdims):
     else:
         ax = normalize_axis(fname, axis, av.ndim, a)
         x, size = a, av.shape[ax]
-    if size == 0:
+    if isinstance(size, int) and size == 0:
         raise value_error(fname, f"attempt to get {fname} of an empty sequence ({describe(a)})")
+    _check_nonempty(fname, [size], f"attempt to get {fname} of an empty sequence ({describe(a)})")
     r = (lax.argmax if fname == "argmax" else lax.argmin)(x, ax, dtypes.int64)
     if keepdims:
         r = reshape(r, (1,) * av.ndim if axis is None else tuple(1 if i == ax else d for i, d in enumerate(av.shape)))
@@ -325,9 +339,17 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def array_equal(a1, a2, equal_nan=False):
     a1, a2 = operand("array_equal", a1), operand("array_equal", a2)
-    if aval(a1).shape != aval(a2).shape:
+    s1, s2 = aval(a1).shape, aval(a2).shape
+    if len(s1) != len(s2) or builtins.any(p is False for p in map(_d.prove_equal, s1, s2)):
         return np.asarray(False)
+    # sizes only run time can compare: equal shapes is part of the answer, and the values are
+    # compared on the common part (both cut to the smaller size, which never reads outside either)
+    same = _d.all_of(*[_d.eq_value(p, q) for p, q in zip(s1, s2)])
+    for ax, (p, q) in enumerate(zip(s1, s2)):
+        if not _d.dims_equal(p, q):
+            r = _d.dmin(p, q)
+            a1, a2 = _d.fit_axis(a1, ax, r), _d.fit_axis(a2, ax, r)
     eq = F["equal"](a1, a2)
     if equal_nan:
         eq = F["logical_or"](eq, F["logical_and"](F["isnan"](a1), F["isnan"](a2)))
-    return all(eq)
+    return all(eq) if same is True else F["logical_and"](all(eq), same)

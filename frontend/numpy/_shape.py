@@ -11,7 +11,11 @@ import numpy as np
 from .. import dtypes, lax
 from ._promote import (as_result, aval, convert, describe, normalize_axes, normalize_axis,
                        is_py_scalar, operand, operands, result_type, static_int, static_shape, type_error, value_error)
+from ..shapes import DimExpr, format_dim
+from ..tracing import Tracer
+from . import _dims as _d
 from ._promote import broadcast_shapes as _bshapes
+from ._promote import loc as _loc
 from ._promote import broadcast_to as _bcast
 from ._promote import reshape as _reshape
 from ._ufuncs import where as _where
@@ -44,6 +48,8 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     a = operand("reshape", a)
     av = aval(a)
     dims = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    if builtins.any(isinstance(d, (Tracer, DimExpr)) for d in dims) or _d.has_dynamic(av.shape):
+        return _reshape_dynamic(a, dims, order)
     dims = [static_int("reshape", d, "a shape dimension") for d in dims]
     if dims.count(-1) > 1 or builtins.any(d < -1 for d in dims):
         raise value_error("reshape", f"invalid new shape {tuple(dims)} for {describe(a)}")
@@ -61,6 +67,48 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     if order not in ("C", "A"):
         raise value_error("reshape", f"order must be 'C' or 'F', got {order!r}")
     return as_result(_reshape(a, tuple(dims)))
+
+
+def _reshape_dynamic(a, dims, order):
+    """reshape with sizes known only at run time. The -1 dim is size // (product of the others),
+    symbolic when that product is static; a product not provably equal to the size gets a check,
+    and the flattened input is brought to the target size by a clamped gather first, so that a
+    failed check never reads out of bounds."""
+    av = aval(a)
+    dims = [d if isinstance(d, (Tracer, DimExpr)) else static_int("reshape", d, "a shape dimension") for d in dims]
+    static = [d for d in dims if isinstance(d, int)]
+    if static.count(-1) > 1 or builtins.any(d < -1 for d in static):
+        raise value_error("reshape", f"invalid new shape {_d.fmt(dims)} for {describe(a)}")
+    dims = [d if isinstance(d, int) and d == -1 else _d.size_arg("reshape", d) for d in dims]
+    message = f"cannot reshape {describe(a)} (size {format_dim(av.size)}) into shape {_d.fmt(dims)}"
+    if -1 in dims:
+        known = math.prod(d for d in dims if not (isinstance(d, int) and d == -1))
+        if isinstance(known, int) and known == 0:
+            raise value_error("reshape", message)
+        q = _d.exact_div(av.size, known)
+        if q is not None or isinstance(known, int):
+            q = av.size // known if q is None else q
+        else:  # size // known at run time, known checked non-zero
+            _d.check(lax.ne(_d.value(known), np.int64(0)), f"sprue.numpy.reshape: {message}{_loc()}")
+            q = _d.fresh(("div", av.size, known), lambda: lax.div(
+                _d.value(av.size) if not isinstance(av.size, int) else np.int64(av.size),
+                lax.max(_d.value(known), np.int64(1))))
+        dims[dims.index(-1)] = q
+    dims = tuple(dims)
+    total = math.prod(dims)
+    same = _d.prove_equal(total, av.size)
+    if same is False:
+        raise value_error("reshape", message)
+    if order == "F":
+        a = transpose(a) if av.ndim > 1 else a
+        dims = dims[::-1]
+    elif order not in ("C", "A"):
+        raise value_error("reshape", f"order must be 'C' or 'F', got {order!r}")
+    if same is None:
+        _d.check(_d.eq_value(total, av.size), f"sprue.numpy.reshape: {message}{_loc()}")
+        a = _d.cut_axis(_reshape(a, (av.size,)), 0, total)
+    r = _reshape(a, dims)
+    return as_result(transpose(r) if order == "F" and len(dims) > 1 else r)
 
 
 def ravel(a, order="C"):
@@ -120,12 +168,16 @@ def moveaxis(a, source, destination):
 def squeeze(a, axis=None):
     a = operand("squeeze", a)
     av = aval(a)
-    if axis is None:
-        dims = tuple(i for i, d in enumerate(av.shape) if d == 1)
+    if axis is None:  # sizes known only at run time are never squeezed: the rank must be static
+        dims = tuple(i for i, d in enumerate(av.shape) if isinstance(d, int) and d == 1)
     else:
         dims = normalize_axes("squeeze", axis, av.ndim, a)
         for d in dims:
-            if av.shape[d] != 1:
+            if isinstance(av.shape[d], DimExpr):  # checked to be 1 at run time, then made a static 1
+                _d.check(_d.eq_value(av.shape[d], 1), f"sprue.numpy.squeeze: cannot select an axis to squeeze"
+                         f" out which has size not equal to one (axis {d} of {describe(a)}){_loc()}")
+                a = _d.cut_axis(a, d, 1)
+            elif av.shape[d] != 1:
                 raise value_error("squeeze", f"cannot select an axis to squeeze out which has size not equal to one"
                                              f" (axis {d} of {describe(a)})")
     if not dims:
@@ -175,12 +227,27 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     s0 = aval(xs[0]).shape
     for x in xs:
         s = aval(x).shape
-        if len(s) != nd or builtins.any(s[i] != s0[i] for i in range(nd) if i != ax):
+        if len(s) != nd or builtins.any(isinstance(s[i], int) and isinstance(s0[i], int) and s[i] != s0[i]
+                                        for i in range(nd) if i != ax):
             raise value_error("concatenate", f"array dimensions must match except along axis {ax}, got {describe(*xs)}")
+    xs = _unify_axes("concatenate", xs, [i for i in range(nd) if i != ax],
+                     f"array dimensions must match except along axis {ax}, got {describe(*xs)}")
     xs = _common("concatenate", xs, dtype)
     if len(xs) == 1:
         return as_result(xs[0])
     return as_result(lax.concatenate(xs, ax))
+
+
+def _unify_axes(fname, xs, axes, message):
+    """The arrays with each of `axes` of one size: sizes only run time can compare are checked
+    equal, and all cut to one size (see _dims.unify_equal)."""
+    for i in axes:
+        dims = [aval(x).shape[i] for x in xs]
+        if builtins.all(_d.dims_equal(d, dims[0]) for d in dims):
+            continue
+        r = _d.unify_equal(fname, dims, message)
+        xs = [_d.fit_axis(x, i, r) for x in xs]
+    return xs
 
 
 def concat(arrays, /, *, axis=0):
@@ -191,7 +258,11 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     xs = _arrays("stack", arrays)
     shapes = {aval(x).shape for x in xs}
     if len(shapes) != 1:
-        raise value_error("stack", f"all input arrays must have the same shape, got {describe(*xs)}")
+        if len({len(s) for s in shapes}) != 1 or builtins.any(
+                p is False for s in shapes for p in map(_d.prove_equal, s, aval(xs[0]).shape)):
+            raise value_error("stack", f"all input arrays must have the same shape, got {describe(*xs)}")
+        xs = _unify_axes("stack", xs, range(aval(xs[0]).ndim),
+                         f"all input arrays must have the same shape, got {describe(*xs)}")
     nd = aval(xs[0]).ndim + 1
     ax = normalize_axis("stack", axis, nd, None)
     return concatenate([expand_dims(x, ax) for x in xs], ax, out, dtype=dtype)
@@ -243,10 +314,12 @@ def column_stack(tup):
 
 def broadcast_to(array, shape):
     a = operand("broadcast_to", array)
-    shape = static_shape("broadcast_to", shape)
+    shape = _d.shape_arg("broadcast_to", shape)
     s = aval(a).shape
-    if len(s) > len(shape) or builtins.any(d not in (1, t) for d, t in zip(s[::-1], shape[::-1])):
-        raise value_error("broadcast_to", f"cannot broadcast {describe(a)} to shape {shape}")
+    if len(s) > len(shape) or builtins.any(isinstance(d, int) and isinstance(t, int) and d not in (1, t)
+                                           for d, t in zip(s[::-1], shape[::-1])):
+        raise value_error("broadcast_to", f"cannot broadcast {describe(a)} to shape {_d.fmt(shape)}")
+    _d.check_broadcast_to("broadcast_to", a, shape, "array")
     return as_result(_bcast(a, shape))
 
 
@@ -298,10 +371,16 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     rest = [d for d in range(av.ndim) if d not in (i, j)]
     x = transpose(a, rest + [i, j]) if rest + [i, j] != list(range(av.ndim)) else a
     d1, d2 = av.shape[i], av.shape[j]
-    n = builtins.max(0, builtins.min(d1, d2 - k) if k >= 0 else builtins.min(d1 + k, d2))
     lead = tuple(av.shape[d] for d in rest)
     flat = _reshape(x, lead + (d1 * d2,))
     start = k if k >= 0 else -k * d2
+    if _d.has_dynamic((d1, d2)):  # a gather of every (d2+1)-th element (no slice on a symbolic size)
+        n = _d.dmax(0, _d.dmin(d1, d2 - k) if k >= 0 else _d.dmin(d1 + k, d2))
+        step = lax.add(_d.value(d2), np.int64(1)) if isinstance(d2, DimExpr) else np.int64(d2 + 1)
+        first = _d.value(start) if isinstance(start, DimExpr) else np.int64(start)
+        idx = lax.add(lax.mul(lax.iota(dtypes.int64, n), step), first)
+        return as_result(_d.take_clamped(flat, len(lead), idx, pad=False))  # n is 0 when flat is empty
+    n = builtins.max(0, builtins.min(d1, d2 - k) if k >= 0 else builtins.min(d1 + k, d2))
     if n == 0:
         start = limit = 0
     else:
@@ -376,11 +455,24 @@ def roll(a, shift, axis=None):
         ax = normalize_axis("roll", ax, av.ndim, a)
         s = static_int("roll", s, "shift")
         n = av.shape[ax]
+        if isinstance(n, DimExpr):
+            x = _roll_dynamic(x, ax, s)
+            continue
         if n == 0 or s % n == 0:
             continue
         s %= n
         x = lax.concatenate([_slice_axis(x, ax, n - s, n), _slice_axis(x, ax, 0, n - s)], ax)
     return as_result(x)
+
+
+def _roll_dynamic(x, ax, s: int):
+    """roll by a static shift along an axis of run-time size n: a gather of (i - s) mod n."""
+    if s == 0:
+        return x
+    n1 = lax.max(_d.value(aval(x).shape[ax]), np.int64(1))  # rem by 0 never happens; n = 0 reads nothing
+    shift = lax.rem(lax.add(lax.rem(np.int64(-s), n1), n1), n1)  # (-s) mod n, in [0, n)
+    idx = lax.rem(lax.add(lax.iota(dtypes.int64, aval(x).shape[ax]), shift), n1)
+    return _d.take_clamped(x, ax, idx, pad=False)
 
 
 def _slice_axis(x, ax, start, stop):
@@ -398,6 +490,11 @@ def repeat(a, repeats, axis=None):
     ax = normalize_axis("repeat", axis, av.ndim, a)
     if isinstance(repeats, (list, tuple, np.ndarray)) and np.ndim(repeats) == 1 and len(repeats) != 1:
         reps = [static_int("repeat", r, "repeats") for r in repeats]
+        if isinstance(av.shape[ax], DimExpr):  # numpy needs one count per element: checked at run time
+            _d.check(_d.eq_value(av.shape[ax], len(reps)), f"sprue.numpy.repeat: {len(reps)} repeats for axis"
+                     f" {ax} of size {av.shape[ax]} in {describe(a)}{_loc()}")
+            from ._indexing import take
+            return take(_d.cut_axis(a, ax, len(reps)), np.repeat(np.arange(len(reps)), reps), axis=ax)
         if len(reps) != av.shape[ax]:
             raise value_error("repeat", f"{len(reps)} repeats for axis {ax} of size {av.shape[ax]} in {describe(a)}")
         from ._indexing import take
@@ -436,6 +533,8 @@ def _split(fname, ary, ios, axis, strict):
     av = aval(a)
     ax = normalize_axis(fname, axis, av.ndim, a)
     n = av.shape[ax]
+    if isinstance(n, DimExpr):
+        return _split_dynamic(fname, a, ios, ax, strict)
     if isinstance(ios, (list, tuple, np.ndarray)):
         cuts = [static_int(fname, i, "split index") for i in ios]
         bounds = [0] + cuts + [n]
@@ -453,4 +552,35 @@ def _split(fname, ary, ios, axis, strict):
         lo = builtins.min(builtins.max(lo if lo >= 0 else lo + n, 0), n)
         hi = builtins.min(builtins.max(hi if hi >= 0 else hi + n, 0), n)
         out.append(as_result(_slice_axis(a, ax, lo, builtins.max(lo, hi))))
+    return out
+
+
+def _split_dynamic(fname, a, ios, ax, strict):
+    """split / array_split of an axis of run-time size n. Split points: numpy's slices a[lo:hi].
+    Sections k: pieces of n // k (array_split: the first n % k one longer), each a dynamic_slice
+    whose start and size are computed from n; split's n % k == 0 is a run-time check."""
+    from ._indexing import getitem
+    n = aval(a).shape[ax]
+    lead = (slice(None),) * ax
+    if isinstance(ios, (list, tuple, np.ndarray)):
+        cuts = [static_int(fname, i, "split index") for i in ios]
+        bounds = [None] + cuts + [None]
+        return [as_result(getitem(a, lead + (slice(lo, hi),))) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    k = static_int(fname, ios, "sections")
+    if k <= 0:
+        raise value_error(fname, "number sections must be larger than 0")
+    q, r = n // k, n % k
+    if strict:
+        _d.check(_d.eq_value(r, 0), f"sprue.numpy.{fname}: array split does not result in an equal division"
+                                     f" ({format_dim(n)} into {k}){_loc()}")
+    out = []
+    for i in range(k):
+        if strict:
+            start, size = i * q, q
+        else:  # numpy: the first n % k pieces have q + 1 elements
+            start, size = i * q + _d.dmin(i, r), q + _d.dmin(_d.dmax(r - i, 0), 1)
+        starts = [np.int64(0)] * aval(a).ndim
+        starts[ax] = _d.value(start) if isinstance(start, DimExpr) else np.int64(start)
+        out.append(as_result(lax.dynamic_slice(a, starts, tuple(size if d == ax else s
+                                                                for d, s in enumerate(aval(a).shape)))))
     return out

@@ -1,7 +1,10 @@
 """sort and argsort (stable, NaNs last as in numpy) over lax.sort, plus searchsorted-free helpers."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes, lax
+from . import _dims as _d
 from ..lax import sort_p
 from ._promote import as_result, aval, normalize_axis, operand, reshape, value_error
 
@@ -42,6 +45,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
     if descending:  # stable descending: sort the reversed array, map indices back
         n = shape[ax]
         _, perm = sort_p.bind(lax.rev(x, (ax,)), iota, dimension=ax, is_stable=True, num_keys=1)
-        return as_result(lax.rev(lax.sub(dtypes.int64.type(n - 1), perm), (ax,)))
+        last = dtypes.int64.type(n - 1) if isinstance(n, int) else lax.sub(_d.value(n), np.int64(1))
+        return as_result(lax.rev(lax.sub(last, perm), (ax,)))
     _, perm = sort_p.bind(x, iota, dimension=ax, is_stable=True, num_keys=1)
     return as_result(perm)

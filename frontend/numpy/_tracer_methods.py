@@ -6,12 +6,13 @@ import types
 
 import numpy as np
 
+from ..shapes import DimExpr
 from ..tracing import Tracer
 from . import _creation, _indexing, _linalg, _reductions, _shape, _sorting, _ufuncs
 from ._promote import type_error
 
 F = _ufuncs._funcs
-_OPERAND_TYPES = (Tracer, np.ndarray, np.generic, bool, int, float, list, tuple)
+_OPERAND_TYPES = (Tracer, DimExpr, np.ndarray, np.generic, bool, int, float, list, tuple)
 
 
 def _binop(f, reflected=False):
@@ -111,4 +112,49 @@ def install():
         setattr(Tracer, name, _method(f))
 
 
+# -- sizes as numbers: a symbolic dim (x.shape[0] of a dynamically-shaped array) stays symbolic in
+# integer arithmetic (n + 1, 2 * n, n // 2, n ** 2); with anything else (a float, an array, a traced
+# value) it is its run-time value, a weak i64 scalar, as numpy would see the Python int x.shape[0].
+_SYMBOLIC = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__mod__",
+             "__pow__"}
+
+
+def _stays_symbolic(name: str, other) -> bool:
+    if name not in _SYMBOLIC or isinstance(other, (bool, np.bool_)):
+        return False
+    if isinstance(other, DimExpr):
+        return name not in ("__floordiv__", "__mod__", "__pow__")
+    if isinstance(other, (int, np.integer)):
+        return other > 0 if name in ("__floordiv__", "__mod__") else other >= 0 if name == "__pow__" else True
+    return False
+
+
+def _dim_pow(self, k):
+    out = 1
+    for _ in range(int(k)):
+        out = out * self
+    return out
+
+
+def _dim_operator(name: str, f, reflected: bool):
+    symbolic = _dim_pow if name == "__pow__" else getattr(DimExpr, name, None)
+
+    def op(self, other):
+        if _stays_symbolic(name, other):
+            return symbolic(self, other)
+        if isinstance(other, (DimExpr, int, np.integer)) or isinstance(other, _OPERAND_TYPES):
+            return f(other, self) if reflected else f(self, other)
+        return NotImplemented
+    op.__name__ = name
+    return op
+
+
+def install_dim_operators():
+    for name, f in (("add", F["add"]), ("sub", F["subtract"]), ("mul", F["multiply"]), ("truediv", F["divide"]),
+                    ("floordiv", F["floor_divide"]), ("mod", F["remainder"]), ("pow", _ufuncs.power)):
+        setattr(DimExpr, f"__{name}__", _dim_operator(f"__{name}__", f, False))
+        setattr(DimExpr, f"__r{name}__", _dim_operator(f"__r{name}__", f, True))
+
+
 install()
+install_dim_operators()

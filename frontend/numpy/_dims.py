@@ -1,0 +1,415 @@
+"""Sizes known only at run time, for sprue.numpy: sizes given as values, run-time size arithmetic,
+run-time checks, and the memory-safe resizing that stands in for numpy's broadcasting when two sizes
+can only be compared at run time.
+
+A dim is an int or a DimExpr (sprue.shapes). Arithmetic that stays a polynomial (n + 1, 2 * n,
+n // 2) stays symbolic, so the sizes it makes are provably equal to others. What is not a
+polynomial (min(n, 5), numpy's broadcast of n against m) is computed at run time and becomes a
+fresh dimension variable bound by the computed i64 value. Within one trace the same computation
+gives the same fresh dimension (memoized per builder), so `x[:5] + x[:5]` needs no check.
+
+Everything here is the identity on static sizes: static programs trace exactly as before.
+"""
+from __future__ import annotations
+
+import weakref
+from fractions import Fraction
+
+import numpy as np
+
+from .. import dtypes, lax
+from ..errors import SprueValueError
+from ..lax import GatherDimensionNumbers, GatherScatterMode, gather_p
+from ..shapes import DimExpr, DimVar, dim, format_dim, lower_bound, prove_equal  # noqa: F401 (prove_equal re-exported)
+from ..tracing import Tracer, as_dim, current_builder, dim_value
+from ._promote import aval, const, describe, loc, type_error, value_error
+
+Dim = int | DimExpr
+
+# builder -> {key: value}: fresh dims already computed and checks already emitted in that trace
+_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _memo_of():
+    b = current_builder()
+    if b is None:
+        return {}
+    return _memo.setdefault(b, {})
+
+
+def has_dynamic(shape) -> bool:
+    return any(isinstance(d, DimExpr) for d in shape)
+
+
+def fmt(shape) -> str:
+    """(3, n+1), as numpy prints shapes."""
+    return "(" + ", ".join(format_dim(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# -- comparisons that tracing can decide ---------------------------------------------------------
+def _bounded(d, upper: bool):
+    """A polynomial over dimension variables (monomial -> Fraction) bounding d from above (upper)
+    or below, each floordiv/mod atom replaced by its bound: e//c by e/c above and (e-c+1)/c below,
+    e%c by c-1 above and 0 below. None when an atom sits in a product (no such bound here)."""
+    if isinstance(d, int):
+        return {(): Fraction(d)}
+    out: dict = {}
+    for mono, coef in d.terms:
+        atoms = [(a, p) for a, p in mono if not isinstance(a, DimVar)]
+        if not atoms:
+            out[mono] = out.get(mono, 0) + Fraction(coef)
+            continue
+        if len(mono) != 1 or atoms[0][1] != 1:
+            return None
+        atom = atoms[0][0]
+        up = upper if coef > 0 else not upper  # the atom's bound that bounds coef * atom as asked
+        if atom.op == "mod":
+            part = {(): Fraction(atom.c - 1 if up else 0)}
+        else:
+            inner = _bounded(atom.expr, up)
+            if inner is None:
+                return None
+            part = {m: c / atom.c for m, c in inner.items()}
+            if not up:
+                part[()] = part.get((), 0) - Fraction(atom.c - 1, atom.c)
+        for m, c in part.items():
+            out[m] = out.get(m, 0) + coef * c
+    return out
+
+
+def _lower(d) -> Fraction | None:
+    """A lower bound of d over non-negative dimension variables, or None."""
+    poly = _bounded(d, upper=False)
+    if poly is None or any(c < 0 for m, c in poly.items() if m != ()):
+        return None
+    return poly.get((), Fraction(0))
+
+
+def nonneg(d) -> bool:
+    """d >= 0 provably (dimension variables are non-negative)."""
+    if isinstance(d, int):
+        return d >= 0
+    lo = _lower(d)
+    return lo is not None and lo >= 0
+
+
+def le(a, b) -> bool | None:
+    """a <= b: True / False when provable, None when only run time knows."""
+    diff = b - a if isinstance(b, DimExpr) or not isinstance(a, DimExpr) else -(a - b)
+    if isinstance(diff, int):
+        return diff >= 0
+    lo = _lower(diff)
+    if lo is not None and lo >= 0:
+        return True
+    lo = _lower(-diff)
+    if lo is not None and lo > 0:
+        return False
+    return None
+
+
+def dims_equal(a, b) -> bool:
+    """Provably equal dims."""
+    return prove_equal(a, b) is True
+
+
+def exact_div(a, b):
+    """a / b as a dim when b divides a term by term (3*n / n, 6*n*m / (2*m)); else None."""
+    if isinstance(b, int):
+        return a // b if b and (a % b == 0) else None
+    if len(b.terms) != 1:
+        return None
+    (bm, bc), = b.terms
+    bpow = dict(bm)
+    out: dict = {}
+    for m, c in (a.terms if isinstance(a, DimExpr) else (((), a),)):
+        powers = dict(m)
+        if c % bc or any(powers.get(atom, 0) < p for atom, p in bpow.items()):
+            return None
+        rest = tuple((atom, p - bpow.get(atom, 0)) for atom, p in m if p - bpow.get(atom, 0))
+        out[rest] = out.get(rest, 0) + c // bc
+    return DimExpr.make(out)
+
+
+def maybe_zero(d) -> bool:
+    return prove_equal(d, 0) is not False
+
+
+def maybe_one(d) -> bool:
+    return prove_equal(d, 1) is not False
+
+
+# -- values of sizes -----------------------------------------------------------------------------
+def value(d):
+    """The run-time value of a dim as an operand: an int, or an i64[] tracer."""
+    return dim_value(d)
+
+
+def weak_value(d):
+    """A dim used as a number (`x.shape[0] * 2.0`): numpy sees a Python int, so a weak i64."""
+    if isinstance(d, int):
+        return d
+    memo = _memo_of()
+    if ("weak", d) in memo:
+        return memo[("weak", d)]
+    strong = dim_value(d)
+    b = current_builder()
+    if b is not None:  # the weak copy also has the value d: keep the strong one as d's value
+        b.dim_values.setdefault(d, strong)
+    out = memo[("weak", d)] = lax.convert_element_type_p.bind(strong, new_dtype=dtypes.int64, weak_type=True,
+                                                               sharding=None)
+    return out
+
+
+def fresh(key, compute) -> Dim:
+    """The dim whose value compute() gives (an i64 tracer or an int), memoized under key."""
+    memo = _memo_of()
+    if key in memo:
+        return memo[key]
+    v = compute()
+    d = v if isinstance(v, int) else as_dim(v)
+    memo[key] = d
+    return d
+
+
+def _i64(v):
+    return v if isinstance(v, Tracer) else np.int64(v)
+
+
+def dmax(a, b) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    c = le(a, b)
+    if c is not None:
+        return b if c else a
+    return fresh(("max",) + tuple(sorted((a, b), key=str)),
+                 lambda: lax.max(_i64(value(a)), _i64(value(b))))
+
+
+def dmin(a, b) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    c = le(a, b)
+    if c is not None:
+        return a if c else b
+    return fresh(("min",) + tuple(sorted((a, b), key=str)),
+                 lambda: lax.min(_i64(value(a)), _i64(value(b))))
+
+
+# -- run-time checks -----------------------------------------------------------------------------
+def check(ok, message: str, key=None):
+    """lax.check(ok, message), once per key in this trace. ok: a bool tracer (or a Python bool:
+    False raises now, True needs nothing)."""
+    if not isinstance(ok, Tracer):
+        if not bool(ok):
+            raise SprueValueError(message)
+        return
+    if key is not None:
+        memo = _memo_of()
+        if ("check", key) in memo:
+            return
+        memo[("check", key)] = True
+    lax.check(ok, message)
+
+
+def eq_value(d, c):
+    """The bool scalar d == c (dims or ints): a Python bool when tracing can decide."""
+    p = prove_equal(d, c)
+    if p is not None:
+        return p
+    return lax.eq(_i64(value(d)), _i64(value(c)))
+
+
+def any_of(*conds):
+    """Logical or of bool scalars, Python bools folded."""
+    if any(c is True for c in conds):
+        return True
+    out = [c for c in conds if c is not False]
+    if not out:
+        return False
+    r = out[0]
+    for c in out[1:]:
+        r = lax.bitwise_or(r, c)
+    return r
+
+
+def all_of(*conds):
+    if any(c is False for c in conds):
+        return False
+    out = [c for c in conds if c is not True]
+    if not out:
+        return True
+    r = out[0]
+    for c in out[1:]:
+        r = lax.bitwise_and(r, c)
+    return r
+
+
+# -- sizes given by the user ---------------------------------------------------------------------
+def size_arg(fname: str, v, what: str = "a shape dimension") -> Dim:
+    """A size argument: a static int, a dim (x.shape[0], n + 1), or a traced integer scalar. A
+    traced size becomes a dimension; dimensions are non-negative, which a run-time check makes
+    true (numpy raises for negative sizes too)."""
+    if isinstance(v, DimExpr):
+        return v
+    if isinstance(v, Tracer):
+        if v.ndim != 0 or not dtypes.is_int(v.dtype):
+            raise type_error(fname, f"{what} must be an integer scalar, got a traced {v.aval.str_short()}")
+        d = as_dim(v)
+        if isinstance(d, DimExpr) and not _checked_nonneg(d):
+            check(lax.ge(_i64(value(d)), np.int64(0)),
+                  f"sprue.numpy.{fname}: negative dimensions are not allowed (a size given at run time is"
+                  f" negative){loc()}", key=("nonneg", d))
+        return d
+    if isinstance(v, (bool, np.bool_)):
+        raise type_error(fname, f"{what} must be an int, got {type(v).__name__} {v!r}")
+    try:
+        n = int(v.__index__())
+    except (AttributeError, TypeError):
+        raise type_error(fname, f"{what} must be an int, got {type(v).__name__} {v!r}") from None
+    return n
+
+
+def _checked_nonneg(d) -> bool:
+    """d >= 0 is known in this trace: checked, or implied by checks of its variables (n + 1)."""
+    memo = _memo_of()
+    if ("check", ("nonneg", d)) in memo:
+        return True
+    return nonneg(d) and all(("check", ("nonneg", dim(v))) in memo for v in d.dim_vars())
+
+
+def shape_arg(fname: str, shape) -> tuple:
+    """A shape argument: an int/dim/traced int, or a sequence of them; negative static sizes raise."""
+    if isinstance(shape, (list, tuple)):
+        dims = tuple(size_arg(fname, d) for d in shape)
+    else:
+        dims = (size_arg(fname, shape, "shape"),)
+    if any(isinstance(d, int) and d < 0 for d in dims):
+        raise value_error(fname, f"negative dimensions are not allowed: {fmt(dims)}")
+    return dims
+
+
+# -- memory-safe resizing ------------------------------------------------------------------------
+def gather(operand, indices, dn, slice_sizes, mode=GatherScatterMode.CLIP, fill_value=None):
+    """lax.gather, with window sizes known only at run time passed as trailing operands."""
+    param, sizes = lax._split_dims(slice_sizes)
+    return gather_p.bind(operand, indices, *sizes, dimension_numbers=dn, slice_sizes=param,
+                         indices_are_sorted=False, unique_indices=False, mode=mode, fill_value=fill_value)
+
+
+def pad_one(x, axis: int):
+    """x with one zero element appended along axis (so that a clamped index always has a target)."""
+    zero = const(aval(x).dtype, 0)
+    return lax.pad(x, zero, [(0, 1 if i == axis else 0, 0) for i in range(aval(x).ndim)])
+
+
+def take_clamped(x, axis: int, idx, pad: bool = True):
+    """x[..., idx, ...] along axis with idx an i64[r] tracer, each index clamped into the axis.
+    Never reads outside x: an axis that may be empty is padded by one element first (unless `pad`
+    is False: the caller knows that there are no indices when the axis is empty)."""
+    shape = aval(x).shape
+    n = shape[axis]
+    if (pad and maybe_zero(n)) or (isinstance(n, int) and n == 0):  # (a static 0 costs nothing to pad)
+        x = pad_one(x, axis)
+        shape = aval(x).shape
+    nd = len(shape)
+    dn = GatherDimensionNumbers(offset_dims=tuple(i for i in range(nd) if i != axis), collapsed_slice_dims=(axis,),
+                                start_index_map=(axis,))
+    r = aval(idx).shape[0]
+    ind = lax.broadcast_in_dim(idx, (r, 1), (0,))
+    return gather(x, ind, dn, tuple(1 if i == axis else d for i, d in enumerate(shape)))
+
+
+def resize_axis(x, axis: int, target: Dim):
+    """numpy's broadcast of one axis, by index: element i of the result is x[i] (x[0] when the axis
+    has size 1), clamped. Used once a check has asserted that the size is target or 1; should the
+    check fail, the clamp keeps every read inside x."""
+    n = aval(x).shape[axis]
+    idx = lax.iota(dtypes.int64, target)
+    if maybe_one(n):  # all indices 0 when the axis has size 1: idx * (n != 1)
+        idx = lax.mul(idx, lax.convert_element_type(lax.ne(value(n), np.int64(1)), dtypes.int64))
+    return take_clamped(x, axis, idx)
+
+
+def cut_axis(x, axis: int, target: Dim):
+    """The first `target` elements of x along axis, for a target asserted (by a check) to be at most
+    the axis size; clamped, so a failed check never reads outside x."""
+    return take_clamped(x, axis, lax.iota(dtypes.int64, target))
+
+
+# -- numpy's broadcasting with sizes known only at run time ---------------------------------------
+def broadcast_dim(fname: str, dims: list, xs) -> Dim:
+    """The broadcast of one axis's sizes (static 1s dropped). Sizes that only run time can compare
+    get a check (they must be equal or 1) and a result size numpy's rule gives at run time."""
+    out = 1
+    for d in dims:
+        if isinstance(d, int) and d == 1:
+            continue
+        out = d if (isinstance(out, int) and out == 1) else _broadcast_pair(fname, out, d, xs)
+    return out
+
+
+def _broadcast_pair(fname, a, b, xs) -> Dim:
+    p = prove_equal(a, b)
+    if p:
+        return a
+    if p is False and not maybe_one(a) and not maybe_one(b):
+        raise value_error(fname, f"operands could not be broadcast together: {describe(*xs)}")
+    ok = any_of(eq_value(a, b), eq_value(a, 1), eq_value(b, 1))
+    check(ok, f"sprue.numpy.{fname}: operands {describe(*xs)} do not broadcast{loc()}",
+          key=("bcast",) + tuple(sorted((a, b), key=str)))
+    if isinstance(a, int):  # a static size other than 1 is the result whenever the check passes
+        return a
+    if isinstance(b, int):
+        return b
+
+    def compute():
+        va, vb = value(a), value(b)
+        m = lax.min(va, vb)
+        return lax.select(lax.eq(vb, np.int64(1)), va, lax.select(lax.eq(va, np.int64(1)), vb, m))
+    return fresh(("bcast",) + tuple(sorted((a, b), key=str)), compute)
+
+
+def unify_equal(fname: str, dims: list, message: str) -> Dim:
+    """One size for dims numpy requires equal (concatenated arrays' other axes, contracted axes):
+    provably equal dims need nothing; others get a check and the result is the first static one,
+    else the smallest (so resizing to it only ever cuts)."""
+    out = dims[0]
+    for d in dims[1:]:
+        p = prove_equal(out, d)
+        if p:
+            continue
+        if p is False:
+            raise value_error(fname, message)
+        check(eq_value(out, d), f"sprue.numpy.{fname}: {message}{loc()}",
+              key=("eq",) + tuple(sorted((out, d), key=str)))
+        out = out if isinstance(out, int) else d if isinstance(d, int) else dmin(out, d)
+    return out
+
+
+def fit_axis(x, axis: int, target: Dim):
+    """x with its axis brought to target after a unify_equal check: nothing when provably equal,
+    else a clamped cut (the target is the smallest size, or the checked-equal static one)."""
+    if prove_equal(aval(x).shape[axis], target):
+        return x
+    return cut_axis(x, axis, target)
+
+
+def needs_resize(d, target) -> bool:
+    """An axis of size d broadcast to target needs the index-based resize (not broadcast_in_dim):
+    d is not a static 1 and not provably the target."""
+    return not (isinstance(d, int) and d == 1) and prove_equal(d, target) is not True
+
+
+def check_broadcast_to(fname: str, x, shape, what: str):
+    """Checks that x broadcasts to shape where only run time can tell (static mismatches are the
+    caller's compile-time error); `what` names x in the message."""
+    xs = aval(x).shape
+    nd = len(shape)
+    for i, d in enumerate(xs):
+        t = shape[nd - len(xs) + i]
+        if not needs_resize(d, t) or (isinstance(d, int) and isinstance(t, int)):
+            continue
+        if prove_equal(d, t) is False and not maybe_one(d):
+            raise value_error(fname, f"{what} {describe(x)} cannot be broadcast to shape {fmt(shape)}")
+        check(any_of(eq_value(d, t), eq_value(d, 1)),
+              f"sprue.numpy.{fname}: {what} {describe(x)} cannot be broadcast to shape {fmt(shape)}{loc()}")

@@ -1,0 +1,31 @@
+"""The cases of tests/dynamic_cases.py compiled once with their abstracted axes (sprue.qjit) and run
+at every size: results as numpy's, a failed run-time check raised as SprueValueError, one
+compilation for all sizes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sprue
+from sprue.errors import SprueValueError
+from sprue.pytree import tree_flatten
+
+from dynamic_cases import CASES, SIZES, Case
+from test_dynamic_numpy import assert_matches
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's own warnings on empty means
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_compiled_matches_numpy_at_every_size(case: Case):
+    f = sprue.qjit(case.fn, abstracted_axes=case.axes)
+    for n in SIZES + (3,):
+        args = case.make_args(n)
+        try:
+            want = case.ref(*args)
+        except (ValueError, IndexError):
+            with pytest.raises(SprueValueError):
+                f(*args)
+            continue
+        got, _ = tree_flatten(f(*args))
+        assert_matches(got, want)
+    assert f.compile_count == 1
