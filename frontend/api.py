@@ -12,7 +12,8 @@ from . import dtypes
 from .core import ClosedJaxpr, ShapedArray
 from .errors import SprueTypeError
 from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
-from .tracing import Tracer, trace_flat
+from .shapes import DimExpr
+from .tracing import Tracer, dim_value, trace_flat
 
 
 def abstractify(x, path: str = "?") -> ShapedArray:
@@ -56,6 +57,8 @@ def trace_function(fn: Callable, args: Sequence, kwargs: dict, arg_names: Sequen
         out = fn(*a, **kw)
         out_leaves, out_tree = tree_flatten(out)
         out_tree_box.append(out_tree)
+        # a size known only at run time (`x.shape[0]`) is returned as its i64 value
+        out_leaves = [dim_value(o) if isinstance(o, DimExpr) else o for o in out_leaves]
         for i, o in enumerate(out_leaves):
             if not isinstance(o, (Tracer, np.ndarray, np.generic, bool, int, float)):
                 raise SprueTypeError(f"{getattr(fn, '__name__', 'function')} returned a {type(o).__name__} at"

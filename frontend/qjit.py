@@ -287,8 +287,10 @@ def _check_abstracted_axes(spec, fn_name: str):
 def _abstract_axes(spec, dynamic: dict, tree: TreeDef, avals: tuple, fn_name: str) -> tuple:
     """The leaves' avals with the abstracted axes' sizes replaced by their names."""
     per_arg = list(spec) if isinstance(spec, (tuple, list)) else None
+    position = {name: i for i, name in enumerate(dynamic)}   # parameters in positional order
     out, leaf = [], 0
-    for i, (name, value) in enumerate(dynamic.items()):
+    for name in tree.meta:   # the leaves follow the flattened dict: its keys sorted
+        value, i = dynamic[name], position[name]
         n_leaves = len(tree_flatten(value)[0])
         axes = spec if per_arg is None else (per_arg[i] if i < len(per_arg) else None)
         for aval in avals[leaf:leaf + n_leaves]:

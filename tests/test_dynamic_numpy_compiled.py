@@ -3,7 +3,6 @@ at every size: results as numpy's, a failed run-time check raised as SprueValueE
 compilation for all sizes."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import sprue

@@ -1,6 +1,8 @@
 """Array creation: array/asarray, zeros/ones/full/empty (and *_like), arange, linspace, eye,
 identity, tri, meshgrid, astype, and the scalar types (float32(x), ...) usable as dtypes.
-Shapes and counts are static; values come from lax (broadcast_in_dim of a literal, iota)."""
+Values come from lax (broadcast_in_dim of a literal, iota). A size may be a traced integer (it
+becomes a dimension, checked non-negative at run time) or a size of an array (x.shape[0] + 1);
+arange and linspace with traced bounds or counts are in _creation_dynamic."""
 from __future__ import annotations
 
 import builtins
@@ -12,7 +14,7 @@ from .. import dtypes, lax
 from ..shapes import DimExpr
 from ..tracing import Tracer, current_builder
 from ._promote import (any_tracer, as_result, aval, broadcast_shapes, check_dtype, const, convert, describe,
-                       is_py_scalar, operand, operands, result_type, static_int, static_shape, type_error,
+                       is_py_scalar, operand, operands, result_type, static_int, type_error,
                        value_error)
 from ._promote import broadcast_to as _bcast
 from . import _creation_dynamic as _cd

@@ -47,10 +47,11 @@ def fmt(shape) -> str:
 
 
 # -- comparisons that tracing can decide ---------------------------------------------------------
-def _bounded(d, upper: bool):
+def _bounded(d, upper: bool, floor_zero: bool = False):
     """A polynomial over dimension variables (monomial -> Fraction) bounding d from above (upper)
-    or below, each floordiv/mod atom replaced by its bound: e//c by e/c above and (e-c+1)/c below,
-    e%c by c-1 above and 0 below. None when an atom sits in a product (no such bound here)."""
+    or below, each floordiv/mod atom replaced by its bound: e//c by e/c above and (e-c+1)/c below
+    (or 0 below, with floor_zero, when e >= 0), e%c by c-1 above and 0 below. None when an atom
+    sits in a product (no such bound here)."""
     if isinstance(d, int):
         return {(): Fraction(d)}
     out: dict = {}
@@ -65,6 +66,8 @@ def _bounded(d, upper: bool):
         up = upper if coef > 0 else not upper  # the atom's bound that bounds coef * atom as asked
         if atom.op == "mod":
             part = {(): Fraction(atom.c - 1 if up else 0)}
+        elif not up and floor_zero and nonneg(atom.expr):
+            part = {}
         else:
             inner = _bounded(atom.expr, up)
             if inner is None:
@@ -78,11 +81,16 @@ def _bounded(d, upper: bool):
 
 
 def _lower(d) -> Fraction | None:
-    """A lower bound of d over non-negative dimension variables, or None."""
-    poly = _bounded(d, upper=False)
-    if poly is None or any(c < 0 for m, c in poly.items() if m != ()):
-        return None
-    return poly.get((), Fraction(0))
+    """A lower bound of d over non-negative dimension variables, or None: the better of bounding
+    e//c below by (e-c+1)/c (n - 2*(n//2) >= 0) and by 0 (n//2 >= 0)."""
+    best = None
+    for floor_zero in (False, True):
+        poly = _bounded(d, upper=False, floor_zero=floor_zero)
+        if poly is None or any(c < 0 for m, c in poly.items() if m != ()):
+            continue
+        lo = poly.get((), Fraction(0))
+        best = lo if best is None else max(best, lo)
+    return best
 
 
 def nonneg(d) -> bool:
@@ -178,9 +186,10 @@ def _i64(v):
 def dmax(a, b) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return max(a, b)
-    c = le(a, b)
-    if c is not None:
-        return b if c else a
+    if le(a, b):
+        return b
+    if le(b, a):
+        return a
     return fresh(("max",) + tuple(sorted((a, b), key=str)),
                  lambda: lax.max(_i64(value(a)), _i64(value(b))))
 
@@ -188,9 +197,10 @@ def dmax(a, b) -> Dim:
 def dmin(a, b) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
-    c = le(a, b)
-    if c is not None:
-        return a if c else b
+    if le(a, b):
+        return a
+    if le(b, a):
+        return b
     return fresh(("min",) + tuple(sorted((a, b), key=str)),
                  lambda: lax.min(_i64(value(a)), _i64(value(b))))
 

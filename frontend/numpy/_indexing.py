@@ -7,6 +7,10 @@ advanced-indexing layout: the broadcast index shape replaces the indexed axes wh
 adjacent, else goes first. Updates lower to scatter / scatter-add / -mul / -min / -max with the
 same index analysis (mode FILL_OR_DROP, as JAX: traced out-of-bounds updates are dropped).
 Static out-of-bounds indices raise IndexError as in numpy; traced ones are clamped by gather.
+
+On axes whose size is known only at run time (and for traced slice bounds) see _slicing: the
+bounds check becomes a run-time check, slices are dynamic_slice/gather with sizes computed from
+the dims, and a gather through an axis that may be empty reads from the operand padded by one.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Shape manipulation: reshape, ravel, transpose, swapaxes, moveaxis, squeeze, expand_dims,
 concatenate, stack, hstack, vstack, broadcast_to, broadcast_arrays, flip, diagonal, tril, triu, ...
-Static shapes and axes only; each lowers to one or a few lax structural ops."""
+Each lowers to one or a few lax structural ops. Axes are static; sizes may be known only at run
+time (see _dims): sizes that numpy requires equal and tracing cannot compare are checked at run
+time, and the operands brought to one size by clamped gathers."""
 from __future__ import annotations
 
 import builtins
@@ -85,11 +87,12 @@ def _reshape_dynamic(a, dims, order):
         known = math.prod(d for d in dims if not (isinstance(d, int) and d == -1))
         if isinstance(known, int) and known == 0:
             raise value_error("reshape", message)
+        if not isinstance(known, int) and _d.maybe_zero(known):  # numpy cannot infer -1 beside a 0
+            _d.check(lax.ne(_d.value(known), np.int64(0)), f"sprue.numpy.reshape: {message}{_loc()}")
         q = _d.exact_div(av.size, known)
         if q is not None or isinstance(known, int):
             q = av.size // known if q is None else q
-        else:  # size // known at run time, known checked non-zero
-            _d.check(lax.ne(_d.value(known), np.int64(0)), f"sprue.numpy.reshape: {message}{_loc()}")
+        else:  # size // known at run time (known is checked non-zero)
             q = _d.fresh(("div", av.size, known), lambda: lax.div(
                 _d.value(av.size) if not isinstance(av.size, int) else np.int64(av.size),
                 lax.max(_d.value(known), np.int64(1))))
@@ -533,7 +536,8 @@ def _split(fname, ary, ios, axis, strict):
     av = aval(a)
     ax = normalize_axis(fname, axis, av.ndim, a)
     n = av.shape[ax]
-    if isinstance(n, DimExpr):
+    if isinstance(n, DimExpr) or (isinstance(ios, (list, tuple)) and builtins.any(
+            isinstance(i, (DimExpr, Tracer)) for i in ios)):
         return _split_dynamic(fname, a, ios, ax, strict)
     if isinstance(ios, (list, tuple, np.ndarray)):
         cuts = [static_int(fname, i, "split index") for i in ios]
@@ -563,7 +567,7 @@ def _split_dynamic(fname, a, ios, ax, strict):
     n = aval(a).shape[ax]
     lead = (slice(None),) * ax
     if isinstance(ios, (list, tuple, np.ndarray)):
-        cuts = [static_int(fname, i, "split index") for i in ios]
+        cuts = [i if isinstance(i, (DimExpr, Tracer)) else static_int(fname, i, "split index") for i in ios]
         bounds = [None] + cuts + [None]
         return [as_result(getitem(a, lead + (slice(lo, hi),))) for lo, hi in zip(bounds[:-1], bounds[1:])]
     k = static_int(fname, ios, "sections")

@@ -26,7 +26,7 @@ from .. import dtypes, lax
 from ..shapes import DimExpr
 from ..tracing import Tracer, as_dim
 from . import _dims as _d
-from ._promote import aval, const, convert, loc, type_error
+from ._promote import aval, convert, loc, type_error
 
 
 def is_traced_bound(v) -> bool:
@@ -62,13 +62,15 @@ def _raw(v, n, default, forward: bool):
     """A or B of one bound: static arithmetic on dims when the bound is static, else a select."""
     if v is None:
         return default
+    if isinstance(v, DimExpr) and not _d.nonneg(v):  # may be negative (n - 5): counted from the end then
+        v = _d.value(v)
     if isinstance(v, Tracer):
         v = _as_value(v)
         nv = _val(n)
         wrapped = lax.add(v, nv) if forward else lax.sub(np.int64(-1), v)
         plain = v if forward else lax.sub(lax.sub(nv, np.int64(1)), v)
         return lax.select(lax.lt(v, np.int64(0)), wrapped, plain)
-    if isinstance(v, DimExpr):  # a size (x.shape[0] // 2): never negative
+    if isinstance(v, DimExpr):  # a non-negative dim (x.shape[0] // 2): plain arithmetic on dims
         return v if forward else n - 1 - v
     v = int(v)
     if forward:
