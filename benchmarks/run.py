@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-MODULES = ["control_flow"]
+MODULES = ["control_flow", "dynamic_shapes"]
 
 
 def best_time(fn, args, min_total: float = 0.2, repeats: int = 5) -> float:
