@@ -212,7 +212,11 @@ class JaxprBuilder:
         outvars = [self.atom(o) for o in outs]
         self.close_dims()
         consts = [(v, val) for v, val in self.const_vars.values()]
-        consts += [(v, t) for v, t in self.captures.values()]
+        # captured sizes first, so that every type mentions only variables bound before it
+        # (the seed's order: `{ lambda ; d:i64[] e:f64[d] ...`)
+        captured = list(self.captures.values())
+        consts += [(v, t) for v, t in captured if v.dim is not None]
+        consts += [(v, t) for v, t in captured if v.dim is None]
         jaxpr = Jaxpr([v for v, _ in consts], list(self.invars), outvars, self.eqns)
         return ClosedJaxpr(jaxpr, [val for _, val in consts])
 
