@@ -137,13 +137,29 @@ def slice(x, start_indices, limit_indices, strides=None):
                            strides=None if strides is None else tuple(strides))
 
 
-def dynamic_slice(x, start_indices, slice_sizes):
+def bind_dynamic_slice(x, start_indices, slice_sizes):
+    """The dynamic_slice primitive itself: its sizes must provably fit the operand."""
     slice_sizes, sizes = _split_dims(slice_sizes)
     return _s.dynamic_slice_p.bind(x, *start_indices, *sizes, slice_sizes=slice_sizes)
 
 
-def dynamic_update_slice(x, update, start_indices):
+def bind_dynamic_update_slice(x, update, start_indices):
+    """The dynamic_update_slice primitive itself: the update must provably fit the operand."""
     return _s.dynamic_update_slice_p.bind(x, update, *start_indices)
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+    """x[start : start + size] per axis, starts clamped as JAX does. Sizes known only at run time
+    are checked then, and never read outside x (see sprue.numpy._lax_dynamic)."""
+    from ..numpy._lax_dynamic import dynamic_slice as checked
+    return checked(x, start_indices, slice_sizes)
+
+
+def dynamic_update_slice(x, update, start_indices):
+    """x with `update` written at the clamped starts; sizes known only at run time are checked
+    then, and never write outside x."""
+    from ..numpy._lax_dynamic import dynamic_update_slice as checked
+    return checked(x, update, start_indices)
 
 
 def iota(dtype, size):

@@ -257,7 +257,7 @@ def _basic(x, entries):
         idx = [const(idt, 0)] * len(ys)
         for e in dyn:
             idx[e.dim] = _wrap_negative(convert(e.value, idt), ys[e.dim])
-        y = lax.dynamic_slice(y, idx, tuple(1 if any(e.dim == d for e in dyn) else s for d, s in enumerate(ys)))
+        y = lax.bind_dynamic_slice(y, idx, tuple(1 if any(e.dim == d for e in dyn) else s for d, s in enumerate(ys)))
     if int_dims:
         y = lax.squeeze(y, tuple(int_dims))
     if rev_dims:
@@ -320,13 +320,13 @@ def _static_index_axis(y, e: _Entry):
         _check_static(n, ax, np.asarray(e.value))
         idx = [np.int64(0)] * len(shape)
         idx[ax] = np.int64(e.value % n if n else 0)
-        y = lax.dynamic_slice(y, idx, tuple(1 if k == ax else d for k, d in enumerate(shape)))
+        y = lax.bind_dynamic_slice(y, idx, tuple(1 if k == ax else d for k, d in enumerate(shape)))
     else:
         if n == 0:
             raise _index_error("index into an axis of size 0")
         idx = [const(e.value.dtype, 0)] * len(shape)
         idx[ax] = _wrap_negative(e.value, n)
-        y = lax.dynamic_slice(y, idx, tuple(1 if k == ax else d for k, d in enumerate(shape)))
+        y = lax.bind_dynamic_slice(y, idx, tuple(1 if k == ax else d for k, d in enumerate(shape)))
     return lax.squeeze(y, (ax,))
 
 

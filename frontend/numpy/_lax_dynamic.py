@@ -50,11 +50,11 @@ def dynamic_slice(x, start_indices, slice_sizes):
     sizes = [_d.size_arg("dynamic_slice", s, "a slice size") for s in slice_sizes]
     unsure = _unsure("dynamic_slice", sizes, shape) if len(sizes) == len(shape) else []
     if not unsure:
-        return lax.dynamic_slice(x, start_indices, sizes)
+        return lax.bind_dynamic_slice(x, start_indices, sizes)
     y = x
     if any(ax not in unsure and not _d.dims_equal(s, n) for ax, (s, n) in enumerate(zip(sizes, shape))):
         starts = [np.int64(0) if ax in unsure else i for ax, i in enumerate(start_indices)]
-        y = lax.dynamic_slice(x, starts, [n if ax in unsure else s for ax, (s, n) in enumerate(zip(sizes, shape))])
+        y = lax.bind_dynamic_slice(x, starts, [n if ax in unsure else s for ax, (s, n) in enumerate(zip(sizes, shape))])
     for ax in unsure:  # iota(size) from the clamped start, each index clamped into the axis
         idx = lax.add(lax.iota(dtypes.int64, sizes[ax]), _clamped_start(start_indices[ax], shape[ax], sizes[ax]))
         y = _d.take_clamped(y, ax, idx)
@@ -66,7 +66,7 @@ def dynamic_update_slice(x, update, start_indices):
     shape, ushape = aval(x).shape, aval(update).shape
     unsure = _unsure("dynamic_update_slice", ushape, shape) if len(ushape) == len(shape) else []
     if not unsure:
-        return lax.dynamic_update_slice(x, update, start_indices)
+        return lax.bind_dynamic_update_slice(x, update, start_indices)
     starts = [_clamped_start(i, n, u) for i, n, u in zip(start_indices, shape, ushape)]
     index = lax.concatenate([lax.broadcast_in_dim(s, (1,), ()) for s in starts], 0) if len(starts) > 1 \
         else lax.broadcast_in_dim(starts[0], (1,), ())

@@ -585,6 +585,6 @@ def _split_dynamic(fname, a, ios, ax, strict):
             start, size = i * q + _d.dmin(i, r), q + _d.dmin(_d.dmax(r - i, 0), 1)
         starts = [np.int64(0)] * aval(a).ndim
         starts[ax] = _d.value(start) if isinstance(start, DimExpr) else np.int64(start)
-        out.append(as_result(lax.dynamic_slice(a, starts, tuple(size if d == ax else s
+        out.append(as_result(lax.bind_dynamic_slice(a, starts, tuple(size if d == ax else s
                                                                 for d, s in enumerate(aval(a).shape)))))
     return out

@@ -153,7 +153,7 @@ def slice_axis(x, ax: int, s: slice):
     if _d.le(n, L0) is not True:  # not the whole axis: dynamic_slice from A, L0 elements
         starts = [np.int64(0)] * len(shape)
         starts[ax] = _start_operand(b.A)
-        y = lax.dynamic_slice(y, starts, tuple(L0 if i == ax else d for i, d in enumerate(shape)))
+        y = lax.bind_dynamic_slice(y, starts, tuple(L0 if i == ax else d for i, d in enumerate(shape)))
     if b.k > 1:  # every k-th element: indices iota(ceil(L0 / k)) * k, all below L0
         idx = lax.mul(lax.iota(dtypes.int64, (L0 + b.k - 1) // b.k), np.int64(b.k))
         y = _d.take_clamped(y, ax, idx, pad=False)
@@ -187,6 +187,6 @@ def index_axis(x, ax: int, i):
     one = _d.dmin(n, 1)
     starts = [np.int64(0)] * len(shape)
     starts[ax] = start
-    y = lax.dynamic_slice(x, starts, tuple(one if k == ax else d for k, d in enumerate(shape)))
+    y = lax.bind_dynamic_slice(x, starts, tuple(one if k == ax else d for k, d in enumerate(shape)))
     from ._reductions import _raw as _reduce
     return _reduce("max", y, (ax,))
