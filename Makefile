@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench venv clean
+.PHONY: run test bench venv clean example
 
 venv: $(STAMP)
 
@@ -17,11 +17,35 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) examples/demo.py
 
+# StableHLO's interpreter tests as compile-and-run cases (run.py always exits 0); CI clones
+# shared/ beside the checkout. They run first and pytest last, so that pytest's summary is the
+# closing line and its status is make's.
+CONFORMANCE := ../shared/conformance/stablehlo_interpret
+
 test: $(STAMP)
+	@if [ -d $(CONFORMANCE) ]; then \
+	  echo "StableHLO interpreter conformance ($(CONFORMANCE)):"; \
+	  cd $(CONFORMANCE) && $(abspath $(PY)) run.py 2>&1 | grep -E '^(FAIL |[0-9]+ passed, [0-9]+ failed)' \
+	    || echo "the conformance runner printed no summary"; \
+	else echo "no $(CONFORMANCE): StableHLO conformance cases skipped"; fi
 	$(PY) -m pytest -q tests
+
+# The C embedding example (examples/c_host): compile two kernels with `sprue compile`, build the C
+# host with cc directly, run it.
+EXAMPLE := examples/c_host
+EXAMPLE_BUILD := $(EXAMPLE)/build
+
+example: $(STAMP)
+	mkdir -p $(EXAMPLE_BUILD)
+	$(PY) $(EXAMPLE)/gen_kernels.py $(EXAMPLE_BUILD)
+	$(VENV)/bin/sprue compile $(EXAMPLE_BUILD)/axpy.jaxpr -o $(EXAMPLE_BUILD)
+	$(VENV)/bin/sprue compile $(EXAMPLE_BUILD)/stretch.jaxpr -o $(EXAMPLE_BUILD)
+	$${CC:-cc} -std=c99 -Wall -Werror -I$(EXAMPLE_BUILD) $(EXAMPLE)/main.c -L$(EXAMPLE_BUILD) -laxpy -lstretch \
+	  -Wl,-rpath,'$$ORIGIN' -o $(EXAMPLE_BUILD)/c_host
+	$(EXAMPLE_BUILD)/c_host
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache $(EXAMPLE_BUILD)

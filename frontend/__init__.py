@@ -18,11 +18,14 @@ from .errors import ConcretizationError, SprueError, SprueTypeError, SprueValueE
 from .hints import bool_, f32, f64, i8, i16, i32, i64, u8
 from .pytree import tree_flatten, tree_map, tree_unflatten
 from .qjit import QJIT, qjit
+from .saved import load, save
+from .jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "qjit", "QJIT", "make_jaxpr", "lax", "numpy", "for_loop", "while_loop", "cond", "ClosedJaxpr", "Jaxpr",
+    "qjit", "QJIT", "save", "load", "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError", "make_jaxpr",
+    "lax", "numpy", "for_loop", "while_loop", "cond", "ClosedJaxpr", "Jaxpr",
     "ShapedArray",
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",

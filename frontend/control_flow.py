@@ -16,48 +16,33 @@ everything also works eagerly.
 
 Typing follows numpy's weak scalars: a carry started as a Python scalar takes the type the body
 gives it within its kind (`fori_loop(0, n, body, 0.0)` with a float32 body carries float32), but a
-carry never changes kind or shape (an int carry that becomes float is an error).
+carry never changes kind or rank (an int carry that becomes float is an error). A carry keeps its
+sizes — `f64[n]` in, `f64[n]` out, whatever n is at run time — unless the loop is given
+`allow_array_resizing=True` (for_loop, while_loop, and lax.fori_loop / lax.while_loop): then an
+iteration may return arrays of other sizes (see sprue.bodies for how the sizes are settled).
+Sizes work as scalars where control flow wants them: `for_loop(0, x.shape[0], 1)`. Branches of a
+cond must agree on their results' sizes, and scan's per-step outputs must not change size.
 """
 from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from . import dtypes
+from .bodies import (Body, Carries, is_py_scalar, kind as _kind, leaf_aval as _aval, settle_carry, trace_body,
+                     where as _where)
 from .core import ClosedJaxpr, Jaxpr, ShapedArray, Var, aval_of_value
-from .errors import SprueTypeError, SprueValueError, at
+from .errors import SprueTypeError, SprueValueError
 from .lax import control_flow as cf
 from .lax import elementwise as _e
-from .pytree import TreeDef, tree_flatten, tree_unflatten
-from .source_info import user_frame_summary
-from .tracing import Tracer, trace_flat
+from .pytree import tree_flatten, tree_unflatten
+from .shapes import DimExpr
+from .tracing import Tracer, dim_value
 
-_PY_SCALARS = (bool, int, float)
-
-
-def _where() -> str:
-    return at(user_frame_summary())
-
-
-def _is_py_scalar(x) -> bool:
-    return isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic)
-
-
-def _aval(construct: str, x, what: str) -> ShapedArray:
-    """The abstract value of a carry/operand leaf."""
-    if isinstance(x, Tracer):
-        return x.aval
-    if _is_py_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
-        try:
-            return aval_of_value(x)
-        except SprueTypeError as e:
-            raise SprueTypeError(f"{construct}: {what}: {e}{_where()}") from None
-    raise SprueTypeError(f"{construct}: {what} holds a {type(x).__name__}; carries and operands are arrays,"
-                         f" scalars, or tuples/lists/dicts of them{_where()}")
+_is_py_scalar = is_py_scalar
 
 
 def _convert(x, dtype: np.dtype):
@@ -67,87 +52,9 @@ def _convert(x, dtype: np.dtype):
     return np.asarray(x, dtype)
 
 
-# -- tracing bodies -----------------------------------------------------------------------------
-@dataclass
-class Body:
-    """A traced body: a consts-free jaxpr whose leading invars stand for `consts`."""
-    jaxpr: ClosedJaxpr
-    consts: list          # numpy arrays and tracers of enclosing traces the body closed over
-    out_tree: TreeDef
-
-    @property
-    def out_avals(self) -> list[ShapedArray]:
-        return self.jaxpr.out_avals
-
-
-def trace_body(construct: str, fn: Callable, in_avals: Sequence[ShapedArray]) -> Body:
-    """Trace fn(*leaves) -> pytree; hoist its consts into leading parameters (closure conversion)."""
-    trees: list[TreeDef] = []
-
-    def flat(*leaves):
-        out_leaves, tree = tree_flatten(fn(*leaves))
-        trees.append(tree)
-        for i, o in enumerate(out_leaves):
-            if not (isinstance(o, (Tracer, np.ndarray, np.generic)) or _is_py_scalar(o)):
-                raise SprueTypeError(f"{construct}: a body returned a {type(o).__name__} at output {i}; bodies"
-                                     f" return arrays, scalars, or tuples/lists/dicts of them{_where()}")
-        return out_leaves
-
-    closed = trace_flat(flat, in_avals)
-    j = closed.jaxpr
-    hoisted = ClosedJaxpr(Jaxpr([], [*j.constvars, *j.invars], list(j.outvars), j.eqns), [])
-    return Body(hoisted, list(closed.consts), trees[0])
-
-
-# -- carries: weak types settle, kinds and shapes never change ---------------------------------
-def _kind(dtype) -> str:
-    return "bool" if dtypes.is_bool(dtype) else "int" if dtypes.is_int(dtype) else "float"
-
-
-def _join(a_in: ShapedArray, a_out: ShapedArray) -> ShapedArray | None:
-    """The carry type after a trip: a_in, or the body's type for a weak a_in of the same kind."""
-    if a_in.shape != a_out.shape:
-        return None
-    if a_in.dtype == a_out.dtype:
-        return a_in.update(weak_type=a_in.weak_type and a_out.weak_type)
-    if a_in.weak_type and _kind(a_in.dtype) == _kind(a_out.dtype):
-        return a_out
-    return None
-
-
-def _carry_error(construct: str, ins: Sequence[ShapedArray], outs: Sequence[ShapedArray]) -> SprueTypeError:
-    bad = cf.type_mismatches(ins, outs)
-    hint = ""
-    if any(a.weak_type and _kind(a.dtype) == "int" and _kind(b.dtype) == "float" for a, b in zip(ins, outs)):
-        hint = "; a carry that starts as a Python int stays an integer: start it as a float (e.g. 0.0)"
-    return SprueTypeError(f"{construct} body changes the type of its carry: {'; '.join(bad)} (carry in vs"
-                          f" body out){hint}{_where()}")
-
-
-def _user_tree(tree: TreeDef, single: bool) -> TreeDef:
-    """The carry tree as the user wrote it: one carry is shown bare, not as a 1-tuple."""
-    return tree.children[0] if single and tree.kind == "tuple" and len(tree.children) == 1 else tree
-
-
-def settle_carry(construct: str, trace: Callable[[list[ShapedArray]], Body], init_avals: list[ShapedArray],
-                 init_tree: TreeDef, carry_of: Callable[[Body], tuple[TreeDef, list[ShapedArray]]],
-                 single: bool = False) -> tuple[Body, list[ShapedArray]]:
-    """Trace the body until its carry types are stable; check structure and types."""
-    avals = list(init_avals)
-    for _ in range(4):  # each round only turns weak carries strong, so two rounds settle them all
-        body = trace(avals)
-        tree, outs = carry_of(body)
-        if tree != init_tree:
-            raise SprueTypeError(f"{construct} body returns a carry of a different structure: "
-                                 f"{_user_tree(init_tree, single)} in vs {_user_tree(tree, single)} out{_where()}")
-        joined = [_join(a, b) for a, b in zip(avals, outs)]
-        if any(j is None for j in joined):
-            raise _carry_error(construct, avals, outs)
-        if joined == avals:
-            return body, avals
-        avals = joined
-    raise SprueTypeError(f"{construct}: the carry types do not settle: "
-                         f"{', '.join(a.str_short() for a in avals)}{_where()}")
+def _value(x):
+    """A size used as a scalar (`x.shape[0]` as a loop bound or an index): its run-time value."""
+    return dim_value(x) if isinstance(x, DimExpr) else x
 
 
 def _cast_leaves(leaves: Sequence, avals: Sequence[ShapedArray], construct: str) -> list:
@@ -183,6 +90,7 @@ def _scalar_aval(construct: str, x, what: str) -> ShapedArray:
 
 def predicate(construct: str, p, what: str = "the predicate"):
     """p as a bool scalar (integers mean p != 0); floats and arrays are errors."""
+    p = _value(p)
     a = _scalar_aval(construct, p, what)
     if dtypes.is_bool(a.dtype):
         return p if isinstance(p, Tracer) else bool(p)
@@ -213,7 +121,8 @@ def loop_bounds(construct: str, lower, upper, step) -> tuple[list, ShapedArray]:
     """lower, upper, step as scalars of one integer type, and the aval of the loop index.
     All Python ints give a weak int64 index, as `range` gives Python ints."""
     names = ("the lower bound", "the upper bound", "the step")
-    bounds = [lower, upper, step]
+    bounds = [_value(lower), _value(upper), _value(step)]
+    step = bounds[2]
     avals = [_integer_aval(construct, b, n) for b, n in zip(bounds, names)]
     dt, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
     if not dtypes.is_int(dt):
@@ -232,37 +141,48 @@ def loop_bounds(construct: str, lower, upper, step) -> tuple[list, ShapedArray]:
 
 # -- the four constructs -----------------------------------------------------------------------
 def for_loop_carry(construct: str, body_fn: Callable, lower, upper, step, init: tuple,
-                   single: bool = False) -> tuple:
+                   single: bool = False, resizing: bool = False) -> tuple:
     """body_fn(i, *init) -> tuple of carries, for i in range(lower, upper, step)."""
     (lower, upper, step), index = loop_bounds(construct, lower, upper, step)
     leaves, tree = tree_flatten(tuple(init))
     avals = [_aval(construct, x, "the initial carry") for x in leaves]
 
-    def trace(carry_avals):
-        return trace_body(construct, lambda i, *c: body_fn(i, *tree_unflatten(tree, c)), [index, *carry_avals])
+    def trace(carries: Carries) -> Body:
+        return trace_body(construct, lambda i, *c: body_fn(i, *tree_unflatten(tree, c)), [index, *carries.specs()],
+                          carries.new_sizes)
 
-    body, avals = settle_carry(construct, trace, avals, tree, lambda b: (b.out_tree, b.out_avals), single)
-    outs = cf.for_loop_p.bind(*body.consts, lower, upper, step, *_cast_leaves(leaves, avals, construct),
+    body, carries = settle_carry(construct, trace, avals, tree, lambda b: (b.out_tree, b.out_avals), single,
+                                 resizing)
+    sizes = carries.entry_sizes()
+    outs = cf.for_loop_p.bind(*body.consts, lower, upper, step, *sizes,
+                              *_cast_leaves(leaves, carries.avals, construct),
                               body_jaxpr=body.jaxpr, body_nconsts=len(body.consts), apply_reverse_transform=False,
-                              nimplicit=0, preserve_dimensions=True)
-    return tree_unflatten(tree, outs)
+                              nimplicit=len(sizes), preserve_dimensions=not resizing)
+    return tree_unflatten(tree, outs[len(sizes):])
 
 
-def while_carry(construct: str, cond_fn: Callable, body_fn: Callable, init: tuple, single: bool = False) -> tuple:
+def while_carry(construct: str, cond_fn: Callable, body_fn: Callable, init: tuple, single: bool = False,
+                resizing: bool = False) -> tuple:
     """Loop body_fn(*carry) -> tuple of carries while cond_fn(*carry)."""
     leaves, tree = tree_flatten(tuple(init))
     avals = [_aval(construct, x, "the initial carry") for x in leaves]
 
-    def trace(carry_avals):
-        return trace_body(construct, lambda *c: body_fn(*tree_unflatten(tree, c)), carry_avals)
+    def trace(carries: Carries) -> Body:
+        return trace_body(construct, lambda *c: body_fn(*tree_unflatten(tree, c)), carries.specs(),
+                          carries.new_sizes)
 
-    body, avals = settle_carry(construct, trace, avals, tree, lambda b: (b.out_tree, b.out_avals), single)
+    body, carries = settle_carry(construct, trace, avals, tree, lambda b: (b.out_tree, b.out_avals), single,
+                                 resizing)
+    # the cond function sees the carries as the body does (its own variables for the resized sizes)
     cond = trace_body(construct, lambda *c: predicate(construct, cond_fn(*tree_unflatten(tree, c)),
-                                                      "the condition function's result"), avals)
-    outs = cf.while_p.bind(*cond.consts, *body.consts, *_cast_leaves(leaves, avals, construct),
+                                                      "the condition function's result"), carries.specs())
+    sizes = carries.entry_sizes()
+    # a resizing while records it as for_loop does; others keep JAX's params
+    resize_params = dict(nimplicit=len(sizes), preserve_dimensions=False) if resizing else {}
+    outs = cf.while_p.bind(*cond.consts, *body.consts, *sizes, *_cast_leaves(leaves, carries.avals, construct),
                            cond_jaxpr=cond.jaxpr, cond_nconsts=len(cond.consts),
-                           body_jaxpr=body.jaxpr, body_nconsts=len(body.consts))
-    return tree_unflatten(tree, outs)
+                           body_jaxpr=body.jaxpr, body_nconsts=len(body.consts), **resize_params)
+    return tree_unflatten(tree, outs[len(sizes):])
 
 
 def _join_consts(bodies: Sequence[Body]) -> tuple[list, list[ClosedJaxpr]]:
@@ -306,6 +226,17 @@ def _branch_types(construct: str, bodies: Sequence[Body], order: Sequence[int]) 
     return target
 
 
+def _no_local_sizes(construct: str, body: Body) -> None:
+    """A branch's results may not have sizes made inside it (`jnp.ones(k)` for an operand k): the
+    cond's results are typed outside, by sizes known there."""
+    local = body.local_dims()
+    for a in body.out_avals:
+        if any(isinstance(d, DimExpr) and d.dim_vars() & local for d in a.shape):
+            raise SprueTypeError(f"{construct}: a branch returns {a.str_short()}, whose size is computed inside the"
+                                 f" branch; branches must return arrays whose sizes are known before the"
+                                 f" {construct} (compute the size outside and pass it in){_where()}")
+
+
 def cond_branches(construct: str, index, fns: Sequence[Callable], operands: tuple,
                   order: Sequence[int] | None = None, missing_otherwise: str | None = None):
     """Bind cond(index, fns[0], fns[1], ...)(*operands); index is an integer scalar, clamped.
@@ -329,6 +260,8 @@ def cond_branches(construct: str, index, fns: Sequence[Callable], operands: tupl
         raise SprueTypeError(f"{construct}: the branches return values, so the cond needs an `otherwise` branch"
                              f" for when no predicate holds (decorate it with @{missing_otherwise}.otherwise)"
                              f"{_where()}")
+    for k in order:
+        _no_local_sizes(construct, bodies[k])
     trees = [bodies[k].out_tree for k in order]
     if any(t != trees[0] for t in trees):
         raise SprueTypeError(f"{construct} branches return different pytree structures: "
@@ -356,21 +289,26 @@ def scan_carry(construct: str, f: Callable, init, xs, length, reverse: bool, unr
         if not a.ndim:
             raise SprueValueError(f"{construct}: every leaf of xs needs a leading axis to scan over, got"
                                   f" {a.str_short()}{_where()}")
-    lengths = sorted({a.shape[0] for a in x_avals})
+    lengths = list(dict.fromkeys(a.shape[0] for a in x_avals))   # ints and sizes known at run time
     if length is not None:
         if isinstance(length, Tracer):
-            raise SprueTypeError(f"{construct}: length must be a static int, got a traced value{_where()}")
-        length = operator.index(length)
-        lengths = sorted({*lengths, length})
+            raise SprueTypeError(f"{construct}: length must be a static int (or an array's size), got a traced"
+                                 f" value{_where()}")
+        length = length if isinstance(length, DimExpr) else operator.index(length)
+        lengths = list(dict.fromkeys([*lengths, length]))
     if not lengths:
         raise SprueValueError(f"{construct}: nothing to scan over: give xs (arrays with a leading axis) or"
                               f" length={_where()}")
     if len(lengths) > 1:
-        raise SprueValueError(f"{construct}: the leading axes of xs (and length=) disagree: lengths {lengths}"
-                              f"{_where()}")
+        ordered = sorted(d for d in lengths if isinstance(d, int)) + [d for d in lengths if not isinstance(d, int)]
+        raise SprueValueError(f"{construct}: the leading axes of xs (and length=) disagree: lengths"
+                              f" [{', '.join(map(str, ordered))}]{_where()}")
     n = lengths[0]
+    if isinstance(n, DimExpr) and not x_avals:
+        raise SprueValueError(f"{construct}: a length known only at run time ({n}) needs xs to scan over; use"
+                              f" fori_loop to count{_where()}")
     if isinstance(unroll, bool):
-        unroll = n if unroll else 1
+        unroll = n if unroll and isinstance(n, int) else 1
     if not isinstance(unroll, int) or unroll < 1:
         raise SprueValueError(f"{construct}: unroll must be a positive int or a bool, got {unroll!r}{_where()}")
     slices = [a.update(shape=a.shape[1:]) for a in x_avals]
@@ -388,24 +326,40 @@ def scan_carry(construct: str, f: Callable, init, xs, length, reverse: bool, unr
     def carry_of(b: Body):
         return b.out_tree.children[0], b.out_avals[:nc]
 
-    body, c_avals = settle_carry(construct, lambda av: trace_body(construct, step, [*av, *slices]), c_avals, c_tree,
-                                 carry_of)
-    operands = [*body.consts, *_cast_leaves(c_leaves, c_avals, construct), *x_leaves]
-    outs = cf.scan_p.bind(*operands, jaxpr=body.jaxpr, length=n, reverse=bool(reverse),
+    body, carries = settle_carry(construct, lambda c: trace_body(construct, step, [*c.specs(), *slices]), c_avals,
+                                 c_tree, carry_of, resizing=None)
+    for y in body.out_avals[nc:]:
+        if any(isinstance(d, DimExpr) and d.dim_vars() & body.local_dims() for d in y.shape):
+            raise SprueValueError(f"{construct}: the body returns a per-step output {y.str_short()} whose size is"
+                                  f" computed in the step, so the outputs cannot be stacked{_where()}")
+    operands = [*body.consts, *_cast_leaves(c_leaves, carries.avals, construct), *x_leaves]
+    # a length known only at run time is xs's leading size: the equation says None (see lax.control_flow)
+    outs = cf.scan_p.bind(*operands, jaxpr=body.jaxpr, length=n if isinstance(n, int) else None,
+                          reverse=bool(reverse),
                           linear=(False,) * len(operands), num_consts=len(body.consts), num_carry=nc,
                           unroll=unroll, _split_transpose=False)
     return tree_unflatten(c_tree, outs[:nc]), tree_unflatten(body.out_tree.children[1], outs[nc:])
 
 
 # -- JAX style: sprue.lax ------------------------------------------------------------------------
-def fori_loop(lower, upper, body_fun: Callable, init_val):
-    """body_fun(i, val) -> val for i in range(lower, upper); returns the final val."""
-    return for_loop_carry("fori_loop", lambda i, c: (body_fun(i, c),), lower, upper, 1, (init_val,), True)[0]
+def fori_loop(lower, upper, body_fun: Callable, init_val, *, allow_array_resizing: bool = False):
+    """body_fun(i, val) -> val for i in range(lower, upper); returns the final val. With
+    allow_array_resizing, an iteration may return arrays of other sizes."""
+    return for_loop_carry("fori_loop", lambda i, c: (body_fun(i, c),), lower, upper, 1, (init_val,), True,
+                          _flag(allow_array_resizing))[0]
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
-    """val = body_fun(val) while cond_fun(val); returns the final val."""
-    return while_carry("while_loop", cond_fun, lambda c: (body_fun(c),), (init_val,), True)[0]
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val, *, allow_array_resizing: bool = False):
+    """val = body_fun(val) while cond_fun(val); returns the final val. With allow_array_resizing,
+    an iteration may return arrays of other sizes."""
+    return while_carry("while_loop", cond_fun, lambda c: (body_fun(c),), (init_val,), True,
+                       _flag(allow_array_resizing))[0]
+
+
+def _flag(x) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        raise SprueTypeError(f"allow_array_resizing must be a bool, got {type(x).__name__}{_where()}")
+    return bool(x)
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
@@ -435,25 +389,32 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
 
 # -- Catalyst style: sprue.* ---------------------------------------------------------------------
-def for_loop(lower, upper, step):
-    """Decorate body(i, *carry) -> carry; `loop(*init)` runs it for i in range(lower, upper, step)."""
+def for_loop(lower, upper, step, *, allow_array_resizing: bool = False):
+    """Decorate body(i, *carry) -> carry; `loop(*init)` runs it for i in range(lower, upper, step).
+    With allow_array_resizing, an iteration may return arrays of other sizes."""
+    resizing = _flag(allow_array_resizing)
+
     def decorator(body: Callable):
         @functools.wraps(body)
         def loop(*init):
             n = len(init)
             return _unpack(for_loop_carry("for_loop", lambda i, *c: _pack(body(i, *c), n), lower, upper, step,
-                                          init, n == 1))
+                                          init, n == 1, resizing))
         return loop
     return decorator
 
 
-def while_loop_decorator(cond_fn: Callable):
-    """Decorate body(*carry) -> carry; `loop(*init)` runs it while cond_fn(*carry)."""
+def while_loop_decorator(cond_fn: Callable, *, allow_array_resizing: bool = False):
+    """Decorate body(*carry) -> carry; `loop(*init)` runs it while cond_fn(*carry).
+    With allow_array_resizing, an iteration may return arrays of other sizes."""
+    resizing = _flag(allow_array_resizing)
+
     def decorator(body: Callable):
         @functools.wraps(body)
         def loop(*init):
             n = len(init)
-            return _unpack(while_carry("while_loop", cond_fn, lambda *c: _pack(body(*c), n), init, n == 1))
+            return _unpack(while_carry("while_loop", cond_fn, lambda *c: _pack(body(*c), n), init, n == 1,
+                                       resizing))
         return loop
     return decorator
 
@@ -510,4 +471,4 @@ def cond_decorator(pred):
 
 
 __all__ = ["fori_loop", "while_loop", "cond", "switch", "scan", "for_loop", "while_loop_decorator",
-           "cond_decorator", "Cond", "trace_body", "Body"]
+           "cond_decorator", "Cond", "trace_body", "Body", "settle_carry"]

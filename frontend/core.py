@@ -65,6 +65,19 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{', weak' if self.weak_type else ''})"
 
 
+class SizeAval(ShapedArray):
+    """The abstract value a shape rule gives an output that is a new size (the final length of an
+    array a loop resized): an i64 scalar whose variable binds the fresh dimension variable `binds`,
+    which the rule's other outputs may mention (`f64[binds]`). The tracer turns it into a plain
+    i64[] Var with `dim` set; in eager mode it is just i64[]."""
+
+    __slots__ = ("binds",)
+
+    def __init__(self, binds):
+        super().__init__((), np.int64)
+        self.binds = binds
+
+
 def aval_of_value(x) -> ShapedArray:
     """The abstract value of a concrete Python/numpy value."""
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):

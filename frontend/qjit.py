@@ -160,10 +160,6 @@ class QJIT:
 
     # -- compilation ------------------------------------------------------------------------
     def _compile(self, dynamic: dict, static: dict) -> Compiled:
-        from sprue.lowering.backend import build_shared_library
-        from sprue.lowering.stablehlo import lower
-        from sprue.runtime import Signature, TensorSpec, load
-
         def call_user(dyn: dict):
             bound = inspect.BoundArguments(self.signature, {**static, **dyn})
             ordered = {k: bound.arguments[k] for k in self.signature.parameters if k in bound.arguments}
@@ -171,40 +167,19 @@ class QJIT:
             return self.fn(*bound.args, **bound.kwargs)
 
         traced = trace_function(lambda **dyn: call_user(dyn), (), dynamic, None)
-        lowered = lower(traced.closed_jaxpr, name="main")  # with run-time checks, @main returns a status first
-        text = lowered.text
         out_dir = self._out_dir()
         # one file name per signature: dlopen returns an already-loaded library for a path it has seen
         stem = self.name if not self._cache else f"{self.name}_{len(self._cache)}"
         if self.keep_intermediate:
             (out_dir / f"{stem}.jaxpr").write_text(str(traced.closed_jaxpr) + "\n")
-        library = build_shared_library(text, out_dir, name=stem, keep_intermediate=bool(self.keep_intermediate))
-        jaxpr = traced.closed_jaxpr.jaxpr
-        n_implicit = len(jaxpr.invars) - len(traced.in_paths)
-        implicit = [ImplicitDim(v.dim.name, []) for v in jaxpr.invars[:n_implicit]]
-        by_var = {v.dim: d for v, d in zip(jaxpr.invars[:n_implicit], implicit)}
-        for leaf, v in enumerate(jaxpr.invars[n_implicit:]):
-            for axis, d in enumerate(v.aval.shape):
-                for dv in dim_vars_of(d):
-                    if dv in by_var and d == dim_of(dv):
-                        by_var[dv].sources.append((leaf, axis))
-        names = [d.name for d in implicit] + list(traced.in_paths)
-        sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
-                        [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
-                         for i, a in enumerate(jaxpr.outvars)],
-                        status_messages=lowered.check_messages if lowered.has_status else None)
+        n_implicit = len(traced.closed_jaxpr.jaxpr.invars) - len(traced.in_paths)
+        text, library, function, implicit = compile_closed_jaxpr(
+            traced.closed_jaxpr, n_implicit, list(traced.in_paths), out_dir, stem, bool(self.keep_intermediate))
         self.compile_count += 1
-        return Compiled(traced, text, library, load(library, "main", sig), implicit)
+        return Compiled(traced, text, library, function, implicit)
 
     def _out_dir(self) -> Path:
-        if self.keep_intermediate and not isinstance(self.keep_intermediate, bool):
-            d = Path(self.keep_intermediate)
-        elif self.keep_intermediate:
-            d = Path.cwd() / "sprue_build" / self.name
-        else:
-            return _scratch_dir(self.name)
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        return out_dir_for(self.name, self.keep_intermediate)
 
     def _lookup(self, dynamic: dict, static: dict) -> tuple[Compiled, list]:
         leaves, paths, tree = tree_flatten_with_path(dynamic)
@@ -262,6 +237,46 @@ class QJIT:
 
     def __repr__(self):
         return f"<sprue.qjit {self.name}>"
+
+
+def out_dir_for(name: str, keep_intermediate) -> Path:
+    """Where a compilation's files go: a scratch folder, or the kept-intermediates folder."""
+    if keep_intermediate and not isinstance(keep_intermediate, bool):
+        d = Path(keep_intermediate)
+    elif keep_intermediate:
+        d = Path.cwd() / "sprue_build" / name
+    else:
+        return _scratch_dir(name)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: Path, stem: str,
+                         keep_intermediate: bool = False):
+    """Lower a closed jaxpr, build its shared library and load it (the path qjit and sprue.load
+    share). The first n_implicit invars are implicit sizes, read at call time from the axes of the
+    explicit arguments (named in_names). Returns (stablehlo text, library, function, implicit)."""
+    from sprue.lowering.backend import build_shared_library
+    from sprue.lowering.stablehlo import lower
+    from sprue.runtime import Signature, TensorSpec, load
+
+    lowered = lower(closed, name="main")  # with run-time checks, @main returns a status first
+    text = lowered.text
+    library = build_shared_library(text, out_dir, name=stem, keep_intermediate=keep_intermediate)
+    jaxpr = closed.jaxpr
+    implicit = [ImplicitDim(v.dim.name, []) for v in jaxpr.invars[:n_implicit]]
+    by_var = {v.dim: d for v, d in zip(jaxpr.invars[:n_implicit], implicit)}
+    for leaf, v in enumerate(jaxpr.invars[n_implicit:]):
+        for axis, d in enumerate(v.aval.shape):
+            for dv in dim_vars_of(d):
+                if dv in by_var and d == dim_of(dv):
+                    by_var[dv].sources.append((leaf, axis))
+    names = [d.name for d in implicit] + list(in_names)
+    sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
+                    [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
+                     for i, a in enumerate(jaxpr.outvars)],
+                    status_messages=lowered.check_messages if lowered.has_status else None)
+    return text, library, load(library, "main", sig), implicit
 
 
 def _runtime_shape(aval: ShapedArray) -> tuple:

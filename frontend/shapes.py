@@ -191,6 +191,8 @@ class DimExpr:
         return self._hash
 
     def _sign(self, other, op: str) -> bool:
+        if _as_terms(other) is None:
+            return NotImplemented  # a traced value: its reflected comparison makes a traced bool
         diff = self - other
         if isinstance(diff, int):
             return {"<": diff < 0, "<=": diff <= 0, ">": diff > 0, ">=": diff >= 0}[op]

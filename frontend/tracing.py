@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes
-from .core import (ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var, aval_of_value,
+from .core import (ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, SizeAval, Var, aval_of_value,
                    dynamic_dim_params, impl_rules, shape_rules)
 from .shapes import Dim, DimVar, dim as dim_of, dim_vars_of
 from .errors import ConcretizationError, SprueError, SprueTypeError, at
@@ -158,9 +158,14 @@ class JaxprBuilder:
         data_avals, rule_params = resolve_dynamic_dims(prim, args, [a.aval for a in atoms], params)
         out = abstract_eval(prim, data_avals, rule_params)
         out_avals = list(out) if prim.multiple_results else [out]
-        outvars = [Var(a) for a in out_avals]
+        # a SizeAval output binds the fresh dimension variable the other outputs' types mention
+        outvars = [Var(ShapedArray((), a.dtype), dim=a.binds) if isinstance(a, SizeAval) else Var(a)
+                   for a in out_avals]
         self.eqns.append(Eqn(prim, atoms, outvars, params, user_frame_summary()))
         tracers = [Tracer(self, v.aval, v) for v in outvars]
+        for t in tracers:
+            if t.jvar.dim is not None:
+                bind_dim(t, t.jvar.dim)
         rule = dim_arith_rules.get(prim)
         if rule is not None and len(tracers) == 1:
             d = tracers[0].dim_expr = rule(args, params, tracers[0].aval)

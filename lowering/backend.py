@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -40,19 +41,34 @@ class LinkError(SprueError, RuntimeError):
 # llvmlite shares one LLVM context per process; parsing and codegen are
 # serialized behind this lock, and initialization happens once.
 _llvm_lock = threading.Lock()
-_target_machine: llvm.TargetMachine | None = None
+# One target machine per (cpu, opt level): creating one is cheap but not free, and most
+# processes only ever use the default (host CPU, O3).
+_target_machines: dict[tuple[str, int], llvm.TargetMachine] = {}
+
+# `cpu` values with a meaning beyond an LLVM CPU name.
+HOST_CPU = "host"
+GENERIC_CPU = "generic"
 
 
-def _host_target_machine() -> llvm.TargetMachine:
-    global _target_machine
-    if _target_machine is None:
+def _target_machine(cpu: str = HOST_CPU, opt_level: int = 3) -> llvm.TargetMachine:
+    """Call with _llvm_lock held. `cpu`: "host" (this machine's CPU and features), "generic"
+    (the baseline of the target architecture: runs on any CPU of it) or an LLVM CPU name."""
+    key = (cpu, opt_level)
+    if key not in _target_machines:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
-        _target_machine = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-            opt=3, reloc="pic", codemodel="default")
-    return _target_machine
+        if cpu == HOST_CPU:
+            name, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        else:
+            name, features = cpu, ""
+        _target_machines[key] = target.create_target_machine(
+            cpu=name, features=features, opt=opt_level, reloc="pic", codemodel="default")
+    return _target_machines[key]
+
+
+def _host_target_machine() -> llvm.TargetMachine:
+    return _target_machine(HOST_CPU, 3)
 
 
 # MLIR's LLVM is newer than llvmlite's: it prints special floats as `+inf`,
@@ -134,19 +150,50 @@ def llvmlite_compatible(llvm_ir: str) -> str:
     return "\n".join(fix_line(line) if _needs_fix(line) else line for line in llvm_ir.split("\n"))
 
 
-def optimize_and_emit(llvm_ir: str) -> tuple[str, bytes]:
-    """Runs O3 on the module; returns (optimized IR text, object bytes)."""
+@dataclass(frozen=True)
+class Codegen:
+    """What LLVM made of one module: the optimized IR, the object file and, when asked, assembly."""
+    optimized_ir: str
+    obj: bytes
+    asm: str | None = None
+
+
+def check_codegen_options(opt_level: int, cpu: str) -> None:
+    """Raises ValueError for an optimization level outside 0-3 or an empty CPU name. (A CPU name
+    LLVM does not know is only warned about, by LLVM on stderr, which then builds for the
+    baseline: llvmlite offers no list of CPU names to check against.)"""
+    if opt_level not in (0, 1, 2, 3):
+        raise ValueError(f"optimization level must be 0, 1, 2 or 3, got {opt_level!r}")
+    if not cpu or not cpu.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise ValueError(f"target CPU must be host, generic or an LLVM CPU name, got {cpu!r}")
+
+
+def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: Sequence[str] = (),
+            asm: bool = False) -> Codegen:
+    """Optimizes the module at `opt_level` and emits an object for `cpu` (see _target_machine).
+
+    `internal` names functions to give internal linkage before optimizing: the library then does
+    not export them, calls to them cannot be interposed by a same-named symbol of the host program,
+    and O3 may inline them into their (exported) callers."""
     llvm_ir = llvmlite_compatible(llvm_ir)
     with _llvm_lock:
-        tm = _host_target_machine()
+        tm = _target_machine(cpu, opt_level)
         mod = llvm.parse_assembly(llvm_ir)
         mod.verify()
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
-        tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+        for name in internal:
+            mod.get_function(name).linkage = "internal"
+        tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         builder = llvm.create_pass_builder(tm, tuning)
         builder.getModulePassManager().run(mod, builder)
-        return str(mod), tm.emit_object(mod)
+        return Codegen(str(mod), tm.emit_object(mod), tm.emit_assembly(mod) if asm else None)
+
+
+def optimize_and_emit(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU) -> tuple[str, bytes]:
+    """Runs the optimizer (O3 by default) on the module; returns (optimized IR text, object bytes)."""
+    out = codegen(llvm_ir, opt_level=opt_level, cpu=cpu)
+    return out.optimized_ir, out.obj
 
 
 def emit_object(llvm_ir: str) -> bytes:
@@ -223,7 +270,7 @@ def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
 
 
 def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: str = "main",
-                         keep_intermediate: bool = False) -> Path:
+                         keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = HOST_CPU) -> Path:
     """StableHLO text -> `<out_dir>/<name>.so`.
 
     With keep_intermediate, also writes the input as `<name>.00_stablehlo.mlir`,
@@ -242,7 +289,7 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
         if keep_intermediate:
             (work / f"{name}.00_stablehlo.mlir").write_text(stablehlo_text)
         llvm_ir = lower_to_llvm_ir(stablehlo_text, dump=dump if keep_intermediate else None)
-        optimized, obj = optimize_and_emit(llvm_ir)
+        optimized, obj = optimize_and_emit(llvm_ir, opt_level=opt_level, cpu=cpu)
         obj_path = work / f"{name}.o"
         obj_path.write_bytes(obj)
         if keep_intermediate:
@@ -259,5 +306,6 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
     return so_path
 
 
-__all__ = ["CompilerNotFoundError", "LinkError", "build_shared_library", "emit_object",
+__all__ = ["Codegen", "CompilerNotFoundError", "GENERIC_CPU", "HOST_CPU", "LinkError", "build_shared_library",
+           "codegen", "emit_object",
            "find_c_compiler", "link_shared", "llvmlite_compatible", "optimize_and_emit"]

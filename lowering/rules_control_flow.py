@@ -15,6 +15,21 @@ only the real carries travel around a loop. legalize.py turns these ops into scf
 - scan: a while over k; step k reads xs[idx] with dynamic_slice and writes ys[idx] with
   dynamic_update_slice into stacked outputs carried through the loop (idx = k, or length-1-k in
   reverse), allocated once before the loop, so each trip updates them in place. Also counted.
+
+Dynamic shapes: a loop's carries have the types of the equation's results — `?` for every size
+not known statically, so one carry type serves every trip. A resizing loop carries its implicit
+sizes first (tensor<i64>), binding the body's dimension variables on each trip; a value whose type
+is more static than its carry's (an array entering a resizing loop as tensor<3xf64>, a body
+returning a fixed size) is cast to the carry type with tensor.cast. Scan's length, when only run
+time knows it, is the size of xs's leading axis.
+
+Checks: when a nested jaxpr contains checks (`contains_checks`), the check status is threaded
+through its region (stablehlo.lower_region_body): one more carry of a loop, one more result of each
+branch. A threaded while also stops once a check has failed (values computed after a failed
+check may never meet its condition); counted loops end anyway. A while whose cond function has
+checks is rotated — the cond runs once before the loop and
+again at the end of every trip, the predicate carried — since the cond region of stablehlo.while
+can return nothing but the predicate.
 """
 from __future__ import annotations
 
@@ -22,20 +37,43 @@ from typing import Sequence
 
 import numpy as np
 from torch_mlir import ir
+from torch_mlir.dialects import tensor
 
 from .. import lax
-from ..core import ClosedJaxpr, Eqn
+from ..core import ClosedJaxpr, Eqn, Jaxpr
 from . import stablehlo
 from .legalize import COUNTED
+from .rules_checks import contains_checks
 from .rules_common import (LoweringContext, Value, aval_type, broadcast_in_dim, build_region, compare, constant,
-                           constant_like, convert, dtype_of, ew, i64s, logical_and, lowering_rules, op, op1, reshape,
-                           select, shape_of, tensor_type)
+                           constant_like, convert, dims_of, dtype_of, ew, i64s, logical_and, lowering_rules, op,
+                           op1, reshape, scalar_type, select, size_value, slice_, tensor_type)
+
+Status = Value | None
 
 
-def _region_body(ctx: LoweringContext, closed: ClosedJaxpr, consts: Sequence[Value], args: Sequence[Value]
-                 ) -> list[Value]:
-    """The ops of a nested jaxpr (invars: hoisted consts, then parameters) at the insertion point."""
-    return stablehlo.lower_jaxpr_body(ctx, closed.jaxpr, [], [*consts, *args])
+def _status_type() -> ir.Type:
+    return scalar_type(np.int64)
+
+
+def _region(ctx: LoweringContext, closed: ClosedJaxpr, consts: Sequence[Value], args: Sequence[Value],
+            status: Status) -> tuple[list[Value], Status]:
+    """The ops of a nested jaxpr (invars: hoisted consts, then parameters) at the insertion point,
+    and the check status after them (None when not threaded)."""
+    return stablehlo.lower_region_body(ctx, closed.jaxpr, [], [*consts, *args], status)
+
+
+def _threads(ctx: LoweringContext, *jaxprs: ClosedJaxpr | Jaxpr) -> bool:
+    """Whether regions of these jaxprs must thread the check status (they contain checks)."""
+    return ctx.status is not None and any(contains_checks(j) for j in jaxprs)
+
+
+def _cast(v: Value, t: ir.Type) -> Value:
+    """v as type t, a type of the same element type and rank with more `?` dims."""
+    return v if v.type == t else tensor.CastOp(t, v).result
+
+
+def _casts(vs: Sequence[Value], types: Sequence[ir.Type]) -> list[Value]:
+    return [_cast(v, t) for v, t in zip(vs, types)]
 
 
 def _while(inits: Sequence[Value], cond, body, attrs: dict | None = None) -> list[Value]:
@@ -43,19 +81,46 @@ def _while(inits: Sequence[Value], cond, body, attrs: dict | None = None) -> lis
     types = [v.type for v in inits]
     loop = op("stablehlo.while", inits, types, attrs, regions=2)
     build_region(loop, types, cond, 0)
-    build_region(loop, types, body, 1)
+    build_region(loop, types, lambda args: _casts(body(args), types), 1)
     return list(loop.results)
 
 
-def _counted(trips: Value, inits: Sequence[Value], body) -> list[Value]:
-    """A while over (k, *inits) for k in [0, trips): body(k, values) -> next values. It is marked
-    counted (legalize.COUNTED), so legalization makes it an scf.for."""
+def _counted(trips: Value, inits: Sequence[Value], body, types: Sequence[ir.Type]) -> list[Value]:
+    """A while over (k, *inits) for k in [0, trips): body(k, values) -> next values, the values
+    cast to `types` (the carry types) on entry.
+
+    It is marked counted (legalize.COUNTED), so legalization makes it an scf.for — unless an entry
+    value needs a cast (a static array entering a resizing loop): MLIR's canonicalization of scf.for
+    moves such a cast inside the loop, turning the carry static again as if the body kept its size
+    (ForOpTensorCastFolder assumes it does), so that loop stays a general while (scf.while)."""
     def step(args: list[Value]) -> list[Value]:
         return [ew("add", args[0], constant_like(1, args[0])), *body(args[0], args[1:])]
     k0 = constant_like(0, trips)
-    results = _while([k0, *inits], lambda args: [compare(args[0], trips, "LT")], step,
-                     {COUNTED: ir.UnitAttr.get()})
+    counted = all(v.type == t for v, t in zip(inits, types))
+    results = _while([k0, *_casts(inits, types)], lambda args: [compare(args[0], trips, "LT")], step,
+                     {COUNTED: ir.UnitAttr.get()} if counted else None)
     return results[1:]
+
+
+def _with_status(ctx: LoweringContext, thread: bool, values: list[Value]) -> list[Value]:
+    """The carries, and the check status as one more when it is threaded."""
+    return [*values, ctx.status] if thread else values
+
+
+def _with_status_type(thread: bool, types: Sequence[ir.Type]) -> list[ir.Type]:
+    return [*types, *([_status_type()] if thread else [])]
+
+
+def _take_status(ctx: LoweringContext, thread: bool, results: list[Value]) -> list[Value]:
+    """The results of an op that threaded the status as its last one: that becomes the status."""
+    if not thread:
+        return results
+    ctx.status = results[-1]
+    return results[:-1]
+
+
+def _result_types(eqn: Eqn) -> list[ir.Type]:
+    return [aval_type(v.aval) for v in eqn.outvars]
 
 
 def trip_count(lower: Value, upper: Value, step: Value) -> Value:
@@ -73,72 +138,151 @@ def trip_count(lower: Value, upper: Value, step: Value) -> Value:
 
 
 def _for_loop(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
-    n = eqn.params["body_nconsts"]
+    p = eqn.params
+    n = p["body_nconsts"]
     consts, (lower, upper, step), init = operands[:n], operands[n:n + 3], operands[n + 3:]
     # Counting happens in 64 bits: upper - lower overflows narrower types (range(-128, 127) in int8).
     index = dtype_of(lower)
     wide = np.uint64 if index.kind == "u" else np.int64
     lower, upper, step = (convert(v, wide) for v in (lower, upper, step))
+    types = _result_types(eqn)
+    thread = _threads(ctx, p["body_jaxpr"])
 
     def body(k: Value, carry: list[Value]) -> list[Value]:
         i = convert(ew("add", lower, ew("multiply", k, step)), index)
-        return _region_body(ctx, eqn.params["body_jaxpr"], consts, [i, *carry])
+        outs, status = _region(ctx, p["body_jaxpr"], consts, [i, *carry[:len(types)]],
+                               carry[-1] if thread else None)
+        return [*_casts(outs, types), *([status] if thread else [])]
 
-    return _counted(trip_count(lower, upper, step), init, body)
+    results = _counted(trip_count(lower, upper, step), _with_status(ctx, thread, list(init)), body,
+                       _with_status_type(thread, types))
+    return _take_status(ctx, thread, results)
 
 
 def _while_loop(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
     p = eqn.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cconsts, bconsts, init = operands[:nc], operands[nc:nc + nb], operands[nc + nb:]
-    return _while(init, lambda args: _region_body(ctx, p["cond_jaxpr"], cconsts, args),
-                  lambda args: _region_body(ctx, p["body_jaxpr"], bconsts, args))
+    types = _result_types(eqn)
+    init = _casts(init, types)
+    n = len(types)
+    if _threads(ctx, p["cond_jaxpr"]):
+        return _rotated_while(ctx, eqn, cconsts, bconsts, init)
+    thread = _threads(ctx, p["body_jaxpr"])
+
+    def cond(args: list[Value]) -> list[Value]:
+        (pred,), _ = _region(ctx, p["cond_jaxpr"], cconsts, args[:n], None)
+        return [_unless_failed(pred, args[n]) if thread else pred]
+
+    def body(args: list[Value]) -> list[Value]:
+        outs, status = _region(ctx, p["body_jaxpr"], bconsts, args[:n], args[n] if thread else None)
+        return [*_casts(outs, types), *([status] if thread else [])]
+
+    return _take_status(ctx, thread, _while(_with_status(ctx, thread, init), cond, body))
+
+
+def _unless_failed(pred: Value, status: Value) -> Value:
+    """pred, and no check failed yet: a while stops at a failed check, since values computed after
+    one may never meet its condition (the caller raises the check's message anyway)."""
+    return logical_and(pred, compare(status, constant(0, np.int64), "EQ"))
+
+
+def _rotated_while(ctx: LoweringContext, eqn: Eqn, cconsts: Sequence[Value], bconsts: Sequence[Value],
+                   init: list[Value]) -> list[Value]:
+    """A while whose cond function has checks: (pred, status, carries...) carried, the cond run
+    before the loop and after each trip, so that its checks update the status."""
+    p = eqn.params
+    types = [v.type for v in init]
+
+    def test(carries: list[Value], status: Value) -> tuple[Value, Value]:
+        (pred,), status = _region(ctx, p["cond_jaxpr"], cconsts, carries, status)
+        return _unless_failed(pred, status), status
+
+    def body(args: list[Value]) -> list[Value]:
+        outs, status = _region(ctx, p["body_jaxpr"], bconsts, args[2:], args[1])
+        outs = _casts(outs, types)
+        pred, status = test(outs, status)
+        return [pred, status, *outs]
+
+    pred, status = test(init, ctx.status)
+    results = _while([pred, status, *init], lambda args: [args[0]], body)
+    ctx.status = results[1]
+    return results[2:]
 
 
 def _cond(ctx: LoweringContext, eqn: Eqn, index: Value, *operands: Value) -> list[Value]:
     branches: tuple[ClosedJaxpr, ...] = eqn.params["branches"]
+    types = _result_types(eqn)
+    thread = _threads(ctx, *branches)
+
+    def region(branch: ClosedJaxpr) -> list[Value]:
+        # a branch starts from the status before the cond (regions see the values above them)
+        outs, status = _region(ctx, branch, [], operands, ctx.status if thread else None)
+        return [*_casts(outs, types), *([status] if thread else [])]
+
     if len(branches) == 1:
-        return _region_body(ctx, branches[0], [], operands)
-    types = [aval_type(v.aval) for v in eqn.outvars]
+        return _take_status(ctx, thread, region(branches[0]))
+    result_types = _with_status_type(thread, types)
     if len(branches) == 2:
         selector = compare(index, constant_like(0, index), "GT")
         regions = [branches[1], branches[0]]        # stablehlo.if: true region first
-        node = op("stablehlo.if", [selector], types, regions=2)
+        node = op("stablehlo.if", [selector], result_types, regions=2)
     else:
         last = min(len(branches) - 1, int(np.iinfo(dtype_of(index)).max))
         clamped = ew("minimum", ew("maximum", index, constant_like(0, index)), constant_like(last, index))
-        node = op("stablehlo.case", [convert(clamped, np.int32)], types, regions=len(branches))
+        node = op("stablehlo.case", [convert(clamped, np.int32)], result_types, regions=len(branches))
         regions = list(branches)
     for k, branch in enumerate(regions):
-        build_region(node, [], lambda _, b=branch: _region_body(ctx, b, [], operands), k)
-    return list(node.results)
+        build_region(node, [], lambda _, b=branch: region(b), k)
+    return _take_status(ctx, thread, list(node.results))
 
 
 def _scan(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
     p = eqn.params
-    nconsts, ncarry, length, reverse = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
+    nconsts, ncarry, reverse = p["num_consts"], p["num_carry"], p["reverse"]
     consts, init, xs = operands[:nconsts], operands[nconsts:nconsts + ncarry], operands[nconsts + ncarry:]
+    # length None: the run-time size of xs's leading axis (see lax.control_flow)
+    length = p["length"] if p["length"] is not None else ctx.size(eqn.invars[nconsts + ncarry].aval.shape[0])
+    types = _result_types(eqn)
     # Outputs start as zeros broadcast into fresh tensors (not a constant: that would be a read-only
     # global, copied before the first write).
-    ys0 = [broadcast_in_dim(constant(0, v.aval.dtype), v.aval.shape, []) for v in eqn.outvars[ncarry:]]
-    if length == 0:
+    ys0 = [broadcast_in_dim(constant(0, v.aval.dtype), ctx.sizes(v.aval.shape), []) for v in eqn.outvars[ncarry:]]
+    if isinstance(length, int) and length == 0:
         return [*init, *ys0]
+    thread = _threads(ctx, p["jaxpr"])
+    slice_shapes = [v.aval.shape[1:] for v in eqn.invars[nconsts + ncarry:]]
+    last = ew("subtract", size_value(length), constant(1, np.int64))
 
     def body(k: Value, args: list[Value]) -> list[Value]:
-        carry, ys = args[:ncarry], args[ncarry:]
-        idx = ew("subtract", constant_like(length - 1, k), k) if reverse else k
-        zero = constant_like(0, idx)
-        slices = [reshape(op1("stablehlo.dynamic_slice", [x, idx, *[zero] * (len(shape_of(x)) - 1)],
-                              tensor_type([1, *shape_of(x)[1:]], dtype_of(x)),
-                              {"slice_sizes": i64s([1, *shape_of(x)[1:]])}), shape_of(x)[1:])
-                  for x in xs]
-        outs = _region_body(ctx, p["jaxpr"], consts, [*carry, *slices])
-        new_ys = [op1("stablehlo.dynamic_update_slice",
-                      [buf, reshape(y, [1, *shape_of(y)]), idx, *[zero] * len(shape_of(y))], buf.type)
-                  for buf, y in zip(ys, outs[ncarry:])]
-        return [*outs[:ncarry], *new_ys]
+        carry, ys = args[:ncarry], args[ncarry:len(types)]
+        idx = ew("subtract", last, k) if reverse else k
+        slices = [_row(ctx, x, idx, shape) for x, shape in zip(xs, slice_shapes)]
+        outs, status = _region(ctx, p["jaxpr"], consts, [*carry, *slices], args[-1] if thread else None)
+        new_ys = [_set_row(buf, y, idx) for buf, y in zip(ys, outs[ncarry:])]
+        return [*_casts(outs[:ncarry], types), *new_ys, *([status] if thread else [])]
 
-    return _counted(constant(length, np.int64), [*init, *ys0], body)
+    inits = _with_status(ctx, thread, [*init, *ys0])
+    return _take_status(ctx, thread, _counted(size_value(length), inits, body, _with_status_type(thread, types)))
+
+
+def _row(ctx: LoweringContext, x: Value, idx: Value, shape: Sequence) -> Value:
+    """x[idx] (idx within the leading axis), of the jaxpr shape `shape`."""
+    zero = constant_like(0, idx)
+    rest = ctx.sizes(shape)
+    if all(isinstance(d, int) for d in rest):
+        row = op1("stablehlo.dynamic_slice", [x, idx, *[zero] * len(rest)], tensor_type([1, *rest], dtype_of(x)),
+                  {"slice_sizes": i64s([1, *rest])})
+    else:   # run-time trailing sizes: a slice [idx, 0, ...] to [idx + 1, sizes...]
+        row = slice_(x, [idx, *[0] * len(rest)], [ew("add", idx, constant_like(1, idx)), *rest], None,
+                     tensor_type([1, *shape], dtype_of(x)))
+    return reshape(row, rest)
+
+
+def _set_row(buf: Value, y: Value, idx: Value) -> Value:
+    """buf with buf[idx] = y."""
+    zero = constant_like(0, idx)
+    row = reshape(y, [1, *dims_of(y)])
+    return op1("stablehlo.dynamic_update_slice", [buf, row, idx, *[zero] * len(dims_of(y))], buf.type)
 
 
 lowering_rules.update({lax.for_loop_p: _for_loop, lax.while_p: _while_loop, lax.cond_p: _cond,

@@ -12,6 +12,15 @@ values as its first operands (`body_nconsts`, `cond_nconsts`, `num_consts`), as 
 Body signatures: for_loop (consts, i, carry) -> carry; while cond (consts, carry) -> bool[] and
 body (consts, carry) -> carry; cond branch k (operands) -> outs; scan (consts, carry, x) -> (carry, y).
 
+Dynamic shapes. A carry's type may mention dimension variables of the enclosing jaxpr (bound, in
+the body, by its hoisted consts): the carry keeps that type on every trip (`preserve_dimensions`).
+A loop that resizes arrays (`nimplicit=k`, for_loop and while) carries k sizes first: its carries
+are `implicit sizes..., arrays...` in the operands, the bodies' parameters and the body's results,
+each implicit parameter binding a dimension variable the array parameters' types mention
+(`{ lambda ; i:i64[] d:i64[] a:f64[d]. ... in (e, b) }` with `e` = the new size of `b`). The
+equation's results are the final sizes, typed as new dimension variables (core.SizeAval), then the
+arrays typed by them. Scan's `length` is None when it is the run-time leading size of its xs.
+
 The shape rules check that the nested jaxprs fit their operands; the user-facing checks with
 pytree structures and weak-type promotion are in sprue.control_flow, which builds these equations.
 The reference rules run the nested jaxprs with eval_jaxpr in Python loops.
@@ -23,8 +32,9 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtypes
-from ..core import ClosedJaxpr, ShapedArray
+from ..core import ClosedJaxpr, ShapedArray, SizeAval, Var
 from ..errors import SprueTypeError, SprueValueError, UnsupportedError, at
+from ..shapes import Dim, DimExpr, DimVar, dim
 from ..source_info import user_frame_summary
 from ..tracing import eval_jaxpr
 from ._rules import define
@@ -69,6 +79,104 @@ def _int_scalar(name: str, what: str, a: ShapedArray) -> None:
         raise SprueTypeError(f"{name}: {what} must be an integer scalar, got {a.str_short()}")
 
 
+# -- dimensions of loop carries ----------------------------------------------------------------------
+def substitute(d: Dim, mapping: dict[DimVar, Dim]) -> Dim:
+    """The dim d with each dimension variable in `mapping` replaced by its image."""
+    if isinstance(d, int) or not (d.dim_vars() & mapping.keys()):
+        return d
+    total: Dim = 0
+    for mono, coef in d.terms:
+        term: Dim = coef
+        for atom, power in mono:
+            if isinstance(atom, DimVar):
+                value = mapping.get(atom, dim(atom))
+            else:
+                inner = substitute(atom.expr, mapping)
+                value = inner // atom.c if atom.op == "floordiv" else inner % atom.c
+            for _ in range(power):
+                term = term * value
+        total = total + term
+    return total
+
+
+def _implicit_vars(name: str, params: Sequence[Var]) -> list[DimVar]:
+    """The dimension variables that a body's implicit size parameters bind."""
+    out = []
+    for v in params:
+        if v.aval.shape != () or not dtypes.is_int(v.aval.dtype) or v.dim is None:
+            raise SprueTypeError(f"{name}: an implicit parameter must be an integer scalar binding a dimension,"
+                                 f" got {v.aval.str_short()}")
+        out.append(v.dim)
+    return out
+
+
+def _is_var(d: Dim, implicit: Sequence[DimVar]) -> DimVar | None:
+    """The implicit variable d is exactly, if any."""
+    return next((v for v in implicit if isinstance(d, DimExpr) and d == dim(v)), None)
+
+
+def _mismatch(what: str, params: Sequence[ShapedArray], args: Sequence[ShapedArray], note: str = ""):
+    check_types(what, params, args, note=note)   # lengths and dtypes/ranks first, with the usual text
+    raise SprueTypeError(f"{what}: " + "; ".join(f"output {i}: {p.str_short()} vs {a.str_short()}"
+                                                 for i, (p, a) in enumerate(zip(params, args)) if p != a) + note)
+
+
+def unify(what: str, params: Sequence[ShapedArray], args: Sequence[ShapedArray],
+          implicit: Sequence[DimVar]) -> dict[DimVar, Dim]:
+    """Match parameter types with argument types: dtypes and ranks equal, every dim equal, except
+    that a dim which is exactly an implicit variable takes the argument's dim (the same one
+    wherever it occurs). Returns those bindings."""
+    if len(params) != len(args):
+        check_types(what, params, args)
+    found: dict[DimVar, Dim] = {}
+    for p, a in zip(params, args):
+        if p.dtype != a.dtype or p.ndim != a.ndim:
+            _mismatch(what, params, args)
+        for dp, da in zip(p.shape, a.shape):
+            v = _is_var(dp, implicit)
+            if v is None and dp != da or v is not None and found.setdefault(v, da) != da:
+                _mismatch(what, params, args)
+    return found
+
+
+def carry_results(name: str, carry: Sequence[ShapedArray], outs: Sequence[ShapedArray], nimplicit: int,
+                  implicit: Sequence[DimVar]) -> None:
+    """Check a loop body's results against its carry parameters: the implicit ones are integer
+    scalars (the new sizes); each array keeps its dtype and rank, and every dim that is not an
+    implicit variable (those are what the new sizes say)."""
+    note = " (carry in vs body out)"
+    if len(outs) != len(carry):
+        check_types(f"{name} body changes the type of its carry", carry, outs, note=note)
+    for o in outs[:nimplicit]:
+        if o.shape != () or not dtypes.is_int(o.dtype):
+            raise SprueTypeError(f"{name}: an implicit result (a new size) must be an integer scalar, got"
+                                 f" {o.str_short()}")
+    arrays, results = carry[nimplicit:], outs[nimplicit:]
+    for c, o in zip(arrays, results):
+        if c.dtype != o.dtype or c.ndim != o.ndim or any(
+                _is_var(dc, implicit) is None and dc != do for dc, do in zip(c.shape, o.shape)):
+            _mismatch(f"{name} body changes the type of its carry", arrays, results, note=note)
+
+
+def loop_results(name: str, body_params: Sequence[Var], nimplicit: int, init: Sequence[ShapedArray],
+                 body_outs: Sequence[ShapedArray], preserve_dimensions: bool) -> list:
+    """The result types of a loop whose carry parameters are `body_params` (implicit sizes first)
+    and operands `init`: with implicit sizes, fresh sizes (SizeAvals) and the arrays typed by them."""
+    if nimplicit and preserve_dimensions:
+        raise SprueValueError(f"{name}: implicit sizes (nimplicit={nimplicit}) need preserve_dimensions=False")
+    implicit = _implicit_vars(name, body_params[:nimplicit])
+    carry = [v.aval for v in body_params]
+    unify(f"{name}: the body's parameters do not fit its operands", carry[nimplicit:], init[nimplicit:], implicit)
+    for a in init[:nimplicit]:
+        _int_scalar(name, "an implicit size operand", a)
+    carry_results(name, carry, body_outs, nimplicit, implicit)
+    if not nimplicit:
+        return carry
+    sizes = [SizeAval(DimVar()) for _ in implicit]
+    fresh = {v: dim(s.binds) for v, s in zip(implicit, sizes)}
+    return [*sizes, *(a.update(shape=tuple(substitute(d, fresh) for d in a.shape)) for a in carry[nimplicit:])]
+
+
 def _strong_unless_all_weak(cols: Sequence[Sequence[ShapedArray]]) -> list[ShapedArray]:
     return [row[0].update(weak_type=all(a.weak_type for a in row)) for row in zip(*cols)]
 
@@ -82,9 +190,8 @@ def trip_count(lower: int, upper: int, step: int) -> int:
 def _for_loop_rule(*avals: ShapedArray, body_jaxpr: ClosedJaxpr, body_nconsts: int,
                    apply_reverse_transform: bool = False, nimplicit: int = 0, preserve_dimensions: bool = True):
     _no_consts("for_loop", body_jaxpr)
-    if nimplicit or apply_reverse_transform or not preserve_dimensions:
-        raise UnsupportedError("for_loop: implicit (dynamic-shape) arguments and reverse transforms are not"
-                               " supported")
+    if apply_reverse_transform:
+        raise UnsupportedError("for_loop: reverse transforms are not supported")
     consts, bounds, init = avals[:body_nconsts], avals[body_nconsts:body_nconsts + 3], avals[body_nconsts + 3:]
     if len(bounds) != 3:
         raise SprueValueError("for_loop needs lower, upper and step operands")
@@ -94,12 +201,10 @@ def _for_loop_rule(*avals: ShapedArray, body_jaxpr: ClosedJaxpr, body_nconsts: i
         raise SprueTypeError(f"for_loop: lower, upper and step must share one integer type, got"
                              f" {', '.join(b.str_short() for b in bounds)}")
     jaxpr = body_jaxpr.jaxpr
-    check_types("for_loop: the body's parameters do not fit its operands", jaxpr.in_avals,
-                [*consts, bounds[0], *init])
-    carry = jaxpr.in_avals[body_nconsts + 1:]
-    check_types("for_loop body changes the type of its carry", carry, jaxpr.out_avals,
-                note=" (carry in vs body out)")
-    return carry
+    check_types("for_loop: the body's parameters do not fit its operands", jaxpr.in_avals[:body_nconsts + 1],
+                [*consts, bounds[0]])
+    return loop_results("for_loop", jaxpr.invars[body_nconsts + 1:], nimplicit, init, jaxpr.out_avals,
+                        preserve_dimensions)
 
 
 def _for_loop_impl(*args, body_jaxpr: ClosedJaxpr, body_nconsts: int, **_):
@@ -118,26 +223,29 @@ for_loop_p = define("for_loop", _for_loop_rule, _for_loop_impl, multiple_results
 
 # -- while --------------------------------------------------------------------------------------
 def _while_rule(*avals: ShapedArray, cond_jaxpr: ClosedJaxpr, cond_nconsts: int, body_jaxpr: ClosedJaxpr,
-                body_nconsts: int):
+                body_nconsts: int, nimplicit: int = 0, preserve_dimensions: bool = True):
     _no_consts("while", cond_jaxpr)
     _no_consts("while", body_jaxpr)
     cconsts = avals[:cond_nconsts]
     bconsts = avals[cond_nconsts:cond_nconsts + body_nconsts]
     init = avals[cond_nconsts + body_nconsts:]
-    check_types("while: the cond function's parameters do not fit its operands", cond_jaxpr.in_avals,
-                [*cconsts, *init])
-    check_types("while: the body's parameters do not fit its operands", body_jaxpr.in_avals, [*bconsts, *init])
-    outs = cond_jaxpr.out_avals
+    cj, bj = cond_jaxpr.jaxpr, body_jaxpr.jaxpr
+    check_types("while: the cond function's parameters do not fit its operands", cj.in_avals[:cond_nconsts], cconsts)
+    check_types("while: the body's parameters do not fit its operands", bj.in_avals[:body_nconsts], bconsts)
+    cond_params = cj.invars[cond_nconsts:]
+    if len(cond_params) != len(init):
+        check_types("while: the cond function's parameters do not fit its operands", cj.in_avals, avals)
+    unify("while: the cond function's parameters do not fit its operands", [v.aval for v in cond_params[nimplicit:]],
+          init[nimplicit:], _implicit_vars("while", cond_params[:nimplicit]))
+    outs = cj.out_avals
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != dtypes.bool_:
         raise SprueTypeError(f"while: the cond function must return one bool[], got"
                              f" ({', '.join(a.str_short() for a in outs)})")
-    carry = body_jaxpr.in_avals[body_nconsts:]
-    check_types("while_loop body changes the type of its carry", carry, body_jaxpr.out_avals,
-                note=" (carry in vs body out)")
-    return carry
+    return loop_results("while_loop", bj.invars[body_nconsts:], nimplicit, init, bj.out_avals, preserve_dimensions)
 
 
-def _while_impl(*args, cond_jaxpr: ClosedJaxpr, cond_nconsts: int, body_jaxpr: ClosedJaxpr, body_nconsts: int):
+def _while_impl(*args, cond_jaxpr: ClosedJaxpr, cond_nconsts: int, body_jaxpr: ClosedJaxpr, body_nconsts: int,
+                **_):
     cconsts = args[:cond_nconsts]
     bconsts = args[cond_nconsts:cond_nconsts + body_nconsts]
     carry = list(args[cond_nconsts + body_nconsts:])
@@ -171,12 +279,23 @@ cond_p = define("cond", _cond_rule, _cond_impl, multiple_results=True)
 
 
 # -- scan ---------------------------------------------------------------------------------------
-def _scan_rule(*avals: ShapedArray, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int,
+def _bound_inside(jaxpr, nconsts: int) -> set:
+    """The dimension variables a body binds itself (parameters and equation outputs, not the hoisted
+    consts, which bind the enclosing jaxpr's)."""
+    vs = [*jaxpr.invars[nconsts:], *(o for e in jaxpr.eqns for o in e.outvars)]
+    return {v.dim for v in vs if v.dim is not None}
+
+
+def _scan_rule(*avals: ShapedArray, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int | None,
                reverse: bool, linear: tuple, unroll=1, _split_transpose: bool = False):
     _no_consts("scan", jaxpr)
-    if not isinstance(length, (int, np.integer)) or length < 0:
-        raise SprueValueError(f"scan: length must be a non-negative int, got {length!r}")
     consts, init, xs = avals[:num_consts], avals[num_consts:num_consts + num_carry], avals[num_consts + num_carry:]
+    if length is None:   # the run-time leading size of xs
+        if not xs or not xs[0].ndim:
+            raise SprueValueError("scan: length=None needs xs with a leading axis")
+        length = xs[0].shape[0]
+    elif not isinstance(length, (int, np.integer)) or length < 0:
+        raise SprueValueError(f"scan: length must be a non-negative int, got {length!r}")
     for x in xs:
         if not x.ndim or x.shape[0] != length:
             raise SprueValueError(f"scan: every scanned array needs a leading axis of length {length}, got"
@@ -188,11 +307,20 @@ def _scan_rule(*avals: ShapedArray, jaxpr: ClosedJaxpr, num_consts: int, num_car
     carry = jaxpr.in_avals[num_consts:num_consts + num_carry]
     outs = jaxpr.out_avals
     check_types("scan body changes the type of its carry", carry, outs[:num_carry], note=" (carry in vs body out)")
+    inner = _bound_inside(jaxpr.jaxpr, num_consts)
+    for y in outs[num_carry:]:
+        if any(DimExpr.dim_vars(d) & inner for d in y.shape if isinstance(d, DimExpr)):
+            raise SprueValueError(f"scan: a per-step output {y.str_short()} has a size that may change from step to"
+                                  f" step, so the outputs cannot be stacked; return arrays whose sizes do not"
+                                  f" depend on the carry or the step")
     return [*carry, *(y.update(shape=(length, *y.shape)) for y in outs[num_carry:])]
 
 
-def _scan_impl(*args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool, **_):
+def _scan_impl(*args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int | None, reverse: bool,
+               **_):
     consts, carry, xs = args[:num_consts], list(args[num_consts:num_consts + num_carry]), args[num_consts + num_carry:]
+    if length is None:
+        length = len(xs[0])
     y_avals = jaxpr.out_avals[num_carry:]
     ys = [np.empty((length, *a.shape), a.dtype) for a in y_avals]
     for k in range(length):

@@ -1,0 +1,195 @@
+"""CHLO ops in foreign StableHLO input: from pretty text to generic form, then to StableHLO/math.
+
+JAX emits a few `chlo.*` ops (erf, sinh, tan on older versions, is_inf, top_k, ...), but the
+CHLO dialect is not registered in this torch-mlir build, so their custom (pretty) syntax does not
+parse at all. Two steps make the common ones compile:
+
+  to_generic_form(text)   rewrites each pretty `chlo.op` line to MLIR's generic form
+                          (`"chlo.erf"(%x) : (T) -> T`), which parses as an unregistered op;
+  lower_chlo(module)      replaces the unregistered ops we know by StableHLO ops or by
+                          tensor.generate over a `math` op; any other one is an UnsupportedError
+                          naming the op and its location.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, math, tensor
+
+from sprue.errors import UnsupportedError
+
+
+class UnsupportedStableHLOOpError(UnsupportedError):
+    """A StableHLO input uses an op sprue cannot compile; names the op and its location."""
+
+    def __init__(self, op: str, where: str, why: str = "is not supported"):
+        self.op = op
+        self.where = where
+        super().__init__(f"{op} at {where} {why}")
+
+
+# `%r = chlo.name %a, %b {attrs} : types loc(...)` (one op per line, as MLIR prints it).
+_PRETTY_CHLO = re.compile(
+    r"^(?P<indent>\s*)(?P<res>%[\w#:]+(?:\s*,\s*%[\w#:]+)*\s*=\s*)?chlo\.(?P<name>\w+)\s+"
+    r"(?P<operands>%[\w#.]+(?:\s*,\s*%[\w#.]+)*)\s*(?P<attrs>\{.*\})?\s*:\s*(?P<types>.*?)"
+    r"(?P<loc>\s+loc\(.*\))?\s*$")
+_ANY_CHLO = re.compile(r"\bchlo\.(\w+)")
+
+
+def _function_type(types: str, n_operands: int) -> str | None:
+    """The generic form's `(operand types) -> result types` from the pretty form's types."""
+    types = types.strip()
+    if types.startswith("("):
+        return types if "->" in types else None
+    if "->" in types:
+        operand, result = (t.strip() for t in types.split("->", 1))
+        return f"({', '.join([operand] * n_operands)}) -> {result}"
+    # One type for every operand and the result (the SameOperandsAndResultType form).
+    return f"({', '.join([types] * n_operands)}) -> {types}"
+
+
+def to_generic_form(text: str) -> str:
+    """Rewrites pretty-printed chlo ops to the generic form; raises UnsupportedStableHLOOpError
+    for a chlo op whose syntax we do not recognise (e.g. chlo.top_k's `k = 3`)."""
+    if "chlo." not in text:
+        return text
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        found = _ANY_CHLO.search(line)
+        if found is None or f'"chlo.{found.group(1)}"' in line:
+            continue    # no chlo op, or already in generic form
+        m = _PRETTY_CHLO.match(line)
+        operands = [o.strip() for o in m.group("operands").split(",")] if m else []
+        ftype = _function_type(m.group("types"), len(operands)) if m else None
+        if ftype is None:
+            raise UnsupportedStableHLOOpError(f"chlo.{found.group(1)}", f"line {number}",
+                                              "is not supported (the CHLO dialect is not available)")
+        lines[number - 1] = (f"{m.group('indent')}{m.group('res') or ''}\"chlo.{m.group('name')}\""
+                             f"({', '.join(operands)}) {m.group('attrs') or ''} : {ftype}{m.group('loc') or ''}")
+    return "\n".join(lines)
+
+
+# -- lowering the generic ops ---------------------------------------------------------------------
+def _elementwise(op: ir.Operation, scalar: Callable[[ir.Value], ir.Value]) -> ir.Value:
+    """tensor.generate of op's result type applying `scalar` to each element of its operand."""
+    x = op.operands[0]
+    result = ir.RankedTensorType(op.results[0].type)
+    with ir.InsertionPoint(op), op.location:
+        sizes = [tensor.DimOp(x, _index(d)).result for d in range(result.rank) if result.is_dynamic_dim(d)]
+        gen = tensor.GenerateOp(result, sizes)
+        block = gen.regions[0].blocks.append(*([ir.IndexType.get()] * result.rank))
+        with ir.InsertionPoint(block):
+            tensor.YieldOp(scalar(tensor.ExtractOp(x, list(block.arguments)).result))
+    return gen.result
+
+
+def _index(v: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), v).result
+
+
+def _math(name: str) -> Callable[[ir.Operation], ir.Value]:
+    """An elementwise float op computed by math.<name> (lowered to libm later)."""
+    op_class = getattr(math, name.capitalize() + "Op")
+
+    def rule(op: ir.Operation) -> ir.Value:
+        if not isinstance(ir.RankedTensorType(op.operands[0].type).element_type, ir.FloatType):
+            raise UnsupportedStableHLOOpError(op.name, str(op.location), "on a non-float tensor is not supported")
+        return _elementwise(op, lambda v: op_class(v).result)
+    return rule
+
+
+def _stablehlo(text_of: Callable[[list[str], list[str], str], str]) -> Callable[[ir.Operation], ir.Value]:
+    """A rewrite given as generic-form StableHLO text (operands %a0.., types), parsed in a scratch
+    function and moved before the op: the simplest way to build ops the Python bindings lack."""
+    def rule(op: ir.Operation) -> ir.Value:
+        in_types = [str(v.type) for v in op.operands]
+        names = [f"%a{i}" for i in range(len(in_types))]
+        out_type = str(op.results[0].type)
+        args = ", ".join(f"{n}: {t}" for n, t in zip(names, in_types))
+        body = text_of(names, in_types, out_type)
+        scratch = ir.Module.parse(f"func.func @f({args}) -> {out_type} {{\n{body}\n}}", op.context)
+        block = scratch.body.operations[0].regions[0].blocks[0]
+        for arg, value in zip(block.arguments, op.operands):
+            arg.replace_all_uses_with(value)
+        new_ops = list(block.operations)
+        result = new_ops[-1].operands[0]
+        for o in new_ops[:-1]:
+            o.move_before(op)
+        return result
+    return rule
+
+
+def _elem(t: str) -> str:
+    """The element type in a tensor type's text: tensor<2x3xf32> -> f32, tensor<f32> -> f32."""
+    return t.rsplit("x", 1)[-1].rstrip(">") if "x" in t else t[len("tensor<"):-1]
+
+
+# The bit patterns of +inf and -inf per float type, as StableHLO's dense<0x...> literals read them.
+_POS_INF = {"f64": "0x7FF0000000000000", "f32": "0x7F800000", "f16": "0x7C00", "bf16": "0x7F80"}
+_NEG_INF = {"f64": "0xFFF0000000000000", "f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}
+
+
+def _is_inf(sign: str) -> Callable[[list[str], list[str], str], str]:
+    """x == +inf, x == -inf, or |x| == inf (sign "abs")."""
+    def text(names: list[str], types: list[str], out: str) -> str:
+        t, operand, elem = types[0], names[0], _elem(types[0])
+        lines = []
+        if sign == "abs":
+            lines.append(f"%m = stablehlo.abs {operand} : {t}")
+            operand = "%m"
+        inf = (_NEG_INF if sign == "-" else _POS_INF)[elem]
+        lines.append(f"%s = stablehlo.constant dense<{inf}> : tensor<{elem}>")
+        lines.append(f"%b = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<{elem}>) -> {t}")
+        lines.append(f"%r = stablehlo.compare EQ, {operand}, %b : ({t}, {t}) -> {out}")
+        lines.append(f"return %r : {out}")
+        return "\n".join(lines)
+    return text
+
+
+def _binary(stablehlo_name: str) -> Callable[[list[str], list[str], str], str]:
+    def text(names: list[str], types: list[str], out: str) -> str:
+        if len(set(types)) != 1 or types[0] != out:
+            raise UnsupportedStableHLOOpError(f"chlo.broadcast_{stablehlo_name}", "input",
+                                              "with broadcasting operands is not supported")
+        return (f"%r = stablehlo.{stablehlo_name} {names[0]}, {names[1]} : {out}\n"
+                f"return %r : {out}")
+    return text
+
+
+RULES: dict[str, Callable[[ir.Operation], ir.Value]] = {
+    **{f"chlo.{n}": _math(n) for n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan",
+                                         "erf", "erfc")},
+    "chlo.is_inf": _stablehlo(_is_inf("abs")),
+    "chlo.is_pos_inf": _stablehlo(_is_inf("+")),
+    "chlo.is_neg_inf": _stablehlo(_is_inf("-")),
+    "chlo.square": _stablehlo(lambda n, t, o: f"%r = stablehlo.multiply {n[0]}, {n[0]} : {o}\nreturn %r : {o}"),
+    **{f"chlo.broadcast_{n}": _stablehlo(_binary(n)) for n in (
+        "add", "subtract", "multiply", "divide", "maximum", "minimum", "remainder", "power", "atan2", "and",
+        "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical")},
+}
+
+
+def lower_chlo(module: ir.Module) -> None:
+    """Replaces every known chlo op by StableHLO/tensor/math ops; any other op outside the
+    registered dialects raises UnsupportedStableHLOOpError naming it and its location."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name.split(".", 1)[0] in ("chlo", "sdy", "mhlo") or not op.context.is_registered_operation(op.name):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    with module.context:
+        for op in found:
+            rule = RULES.get(op.name)
+            if rule is None:
+                raise UnsupportedStableHLOOpError(op.name, str(op.location))
+            new = rule(op)
+            op.results[0].replace_all_uses_with(new)
+            op.erase()
+
+
+__all__ = ["RULES", "UnsupportedStableHLOOpError", "lower_chlo", "to_generic_form"]

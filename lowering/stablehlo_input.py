@@ -1,0 +1,292 @@
+"""StableHLO written elsewhere (JAX's `jax.jit(f).lower(*args).as_text()`, sprue's own `.mlir`
+stage, StableHLO's test files) -> a compiled callable.
+
+    f = load_stablehlo("f.mlir")          # or the module's text
+    y = f(x)                              # numpy in, numpy out (one result bare, several a tuple)
+
+Steps: read the text; rewrite what this torch-mlir build cannot parse (pretty-printed `chlo` ops,
+`sdy.mesh`); parse with unregistered dialects allowed (JAX's `#sdy.sharding<...>` attributes);
+pick the entry function (@main, or the only public one); drop the attributes JAX adds (layout
+modes, shardings, result info) and identity custom calls (@Sharding); lower the chlo ops we know;
+inline private functions; read the runtime Signature from the entry's types; then the same
+pipeline as qjit (`build_shared_library`) and the cffi runtime.
+
+Every problem with the input is a SprueError: StableHLOInputError for text that does not parse or
+has no entry point, UnsupportedStableHLOOpError naming an op and its location, and the
+pipeline's LoweringError for what fails later.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torch_mlir import ir, passmanager
+
+from sprue.errors import SprueError
+
+from .pipeline import LoweringError, make_context
+from .stablehlo_fixups import apply_fixups
+from .stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
+
+
+class StableHLOInputError(SprueError, ValueError):
+    """A StableHLO input that cannot be read: it does not parse, or has no entry function."""
+
+    def __init__(self, message: str, diagnostics: list[str] | None = None):
+        self.diagnostics = list(diagnostics or [])
+        super().__init__(message + ("\n" + "\n".join(self.diagnostics) if self.diagnostics else ""))
+
+
+# Custom calls that only annotate their operand (sharding, host placement): the value passes through.
+IDENTITY_CUSTOM_CALLS = frozenset({
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost", "MoveToDevice",
+    "annotate_device_placement", "xla_python_cpu_callback_sharding",
+})
+
+# Function attributes the pipeline understands; everything else (JAX's mhlo.*/jax.*/sdy.*) is dropped.
+_KEPT_FUNC_ATTRS = frozenset({"sym_name", "function_type", "sym_visibility"})
+
+
+# -- reading --------------------------------------------------------------------------------------
+def read_source(path_or_text: str | os.PathLike) -> tuple[str, str]:
+    """(text, a name for messages). A str holding MLIR (it has a newline or a brace) is the text;
+    anything else is a path."""
+    if isinstance(path_or_text, str) and ("\n" in path_or_text or "{" in path_or_text):
+        return path_or_text, "<text>"
+    if not isinstance(path_or_text, (str, os.PathLike)):
+        raise StableHLOInputError(f"load_stablehlo expects a path or StableHLO text, got"
+                                  f" {type(path_or_text).__name__}")
+    path = Path(path_or_text)
+    try:
+        return path.read_text(), str(path)
+    except (OSError, UnicodeDecodeError) as err:
+        raise StableHLOInputError(f"cannot read the StableHLO file {path}: {err}") from err
+
+
+# `sdy.mesh @mesh = <...>` declares a device mesh for Shardy shardings; one device needs none, and
+# the sdy dialect's custom syntax does not parse here.
+_SDY_MESH = re.compile(r"^\s*sdy\.mesh\s+@.*$", re.MULTILINE)
+
+
+def prepare_text(text: str) -> str:
+    """The text with what cannot be parsed here rewritten or removed (see the module docstring)."""
+    return to_generic_form(_SDY_MESH.sub("", text))
+
+
+def _diagnostics(err: ir.MLIRError) -> list[str]:
+    return [f"{d.location}: {d.message}" for d in err.error_diagnostics]
+
+
+def parse(ctx: ir.Context, text: str, name: str) -> ir.Module:
+    try:
+        return ir.Module.parse(text, ctx)
+    except ir.MLIRError as err:
+        raise StableHLOInputError(f"{name} is not a valid StableHLO module", _diagnostics(err)) from err
+
+
+# -- cleaning up the module -----------------------------------------------------------------------
+def _functions(module: ir.Module) -> list[ir.Operation]:
+    return [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+
+
+def _visibility(func: ir.Operation) -> str:
+    attrs = func.attributes
+    return ir.StringAttr(attrs["sym_visibility"]).value if "sym_visibility" in attrs else "public"
+
+
+def _name(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def entry_function(module: ir.Module, name: str) -> ir.Operation:
+    """@main, else the only public function with a body."""
+    funcs = [f for f in _functions(module) if f.regions[0].blocks]
+    for f in funcs:
+        if _name(f) == "main":
+            return f
+    public = [f for f in funcs if _visibility(f) == "public"]
+    if len(public) == 1:
+        return public[0]
+    names = ", ".join("@" + _name(f) for f in public) or "none"
+    raise StableHLOInputError(f"{name}: no entry function: expected @main or a single public function"
+                              f" (public functions: {names})")
+
+
+def _result_names(entry: ir.Operation) -> list[str | None]:
+    """JAX's `jax.result_info` per result (e.g. "result[0]"), before the attributes are dropped."""
+    n = len(ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value).results)
+    if "res_attrs" not in entry.attributes:
+        return [None] * n
+    names: list[str | None] = []
+    for d in ir.ArrayAttr(entry.attributes["res_attrs"]):
+        d = ir.DictAttr(d)
+        names.append(ir.StringAttr(d["jax.result_info"]).value
+                     if "jax.result_info" in d and isinstance(d["jax.result_info"], ir.StringAttr) else None)
+    return names
+
+
+def strip_attributes(module: ir.Module) -> None:
+    """Drops the module's and functions' attributes JAX adds: nothing in the pipeline reads them,
+    and some (sdy shardings) belong to dialects this build does not have."""
+    attrs = module.operation.attributes
+    for key in [attrs[i].name for i in range(len(attrs))]:
+        if key != "sym_name":
+            del attrs[key]
+    for f in _functions(module):
+        fattrs = f.attributes
+        for key in [fattrs[i].name for i in range(len(fattrs))]:
+            if key not in _KEPT_FUNC_ATTRS:
+                del fattrs[key]
+
+
+def _custom_call_target(op: ir.Operation) -> str:
+    target = op.attributes["call_target_name"]
+    return ir.StringAttr(target).value
+
+
+def remove_identity_ops(module: ir.Module) -> None:
+    """@Sharding-style custom calls and optimization_barrier pass their operands through.
+    Any other custom call cannot be compiled: an error naming its target and location."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in ("stablehlo.custom_call", "stablehlo.optimization_barrier"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in found:
+        if op.name == "stablehlo.custom_call":
+            target = _custom_call_target(op)
+            if target not in IDENTITY_CUSTOM_CALLS or len(op.operands) != len(op.results):
+                raise UnsupportedStableHLOOpError(f"stablehlo.custom_call @{target}", str(op.location))
+        for old, new in zip(op.results, op.operands):
+            old.replace_all_uses_with(new)
+        op.erase()
+
+
+def inline_calls(module: ir.Module, entry: ir.Operation) -> None:
+    """Every function but the entry becomes private, calls are inlined and unused functions
+    dropped: JAX outlines helpers (`func.func private @relu`, `call @relu`), and the pipeline
+    exports every public function."""
+    for f in _functions(module):
+        if f != entry:
+            f.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    try:
+        pm = passmanager.PassManager.parse("builtin.module(inline,symbol-dce)", module.context)
+        pm.run(module.operation)
+    except ir.MLIRError as err:
+        raise LoweringError("inline", "inlining the module's function calls failed", _diagnostics(err)) from err
+
+
+# -- the signature --------------------------------------------------------------------------------
+def _dtype(t: ir.Type, where: str) -> str:
+    """The runtime's short element-type name for an MLIR element type."""
+    if isinstance(t, ir.IntegerType):
+        if t.width == 1:
+            return "bool"
+        if t.width in (8, 16, 32, 64):
+            return f"{'u' if t.is_unsigned else 'i'}{t.width}"
+    elif isinstance(t, ir.F64Type):
+        return "f64"
+    elif isinstance(t, ir.F32Type):
+        return "f32"
+    elif isinstance(t, ir.F16Type):
+        return "f16"
+    raise UnsupportedStableHLOOpError(f"element type {t}", where, "cannot cross the compiled function's boundary")
+
+
+def _spec(name: str, t: ir.Type, where: str) -> Any:
+    from sprue.runtime import TensorSpec
+    if not isinstance(t, ir.RankedTensorType):
+        raise UnsupportedStableHLOOpError(f"type {t}", where, "is not supported (only ranked tensors)")
+    shape = [None if t.is_dynamic_dim(d) else t.get_dim_size(d) for d in range(t.rank)]
+    return TensorSpec(name, _dtype(t.element_type, where), shape)
+
+
+def signature_of(entry: ir.Operation, result_names: list[str | None]) -> Any:
+    """The runtime Signature from the entry function's type: `?` dims are None."""
+    from sprue.runtime import Signature
+    ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
+    where = f"@{_name(entry)}"
+    args = [_spec(f"arg{i}", t, f"{where} argument {i}") for i, t in enumerate(ftype.inputs)]
+    results = [_spec(result_names[i] or f"result[{i}]", t, f"{where} result {i}")
+               for i, t in enumerate(ftype.results)]
+    return Signature(args, results)
+
+
+# -- the whole way --------------------------------------------------------------------------------
+@dataclass
+class PreparedModule:
+    """A foreign module made ready for sprue's pipeline."""
+    text: str            # StableHLO text build_shared_library accepts
+    entry: str           # the entry function's symbol
+    signature: Any       # sprue.runtime.Signature
+
+
+def prepare(path_or_text: str | os.PathLike) -> PreparedModule:
+    text, name = read_source(path_or_text)
+    ctx = make_context()
+    # Unregistered dialects parse in generic form: JAX's #sdy/#mhlo attributes and the chlo ops
+    # rewritten by prepare_text; strip_attributes and lower_chlo then remove every one of them.
+    ctx.allow_unregistered_dialects = True
+    with ctx, ir.Location.unknown():
+        module = parse(ctx, prepare_text(text), name)
+        entry = entry_function(module, name)
+        names = _result_names(entry)
+        strip_attributes(module)
+        remove_identity_ops(module)
+        lower_chlo(module)
+        apply_fixups(module)
+        inline_calls(module, entry)
+        entry = entry_function(module, name)
+        signature = signature_of(entry, names)
+        return PreparedModule(str(module), _name(entry), signature)
+
+
+class StableHLOFunction:
+    """A compiled StableHLO entry function: call it with numpy arrays (or scalars)."""
+
+    def __init__(self, prepared: PreparedModule, library: Path, function: Any):
+        self.mlir = prepared.text
+        self.signature = prepared.signature
+        self.library = library
+        self._function = function
+
+    def __call__(self, *args: Any) -> Any:
+        outs = self._function(*args)
+        if len(outs) == 1:
+            return outs[0]
+        return tuple(outs)
+
+    def __repr__(self) -> str:
+        return f"<sprue StableHLO function {self.signature} from {self.library}>"
+
+
+def _out_dir() -> Path:
+    """A fresh directory per load: dlopen returns an already-loaded library for a path it has seen."""
+    from sprue.qjit import _scratch_dir
+    return _scratch_dir("stablehlo")
+
+
+def load_stablehlo(path_or_text: str | os.PathLike, *, keep_intermediate: str | os.PathLike | None = None
+                   ) -> StableHLOFunction:
+    """Compiles a StableHLO module (a path to a `.mlir` file, or its text) and returns its entry
+    function (@main, or the only public function) as a Python callable.
+
+    With keep_intermediate (a directory), every pipeline stage's text is written there."""
+    from sprue.lowering.backend import build_shared_library
+    from sprue.runtime import load
+
+    prepared = prepare(path_or_text)
+    out = Path(keep_intermediate) if keep_intermediate else _out_dir()
+    library = build_shared_library(prepared.text, out, name=prepared.entry,
+                                   keep_intermediate=keep_intermediate is not None)
+    return StableHLOFunction(prepared, library, load(library, prepared.entry, prepared.signature))
+
+
+__all__ = ["IDENTITY_CUSTOM_CALLS", "PreparedModule", "StableHLOFunction", "StableHLOInputError",
+           "UnsupportedStableHLOOpError", "load_stablehlo", "prepare"]

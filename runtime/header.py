@@ -1,0 +1,303 @@
+"""C headers for compiled kernels: what a C (or C++) program needs to call a sprue library.
+
+`c_header(HeaderSpec(...))` returns the text of `<name>.h` for a library that exports
+`_mlir_ciface_<name>` (see abi.py for that ABI). The header holds:
+
+- one memref descriptor typedef per (element type, rank) it uses, `memref_f64_1d` ..., each behind
+  its own include guard, so headers of several kernels can be included in one file;
+- `<name>_results`: one descriptor per result, in the order (and layout) the compiled code writes
+  them; with run-time checks the first is `status`, an i64 scalar;
+- the exported symbol `_mlir_ciface_<name>` and a `static inline` C-friendly wrapper `<name>()`
+  that takes rank-0 arguments by value (a size `n`, a scalar `alpha`) and arrays as descriptors,
+  and returns the status (always 0 for a kernel without checks);
+- `<name>_free_results()`: every returned buffer is malloc'ed by the kernel and owned by the caller;
+  this frees each distinct allocation once (two results may share one);
+- when every result shape is a function of the inputs' sizes (never of their values):
+  `<name>_result_shapes()`, the kernel's shape computation on its own, and `<name>_into()`, a
+  destination-passing entry point into caller-allocated buffers. It is a *copying* wrapper, not
+  real destination passing: the kernel still allocates its results, which are copied into the
+  caller's buffers (any strides) and freed. Kernels whose result shapes depend on data get
+  neither and always return callee-allocated results.
+
+This module only formats text: it must not import the lowering (the runtime never needs MLIR).
+"""
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .dtypes import ElementType
+from .signature import STATUS_SPEC, Signature, TensorSpec
+
+__all__ = ["HeaderSpec", "c_header", "c_identifier", "descriptor_type"]
+
+# A result dim: an int, or a C expression (over the `shape_params`) that evaluates to an int64_t.
+ShapeDim = int | str
+
+_C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
+if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
+volatile while _Bool _Complex _Imaginary bool true false out""".split())
+
+
+def c_identifier(text: str, fallback: str = "x") -> str:
+    """`text` made into a C identifier: other characters become `_`, a leading digit gets a `_`
+    prefix, and C keywords (and `out`, the wrapper's results parameter) get a `_` suffix."""
+    ident = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or fallback
+    if ident[0].isdigit():
+        ident = "_" + ident
+    if ident in _C_KEYWORDS or keyword.iskeyword(ident):
+        ident += "_"
+    return ident
+
+
+def _unique(names: Sequence[str], taken: set[str]) -> list[str]:
+    out = []
+    for n in names:
+        candidate, k = n, 1
+        while candidate in taken:
+            k += 1
+            candidate = f"{n}_{k}"
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def descriptor_type(element: ElementType, rank: int) -> str:
+    return f"memref_{element.name}_{rank}d"
+
+
+@dataclass(frozen=True)
+class HeaderSpec:
+    """What a header is generated from.
+
+    name: the kernel's C name (the library exports `_mlir_ciface_<name>`).
+    arg_names / result_names: C parameter and field names (default: from the signature's names).
+    result_shapes: per result, per dim, an int or a C expression over `shape_params`; None when
+    some result dim depends on data (no `_result_shapes` and no `_into` are generated).
+    shape_params: the argument names (rank-0 integer arguments) the expressions read.
+    source: where the kernel came from, for the header's first comment."""
+    name: str
+    signature: Signature
+    arg_names: Sequence[str] | None = None
+    result_names: Sequence[str] | None = None
+    result_shapes: Sequence[Sequence[ShapeDim]] | None = None
+    shape_params: Sequence[str] = field(default_factory=tuple)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    spec: TensorSpec
+
+    @property
+    def by_value(self) -> bool:
+        return self.spec.rank == 0
+
+
+def _names(spec: HeaderSpec) -> tuple[list[_Param], list[_Param]]:
+    sig = spec.signature
+    taken = {"out", "status", spec.name}
+    arg_names = list(spec.arg_names) if spec.arg_names is not None else [c_identifier(a.name) for a in sig.args]
+    res_names = (list(spec.result_names) if spec.result_names is not None
+                 else [f"result{i}" for i in range(len(sig.results))])
+    if len(arg_names) != len(sig.args) or len(res_names) != len(sig.results):
+        raise ValueError(f"{spec.name}: {len(arg_names)} argument names for {len(sig.args)} arguments, "
+                         f"{len(res_names)} result names for {len(sig.results)} results")
+    args = [_Param(n, s) for n, s in zip(_unique([c_identifier(n) for n in arg_names], taken), sig.args)]
+    results = [_Param(n, s) for n, s in zip(_unique([c_identifier(n) for n in res_names], set(taken)), sig.results)]
+    if sig.has_status:
+        results.insert(0, _Param("status", STATUS_SPEC))
+    return args, results
+
+
+def _descriptor_typedef(element: ElementType, rank: int) -> str:
+    t = descriptor_type(element, rank)
+    dims = f" int64_t sizes[{rank}]; int64_t strides[{rank}];" if rank else ""
+    guard = f"SPRUE_{t.upper()}_DEFINED"
+    return (f"#ifndef {guard}\n#define {guard}\n"
+            f"typedef struct {{ {element.ctype} *allocated; {element.ctype} *aligned; int64_t offset;{dims} }} {t};\n"
+            f"#endif\n")
+
+
+# Shared by every header (guarded once): an unused-attribute for tables a program may not use, and
+# the strided copy behind the `_into` entry points.
+_COMMON = r"""#ifndef SPRUE_COMMON_DEFINED
+#define SPRUE_COMMON_DEFINED
+#if defined(__GNUC__) || defined(__clang__)
+#define SPRUE_UNUSED __attribute__((unused))
+#else
+#define SPRUE_UNUSED
+#endif
+/* `_into` returns this when a destination's shape is not the result's shape. */
+#define SPRUE_SHAPE_MISMATCH ((int64_t)-1)
+/* Copies a rank-`rank` strided array of `elem`-byte elements (strides in elements). */
+static inline void sprue_copy_strided(char *dst, const int64_t *dst_strides, const char *src,
+                                      const int64_t *src_strides, const int64_t *sizes, int rank,
+                                      size_t elem) {
+  int64_t i;
+  if (rank == 0) { memcpy(dst, src, elem); return; }
+  for (i = 0; i < sizes[0]; ++i)
+    sprue_copy_strided(dst + i * dst_strides[0] * (int64_t)elem, dst_strides + 1,
+                       src + i * src_strides[0] * (int64_t)elem, src_strides + 1, sizes + 1, rank - 1, elem);
+}
+/* Python's floor division (sizes may be negative in intermediate expressions). */
+static inline int64_t sprue_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t sprue_mod(int64_t a, int64_t b) { return a - sprue_floordiv(a, b) * b; }
+#endif
+"""
+
+
+def _param_decl(p: _Param) -> str:
+    if p.by_value:
+        return f"{p.spec.element.ctype} {p.name}"
+    return f"const {descriptor_type(p.spec.element, p.spec.rank)} *{p.name}"
+
+
+def _results_struct(name: str, results: list[_Param]) -> str:
+    fields = "\n".join(f"  {descriptor_type(r.spec.element, r.spec.rank)} {r.name};  /* {r.spec.type_str} */"
+                       for r in results)
+    return (f"/* The kernel's results, in the layout it writes them. Every `allocated` buffer is malloc'ed by\n"
+            f"   the kernel and owned by the caller: release them with {name}_free_results(). */\n"
+            f"typedef struct {{\n{fields}\n}} {name}_results;\n")
+
+
+def _call_body(name: str, args: list[_Param], has_status: bool, out: str) -> list[str]:
+    """Statements that wrap rank-0 arguments in descriptors, call the kernel and return its status."""
+    lines = []
+    for a in args:
+        if a.by_value:
+            t = descriptor_type(a.spec.element, 0)
+            lines.append(f"  {a.spec.element.ctype} {a.name}_value = {a.name};")
+            lines.append(f"  {t} {a.name}_d;")
+            lines.append(f"  {a.name}_d.allocated = &{a.name}_value; {a.name}_d.aligned = &{a.name}_value;"
+                         f" {a.name}_d.offset = 0;")
+    call_args = ", ".join([out] + [f"&{a.name}_d" if a.by_value else a.name for a in args])
+    lines.append(f"  _mlir_ciface_{name}({call_args});")
+    lines.append(f"  return {out}->status.aligned[{out}->status.offset];" if has_status else "  return 0;")
+    return lines
+
+
+def _entry_points(name: str, args: list[_Param], results: list[_Param], has_status: bool) -> str:
+    ciface_params = ", ".join([f"{name}_results *out"] + [
+        f"const {descriptor_type(a.spec.element, a.spec.rank)} *{a.name}" for a in args])
+    params = ", ".join([f"{name}_results *out"] + [_param_decl(a) for a in args])
+    status_doc = (f"Returns the status: 0 when every run-time check held, else the 1-based code of the first\n"
+                  f"   that failed (its message: {name}_status_message(code)); the results are allocated either way."
+                  if has_status else "Returns 0 (this kernel has no run-time checks).")
+    body = "\n".join(_call_body(name, args, has_status, "out"))
+    return (f"/* The symbol the library exports (MLIR's C interface): one descriptor pointer per argument. */\n"
+            f"void _mlir_ciface_{name}({ciface_params});\n\n"
+            f"/* Calls the kernel; rank-0 arguments are passed by value, arrays as descriptors.\n"
+            f"   Fills *out; free it with {name}_free_results(out).\n   {status_doc} */\n"
+            f"static inline int64_t {name}({params}) {{\n{body}\n}}\n")
+
+
+def _free_results(name: str, results: list[_Param]) -> str:
+    ptrs = ", ".join(f"(void *)out->{r.name}.allocated" for r in results)
+    return (f"/* Frees every buffer in *out once (results may share an allocation), then clears *out. */\n"
+            f"static inline void {name}_free_results({name}_results *out) {{\n"
+            f"  void *buffers[{len(results)}] = {{ {ptrs} }};\n"
+            f"  int i, j;\n"
+            f"  for (i = 0; i < {len(results)}; ++i) {{\n"
+            f"    int seen = 0;\n"
+            f"    for (j = 0; j < i; ++j) seen |= buffers[j] == buffers[i];\n"
+            f"    if (!seen) free(buffers[i]);\n"
+            f"  }}\n"
+            f"  memset(out, 0, sizeof *out);\n}}\n")
+
+
+def _status_table(name: str, messages: Sequence[str]) -> str:
+    entries = "".join(f"  {_c_string(m)},\n" for m in messages)
+    return (f"#define {name.upper()}_STATUS_COUNT {len(messages)}\n"
+            f"/* The message of status code c (1-based) is {name}_status_messages[c - 1]. */\n"
+            f"static const char *{name}_status_messages[] SPRUE_UNUSED = {{\n{entries}  0\n}};\n"
+            f"static inline const char *{name}_status_message(int64_t code) {{\n"
+            f"  return code >= 1 && code <= {len(messages)} ? {name}_status_messages[code - 1] : 0;\n}}\n")
+
+
+def _c_string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    # a `?` before another `?` could form a trigraph in C99
+    return '"' + escaped.replace("??", "?\\?") + '"'
+
+
+def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param]) -> str:
+    """`<name>_result_shapes` (when some result has a dim) and `<name>_into`."""
+    name = spec.name
+    data = results[int(spec.signature.has_status):]
+    ranked = [(r, dims) for r, dims in zip(data, spec.result_shapes) if r.spec.rank]
+    out = ""
+    if ranked:
+        params = [f"int64_t {p}" for p in spec.shape_params] + [f"int64_t {r.name}_shape[{r.spec.rank}]"
+                                                                 for r, _ in ranked]
+        body = [f"  (void){p};" for p in spec.shape_params]   # a size may bind only input dims
+        body += [f"  {r.name}_shape[{i}] = {d};" for r, dims in ranked for i, d in enumerate(dims)]
+        out += (f"/* The shape half of the kernel (no data needed): each result's sizes from the sizes it\n"
+                f"   was given. */\n"
+                f"static inline void {name}_result_shapes({', '.join(params)}) {{\n" + "\n".join(body) + "\n}\n\n")
+    dest = [f"{descriptor_type(r.spec.element, r.spec.rank)} *{r.name}" for r in data]
+    lines = [f"  {name}_results res;", "  int64_t status;"]
+    if ranked:
+        lines += [f"  int64_t {r.name}_expected[{r.spec.rank}];" for r, _ in ranked]
+        call = ", ".join(list(spec.shape_params) + [f"{r.name}_expected" for r, _ in ranked])
+        lines.append(f"  {name}_result_shapes({call});")
+        checks = " ||\n      ".join(
+            f"{r.name}->sizes[{i}] != {r.name}_expected[{i}]" for r, _ in ranked for i in range(r.spec.rank))
+        lines.append(f"  if ({checks})\n    return SPRUE_SHAPE_MISMATCH;")
+    lines.append(f"  status = {name}({', '.join(['&res'] + [a.name for a in args])});")
+    for r in data:
+        strided = r.spec.rank > 0
+        dst_strides = f"{r.name}->strides" if strided else "0"
+        src_strides, sizes = (f"res.{r.name}.strides", f"res.{r.name}.sizes") if strided else ("0", "0")
+        lines.append(f"  sprue_copy_strided((char *)({r.name}->aligned + {r.name}->offset), {dst_strides},\n"
+                     f"                     (const char *)(res.{r.name}.aligned + res.{r.name}.offset),"
+                     f" {src_strides}, {sizes}, {r.spec.rank}, sizeof({r.spec.element.ctype}));")
+    lines += [f"  {name}_free_results(&res);", "  return status;"]
+    params = ", ".join(dest + [_param_decl(a) for a in args])
+    out += (f"/* Destination passing: the caller allocates each result (sizes from {name}_result_shapes, any\n"
+            f"   strides) and passes its descriptor. A copying wrapper: the kernel allocates its results, which\n"
+            f"   are copied into the destinations and freed. Returns the kernel's status, or\n"
+            f"   SPRUE_SHAPE_MISMATCH (nothing is computed) if a destination has the wrong sizes. */\n"
+            f"static inline int64_t {name}_into({params}) {{\n" + "\n".join(lines) + "\n}\n")
+    return out
+
+
+def c_header(spec: HeaderSpec) -> str:
+    """The text of the C header of one kernel (see the module docstring)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", spec.name):
+        raise ValueError(f"kernel name must be a C identifier, got {spec.name!r}")
+    sig = spec.signature
+    if not sig.results:
+        raise ValueError(f"{spec.name}: a kernel without results cannot be called usefully from C")
+    if spec.result_shapes is not None and len(spec.result_shapes) != len(sig.results):
+        raise ValueError(f"{spec.name}: {len(spec.result_shapes)} result shapes for {len(sig.results)} results")
+    args, results = _names(spec)
+    types = sorted({(p.spec.element.name, p.spec.rank, p.spec.element) for p in args + results},
+                   key=lambda t: (t[0], t[1]))
+    guard = f"SPRUE_KERNEL_{spec.name.upper()}_H"
+    parts = [
+        f"/* {spec.name}.h: generated by sprue{' from ' + spec.source if spec.source else ''}. Do not edit.\n"
+        f"   Signature: ({', '.join(f'{a.name}: {a.spec.type_str}' for a in args)})"
+        f" -> ({', '.join(r.spec.type_str for r in results[int(sig.has_status):])})\n"
+        f"   Link with lib{spec.name}.so (it needs only libc and libm). Calls are thread-safe: the kernel\n"
+        f"   keeps no state between calls. */\n",
+        f"#ifndef {guard}\n#define {guard}\n\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
+        f"#ifdef __cplusplus\nextern \"C\" {{\n#endif\n",
+        "".join(_descriptor_typedef(e, r) for _, r, e in types),
+        _COMMON,
+        _results_struct(spec.name, results),
+    ]
+    if sig.has_status:
+        parts.append(_status_table(spec.name, sig.status_messages))
+    parts.append(_entry_points(spec.name, args, results, sig.has_status))
+    parts.append(_free_results(spec.name, results))
+    if spec.result_shapes is not None:
+        parts.append(_shape_functions(spec, args, results))
+    parts.append(f"#ifdef __cplusplus\n}}\n#endif\n\n#endif /* {guard} */\n")
+    return "\n".join(parts)

@@ -1,0 +1,148 @@
+"""sprue.save / sprue.load: saved programs round-trip (constants bit-exact, dynamic signatures,
+control flow) and compute what the original qjit'd function computes."""
+import numpy as np
+import pytest
+
+import sprue
+import sprue.numpy as jnp
+from sprue import lax
+from sprue.saved import MAGIC, parse_saved
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.kind == "f" else a
+
+
+def _nan_with_payload(dtype, payload):
+    u = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    base = {4: 0x7FC00000, 8: 0x7FF8000000000000}[np.dtype(dtype).itemsize]
+    return np.array([base | payload], u).view(dtype)[0]
+
+
+def test_constants_round_trip_bit_exact(tmp_path):
+    c64 = np.array([1.5, -0.0, np.nan, _nan_with_payload(np.float64, 0x123), np.inf, 5e-324])
+    c32 = np.array([[-0.0, _nan_with_payload(np.float32, 0x77)], [3.25, -np.inf]], np.float32)
+    ci = np.array([-(2 ** 63), 2 ** 63 - 1, 7], np.int64)
+
+    @sprue.qjit
+    def f(x, y):
+        return x * 2.0 + c64, y + c32, jnp.zeros(3, np.int64) + ci
+
+    x, y = np.arange(6.0), np.ones((2, 2), np.float32)
+    expected = f(x, y)
+    path = sprue.save(f, tmp_path / "f.jaxpr")
+    text = path.read_text()
+    assert text.startswith(MAGIC) and "# const a:f64[6] = " in text and "{ lambda a:f64[6]" in text
+    g = sprue.load(path)
+    consts = g.jaxpr.consts
+    for orig in (c64, c32, ci):
+        assert any(c.dtype == orig.dtype and c.shape == orig.shape and np.array_equal(_bits(c), _bits(orig))
+                   for c in consts)
+    got = g(x, y)
+    for a, b in zip(got, expected):
+        assert a.dtype == b.dtype and np.array_equal(_bits(a), _bits(b))
+    assert g.compile_count == 1 and "func.func" in g.mlir and str(g.jaxpr) == str(f.jaxpr)
+
+
+def test_dynamic_signature_with_abstracted_axes(tmp_path):
+    f = sprue.qjit(lambda x: jnp.concatenate([x, x])[:-1] * 2, abstracted_axes={0: "n"})
+    f(np.ones(4))
+    path = sprue.save(f, tmp_path / "dyn.jaxpr")
+    text = path.read_text()
+    assert "# implicit a=n" in text and "b:f64[a]" in text
+    g = sprue.load(path)
+    for n in (1, 3, 6):
+        x = np.arange(float(n))
+        np.testing.assert_array_equal(g(x), f(x))
+    assert g.compile_count == 1
+
+
+def test_dynamic_signature_with_hints(tmp_path):
+    @sprue.qjit
+    def f(x: sprue.f64["n", 3], y: sprue.f64["n"]):
+        return jnp.sum(x, axis=1) * y
+
+    path = sprue.save(f, tmp_path / "hints.jaxpr")
+    g = sprue.load(path)
+    x, y = np.arange(12.0).reshape(4, 3), np.arange(4.0)
+    np.testing.assert_array_equal(g(x, y), f(x, y))
+    with pytest.raises(sprue.SprueValueError, match="size mismatch for 'n'"):
+        g(x, np.arange(5.0))
+
+
+def test_control_flow_round_trip(tmp_path):
+    @sprue.qjit
+    def f(x, k):
+        y = lax.fori_loop(0, 4, lambda i, a: a * 1.5 + i, x)
+        z = lax.while_loop(lambda a: jnp.sum(a) < 1000.0, lambda a: a * 2.0 + 1.0, y)
+        w = lax.cond(k > 0, lambda: z - 1.0, lambda: z + 1.0)
+        s = lax.scan(lambda c, v: (c + v, c * v), 0.0, w)
+        return w, s[0], s[1], jnp.sort(-w)
+
+    x = np.array([0.5, 1.0, -2.0])
+    expected = f(x, 3)
+    g = sprue.load(sprue.save(f, tmp_path / "cf.jaxpr"))
+    assert g.arg_names == ["k", "x"]   # qjit orders the parameters by name
+    for a, b in zip(g(np.int64(3), x), expected):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(g(x=x, k=np.int64(-1))[0], f(x, -1)[0])
+
+
+def test_save_closed_jaxpr_and_int_types(tmp_path):
+    def f(a, b):
+        return (a * 3 + b) // 2, jnp.where(a > b, a, b).astype(np.int32)
+    a, b = np.array([1, -5, 7], np.int64), np.array([2, 2, 2], np.int64)
+    closed = sprue.make_jaxpr(f)(a, b)
+    g = sprue.load(sprue.save(closed, tmp_path / "ints.jaxpr"))
+    got = g(a, b)
+    np.testing.assert_array_equal(got[0], (a * 3 + b) // 2)
+    assert got[1].dtype == np.int32
+
+
+def test_single_output_is_bare_and_arg_count_checked(tmp_path):
+    f = sprue.qjit(lambda x: x + 1.0)
+    f(np.ones(2))
+    g = sprue.load(sprue.save(f, tmp_path / "one.jaxpr"))
+    np.testing.assert_array_equal(g(np.ones(2)), np.full(2, 2.0))
+    with pytest.raises(sprue.SprueTypeError, match="takes 1 arguments"):
+        g(np.ones(2), np.ones(2))
+
+
+def test_string_params_are_quoted(tmp_path):
+    from sprue.core import ClosedJaxpr
+    closed = sprue.make_jaxpr(lambda x: (lax.check(x[0] > 0, "x[0] must be > 0, got it wrong"), x + 1)[1])(np.ones(3))
+    text = sprue.saved.to_text(closed)
+    assert "message='x[0] must be > 0, got it wrong'" in text
+    back, n_implicit, names = parse_saved(text)
+    assert isinstance(back, ClosedJaxpr) and n_implicit == 0
+    assert back.jaxpr.eqns[-2].params["message"] == "x[0] must be > 0, got it wrong"
+
+
+def test_save_errors(tmp_path):
+    with pytest.raises(sprue.SprueTypeError, match="qjit'd function"):
+        sprue.save(lambda x: x, tmp_path / "x.jaxpr")
+    f = sprue.qjit(lambda x: x)
+    with pytest.raises(sprue.SprueValueError, match="not available yet"):
+        sprue.save(f, tmp_path / "x.jaxpr")
+
+
+def test_bad_header(tmp_path):
+    p = tmp_path / "bad.jaxpr"
+    p.write_text(MAGIC + "\n# const a:f64[2] = 00zz\n{ lambda a:f64[2]; b:f64[2]. let c:f64[2] = add a b in (c,) }\n")
+    with pytest.raises(sprue.JaxprSyntaxError, match=r"bad.jaxpr:2:1: constant 'a'"):
+        sprue.load(p)
+    p.write_text(MAGIC + "\n{ lambda a:f64[2]; b:f64[2]. let c:f64[2] = add a b in (c,) }\n")
+    with pytest.raises(sprue.JaxprError, match=r"constants \[\] do not match"):
+        sprue.load(p)
+
+
+def test_mlir_files_go_to_the_stablehlo_reader(tmp_path, monkeypatch):
+    import sprue.lowering.stablehlo_input as shi
+    seen = []
+    monkeypatch.setattr(shi, "load_stablehlo", lambda path: seen.append(path) or "loaded")
+    p = tmp_path / "m.txt"
+    p.write_text("module {\n  func.func @main() {\n    return\n  }\n}\n")
+    (tmp_path / "x.mlir").write_text("")
+    assert sprue.load(p) == "loaded" and sprue.load(tmp_path / "x.mlir") == "loaded"
+    assert seen == [p, tmp_path / "x.mlir"]

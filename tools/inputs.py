@@ -1,0 +1,183 @@
+"""Reading what `sprue compile` compiles: a jaxpr file (sprue's saved format or JAX-printed) or a
+StableHLO `.mlir` module, into one `Kernel`: its StableHLO with the entry function renamed to the
+kernel's name, the runtime Signature, the C names of its parameters, and (when the jaxpr says so)
+its result shapes as C expressions over its size arguments.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from sprue.errors import SprueError
+from sprue.runtime import Signature, TensorSpec
+from sprue.runtime.header import c_identifier
+
+STABLEHLO_SUFFIXES = (".mlir", ".stablehlo")
+
+
+class InputError(SprueError, ValueError):
+    """The input file cannot be read (missing, unreadable, or of an unknown kind)."""
+
+
+@dataclass
+class Kernel:
+    name: str                       # C identifier; the library exports _mlir_ciface_<name>
+    source: Path
+    stablehlo: str                  # its entry function is @<name>
+    signature: Signature
+    arg_names: list[str]
+    closed_jaxpr: Any = None        # None for StableHLO input
+    result_shapes: list[list[int | str]] | None = None
+    shape_params: list[str] = field(default_factory=list)
+
+
+def kernel_name(path: Path, name: str | None) -> str:
+    """--name, else the input's stem, as a C identifier (`my-kernel.v2.jaxpr` -> `my_kernel`)."""
+    if name is not None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise InputError(f"--name {name!r} is not a C identifier")
+        return name
+    return c_identifier(path.name.split(".")[0], fallback="kernel")
+
+
+def read_kernel(path: Path, name: str) -> Kernel:
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    if path.suffix in STABLEHLO_SUFFIXES:
+        return _read_stablehlo(path, name)
+    return _read_jaxpr(path, name)
+
+
+# -- StableHLO ----------------------------------------------------------------------------------
+def _read_stablehlo(path: Path, name: str) -> Kernel:
+    from sprue.lowering.stablehlo_input import prepare
+    prepared = prepare(path)
+    text = rename_entry(prepared.text, prepared.entry, name)
+    sig = prepared.signature
+    # Without a jaxpr there is no relation between `?` dims: shapes are known only when static.
+    shapes = [list(r.shape) for r in sig.results] if all(r.is_static for r in sig.results) else None
+    return Kernel(name, path, text, sig, [c_identifier(a.name) for a in sig.args], None, shapes, [])
+
+
+def rename_entry(text: str, entry: str, name: str) -> str:
+    """The module with func @<entry> renamed @<name> (and every reference to it), so that kernels
+    of one program export distinct symbols."""
+    if entry == name:
+        return text
+    from torch_mlir import ir
+    from sprue.lowering.pipeline import make_context, parse_module
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = parse_module(ctx, text)
+        table = ir.SymbolTable(module.operation)
+        if name in table:
+            raise InputError(f"--name {name!r}: the module already has a function @{name}")
+        ir.SymbolTable.replace_all_symbol_uses(entry, name, module.operation)
+        ir.SymbolTable.set_symbol_name(table[entry], name)
+        return str(module)
+
+
+# -- jaxpr --------------------------------------------------------------------------------------
+# Jaxpr files are read by frontend/saved.py (sprue's saved format, whose header names the
+# arguments; it also reads plain JAX-printed jaxprs) when it is installed, else by the bare parser.
+def _read_jaxpr(path: Path, name: str) -> Kernel:
+    text = path.read_text()
+    try:
+        from sprue.saved import parse_saved
+    except ImportError:
+        parse_saved = None
+    if parse_saved is not None:
+        closed, n_implicit, explicit_names = parse_saved(text, str(path))
+        return kernel_from_jaxpr(closed, name, path, explicit_names)
+    try:
+        from sprue.jaxpr_parser import parse_jaxpr
+    except ImportError:
+        raise InputError("reading jaxpr files needs sprue's jaxpr parser (sprue.jaxpr_parser), which this"
+                         " installation does not have; compile a StableHLO .mlir file instead") from None
+    closed, _n_implicit = parse_jaxpr(text, filename=str(path))
+    return kernel_from_jaxpr(closed, name, path)
+
+
+def kernel_from_jaxpr(closed, name: str, source: Path, explicit_names: list[str] | None = None) -> Kernel:
+    """The kernel of a ClosedJaxpr (read from a file, or made by sprue.make_jaxpr). The C names of
+    the trailing (explicit) arguments are `explicit_names` when given."""
+    from sprue.lowering.stablehlo import lower
+    lowered = lower(closed, name=name)
+    jaxpr = closed.jaxpr
+    arg_names = _invar_names(jaxpr, explicit_names)
+    sig = Signature([TensorSpec(n, v.aval.dtype, _runtime_shape(v.aval)) for n, v in zip(arg_names, jaxpr.invars)],
+                    [TensorSpec(f"result{i}", a.aval.dtype, _runtime_shape(a.aval))
+                     for i, a in enumerate(jaxpr.outvars)],
+                    status_messages=lowered.check_messages if lowered.has_status else None)
+    shapes, params = result_shape_exprs(jaxpr, arg_names)
+    return Kernel(name, source, lowered.text, sig, arg_names, closed, shapes, params)
+
+
+def _runtime_shape(aval) -> tuple:
+    return tuple(d if isinstance(d, int) else None for d in aval.shape)
+
+
+def _invar_names(jaxpr, explicit_names: list[str] | None) -> list[str]:
+    """C names of the arguments: `explicit_names` for the trailing explicit ones when given; else a
+    size argument is named after its dimension (`n`) and the others after their printed jaxpr
+    names (a, b, ...), which is all a plain jaxpr file records."""
+    from sprue.pretty import encode_name
+    n_explicit = len(explicit_names) if explicit_names is not None else 0
+    first_explicit = len(jaxpr.invars) - n_explicit
+    names, taken = [], {"out", "status"}
+    for i, v in enumerate(jaxpr.invars):
+        dim_name = getattr(v.dim, "name", None) if v.dim is not None else None
+        given = explicit_names[i - first_explicit] if i >= first_explicit else None
+        base = c_identifier(given or dim_name or encode_name(i) + getattr(v, "suffix", ""), fallback=f"arg{i}")
+        n, k = base, 1
+        while n in taken:
+            k += 1
+            n = f"{base}_{k}"
+        taken.add(n)
+        names.append(n)
+    return names
+
+
+def result_shape_exprs(jaxpr, arg_names: list[str]) -> tuple[list[list[int | str]] | None, list[str]]:
+    """Each result dim as an int or a C expression over the size arguments, and the arguments
+    used; (None, []) when some dim depends on a size computed from data (it is known only after
+    the kernel ran)."""
+    from sprue.shapes import dim_vars_of
+    binder = {v.dim: n for v, n in zip(jaxpr.invars, arg_names) if v.dim is not None}
+    shapes: list[list[int | str]] = []
+    for out in jaxpr.outvars:
+        dims: list[int | str] = []
+        for d in out.aval.shape:
+            if not isinstance(d, int) and not dim_vars_of(d) <= set(binder):
+                return None, []
+            dims.append(d if isinstance(d, int) else dim_to_c(d, binder))
+        shapes.append(dims)
+    params = [n for v, n in zip(jaxpr.invars, arg_names) if v.dim is not None]
+    return shapes, params
+
+
+def dim_to_c(d, binder: dict) -> str:
+    """A DimExpr as a C int64_t expression: `2*n + 1`, `sprue_floordiv(n, 4)`."""
+    from sprue.shapes import DimVar
+    if isinstance(d, int):
+        return f"INT64_C({d})" if abs(d) > 2**31 - 1 else str(d)
+
+    def atom(a) -> str:
+        if isinstance(a, DimVar):
+            return binder[a]
+        fn = "sprue_floordiv" if a.op == "floordiv" else "sprue_mod"
+        return f"{fn}({dim_to_c(a.expr, binder)}, {a.c})"
+
+    terms = []
+    for mono, coef in reversed(d.terms):   # highest degree first, as sprue prints dims
+        factors = [atom(a) for a, p in mono for _ in range(p)]
+        if not factors:
+            factors = [str(abs(coef))]
+        elif abs(coef) != 1:
+            factors.insert(0, str(abs(coef)))
+        terms.append(("-" if coef < 0 else "+", "*".join(factors)))
+    text = "".join(f" {s} {t}" for s, t in terms).strip()
+    text = text[2:] if text.startswith("+ ") else "-" + text[2:]
+    return f"({text})" if len(terms) > 1 else text
