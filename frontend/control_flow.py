@@ -42,8 +42,6 @@ from .pytree import tree_flatten, tree_unflatten
 from .shapes import DimExpr
 from .tracing import Tracer, dim_value
 
-_is_py_scalar = is_py_scalar
-
 
 def _convert(x, dtype: np.dtype):
     """x as a strong `dtype` value: an equation for a tracer, numpy for a concrete value."""
@@ -79,7 +77,7 @@ def _unpack(carry: tuple):
 def _scalar_aval(construct: str, x, what: str) -> ShapedArray:
     if isinstance(x, Tracer):
         a = x.aval
-    elif _is_py_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
+    elif is_py_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
         a = aval_of_value(x)
     else:
         raise SprueTypeError(f"{construct}: {what} must be a scalar, got a {type(x).__name__}{_where()}")
@@ -373,6 +371,7 @@ def switch(index, branches: Sequence[Callable], *operands):
     branches = list(branches)
     if not branches or not all(callable(b) for b in branches):
         raise SprueTypeError(f"switch: branches must be a non-empty sequence of functions{_where()}")
+    index = _value(index)
     a = _integer_aval("switch", index, "the index")
     hi = len(branches) - 1
     if isinstance(index, Tracer):

@@ -166,7 +166,9 @@ class QJIT:
             bound.arguments = ordered
             return self.fn(*bound.args, **bound.kwargs)
 
-        traced = trace_function(lambda **dyn: call_user(dyn), (), dynamic, None)
+        names = list(dynamic)   # parameters in positional order: the jaxpr's invars follow it
+        traced = trace_function(lambda *vals: call_user(dict(zip(names, vals))), tuple(dynamic.values()), {},
+                                names)
         out_dir = self._out_dir()
         # one file name per signature: dlopen returns an already-loaded library for a path it has seen
         stem = self.name if not self._cache else f"{self.name}_{len(self._cache)}"
@@ -182,8 +184,9 @@ class QJIT:
         return out_dir_for(self.name, self.keep_intermediate)
 
     def _lookup(self, dynamic: dict, static: dict) -> tuple[Compiled, list]:
-        leaves, paths, tree = tree_flatten_with_path(dynamic)
-        paths = [param_path(p) for p in paths]
+        names = list(dynamic)
+        leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
+        paths = [_named_path(p, names) for p in paths]
         if self._fixed is not None:
             self._check_fits_hints(tree, leaves, paths)
             return self._fixed, leaves
@@ -196,12 +199,12 @@ class QJIT:
             with self._lock:
                 compiled = self._cache.get(key)
                 if compiled is None:
-                    compiled = self._compile(tree_unflatten(tree, avals), static)
+                    compiled = self._compile(dict(zip(names, tree_unflatten(tree, avals))), static)
                     self._cache[key] = compiled
         return compiled, leaves
 
     def _check_fits_hints(self, tree: TreeDef, leaves, paths):
-        hinted = self._fixed.traced.in_tree.children[1]  # in_tree is ((), {name: hint pytree})
+        hinted = self._fixed.traced.in_tree.children[0]  # in_tree is ((hints by position), {})
         if tree != hinted:
             raise SprueTypeError(f"{self.name}(): arguments {tree} do not match the type hints {hinted};"
                                  f" functions compiled from type hints do not recompile")
@@ -299,13 +302,17 @@ def _check_abstracted_axes(spec, fn_name: str):
     return spec
 
 
+def _named_path(path: str, names: list[str]) -> str:
+    """'[1]['w']' (a path into the tuple of arguments) -> "params['w']"."""
+    end = path.index("]")
+    return names[int(path[1:end])] + path[end + 1:]
+
+
 def _abstract_axes(spec, dynamic: dict, tree: TreeDef, avals: tuple, fn_name: str) -> tuple:
     """The leaves' avals with the abstracted axes' sizes replaced by their names."""
     per_arg = list(spec) if isinstance(spec, (tuple, list)) else None
-    position = {name: i for i, name in enumerate(dynamic)}   # parameters in positional order
     out, leaf = [], 0
-    for name in tree.meta:   # the leaves follow the flattened dict: its keys sorted
-        value, i = dynamic[name], position[name]
+    for i, (name, value) in enumerate(dynamic.items()):   # leaves follow the parameters' order
         n_leaves = len(tree_flatten(value)[0])
         axes = spec if per_arg is None else (per_arg[i] if i < len(per_arg) else None)
         for aval in avals[leaf:leaf + n_leaves]:

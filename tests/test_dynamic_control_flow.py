@@ -247,6 +247,17 @@ def test_switch_and_catalyst_cond_capture_dynamic_arrays():
     assert compiled.compile_count == 1
 
 
+def test_sizes_as_predicates_and_indices():
+    def f(x):
+        y = lax.cond(x.shape[0], lambda: x * 2.0, lambda: x)          # nonzero size: true
+        return lax.switch(x.shape[0], [lambda: y, lambda: y + 1.0, lambda: -y])   # clamped index
+
+    def ref(x):
+        y = x * 2.0 if len(x) else x
+        return [y, y + 1.0, -y][min(len(x), 2)]
+    check_sizes(f, ref, lambda n: (vec(n),), {0: "n"})
+
+
 # -- run-time checks inside regions -----------------------------------------------------------------
 def test_a_failing_check_in_a_loop_body_raises_its_message():
     def f(x, n):

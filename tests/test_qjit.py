@@ -246,3 +246,12 @@ def test_comparisons_of_python_int_arguments():
         got = f(p, i)
         want = (np.int64(p) > 0, np.int64(i) % 2 == 0, np.int64(p) * i)
         assert [type(g) for g in got] == [type(w) for w in want] and got == want
+
+
+def test_jaxpr_invars_follow_the_parameters_positional_order():
+    @sprue.qjit
+    def f(z, a, m):
+        return z * 2.0 + a - m
+    z, a, m = np.random.rand(2), np.random.rand(3, 2), np.random.rand(2)
+    np.testing.assert_allclose(f(z, a, m), z * 2.0 + a - m)
+    assert str(f.jaxpr).startswith("{ lambda ; a:f64[2] b:f64[3,2] c:f64[2]. let")
