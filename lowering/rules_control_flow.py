@@ -7,7 +7,8 @@ only the real carries travel around a loop. legalize.py turns these ops into scf
 - for_loop: a while over (k, carries...) for k < trips, with i = lower + k * step and the trip
   count computed once, before the loop, as len(range(lower, upper, step)) — so negative steps,
   empty ranges and traced bounds need nothing special (a zero step runs no trips). The while is
-  marked counted, and legalization turns it into an scf.for over [0, trips). The count is done in
+  marked counted, and legalization turns it into an scf.for over [0, trips) (unless it resizes
+  arrays: see _counted). The count is done in
   64 bits, so narrow index types do not overflow (bounds spanning more than 2**63 still would).
 - cond: two branches are a `stablehlo.if` on index > 0 (branches[0] is the false branch); more
   are a `stablehlo.case` on the index clamped into range (case itself runs the last branch for any
@@ -85,20 +86,21 @@ def _while(inits: Sequence[Value], cond, body, attrs: dict | None = None) -> lis
     return list(loop.results)
 
 
-def _counted(trips: Value, inits: Sequence[Value], body, types: Sequence[ir.Type]) -> list[Value]:
+def _counted(trips: Value, inits: Sequence[Value], body, types: Sequence[ir.Type], resizing: bool = False
+             ) -> list[Value]:
     """A while over (k, *inits) for k in [0, trips): body(k, values) -> next values, the values
     cast to `types` (the carry types) on entry.
 
-    It is marked counted (legalize.COUNTED), so legalization makes it an scf.for — unless an entry
-    value needs a cast (a static array entering a resizing loop): MLIR's canonicalization of scf.for
-    moves such a cast inside the loop, turning the carry static again as if the body kept its size
-    (ForOpTensorCastFolder assumes it does), so that loop stays a general while (scf.while)."""
+    It is marked counted (legalize.COUNTED), so legalization makes it an scf.for — unless it resizes
+    arrays: MLIR's canonicalization of scf.for moves a tensor.cast of an entry value (static to `?`,
+    written here or made by folding a size that turns out constant) inside the loop, making the
+    carry static again as if every trip kept its size (ForOpTensorCastFolder assumes so), so a
+    resizing loop stays a general while (scf.while)."""
     def step(args: list[Value]) -> list[Value]:
         return [ew("add", args[0], constant_like(1, args[0])), *body(args[0], args[1:])]
     k0 = constant_like(0, trips)
-    counted = all(v.type == t for v, t in zip(inits, types))
     results = _while([k0, *_casts(inits, types)], lambda args: [compare(args[0], trips, "LT")], step,
-                     {COUNTED: ir.UnitAttr.get()} if counted else None)
+                     None if resizing else {COUNTED: ir.UnitAttr.get()})
     return results[1:]
 
 
@@ -155,7 +157,7 @@ def _for_loop(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
         return [*_casts(outs, types), *([status] if thread else [])]
 
     results = _counted(trip_count(lower, upper, step), _with_status(ctx, thread, list(init)), body,
-                       _with_status_type(thread, types))
+                       _with_status_type(thread, types), resizing=p["nimplicit"] > 0)
     return _take_status(ctx, thread, results)
 
 

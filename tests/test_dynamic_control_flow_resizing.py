@@ -11,7 +11,11 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
+from sprue.bodies import trace_body
+from sprue.core import ShapedArray
 from sprue.errors import SprueTypeError, SprueValueError
+from sprue.shapes import DimVar, dim
+from sprue.tracing import dim_value, eval_jaxpr
 
 SIZES = (0, 1, 3, 1000)
 
@@ -74,6 +78,15 @@ def test_growing_jaxpr_carries_the_size_first():
     assert re.search(r"body_nconsts=0\n\s+nimplicit=1\n\s+preserve_dimensions=False\] 0:i64\[\] \w+ 1:i64\[\]"
                      r" 2:i64\[\] \w+\n", text), text
     assert text.endswith(f"in ({m[2]},) }}"), text
+
+
+def test_a_resizing_for_loop_compiles_to_a_general_while(tmp_path):
+    # not an scf.for: MLIR's canonicalization of scf.for assumes each trip keeps the carry's type
+    compiled = sprue.qjit(grow, keep_intermediate=tmp_path)
+    agree(compiled(vec(2), 3), grow_ref(vec(2), 3))
+    assert "sprue.counted_loop" not in compiled.mlir
+    (legalized,) = tmp_path.glob("*.01_legalized.mlir")
+    assert "scf.while" in legalized.read_text()
 
 
 def test_growing_with_the_jax_spellings():
@@ -291,3 +304,26 @@ def test_resizing_never_changes_a_rank_or_a_dtype():
 def test_allow_array_resizing_must_be_a_bool():
     with pytest.raises(SprueTypeError, match="^allow_array_resizing must be a bool, got str"):
         sprue.for_loop(0, 2, 1, allow_array_resizing="yes")
+
+
+# -- the equation -----------------------------------------------------------------------------------
+def test_a_resizing_jaxpr_evaluates_with_numpy():
+    closed = sprue.make_jaxpr(grow)(vec(2), 3)
+    for n in (0, 1, 4):
+        (out,) = eval_jaxpr(closed.jaxpr, closed.consts, vec(2), n)
+        agree(out, grow_ref(vec(2), n))
+
+
+def test_the_equation_checks_its_implicit_sizes():
+    dv = DimVar()
+    body = trace_body("for_loop", lambda i, a: jnp.concatenate([a, a]),
+                      [ShapedArray((), np.int64), dv, ShapedArray((dim(dv),), np.float64)],
+                      lambda outs: [dim_value(outs[0].shape[0])])
+    params = dict(body_jaxpr=body.jaxpr, body_nconsts=0, apply_reverse_transform=False, nimplicit=1)
+    size, out = lax.for_loop_p.bind(0, 2, 1, 3, np.ones(3), preserve_dimensions=False, **params)
+    assert size == 12 and out.shape == (12,)
+    with pytest.raises(SprueValueError, match=r"for_loop: implicit sizes \(nimplicit=1\) need preserve_dimensions"):
+        lax.for_loop_p.bind(0, 2, 1, 3, np.ones(3), preserve_dimensions=True, **params)
+    with pytest.raises(SprueTypeError, match=r"for_loop: the body's parameters do not fit its operands: output 0:"
+                                             r" f64\[d\d+\] vs f64\[3,1\]"):
+        lax.for_loop_p.bind(0, 2, 1, 3, np.ones((3, 1)), preserve_dimensions=False, **params)

@@ -19,7 +19,9 @@ are `implicit sizes..., arrays...` in the operands, the bodies' parameters and t
 each implicit parameter binding a dimension variable the array parameters' types mention
 (`{ lambda ; i:i64[] d:i64[] a:f64[d]. ... in (e, b) }` with `e` = the new size of `b`). The
 equation's results are the final sizes, typed as new dimension variables (core.SizeAval), then the
-arrays typed by them. Scan's `length` is None when it is the run-time leading size of its xs.
+arrays typed by them. (while has JAX's params, plus `nimplicit` and `preserve_dimensions=False`
+when built with allow_array_resizing.) Scan's `length` is None when it is the run-time leading size
+of its xs.
 
 The shape rules check that the nested jaxprs fit their operands; the user-facing checks with
 pytree structures and weak-type promotion are in sprue.control_flow, which builds these equations.
