@@ -240,6 +240,7 @@ _MEMREF_COPY_C = r"""
 typedef struct { int64_t rank; void *descriptor; } sprue_unranked;
 typedef struct { char *allocated; char *aligned; int64_t offset; int64_t dims[]; } sprue_desc;
 
+__attribute__((visibility("hidden")))  /* one copy per library: kernels never interpose each other */
 void memrefCopy(int64_t elem_size, sprue_unranked *src, sprue_unranked *dst) {
   int64_t rank = src->rank;
   sprue_desc *s = src->descriptor, *d = dst->descriptor;
