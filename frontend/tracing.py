@@ -262,8 +262,8 @@ def abstract_eval(prim: Primitive, avals: Sequence[ShapedArray], params: dict):
         return shape_rules[prim](*avals, **params)
     except SprueError as e:
         where = user_frame_summary()
-        if where and "(at " not in str(e):
-            raise type(e)(f"{e}{at(where)}") from None
+        if where and e.args and "(at " not in str(e):
+            e.args = (f"{e.args[0]}{at(where)}", *e.args[1:])  # same exception, now naming the line
         raise
 
 
