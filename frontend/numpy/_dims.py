@@ -229,29 +229,28 @@ def eq_value(d, c):
     return lax.eq(_i64(value(d)), _i64(value(c)))
 
 
-def any_of(*conds):
-    """Logical or of bool scalars, Python bools folded."""
-    if any(c is True for c in conds):
-        return True
-    out = [c for c in conds if c is not False]
+def _fold(conds, absorbing: bool, combine):
+    """Combine bool scalars with `combine`, folding Python bools: `absorbing` decides the result,
+    its negation drops out."""
+    if any(c is absorbing for c in conds):
+        return absorbing
+    out = [c for c in conds if c is not (not absorbing)]
     if not out:
-        return False
+        return not absorbing
     r = out[0]
     for c in out[1:]:
-        r = lax.bitwise_or(r, c)
+        r = combine(r, c)
     return r
+
+
+def any_of(*conds):
+    """Logical or of bool scalars, Python bools folded."""
+    return _fold(conds, True, lax.bitwise_or)
 
 
 def all_of(*conds):
-    if any(c is False for c in conds):
-        return False
-    out = [c for c in conds if c is not True]
-    if not out:
-        return True
-    r = out[0]
-    for c in out[1:]:
-        r = lax.bitwise_and(r, c)
-    return r
+    """Logical and of bool scalars, Python bools folded."""
+    return _fold(conds, False, lax.bitwise_and)
 
 
 # -- sizes given by the user ---------------------------------------------------------------------

@@ -263,6 +263,11 @@ def _basic(x, entries):
     if rev_dims:
         kept = [d for d in range(len(shape)) if d not in int_dims]
         y = lax.rev(y, tuple(kept.index(d) for d in rev_dims))
+    return _with_new_axes(y, entries)
+
+
+def _with_new_axes(y, entries):
+    """y (the indexed result without None entries) reshaped with a size-1 axis per None entry."""
     out_shape, it = [], iter(aval(y).shape)
     for e in entries:
         if e.kind == "none":
@@ -288,13 +293,7 @@ def _basic_dynamic(x, entries):
             y = _slicing.index_axis(y, e.dim, e.value)
         else:
             y = _static_index_axis(y, e)
-    out_shape, it = [], iter(aval(y).shape)
-    for e in entries:
-        if e.kind == "none":
-            out_shape.append(1)
-        elif e.kind == "slice":
-            out_shape.append(next(it))
-    return reshape(y, tuple(out_shape))
+    return _with_new_axes(y, entries)
 
 
 def _static_slice_axis(y, ax: int, s: slice):
