@@ -327,3 +327,302 @@ def _register_size_rules():
 
 
 _register_size_rules()
+
+
+# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+# Unary: d(x, y) is the derivative at x (y = the primal output, when it is cheaper to use);
+# jvp is t * d and vjp is ct * d. Binary rules handle a rank-0 operand against an array (a
+# rank-0 tangent is broadcast forward; an array cotangent is summed back into it).
+from ..ad_util import (Zero, aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules,  # noqa: E402
+                       vjp_rules, zero_of)
+from ..batching import elementwise_batch_rule  # noqa: E402
+from ..cost import free, numel, per_output_element  # noqa: E402
+
+
+def _c(x, v):
+    """The constant v in x's dtype (a literal that fits x's operations)."""
+    return np.array(v, aval_of(x).dtype)[()]
+
+
+def _mul(a, b):
+    return mul_p.bind(a, b)
+
+
+def _bcast_to(t, out):
+    """Tangent t (maybe of a rank-0 operand) at the shape of `out`."""
+    from .. import lax
+    ta, oa = aval_of(t), aval_of(out)
+    return lax.broadcast_in_dim(t, oa.shape, ()) if ta.ndim == 0 and oa.ndim else t
+
+
+def _unbcast(ct, x):
+    """Cotangent ct of an output, summed to the shape of operand x (rank 0 when x was)."""
+    from .. import lax
+    if aval_of(x).ndim == 0 and aval_of(ct).ndim:
+        return lax.reduce_sum(ct, tuple(range(aval_of(ct).ndim)))
+    return ct
+
+
+_unary_derivatives = {
+    exp_p: lambda x, y: y,
+    exp2_p: lambda x, y: _mul(y, _c(x, np.log(2.0))),
+    log_p: lambda x, y: div_p.bind(_c(x, 1), x),
+    log1p_p: lambda x, y: div_p.bind(_c(x, 1), add_p.bind(x, _c(x, 1))),
+    expm1_p: lambda x, y: add_p.bind(y, _c(x, 1)),
+    tanh_p: lambda x, y: sub_p.bind(_c(x, 1), _mul(y, y)),
+    logistic_p: lambda x, y: _mul(y, sub_p.bind(_c(x, 1), y)),
+    sin_p: lambda x, y: cos_p.bind(x),
+    cos_p: lambda x, y: neg_p.bind(sin_p.bind(x)),
+    tan_p: lambda x, y: add_p.bind(_c(x, 1), _mul(y, y)),
+    asin_p: lambda x, y: rsqrt_p.bind(sub_p.bind(_c(x, 1), _mul(x, x))),
+    acos_p: lambda x, y: neg_p.bind(rsqrt_p.bind(sub_p.bind(_c(x, 1), _mul(x, x)))),
+    atan_p: lambda x, y: div_p.bind(_c(x, 1), add_p.bind(_c(x, 1), _mul(x, x))),
+    sinh_p: lambda x, y: cosh_p.bind(x),
+    cosh_p: lambda x, y: sinh_p.bind(x),
+    asinh_p: lambda x, y: rsqrt_p.bind(add_p.bind(_mul(x, x), _c(x, 1))),
+    acosh_p: lambda x, y: rsqrt_p.bind(_mul(sub_p.bind(x, _c(x, 1)), add_p.bind(x, _c(x, 1)))),
+    atanh_p: lambda x, y: div_p.bind(_c(x, 1), sub_p.bind(_c(x, 1), _mul(x, x))),
+    sqrt_p: lambda x, y: div_p.bind(_c(x, 0.5), y),
+    rsqrt_p: lambda x, y: _mul(_c(x, -0.5), div_p.bind(y, x)),
+    cbrt_p: lambda x, y: div_p.bind(_c(x, 1 / 3), _mul(y, y)),
+    abs_p: lambda x, y: sign_p.bind(x),
+    square_p: lambda x, y: _mul(_c(x, 2), x),
+}
+
+
+def _unary_jvp(p, d):
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        y = p.bind(x, **params)
+        return y, _mul(t, d(x, y))
+
+    def vjp(cts, primals, outs, **params):
+        return [_mul(cts[0], d(primals[0], outs[0]))]
+    jvp_rules[p], vjp_rules[p] = jvp, vjp
+
+
+for _p, _d in _unary_derivatives.items():
+    _unary_jvp(_p, _d)
+
+
+def _integer_pow_derivative(x, n: int):
+    if n == 0:
+        return _c(x, 0)
+    return _c(x, n) if n == 1 else _mul(_c(x, n), integer_pow_p.bind(x, y=n - 1))
+
+
+def _integer_pow_jvp(primals, tangents, *, y):
+    out = integer_pow_p.bind(primals[0], y=y)
+    return out, _mul(tangents[0], _integer_pow_derivative(primals[0], y))
+
+
+jvp_rules[integer_pow_p] = _integer_pow_jvp
+vjp_rules[integer_pow_p] = lambda cts, primals, outs, *, y: [_mul(cts[0], _integer_pow_derivative(primals[0], y))]
+
+
+def _zero_derivative(p):
+    """Piecewise-constant or non-float results: no tangent, no cotangent."""
+    def jvp(primals, tangents, **params):
+        out = p.bind(*primals, **params)
+        return out, ([zero_of(o) for o in out] if p.multiple_results else zero_of(out))
+    jvp_rules[p] = jvp
+    vjp_rules[p] = lambda cts, primals, outs, **params: [None] * len(primals)
+
+
+for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, and_p, or_p, xor_p, shift_left_p,
+           shift_right_arithmetic_p, shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    _zero_derivative(_p)
+
+
+def _neg_jvp(primals, tangents):
+    return neg_p.bind(primals[0]), neg_p.bind(tangents[0])
+
+
+jvp_rules[neg_p] = _neg_jvp
+vjp_rules[neg_p] = lambda cts, primals, outs: [neg_p.bind(cts[0])]
+
+
+def _binary_ad(p, dx, dy):
+    """jvp/vjp of a binary p from its partial derivatives dx(x, y, out), dy(x, y, out)."""
+    def jvp(primals, tangents):
+        x, y = primals
+        out = p.bind(x, y)
+        terms = [_bcast_to(_mul(t, d(x, y, out)), out) for t, d in zip(tangents, (dx, dy)) if not is_zero(t)]
+        t_out = terms[0] if len(terms) == 1 else add_p.bind(*terms)
+        return out, t_out
+
+    def vjp(cts, primals, outs):
+        (ct,), (x, y), (out,) = cts, primals, outs
+        return [lambda: _unbcast(_mul(ct, dx(x, y, out)), x), lambda: _unbcast(_mul(ct, dy(x, y, out)), y)]
+    jvp_rules[p], vjp_rules[p] = jvp, vjp
+
+
+def _add_jvp(primals, tangents):
+    out = add_p.bind(*primals)
+    ts = [_bcast_to(t, out) for t in tangents if not is_zero(t)]
+    return out, (ts[0] if len(ts) == 1 else add_p.bind(*ts))
+
+
+def _sub_jvp(primals, tangents):
+    out = sub_p.bind(*primals)
+    tx, ty = tangents
+    if is_zero(ty):
+        return out, _bcast_to(tx, out)
+    if is_zero(tx):
+        return out, _bcast_to(neg_p.bind(ty), out)
+    return out, sub_p.bind(_bcast_to(tx, out), _bcast_to(ty, out))
+
+
+jvp_rules[add_p] = _add_jvp
+vjp_rules[add_p] = lambda cts, primals, outs: [lambda: _unbcast(cts[0], primals[0]),
+                                               lambda: _unbcast(cts[0], primals[1])]
+jvp_rules[sub_p] = _sub_jvp
+vjp_rules[sub_p] = lambda cts, primals, outs: [lambda: _unbcast(cts[0], primals[0]),
+                                               lambda: _unbcast(neg_p.bind(cts[0]), primals[1])]
+_binary_ad(mul_p, lambda x, y, o: y, lambda x, y, o: x)
+_binary_ad(div_p, lambda x, y, o: div_p.bind(_c(x, 1), y), lambda x, y, o: neg_p.bind(div_p.bind(o, y)))
+_binary_ad(rem_p, lambda x, y, o: _c(x, 1),
+           lambda x, y, o: neg_p.bind(_mul(sign_p.bind(div_p.bind(x, y)), floor_p.bind(abs_p.bind(div_p.bind(x, y))))))
+
+
+def _pow_dx(x, y, out):
+    # y * x**(y-1), and 0 where y == 0 (x**0 is constant even at x == 0)
+    safe = pow_p.bind(x, sub_p.bind(y, _c(y, 1)))
+    return select_n_p.bind(eq_p.bind(y, _c(y, 0)), _mul(y, safe), _bcast_like(_c(x, 0), safe))
+
+
+def _pow_dy(x, y, out):
+    # log(x) * x**y, and 0 where x == 0 (as JAX: the limit for y > 0)
+    lg = log_p.bind(select_n_p.bind(eq_p.bind(x, _c(x, 0)), x, _bcast_like(_c(x, 1), x)))
+    return _mul(lg, out)
+
+
+def _bcast_like(c, like):
+    from .. import lax
+    return lax.broadcast_in_dim(c, aval_of(like).shape, ()) if aval_of(like).ndim else c
+
+
+_binary_ad(pow_p, _pow_dx, _pow_dy)
+
+
+def _atan2_denominator(x, y):
+    return add_p.bind(_mul(x, x), _mul(y, y))
+
+
+_binary_ad(atan2_p, lambda x, y, o: div_p.bind(y, _atan2_denominator(x, y)),
+           lambda x, y, o: neg_p.bind(div_p.bind(x, _atan2_denominator(x, y))))
+
+
+def _minmax_weights(picks_x):
+    """max/min: the derivative goes to the operand picked; ties split it evenly (as JAX)."""
+    def weight(x, y, mine: bool):
+        from .. import lax
+        a, b = (x, y) if mine else (y, x)
+        shape_of = out_shape(x, y)
+        win = picks_x(a, b)
+        tie = eq_p.bind(a, b)
+        one, half, zero = (_full(v, x, shape_of) for v in (1.0, 0.5, 0.0))
+        return select_n_p.bind(_b(win, shape_of), select_n_p.bind(_b(tie, shape_of), zero, half), one)
+    return (lambda x, y, o: weight(x, y, True)), (lambda x, y, o: weight(x, y, False))
+
+
+def out_shape(x, y):
+    return aval_of(x).shape if aval_of(x).ndim else aval_of(y).shape
+
+
+def _full(v, like, shape):
+    from .. import lax
+    c = _c(like, v)
+    return lax.broadcast_in_dim(c, shape, ()) if shape else c
+
+
+def _b(pred, shape):
+    from .. import lax
+    return lax.broadcast_in_dim(pred, shape, ()) if shape and aval_of(pred).ndim == 0 else pred
+
+
+_binary_ad(max_p, *_minmax_weights(lambda a, b: gt_p.bind(a, b)))
+_binary_ad(min_p, *_minmax_weights(lambda a, b: lt_p.bind(a, b)))
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    if all(is_zero(t) for t in tangents[1:]):
+        return out, zero_of(out)
+    return out, select_n_p.bind(which, *(instantiate(t, c) for t, c in zip(tangents[1:], cases)))
+
+
+def _select_n_vjp(cts, primals, outs):
+    (ct,), (which, *cases) = cts, primals
+    zero = instantiate(Zero(aval_of(ct)))
+
+    def case_ct(k):
+        return select_n_p.bind(which, *(ct if j == k else zero for j in range(len(cases))))
+    return [None, *(lambda k=k: case_ct(k) for k in range(len(cases)))]
+
+
+jvp_rules[select_n_p], vjp_rules[select_n_p] = _select_n_jvp, _select_n_vjp
+
+
+def _clamp_jvp(primals, tangents):
+    lo, x, hi = primals
+    out = clamp_p.bind(lo, x, hi)
+    below, above = lt_p.bind(x, lo), gt_p.bind(x, hi)
+    shape = aval_of(out).shape
+    t_lo, t_x, t_hi = (_bcast_to(instantiate(t, p), out) for t, p in zip(tangents, primals))
+    t = select_n_p.bind(_b(below, shape), select_n_p.bind(_b(above, shape), t_x, t_hi), t_lo)
+    return out, t
+
+
+def _clamp_vjp(cts, primals, outs):
+    (ct,), (lo, x, hi) = cts, primals
+    shape = aval_of(ct).shape
+    zero = instantiate(Zero(aval_of(ct)))
+    below, above = _b(lt_p.bind(x, lo), shape), _b(gt_p.bind(x, hi), shape)
+    return [lambda: _unbcast(select_n_p.bind(below, zero, ct), lo),
+            lambda: select_n_p.bind(below, select_n_p.bind(above, ct, zero), zero),
+            lambda: _unbcast(select_n_p.bind(above, zero, ct), hi)]
+
+
+jvp_rules[clamp_p], vjp_rules[clamp_p] = _clamp_jvp, _clamp_vjp
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False, sharding=None):
+    out = convert_element_type_p.bind(*primals, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
+    if not dtypes.is_float(aval_of(out).dtype) or is_zero(tangents[0]):
+        return out, zero_of(out)
+    return out, convert_element_type_p.bind(tangents[0], new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
+
+
+def _convert_vjp(cts, primals, outs, *, new_dtype, weak_type=False, sharding=None):
+    x = primals[0]
+    if not dtypes.is_float(aval_of(outs[0]).dtype):
+        return [None]
+    return [convert_element_type_p.bind(cts[0], new_dtype=aval_of(x).dtype, weak_type=False, sharding=None)]
+
+
+jvp_rules[convert_element_type_p], vjp_rules[convert_element_type_p] = _convert_jvp, _convert_vjp
+
+def _comparison_cost(in_avals, out_avals, **params):
+    return numel(out_avals[0]) if dtypes.is_float(in_avals[0].dtype) else 0
+
+
+def _clamp_cost(in_avals, out_avals, **params):
+    return 2 * per_output_element(in_avals, out_avals)
+
+
+_ELEMENTWISE = [neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p,
+                logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p,
+                sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p, square_p, integer_pow_p, add_p, sub_p, mul_p, div_p, rem_p,
+                pow_p, max_p, min_p, atan2_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
+                shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, select_n_p, clamp_p,
+                convert_element_type_p]
+for _p in _ELEMENTWISE:
+    batch_rules[_p] = elementwise_batch_rule(_p)
+    cost_rules[_p] = per_output_element
+for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, is_finite_p):
+    cost_rules[_p] = _comparison_cost
+for _p in (select_n_p, convert_element_type_p, sign_p, not_p):
+    cost_rules[_p] = free
+cost_rules[clamp_p] = _clamp_cost

@@ -92,3 +92,39 @@ cumprod_p = define("cumprod", _cum_rule("cumprod"), _cum_impl(
     lambda x, axis: np.logical_and.accumulate(x, axis=axis) if x.dtype == bool else np.cumprod(x, axis=axis)))
 cummax_p = define("cummax", _cum_rule("cummax"), _cum_impl(lambda x, axis: np.maximum.accumulate(x, axis=axis)))
 cummin_p = define("cummin", _cum_rule("cummin"), _cum_impl(lambda x, axis: np.minimum.accumulate(x, axis=axis)))
+
+
+# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+from ..ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
+from ..cost import numel  # noqa: E402
+
+
+def _reduce_sum_jvp(primals, tangents, *, axes, out_sharding=None):
+    out = reduce_sum_p.bind(primals[0], axes=axes, out_sharding=out_sharding)
+    if is_zero(tangents[0]):
+        return out, zero_of(out)
+    return out, reduce_sum_p.bind(tangents[0], axes=axes, out_sharding=out_sharding)
+
+
+def _reduce_sum_vjp(cts, primals, outs, *, axes, out_sharding=None):
+    from .. import lax
+    xa = aval_of(primals[0])
+    kept = tuple(i for i in range(xa.ndim) if i not in {a % max(xa.ndim, 1) for a in axes})
+    return [lax.broadcast_in_dim(cts[0], xa.shape, kept)]
+
+
+def _reduce_batch(p):
+    def rule(args, dims, *, axes, **params):
+        nd = aval_of(args[0]).ndim - 1
+        return p.bind(args[0], axes=tuple(a % nd + 1 for a in axes), **params), 0
+    return rule
+
+
+def _reduction_cost(in_avals, out_avals, **params):
+    """Folding n elements into one takes n - 1 operations."""
+    return numel(in_avals[0]) - numel(out_avals[0]) if dtypes.is_float(in_avals[0].dtype) else 0
+
+
+jvp_rules[reduce_sum_p], vjp_rules[reduce_sum_p] = _reduce_sum_jvp, _reduce_sum_vjp
+batch_rules[reduce_sum_p] = _reduce_batch(reduce_sum_p)
+cost_rules[reduce_sum_p] = _reduction_cost

@@ -234,3 +234,49 @@ dynamic_dim_params[broadcast_in_dim_p] = "shape"
 dynamic_dim_params[reshape_p] = "new_sizes"
 dynamic_dim_params[dynamic_slice_p] = "slice_sizes"
 dynamic_dim_params[iota_p] = "shape"
+
+
+# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+# Operands after the data operands are run-time sizes (dynamic_dim_params): they never have
+# tangents or cotangents; `resolved` gives the params with those sizes filled in.
+from ..ad_util import (aval_of, batch_rules, cost_rules, is_zero, jvp_rules, resolved, vjp_rules,  # noqa: E402
+                       zero_of)
+from ..cost import free  # noqa: E402
+
+
+def _broadcast_in_dim_jvp(primals, tangents, **params):
+    out = broadcast_in_dim_p.bind(*primals, **params)
+    if is_zero(tangents[0]):
+        return out, zero_of(out)
+    return out, broadcast_in_dim_p.bind(tangents[0], *primals[1:], **params)
+
+
+def _broadcast_in_dim_vjp(cts, primals, outs, **params):
+    from .. import lax
+    (x,), rp = resolved(broadcast_in_dim_p, primals, params)
+    ct, xa = cts[0], aval_of(x)
+    bd = rp["broadcast_dimensions"]
+    shape = rp["shape"]
+    summed = [d for d in range(len(shape)) if d not in bd]
+    summed += [bd[i] for i in range(xa.ndim) if is_one(xa.shape[i]) and not is_one(shape[bd[i]])]
+    r = lax.reduce_sum(ct, tuple(sorted(summed))) if summed else ct
+    if aval_of(r).shape != xa.shape:
+        r = lax.reshape(r, xa.shape)
+    return [r] + [None] * (len(primals) - 1)
+
+
+def _broadcast_in_dim_batch(args, dims, **params):
+    from .. import lax
+    from ..errors import UnsupportedError
+    if any(d is not None for d in dims[1:]):
+        raise UnsupportedError("not batchable: broadcast_in_dim to a size that differs between batch elements")
+    (x,), rp = resolved(broadcast_in_dim_p, args, params)
+    size = aval_of(x).shape[0]
+    out = lax.broadcast_in_dim(x, (size, *rp["shape"]), (0, *(d + 1 for d in rp["broadcast_dimensions"])))
+    return out, 0
+
+
+jvp_rules[broadcast_in_dim_p] = _broadcast_in_dim_jvp
+vjp_rules[broadcast_in_dim_p] = _broadcast_in_dim_vjp
+batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+cost_rules[broadcast_in_dim_p] = free
