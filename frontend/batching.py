@@ -11,6 +11,7 @@ from typing import Sequence
 
 from .ad_util import aval_of, batch_rules, not_transformable
 from .core import Jaxpr, Literal, Var
+from .errors import UnsupportedError
 from .jvp import _located
 
 
@@ -43,7 +44,10 @@ def batch_jaxpr(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) 
             rule = batch_rules.get(eqn.primitive)
             if rule is None:
                 raise _located(not_transformable("batchable", eqn.primitive), eqn)
-            outs, out_dims = rule(xs, ds, **eqn.params)
+            try:
+                outs, out_dims = rule(xs, ds, **eqn.params)
+            except UnsupportedError as e:   # a rule refusing a case: name the user's line
+                raise _located(e, eqn)
         outs, out_dims = (list(outs), list(out_dims)) if multiple else ([outs], [out_dims])
         for v, x, d in zip(eqn.outvars, outs, out_dims):
             env[v] = x
@@ -123,3 +127,13 @@ def elementwise_batch_rule(p):
 
 __all__ = ["batch_jaxpr", "batch_size", "broadcast_batch", "move_batch_axis", "batched_all",
            "elementwise_batch_rule"]
+
+
+def batched_outputs(jaxpr, in_batched: Sequence[bool]) -> list[bool]:
+    """Which outputs of jaxpr depend on its batched inputs (what batching would make batched, taken
+    conservatively: an equation with a batched operand has batched outputs)."""
+    b: set = {v for v, x in zip(jaxpr.invars, in_batched) if x}
+    for eqn in jaxpr.eqns:
+        if any(isinstance(a, Var) and a in b for a in eqn.invars):
+            b.update(eqn.outvars)
+    return [isinstance(a, Var) and a in b for a in jaxpr.outvars]

@@ -12,7 +12,7 @@ from typing import Sequence
 from . import dtypes
 from .ad_util import Zero, aval_of, is_zero, jvp_rules, not_transformable, zero_of
 from .core import Jaxpr, Literal, Var
-from .errors import SprueError, at
+from .errors import SprueError, UnsupportedError, at
 from .tracing import bind
 
 
@@ -48,7 +48,10 @@ def jvp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, tangents: Seque
             rule = jvp_rules.get(eqn.primitive)
             if rule is None:
                 raise _located(not_transformable("differentiable", eqn.primitive), eqn)
-            outs, touts = rule(ps, ts, **eqn.params)
+            try:
+                outs, touts = rule(ps, ts, **eqn.params)
+            except UnsupportedError as e:   # a rule refusing a case: name the user's line
+                raise _located(e, eqn)
         outs = list(outs) if multiple else [outs]
         touts = [None] * len(outs) if touts is None else (list(touts) if multiple else [touts])
         for v, x, t in zip(eqn.outvars, outs, touts):
@@ -60,7 +63,7 @@ def jvp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, tangents: Seque
 
 def _located(err: SprueError, eqn) -> SprueError:
     """The error, naming the user's line that made the equation."""
-    if eqn.source_info and err.args:
+    if eqn.source_info and err.args and "(at " not in str(err.args[0]):
         err.args = (f"{err.args[0]}{at(eqn.source_info)}", *err.args[1:])
     return err
 

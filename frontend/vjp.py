@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from . import dtypes
 from .ad_util import Zero, add_tangents, aval_of, is_zero, not_transformable, vjp_fwd_rules, vjp_rules, zero_of
 from .core import Jaxpr, Literal, Var
+from .errors import UnsupportedError
 from .jvp import _located
 
 
@@ -71,7 +72,10 @@ def vjp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, active_inputs: 
                 raise _located(not_transformable("differentiable", eqn.primitive), eqn)
             cts_out = [zero_of(env[v]) if is_zero(c) else c for v, c in zip(eqn.outvars, cts_out)]
             outs = residuals[i] if i in residuals else [env[v] for v in eqn.outvars]
-            cts_in = rule(cts_out, [read(a) for a in eqn.invars], outs, **eqn.params)
+            try:
+                cts_in = rule(cts_out, [read(a) for a in eqn.invars], outs, **eqn.params)
+            except UnsupportedError as e:   # a rule refusing a case: name the user's line
+                raise _located(e, eqn)
             for a, ct in zip(eqn.invars, cts_in):
                 if isinstance(a, Var) and a in active and ct is not None:
                     accumulate(a, ct() if callable(ct) else ct)

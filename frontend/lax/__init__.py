@@ -243,3 +243,4 @@ scatter_min = _scatterer(scatter_min_p); scatter_max = _scatterer(scatter_max_p)
 # Structured control flow (JAX's spelling); the primitives are in control_flow.py, the tracing of
 # bodies in sprue.control_flow. Imported last: that module uses the primitives defined above.
 from ..control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
+from . import control_flow_rules  # noqa: E402,F401  (their jvp/vjp/batching/cost rules)
