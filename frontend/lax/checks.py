@@ -27,3 +27,26 @@ def _check_impl(ok, *, message):
 
 
 check_p = define("check", _check_rule, _check_impl, multiple_results=True)
+
+
+# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+# check has a bool operand and no results: nothing to differentiate; batched, every batch
+# element's condition must hold (the message is the same for all of them).
+from ..ad_util import aval_of, batch_rules, cost_rules, jvp_rules, vjp_rules  # noqa: E402
+from ..cost import free  # noqa: E402
+
+
+def _check_jvp(primals, tangents, *, message):
+    check_p.bind(*primals, message=message)
+    return [], []
+
+
+def _check_batch(args, dims, *, message):
+    from .. import lax
+    (ok,), (d,) = args, dims
+    check_p.bind(lax.reduce_and(ok, tuple(range(aval_of(ok).ndim))) if d is not None else ok, message=message)
+    return [], []
+
+
+jvp_rules[check_p], batch_rules[check_p], cost_rules[check_p] = _check_jvp, _check_batch, free
+vjp_rules[check_p] = lambda cts, primals, outs, *, message: [None]

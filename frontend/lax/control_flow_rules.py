@@ -137,6 +137,8 @@ def _for_loop_fwd(primals, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
     consts, (lo, hi, st), init = _for_split(primals, body_nconsts)
     n = _trips(lo, hi, st)
     nc = len(init)
+    if isinstance(n, int) and n == 0:    # no trips: the outputs are the inputs
+        return list(init), None
 
     def body(k, *carry):
         xs, stacks = carry[:nc], carry[nc:]
@@ -152,8 +154,10 @@ def _for_loop_vjp(cts, primals, residuals, *, body_jaxpr, body_nconsts, nimplici
     from .. import lax
     from ..control_flow import for_loop_carry
     from ..vjp import vjp_jaxpr
-    consts, lo, st, n, stacks = residuals
     init = primals[body_nconsts + 3:]
+    if residuals is None:
+        return [None] * (body_nconsts + 3) + [c if _is_float(x) else None for c, x in zip(cts, init)]
+    consts, lo, st, n, stacks = residuals
     nc = len(init)
     cmask = [_is_float(c) for c in consts]
     xmask = [_is_float(x) for x in init]

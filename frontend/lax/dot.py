@@ -59,3 +59,92 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_
 
 
 dot_general_p = define("dot_general", _dot_general_rule, _dot_general_impl)
+
+
+# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+# dot_general is bilinear: its tangent is dot(t_lhs, rhs) + dot(lhs, t_rhs), its cotangents are
+# dot_generals of the output's cotangent with the other operand, transposed into place (as JAX's
+# _dot_general_transpose_lhs/rhs). Operands must share one dtype here, so with a
+# preferred_element_type the other operand is converted to the cotangent's dtype and the result
+# back to the operand's.
+import math  # noqa: E402
+
+from ..ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
+from ..batching import move_batch_axis  # noqa: E402
+from ..cost import numel  # noqa: E402
+
+
+def _dot_general_jvp(primals, tangents, **params):
+    from .. import lax
+    lhs, rhs = primals
+    tl, tr = tangents
+    out = dot_general_p.bind(lhs, rhs, **params)
+    if not dtypes.is_float(aval_of(out).dtype):
+        return out, zero_of(out)
+    terms = []
+    if not is_zero(tl):
+        terms.append(dot_general_p.bind(tl, rhs, **params))
+    if not is_zero(tr):
+        terms.append(dot_general_p.bind(lhs, tr, **params))
+    if not terms:
+        return out, zero_of(out)
+    return out, terms[0] if len(terms) == 1 else lax.add(*terms)
+
+
+def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans: bool = False):
+    """The cotangent of x in dot_general(x, y) (of y in dot_general(y, x) when swap_ans)."""
+    from .. import lax
+    (xc, yc), (xb, yb) = dimension_numbers
+    xa, ya = aval_of(x), aval_of(y)
+    x_kept, y_kept = _free(xa.ndim, xc, xb), _free(ya.ndim, yc, yb)
+    nb = len(xb)
+    first_y = nb if swap_ans else nb + len(x_kept)
+    dims = ((tuple(range(first_y, first_y + len(y_kept))), tuple(y_kept)), (tuple(range(nb)), tuple(yb)))
+    xc_by_y = [xc[i] for i in np.argsort(yc, kind="stable")]
+    out_axes = tuple(int(i) for i in np.argsort(list(xb) + x_kept + xc_by_y, kind="stable"))
+    gd = aval_of(g).dtype
+    r = lax.dot_general(g, y if ya.dtype == gd else lax.convert_element_type(y, gd), dims)
+    if out_axes != tuple(range(len(out_axes))):
+        r = lax.transpose(r, out_axes)
+    return r if gd == xa.dtype else lax.convert_element_type(r, xa.dtype)
+
+
+def _dot_general_vjp(cts, primals, outs, *, dimension_numbers, **params):
+    (g,), (x, y) = cts, primals
+    (xc, yc), (xb, yb) = dimension_numbers
+    swapped = ((yc, xc), (yb, xb))
+    return [lambda: _dot_transpose_lhs(g, x, y, dimension_numbers),
+            lambda: _dot_transpose_lhs(g, y, x, swapped, swap_ans=True)]
+
+
+def _dot_general_batch(args, dims, *, dimension_numbers, **params):
+    """The batch axis becomes a batch dimension (both operands batched) or a free dimension of
+    its operand, moved to the front of the result."""
+    (lhs, rhs), (dl, dr) = args, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+
+    def up(axes):
+        return tuple(a + 1 for a in axes)
+    if dl is not None and dr is not None:
+        dn = ((up(lc), up(rc)), ((0, *up(lb)), (0, *up(rb))))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
+    if dl is not None:
+        dn = ((up(lc), tuple(rc)), (up(lb), tuple(rb)))
+        pos = len(lb)                                    # the first free dimension of lhs
+    else:
+        dn = ((tuple(lc), up(rc)), (tuple(lb), up(rb)))
+        pos = len(lb) + len(_free(aval_of(lhs).ndim, lc, lb))   # the first free dimension of rhs
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params)
+    return move_batch_axis(out, pos, None, 0), 0
+
+
+def _dot_general_cost(in_avals, out_avals, *, dimension_numbers, **params):
+    """A multiply and an add per contracted term of every output element: 2*M*N*K for a matmul."""
+    if not (dtypes.is_float(in_avals[0].dtype) or dtypes.is_float(out_avals[0].dtype)):
+        return 0
+    (lc, _), _ = dimension_numbers
+    return 2 * numel(out_avals[0]) * int(math.prod(in_avals[0].shape[d] for d in lc))
+
+
+jvp_rules[dot_general_p], vjp_rules[dot_general_p] = _dot_general_jvp, _dot_general_vjp
+batch_rules[dot_general_p], cost_rules[dot_general_p] = _dot_general_batch, _dot_general_cost

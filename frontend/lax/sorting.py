@@ -34,3 +34,52 @@ def _sort_impl(*xs, dimension, is_stable=True, num_keys=1):
 
 
 sort_p = define("sort", _sort_rule, _sort_impl, multiple_results=True)
+
+
+# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+# sort permutes its operands: the tangents are sorted along with them (extra operands after the
+# keys, so the permutation is the same), and the cotangents are permuted back by sorting them by
+# the permutation (an iota sorted along with the keys). Every rule binds sort itself, so the
+# rules compose (grad of grad) without needing gather or scatter.
+from .. import dtypes  # noqa: E402
+from ..ad_util import aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
+from ..batching import batched_all  # noqa: E402
+from ..cost import free  # noqa: E402
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable=True, num_keys=1):
+    moving = [k for k, t in enumerate(tangents) if not is_zero(t) and dtypes.is_float(aval_of(primals[k]).dtype)]
+    outs = sort_p.bind(*primals, *(instantiate(tangents[k], primals[k]) for k in moving), dimension=dimension,
+                       is_stable=is_stable, num_keys=num_keys)
+    n = len(primals)
+    touts = [zero_of(o) for o in outs[:n]]
+    for j, k in enumerate(moving):
+        touts[k] = outs[n + j]
+    return list(outs[:n]), touts
+
+
+def _sort_vjp(cts, primals, outs, *, dimension, is_stable=True, num_keys=1):
+    from .. import lax
+    needed = [k for k, c in enumerate(cts) if not is_zero(c) and dtypes.is_float(aval_of(primals[k]).dtype)]
+    cache: list = []
+
+    def unsorted():
+        if not cache:
+            shape = aval_of(primals[0]).shape
+            iota = lax.broadcasted_iota(np.int64, shape, dimension)
+            perm = sort_p.bind(*primals[:num_keys], iota, dimension=dimension, is_stable=is_stable,
+                               num_keys=num_keys)[-1]
+            back = sort_p.bind(perm, *(cts[k] for k in needed), dimension=dimension, is_stable=True, num_keys=1)
+            cache.append(dict(zip(needed, back[1:])))
+        return cache[0]
+    return [(lambda k=k: unsorted()[k]) if k in needed else None for k in range(len(primals))]
+
+
+def _sort_batch(args, dims, *, dimension, **params):
+    nd = aval_of(args[0]).ndim - (dims[0] is not None)
+    outs = sort_p.bind(*batched_all(args, dims), dimension=dimension % nd + 1, **params)
+    return outs, [0] * len(outs)
+
+
+jvp_rules[sort_p], vjp_rules[sort_p], batch_rules[sort_p] = _sort_jvp, _sort_vjp, _sort_batch
+cost_rules[sort_p] = free

@@ -239,8 +239,9 @@ dynamic_dim_params[iota_p] = "shape"
 # == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
 # Operands after the data operands are run-time sizes (dynamic_dim_params): they never have
 # tangents or cotangents; `resolved` gives the params with those sizes filled in.
-from ..ad_util import (aval_of, batch_rules, cost_rules, is_zero, jvp_rules, resolved, vjp_rules,  # noqa: E402
-                       zero_of)
+from ..ad_util import (Zero, aval_of, batch_rules, cost_rules, defjvp_linear, instantiate, is_zero,  # noqa: E402
+                       jvp_rules, resolved, vjp_rules, zero_of, zeros_like)
+from ..batching import batch_size, batched_all, broadcast_batch  # noqa: E402
 from ..cost import free  # noqa: E402
 
 
@@ -280,3 +281,308 @@ jvp_rules[broadcast_in_dim_p] = _broadcast_in_dim_jvp
 vjp_rules[broadcast_in_dim_p] = _broadcast_in_dim_vjp
 batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
 cost_rules[broadcast_in_dim_p] = free
+
+
+# -- helpers: windows of an array whose sizes may be known only at run time ----------------------
+def _static(*dims) -> bool:
+    return all(isinstance(d, (int, np.integer)) for d in dims)
+
+
+def _start_value(s):
+    """A start index (an int or a DimExpr) as an i64 operand."""
+    from ..tracing import dim_value
+    v = dim_value(s) if not isinstance(s, (int, np.integer)) else int(s)
+    return np.int64(v) if isinstance(v, int) else v
+
+
+def _zero(x):
+    return np.zeros((), aval_of(x).dtype)
+
+
+def _window(x, starts, sizes, strides=None):
+    """Elements starts[a] + j * strides[a], j < sizes[a], of every axis a: a lax.slice when every
+    size is static, else (no DimExpr may appear in a static param) a dynamic_slice of spans
+    sizes * strides from x padded by strides - 1, reshaped to pick every stride-th element."""
+    from .. import lax
+    shape = aval_of(x).shape
+    strides = tuple(strides or (1,) * len(shape))
+    if _static(*shape, *starts, *sizes):
+        limits = [s + (n - 1) * k + 1 if n else s for s, n, k in zip(starts, sizes, strides)]
+        return lax.slice(x, starts, limits, strides if any(k != 1 for k in strides) else None)
+    strided = any(k != 1 for k in strides)
+    if strided:
+        x = lax.pad(x, _zero(x), [(0, k - 1, 0) for k in strides])
+    y = lax.bind_dynamic_slice(x, [_start_value(s) for s in starts], [n * k for n, k in zip(sizes, strides)])
+    if not strided:
+        return y
+    y = lax.reshape(y, [d for n, k in zip(sizes, strides) for d in (n, k)])
+    y = lax.bind_dynamic_slice(y, [np.int64(0)] * (2 * len(sizes)), [d for n in sizes for d in (n, 1)])
+    return lax.reshape(y, sizes)
+
+
+def _unwindow(ct, shape, starts, strides=None):
+    """The transpose of _window: ct placed at starts + j * strides in zeros of `shape`."""
+    from .. import lax
+    sizes = aval_of(ct).shape
+    strides = tuple(strides or (1,) * len(shape))
+    if _static(*shape, *starts, *sizes):
+        return lax.pad(ct, _zero(ct), [(s, d - s - ((n - 1) * k + 1 if n else 0), k - 1)
+                                       for d, s, n, k in zip(shape, starts, sizes, strides)])
+    strided = any(k != 1 for k in strides)
+    if strided:  # every element followed by stride - 1 zeros
+        ct = lax.reshape(ct, [d for n in sizes for d in (n, 1)])
+        ct = lax.pad(ct, _zero(ct), [c for k in strides for c in ((0, 0, 0), (0, k - 1, 0))])
+        ct = lax.reshape(ct, [n * k for n, k in zip(sizes, strides)])
+    big = [d + k - 1 for d, k in zip(shape, strides)]
+    y = lax.bind_dynamic_update_slice(instantiate(Zero(aval_of(ct).update(shape=tuple(big)))), ct,
+                                      [_start_value(s) for s in starts])
+    return lax.bind_dynamic_slice(y, [np.int64(0)] * len(shape), shape) if strided else y
+
+
+def _i64(i):
+    from .. import lax
+    return i if aval_of(i).dtype == np.int64 else lax.convert_element_type(i, np.int64)
+
+
+def _index_columns(idx, idims, size, with_batch: bool):
+    """The start indices of a batch of windows as an i64[size, k] (the batch index first when
+    with_batch); unbatched indices are broadcast."""
+    from .. import lax
+    cols = [lax.broadcasted_iota(np.int64, (size, 1), 0)] if with_batch else []
+    for i, d in zip(idx, idims):
+        cols.append(lax.broadcast_in_dim(_i64(i), (size, 1), (0,) if d is not None else ()))
+    return cols[0] if len(cols) == 1 else lax.concatenate(cols, 1)
+
+
+def _sizes_unbatched(p, dims, n_data):
+    from ..errors import UnsupportedError
+    if any(d is not None for d in dims[n_data:]):
+        raise UnsupportedError(f"not batchable: {p.name} to a size that differs between batch elements"
+                               f" (the size of an array cannot depend on the batch index)")
+
+
+def _linear_jvp(p):
+    """A primitive linear in its first operand, the others (sizes, indices) passed along."""
+    def rule(primals, tangents, **params):
+        out = p.bind(*primals, **params)
+        if is_zero(tangents[0]):
+            return out, zero_of(out)
+        return out, p.bind(tangents[0], *primals[1:], **params)
+    return rule
+
+
+# -- reshape, transpose, squeeze, rev, copy ------------------------------------------------------
+def _reshape_vjp(cts, primals, outs, **params):
+    from .. import lax
+    return [lax.reshape(cts[0], aval_of(primals[0]).shape)] + [None] * (len(primals) - 1)
+
+
+def _reshape_batch(args, dims, **params):
+    from .. import lax
+    _sizes_unbatched(reshape_p, dims, 1)
+    (x,), rp = resolved(reshape_p, args, params)
+    return lax.reshape(x, (aval_of(x).shape[0], *rp["new_sizes"])), 0
+
+
+def _transpose_vjp(cts, primals, outs, *, permutation):
+    from .. import lax
+    return [lax.transpose(cts[0], tuple(int(i) for i in np.argsort(permutation)))]
+
+
+def _transpose_batch(args, dims, *, permutation):
+    from .. import lax
+    return lax.transpose(args[0], (0, *(p + 1 for p in permutation))), 0
+
+
+def _axes_batch(p):
+    """squeeze, rev: the axes params move up by one."""
+    def rule(args, dims, *, dimensions):
+        nd = aval_of(args[0]).ndim - 1
+        return p.bind(args[0], dimensions=tuple(d % nd + 1 for d in dimensions)), 0
+    return rule
+
+
+def _squeeze_vjp(cts, primals, outs, *, dimensions):
+    from .. import lax
+    return [lax.reshape(cts[0], aval_of(primals[0]).shape)]
+
+
+jvp_rules[reshape_p], vjp_rules[reshape_p], batch_rules[reshape_p] = _linear_jvp(reshape_p), _reshape_vjp, _reshape_batch
+jvp_rules[transpose_p], vjp_rules[transpose_p] = _linear_jvp(transpose_p), _transpose_vjp
+batch_rules[transpose_p] = _transpose_batch
+jvp_rules[squeeze_p], vjp_rules[squeeze_p] = _linear_jvp(squeeze_p), _squeeze_vjp
+batch_rules[squeeze_p] = _axes_batch(squeeze_p)
+jvp_rules[rev_p], batch_rules[rev_p] = _linear_jvp(rev_p), _axes_batch(rev_p)
+vjp_rules[rev_p] = lambda cts, primals, outs, *, dimensions: [rev_p.bind(cts[0], dimensions=dimensions)]
+jvp_rules[copy_p], batch_rules[copy_p] = _linear_jvp(copy_p), lambda args, dims: (copy_p.bind(args[0]), 0)
+vjp_rules[copy_p] = lambda cts, primals, outs: [copy_p.bind(cts[0])]
+
+
+# -- concatenate, pad, slice ---------------------------------------------------------------------
+def _concatenate_jvp(primals, tangents, *, dimension):
+    out = concatenate_p.bind(*primals, dimension=dimension)
+    if all(is_zero(t) for t in tangents):
+        return out, zero_of(out)
+    return out, concatenate_p.bind(*(instantiate(t, x) for t, x in zip(tangents, primals)), dimension=dimension)
+
+
+def _concatenate_vjp(cts, primals, outs, *, dimension):
+    ct, result, offset = cts[0], [], 0
+    for x in primals:
+        shape = aval_of(x).shape
+        starts = [offset if a == dimension else 0 for a in range(len(shape))]
+        result.append(lambda starts=starts, shape=shape: _window(ct, starts, shape))
+        offset = offset + shape[dimension]
+    return result
+
+
+def _concatenate_batch(args, dims, *, dimension):
+    return concatenate_p.bind(*batched_all(args, dims), dimension=dimension + 1), 0
+
+
+def _pad_vjp(cts, primals, outs, *, padding_config):
+    from .. import lax
+    (ct,), (x, v) = cts, primals
+    cache = []
+
+    def operand_ct():
+        if not cache:  # undo the edges (a negative edge padded back with zeros), then the interior
+            t = lax.pad(ct, _zero(ct), [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+            if any(i for _, _, i in padding_config):
+                t = _window(t, [0] * len(padding_config), aval_of(x).shape, [i + 1 for _, _, i in padding_config])
+            cache.append(t)
+        return cache[0]
+
+    def value_ct():
+        every = tuple(range(aval_of(ct).ndim))
+        return lax.sub(lax.reduce_sum(ct, every), lax.reduce_sum(operand_ct(), every))
+    return [operand_ct, value_ct]
+
+
+def _pad_batch(args, dims, *, padding_config):
+    from .. import lax
+    x, v = args
+    dx, dv = dims
+    size = batch_size(args, dims)
+    config = ((0, 0, 0), *padding_config)
+    if dv is None:
+        return pad_p.bind(x, v, padding_config=config), 0
+    # a padding value per batch element: pad with zeros, then select it where the mask says
+    x = x if dx is not None else broadcast_batch(x, size)
+    shape = aval_of(x).shape
+    padded = pad_p.bind(x, _zero(x), padding_config=config)
+    inside = lax.broadcast_in_dim(np.bool_(True), shape, ())
+    mask = pad_p.bind(inside, np.bool_(False), padding_config=config)
+    fill = lax.broadcast_in_dim(v, aval_of(padded).shape, (0,))
+    return lax.select(mask, padded, fill), 0
+
+
+def _slice_vjp(cts, primals, outs, *, start_indices, limit_indices, strides=None):
+    return [_unwindow(cts[0], aval_of(primals[0]).shape, start_indices, strides)]
+
+
+def _slice_batch(args, dims, *, start_indices, limit_indices, strides=None):
+    x = args[0]
+    st = strides or (1,) * len(start_indices)
+    sizes = [(l - s + k - 1) // k for s, l, k in zip(start_indices, limit_indices, st)]
+    return _window(x, (0, *start_indices), (aval_of(x).shape[0], *sizes), (1, *st)), 0
+
+
+jvp_rules[concatenate_p], vjp_rules[concatenate_p] = _concatenate_jvp, _concatenate_vjp
+batch_rules[concatenate_p] = _concatenate_batch
+defjvp_linear(pad_p)
+vjp_rules[pad_p], batch_rules[pad_p] = _pad_vjp, _pad_batch
+jvp_rules[slice_p], vjp_rules[slice_p], batch_rules[slice_p] = _linear_jvp(slice_p), _slice_vjp, _slice_batch
+
+
+# -- dynamic_slice, dynamic_update_slice ---------------------------------------------------------
+def _dynamic_slice_vjp(cts, primals, outs, **params):
+    from .. import lax
+    (x, *idx), _ = resolved(dynamic_slice_p, primals, params)
+    return [lambda: lax.bind_dynamic_update_slice(zeros_like(x), cts[0], idx)] + [None] * (len(primals) - 1)
+
+
+def _gather(operand, indices, dn, slice_sizes):
+    from .. import lax
+    from .indexing import GatherScatterMode, gather_p
+    param, sizes = lax._split_dims(slice_sizes)
+    return gather_p.bind(operand, indices, *sizes, dimension_numbers=dn, slice_sizes=param, indices_are_sorted=False,
+                         unique_indices=False, mode=GatherScatterMode.CLIP, fill_value=None)
+
+
+def _dynamic_slice_batch(args, dims, **params):
+    from .. import lax
+    from .indexing import GatherDimensionNumbers
+    n = aval_of(args[0]).ndim - (dims[0] is not None)
+    _sizes_unbatched(dynamic_slice_p, dims, 1 + n)
+    (x, *idx), rp = resolved(dynamic_slice_p, args, params)
+    sizes, size = rp["slice_sizes"], batch_size(args, dims)
+    idims = dims[1:1 + n]
+    if all(d is None for d in idims):
+        zero = np.zeros((), aval_of(idx[0]).dtype) if idx else np.int64(0)
+        return lax.bind_dynamic_slice(x, [zero, *idx], (size, *sizes)), 0
+    # one window per batch element: a gather (clamped as dynamic_slice clamps its starts); an
+    # unbatched operand is indexed by the starts alone, a batched one by (batch index, starts)
+    batched_x = dims[0] is not None
+    k = int(batched_x)
+    dn = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(0,) if batched_x else (),
+                                start_index_map=tuple(range(n + k)))
+    indices = _index_columns(idx, idims, size, batched_x)
+    return _gather(x, indices, dn, (1, *sizes) if batched_x else sizes), 0
+
+
+def _dus_jvp(primals, tangents):
+    x, u, *idx = primals
+    out = dynamic_update_slice_p.bind(*primals)
+    tx, tu = tangents[:2]
+    if is_zero(tx) and is_zero(tu):
+        return out, zero_of(out)
+    return out, dynamic_update_slice_p.bind(instantiate(tx, x), instantiate(tu, u), *idx)
+
+
+def _dus_vjp(cts, primals, outs):
+    from .. import lax
+    (ct,), (x, u, *idx) = cts, primals
+    return [lambda: lax.bind_dynamic_update_slice(ct, zeros_like(u), idx),
+            lambda: lax.bind_dynamic_slice(ct, idx, aval_of(u).shape)] + [None] * len(idx)
+
+
+def _dus_batch(args, dims):
+    from .. import lax
+    from .indexing import GatherScatterMode, ScatterDimensionNumbers
+    size = batch_size(args, dims)
+    x, u, *idx = batched_all(args[:2], dims[:2], size) + list(args[2:])
+    idims = dims[2:]
+    if all(d is None for d in idims):
+        zero = np.zeros((), aval_of(idx[0]).dtype) if idx else np.int64(0)
+        return lax.bind_dynamic_update_slice(x, u, [zero, *idx]), 0
+    # one window per batch element: a scatter (CLIP clamps the starts as dynamic_update_slice does)
+    n = len(idx)
+    dn = ScatterDimensionNumbers(update_window_dims=tuple(range(1, n + 1)), inserted_window_dims=(0,),
+                                 scatter_dims_to_operand_dims=tuple(range(n + 1)))
+    indices = _index_columns(idx, idims, size, True)
+    return lax.scatter(x, indices, u, dn, mode=GatherScatterMode.CLIP), 0
+
+
+jvp_rules[dynamic_slice_p], vjp_rules[dynamic_slice_p] = _linear_jvp(dynamic_slice_p), _dynamic_slice_vjp
+batch_rules[dynamic_slice_p] = _dynamic_slice_batch
+jvp_rules[dynamic_update_slice_p], vjp_rules[dynamic_update_slice_p] = _dus_jvp, _dus_vjp
+batch_rules[dynamic_update_slice_p] = _dus_batch
+
+
+# -- iota: its only operands are sizes ------------------------------------------------------------
+def _iota_jvp(primals, tangents, **params):
+    out = iota_p.bind(*primals, **params)
+    return out, zero_of(out)
+
+
+def _iota_batch(args, dims, **params):
+    _sizes_unbatched(iota_p, dims, 0)
+
+
+jvp_rules[iota_p], batch_rules[iota_p] = _iota_jvp, _iota_batch
+vjp_rules[iota_p] = lambda cts, primals, outs, **params: [None] * len(primals)
+
+for _p in (reshape_p, transpose_p, squeeze_p, rev_p, concatenate_p, pad_p, slice_p, dynamic_slice_p,
+           dynamic_update_slice_p, iota_p, copy_p):
+    cost_rules[_p] = free
