@@ -26,13 +26,20 @@ class DataDependentCost(SprueValueError):
     """A count needs a value that is not known: the arguments were given abstractly."""
 
 
+class ProbeNeedsValues(Exception):
+    """Internal: a loop body's count, probed once with its carry unknown, needs the carry's values
+    (then the loop's trips are run one by one)."""
+
+
 class Lazy:
-    """A value computed on demand (and once): concrete (numpy), or abstract (never computable)."""
+    """A value computed on demand (and once): concrete (numpy), or abstract (never computable:
+    an abstract argument, or — `probe` — a loop carry while probing whether the body's count
+    depends on it)."""
 
-    __slots__ = ("_thunk", "_value", "_done", "aval")
+    __slots__ = ("_thunk", "_value", "_done", "aval", "probe")
 
-    def __init__(self, thunk, aval: ShapedArray | None):
-        self._thunk, self._value, self._done, self.aval = thunk, None, False, aval
+    def __init__(self, thunk, aval: ShapedArray | None, probe: bool = False):
+        self._thunk, self._value, self._done, self.aval, self.probe = thunk, None, False, aval, probe
 
     @classmethod
     def known(cls, value, aval=None):
@@ -41,8 +48,8 @@ class Lazy:
         return lz
 
     @classmethod
-    def abstract(cls, aval: ShapedArray):
-        return cls(None, aval)
+    def abstract(cls, aval: ShapedArray, probe: bool = False):
+        return cls(None, aval, probe)
 
     @property
     def is_abstract(self) -> bool:
@@ -50,6 +57,8 @@ class Lazy:
 
     def value(self, why: str = "a count"):
         if not self._done:
+            if self._thunk is None and self.probe:
+                raise ProbeNeedsValues(why)
             if self._thunk is None:
                 raise DataDependentCost(
                     f"cost: {why} depends on the values of the arguments, which were given abstractly;"
@@ -70,7 +79,8 @@ def _outputs(eqn, ins: list[Lazy]) -> list[Lazy]:
         return box[0]
 
     abstract = any(x.is_abstract for x in ins)
-    return [Lazy.abstract(v.aval) if abstract else Lazy(lambda k=k: run()[k], v.aval)
+    probe = any(x.is_abstract and x.probe for x in ins)
+    return [Lazy.abstract(v.aval, probe) if abstract else Lazy(lambda k=k: run()[k], v.aval)
             for k, v in enumerate(eqn.outvars)]
 
 
@@ -166,5 +176,5 @@ def cost(fn):
     return counted
 
 
-__all__ = ["cost", "CostContext", "Lazy", "DataDependentCost", "free", "per_output_element",
+__all__ = ["cost", "CostContext", "Lazy", "DataDependentCost", "ProbeNeedsValues", "free", "per_output_element",
            "per_input_element", "numel"]

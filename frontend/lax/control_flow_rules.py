@@ -504,11 +504,11 @@ batch_rules[scan_p] = _scan_batch
 def _body_cost(ctx, jaxpr, consts, params_avals, trips: int, iterate):
     """trips * the body's count when it does not depend on the values of the carry; otherwise the
     count of each trip, running the trips (`iterate`)."""
-    from ..cost import DataDependentCost, Lazy
+    from ..cost import Lazy, ProbeNeedsValues
     try:
-        per, _ = ctx.jaxpr_cost(jaxpr, consts, [Lazy.abstract(a) for a in params_avals])
+        per, _ = ctx.jaxpr_cost(jaxpr, consts, [Lazy.abstract(a, probe=True) for a in params_avals])
         return trips * per, None
-    except DataDependentCost:
+    except ProbeNeedsValues:
         return iterate()
 
 
