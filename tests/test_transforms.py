@@ -634,3 +634,18 @@ def test_a_primitive_without_rules_is_named():
                             (lambda f: sprue.cost(f)(X), "not costable: mystery_op")):
         with pytest.raises(sprue.UnsupportedError, match=text + r".*test_transforms\.py"):
             transform(lambda x: p.bind(x))
+
+
+# -- the transformed programs compile -----------------------------------------------------------
+def test_compiled_transformed_control_flow_matches_eager():
+    ks, xs = np.array([2, 0, 1, 5], np.int32), RNG.normal(size=(4, 5))
+    close(sprue.qjit(sprue.vmap(switch_fn))(ks, xs), sprue.vmap(switch_fn)(ks, xs), rtol=1e-12)
+    g = sprue.vmap(sprue.grad(switch_fn, argnums=1))
+    close(sprue.qjit(g)(ks, xs), g(ks, xs), rtol=1e-12)
+    close(sprue.qjit(sprue.jacfwd(while_fn))(X * 0.9), fd_grad(while_np, X * 0.9), rtol=1e-6)
+    close(sprue.qjit(sprue.hessian(f_smooth))(X), sprue.hessian(f_smooth)(X), rtol=1e-12)
+    both = np.stack([X, X * 3])
+    close(sprue.qjit(sprue.vmap(while_fn))(both), [while_np(x) for x in both])
+    x3 = RNG.normal(size=(3, 5))
+    close(sprue.qjit(sprue.vmap(lambda x: scan_fn(x, True)))(x3), [scan_np(x, True) for x in x3], rtol=1e-12)
+    close(sprue.qjit(sprue.vmap(lambda x: loop_fn(x, 4, 1, 2)))(x3), [loop_np(x, 4, 1, 2) for x in x3], rtol=1e-12)
