@@ -242,12 +242,13 @@ def _broadcast_prefix(spec, tree: TreeDef, what: str, fn) -> list:
                           f" None, or a tuple/list/dict matching it")
 
 
-def vmap(fn: Callable, in_axes=0, out_axes=0):
+def vmap(fn: Callable, in_axes=0, out_axes=0, axis_size: int | None = None):
     """Vectorize fn over a leading (or `in_axes`) axis of its arguments; None leaves an argument
-    unbatched. Outputs are stacked along `out_axes`."""
+    unbatched. Outputs are stacked along `out_axes`. `axis_size` gives the batch size when no
+    argument is batched (and must agree with the batched ones otherwise)."""
     q = _qjit_of(fn)
     if q is not None and not q.static_names:
-        return _lazy_jit(vmap(q.fn, in_axes, out_axes), q, same_signature=False)
+        return _lazy_jit(vmap(q.fn, in_axes, out_axes, axis_size), q, same_signature=False)
 
     @functools.wraps(fn)
     def vmapped(*args, **kwargs):
@@ -262,7 +263,7 @@ def vmap(fn: Callable, in_axes=0, out_axes=0):
         axes = _broadcast_prefix(spec, tree.children[0], "in_axes", fn) + [0] * tree.children[1].num_leaves
         names = parameter_names(fn)
         _, paths, _ = tree_flatten_with_path((tuple(args), dict(kwargs)))
-        size, sized_by = None, None
+        size, sized_by = axis_size, (None if axis_size is None else ("axis_size", None, None))
         moved, dims, avals = [], [], []
         for x, ax, path in zip(leaves, axes, paths):
             a = aval_of(x)
@@ -280,6 +281,9 @@ def vmap(fn: Callable, in_axes=0, out_axes=0):
                 size, sized_by = n, (path, a, ax)
             elif not _same_size(n, size):
                 p0, a0, ax0 = sized_by
+                if a0 is None:
+                    raise SprueValueError(f"vmap({_name(fn)}): axis_size={axis_size} but argument {_pretty(path, names)}"
+                                          f" of type {a.str_short()} has size {n} along axis {ax}{_where()}")
                 raise SprueValueError(
                     f"vmap({_name(fn)}) got inconsistent sizes for the mapped axis: argument {_pretty(p0, names)}"
                     f" of type {a0.str_short()} has size {size} along axis {ax0}, argument {_pretty(path, names)}"
@@ -289,7 +293,7 @@ def vmap(fn: Callable, in_axes=0, out_axes=0):
             avals.append(a.update(shape=a.shape[:ax] + a.shape[ax + 1:], weak_type=False))
         if size is None:
             raise SprueValueError(f"vmap({_name(fn)}): in_axes {in_axes!r} maps no argument; at least one must be"
-                                  f" batched (an int in in_axes){_where()}")
+                                  f" batched (an int in in_axes), or give axis_size{_where()}")
         a_args, a_kwargs = tree_unflatten(tree, avals)
         traced = trace_function(fn, a_args, a_kwargs, names)
         outs, out_dims = batch_jaxpr(traced.closed_jaxpr.jaxpr, traced.closed_jaxpr.consts, moved, dims)

@@ -649,3 +649,10 @@ def test_compiled_transformed_control_flow_matches_eager():
     x3 = RNG.normal(size=(3, 5))
     close(sprue.qjit(sprue.vmap(lambda x: scan_fn(x, True)))(x3), [scan_np(x, True) for x in x3], rtol=1e-12)
     close(sprue.qjit(sprue.vmap(lambda x: loop_fn(x, 4, 1, 2)))(x3), [loop_np(x, 4, 1, 2) for x in x3], rtol=1e-12)
+
+
+def test_vmap_axis_size_without_batched_arguments():
+    close(sprue.vmap(lambda x: x * 2, in_axes=None, axis_size=3)(np.ones(2)), np.full((3, 2), 2.0))
+    with pytest.raises(sprue.SprueValueError, match=r"vmap\(<lambda>\): axis_size=3 but argument 'x' of type f64\[2\]"
+                       r" has size 2 along axis 0"):
+        sprue.vmap(lambda x: x * 2, axis_size=3)(np.ones(2))
