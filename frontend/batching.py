@@ -97,9 +97,10 @@ def batched_all(args: Sequence, dims: Sequence, size=None) -> list:
     return [x if d is not None else broadcast_batch(x, size) for x, d in zip(args, dims)]
 
 
-def elementwise_batch_rule(p):
+def elementwise_batch_rule(p, scalar_ok=lambda i: True):
     """Batching for a primitive acting elementwise on operands of one shape (or rank 0): operands
-    are brought to one batched shape, then p applies as it is."""
+    are brought to one batched shape, then p applies as it is. An unbatched rank-0 operand stays
+    rank 0 where the primitive accepts one (`scalar_ok(position)`: select_n's cases do not)."""
     def rule(args, dims, **params):
         size = batch_size(args, dims)
         shape = ()
@@ -109,10 +110,12 @@ def elementwise_batch_rule(p):
             if len(s) > len(shape):
                 shape = s
         xs = []
-        for x, d in zip(args, dims):
+        for i, (x, d) in enumerate(zip(args, dims)):
             nd = aval_of(x).ndim - (d is not None)
-            if d is None and nd == 0:
+            if d is None and nd == 0 and scalar_ok(i):
                 xs.append(x)                       # a rank-0 operand broadcasts by itself
+            elif d is None and nd < len(shape):
+                xs.append(broadcast_batch(x, size, shape))
             elif d is None:
                 xs.append(broadcast_batch(x, size))
             elif nd < len(shape):                  # a batched scalar against arrays

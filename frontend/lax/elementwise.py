@@ -621,6 +621,8 @@ _ELEMENTWISE = [neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, exp_p, exp
 for _p in _ELEMENTWISE:
     batch_rules[_p] = elementwise_batch_rule(_p)
     cost_rules[_p] = per_output_element
+batch_rules[select_n_p] = elementwise_batch_rule(select_n_p, lambda i: i == 0)   # cases share one shape
+batch_rules[clamp_p] = elementwise_batch_rule(clamp_p, lambda i: i != 1)         # the operand sets it
 for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, is_finite_p):
     cost_rules[_p] = _comparison_cost
 for _p in (select_n_p, convert_element_type_p, sign_p, not_p):

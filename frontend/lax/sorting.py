@@ -42,7 +42,8 @@ sort_p = define("sort", _sort_rule, _sort_impl, multiple_results=True)
 # the permutation (an iota sorted along with the keys). Every rule binds sort itself, so the
 # rules compose (grad of grad) without needing gather or scatter.
 from .. import dtypes  # noqa: E402
-from ..ad_util import aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
+from ..ad_util import (aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, vjp_rules,  # noqa: E402
+                       zero_of)
 from ..batching import batched_all  # noqa: E402
 from ..cost import free  # noqa: E402
 

@@ -10,7 +10,7 @@ from .. import dtypes
 from ..core import ShapedArray, dynamic_dim_params
 from ..shapes import format_dim, lower_bound, prove_equal
 from ..errors import SprueTypeError, SprueValueError
-from ._rules import check_axes, define, fits, is_one, require_equal, same_dtypes, surely_less
+from ._rules import check_axes, define, fits, is_one, require_equal, same_dtypes, shapes_equal, surely_less
 
 
 def _fmt(shape) -> str:
@@ -312,7 +312,9 @@ def _window(x, starts, sizes, strides=None):
     strided = any(k != 1 for k in strides)
     if strided:
         x = lax.pad(x, _zero(x), [(0, k - 1, 0) for k in strides])
-    y = lax.bind_dynamic_slice(x, [_start_value(s) for s in starts], [n * k for n, k in zip(sizes, strides)])
+    spans = [n * k for n, k in zip(sizes, strides)]
+    everything = all(isinstance(s, int) and s == 0 for s in starts) and shapes_equal(spans, aval_of(x).shape)
+    y = x if everything else lax.bind_dynamic_slice(x, [_start_value(s) for s in starts], spans)
     if not strided:
         return y
     y = lax.reshape(y, [d for n, k in zip(sizes, strides) for d in (n, k)])
@@ -334,8 +336,11 @@ def _unwindow(ct, shape, starts, strides=None):
         ct = lax.pad(ct, _zero(ct), [c for k in strides for c in ((0, 0, 0), (0, k - 1, 0))])
         ct = lax.reshape(ct, [n * k for n, k in zip(sizes, strides)])
     big = [d + k - 1 for d, k in zip(shape, strides)]
-    y = lax.bind_dynamic_update_slice(instantiate(Zero(aval_of(ct).update(shape=tuple(big)))), ct,
-                                      [_start_value(s) for s in starts])
+    if all(isinstance(s, int) and s == 0 for s in starts) and shapes_equal(aval_of(ct).shape, big):
+        y = ct
+    else:
+        y = lax.bind_dynamic_update_slice(instantiate(Zero(aval_of(ct).update(shape=tuple(big)))), ct,
+                                          [_start_value(s) for s in starts])
     return lax.bind_dynamic_slice(y, [np.int64(0)] * len(shape), shape) if strided else y
 
 
@@ -407,7 +412,8 @@ def _squeeze_vjp(cts, primals, outs, *, dimensions):
     return [lax.reshape(cts[0], aval_of(primals[0]).shape)]
 
 
-jvp_rules[reshape_p], vjp_rules[reshape_p], batch_rules[reshape_p] = _linear_jvp(reshape_p), _reshape_vjp, _reshape_batch
+jvp_rules[reshape_p], vjp_rules[reshape_p] = _linear_jvp(reshape_p), _reshape_vjp
+batch_rules[reshape_p] = _reshape_batch
 jvp_rules[transpose_p], vjp_rules[transpose_p] = _linear_jvp(transpose_p), _transpose_vjp
 batch_rules[transpose_p] = _transpose_batch
 jvp_rules[squeeze_p], vjp_rules[squeeze_p] = _linear_jvp(squeeze_p), _squeeze_vjp
