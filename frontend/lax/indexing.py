@@ -311,8 +311,7 @@ def _gather_vjp(cts, primals, outs, **params):
         mode = _gather_mode(rp.get("mode"))
         ct = instantiate(cts[0], outs[0])
         return bind_scatter(scatter_add_p, zeros_like(operand), indices, ct, _scatter_dn_of(rp["dimension_numbers"]),
-                            GatherScatterMode.FILL_OR_DROP if mode == GatherScatterMode.FILL_OR_DROP else mode,
-                            rp.get("indices_are_sorted", False), rp.get("unique_indices", False))
+                            mode, rp.get("indices_are_sorted", False), rp.get("unique_indices", False))
     return [ct_operand] + [None] * (len(primals) - 1)
 
 
@@ -320,7 +319,7 @@ def _shift(dims, by=1) -> tuple:
     return tuple(d + by for d in dims)
 
 
-def _with_batch_counter(indices, size):
+def _with_batch_counter(indices):
     """Indices batched on axis 0 with the batch position prepended to each index vector."""
     from .. import lax
     ia = aval_of(indices)
@@ -352,7 +351,7 @@ def _gather_batch(args, dims, **params):
     bdn = GatherDimensionNumbers(offset_dims=_shift(dn.offset_dims),
                                  collapsed_slice_dims=(0, *_shift(dn.collapsed_slice_dims)),
                                  start_index_map=(0, *_shift(dn.start_index_map)))
-    return bind_gather(operand, _with_batch_counter(indices, size), bdn, (1, *sizes), **common), 0
+    return bind_gather(operand, _with_batch_counter(indices), bdn, (1, *sizes), **common), 0
 
 
 jvp_rules[gather_p], vjp_rules[gather_p] = _gather_jvp, _gather_vjp
@@ -477,7 +476,7 @@ def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, mode=None, **param
         tu = lax.mul(tangents[2], _mul_others(operand, indices, updates, dn, smode))
         tu = bind_scatter(scatter_add_p, zeros_like(operand), indices, tu, dn, smode)
         t = tu if t is None else lax.add(t, tu)
-    return out, t
+    return out, zero_of(out) if t is None else t
 
 
 def _scatter_mul_vjp(cts, primals, outs, *, dimension_numbers, mode=None, **params):
@@ -554,7 +553,7 @@ def _scatter_batch(p):
                                       inserted_window_dims=(0, *_shift(dn.inserted_window_dims)),
                                       scatter_dims_to_operand_dims=(0, *_shift(dn.scatter_dims_to_operand_dims)))
         params = {**params, "indices_are_sorted": False}
-        return p.bind(operand, _with_batch_counter(indices, size), updates, dimension_numbers=bdn, **params), 0
+        return p.bind(operand, _with_batch_counter(indices), updates, dimension_numbers=bdn, **params), 0
     return rule
 
 
