@@ -625,15 +625,18 @@ def test_has_aux_needs_a_pair():
 
 
 def test_a_primitive_without_rules_is_named():
-    from sprue.core import primitive, impl_rules, shape_rules
+    from sprue.core import impl_rules, primitive, primitives, shape_rules
     p = primitive("mystery_op")
     shape_rules[p] = lambda x: x
     impl_rules[p] = lambda x: x
-    for transform, text in ((lambda f: sprue.grad(lambda x: jnp.sum(f(x)))(X), "not differentiable: mystery_op"),
-                            (lambda f: sprue.vmap(f)(np.ones((2, 3))), "not batchable: mystery_op"),
-                            (lambda f: sprue.cost(f)(X), "not costable: mystery_op")):
-        with pytest.raises(sprue.UnsupportedError, match=text + r".*test_transforms\.py"):
-            transform(lambda x: p.bind(x))
+    try:
+        for transform, text in ((lambda f: sprue.grad(lambda x: jnp.sum(f(x)))(X), "not differentiable: mystery_op"),
+                                (lambda f: sprue.vmap(f)(np.ones((2, 3))), "not batchable: mystery_op"),
+                                (lambda f: sprue.cost(f)(X), "not costable: mystery_op")):
+            with pytest.raises(sprue.UnsupportedError, match=text + r".*test_transforms\.py"):
+                transform(lambda x: p.bind(x))
+    finally:   # the registry is global: other tests enumerate it
+        del primitives["mystery_op"], shape_rules[p], impl_rules[p]
 
 
 # -- the transformed programs compile -----------------------------------------------------------
@@ -656,3 +659,13 @@ def test_vmap_axis_size_without_batched_arguments():
     with pytest.raises(sprue.SprueValueError, match=r"vmap\(<lambda>\): axis_size=3 but argument 'x' of type f64\[2\]"
                        r" has size 2 along axis 0"):
         sprue.vmap(lambda x: x * 2, axis_size=3)(np.ones(2))
+
+
+def test_every_primitive_has_its_transformation_rules():
+    from sprue.ad_util import batch_rules, cost_rules, jvp_rules, nested_cost_rules, vjp_rules
+    from sprue.core import primitives
+    missing = [f"{name}: {table}" for name, p in sorted(primitives.items()) 
+               for table, rules in (("jvp", jvp_rules), ("vjp", vjp_rules), ("batch", batch_rules),
+                                    ("cost", {**cost_rules, **nested_cost_rules}))
+               if p not in rules]
+    assert not missing, missing
