@@ -21,12 +21,15 @@ from .qjit import QJIT, qjit
 from .saved import load, save
 from .transforms import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp, vmap
 from .cost import cost
+from .signatures import assert_shape
+
+kernel = qjit   # a function compiled as its own function; inside traced code its calls are call equations
 from .jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "qjit", "QJIT", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "vmap", "cost", "save", "load", "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError", "make_jaxpr",
+    "qjit", "QJIT", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "vmap", "cost", "assert_shape", "kernel", "save", "load", "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError", "make_jaxpr",
     "lax", "numpy", "for_loop", "while_loop", "cond", "ClosedJaxpr", "Jaxpr",
     "ShapedArray",
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",

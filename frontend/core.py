@@ -26,7 +26,8 @@ class ShapedArray:
     __slots__ = ("shape", "dtype", "weak_type")
 
     def __init__(self, shape: Sequence[Dim], dtype, weak_type: bool = False):
-        self.shape = tuple(shape)
+        # numpy integers (sizes computed with numpy) are plain ints in types
+        self.shape = tuple(int(d) if isinstance(d, np.integer) else d for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
 

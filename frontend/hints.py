@@ -4,7 +4,9 @@
     def f(x: sprue.f64["n", 4], y: sprue.f64["n"], k: int) -> ...
 
 `sprue.f64[3, 4]` is a float64 array of shape (3, 4); a string is a dimension known only at run
-time (the same name twice is the same size); `int`, `float`, `bool` are Python scalars."""
+time: a name ("n"; the same name twice is the same size) or an expression over names
+("m*4", "n+1", "(n+3)//4"; see dim_patterns.py for what binds a name and what is checked);
+`int`, `float`, `bool` are Python scalars. A return annotation is checked against the results."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .core import ShapedArray
+from .dim_patterns import parse_dim_pattern
 from .errors import SprueTypeError
 from .pytree import tree_flatten
 
@@ -27,7 +30,7 @@ class ArrayHint:
         return ShapedArray(self.shape, self.dtype)
 
     def __repr__(self):
-        return f"sprue.{self.aval.str_short()}"
+        return f"sprue.{dtypes.short_name(self.dtype)}[{', '.join(str(d) for d in self.shape)}]"
 
 
 class _DtypeHint:
@@ -40,13 +43,14 @@ class _DtypeHint:
         if not isinstance(dims, tuple):
             dims = (dims,)
         for d in dims:
-            if isinstance(d, str) and d.isidentifier():
+            if isinstance(d, str):
+                parse_dim_pattern(d, f"sprue.{dtypes.short_name(self.dtype)}[...]")
                 continue
             if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
                 raise SprueTypeError(
                     f"sprue.{dtypes.short_name(self.dtype)}[...]: dimension {d!r} must be a non-negative int"
                     f" (a static size) or a name such as \"n\" (a size known at run time)")
-        return ArrayHint(self.dtype, tuple(d if isinstance(d, str) else int(d) for d in dims))
+        return ArrayHint(self.dtype, tuple(d.strip() if isinstance(d, str) else int(d) for d in dims))
 
     def __repr__(self):
         return f"sprue.{dtypes.short_name(self.dtype)}"

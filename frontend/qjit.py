@@ -47,12 +47,36 @@ class Compiled:
     library: Path
     function: Callable  # the runtime's CompiledFunction: flat arrays in, flat results out
     implicit: list[ImplicitDim]
+    signature: "FunctionSignature | None" = None   # from type hints with size expressions
 
-    def call(self, leaves: list, paths: list[str], fn_name: str) -> list:
+    def call(self, leaves: list, paths: list[str], fn_name: str, out=None) -> list:
+        args = self.flat_args(leaves, paths, fn_name)
+        if out is None:
+            return self.function(*args)
+        from .shape_functions import flat_destinations
+        return self.function(*args, out=flat_destinations(out, self.traced.out_tree, fn_name))
+
+    def result_shapes(self, leaves: list, paths: list[str], fn_name: str) -> list:
+        """The flat results' shapes for these leaves, from the shape function (no kernel run)."""
+        return self.function.result_shapes(*self.flat_args(leaves, paths, fn_name))
+
+    def flat_args(self, leaves: list, paths: list[str], fn_name: str) -> list:
+        """The compiled function's flat arguments: the implicit sizes, then the leaves."""
+        if self.signature is not None:
+            return [*_sizes_from_signature(self.signature, leaves), *leaves]
         if not self.implicit:
-            return self.function(*leaves)
-        sizes = [_size_of(dim, leaves, paths, fn_name) for dim in self.implicit]
-        return self.function(*sizes, *leaves)
+            return leaves
+        return [*(_size_of(dim, leaves, paths, fn_name) for dim in self.implicit), *leaves]
+
+
+def _sizes_from_signature(sig: "FunctionSignature", leaves) -> list[int]:
+    """The implicit sizes of a hinted function, from its arguments' shapes: every size expression
+    is checked (`m*4` must divide, `n+1` must agree), with messages naming the parameter and axis."""
+    from .signatures import match
+    shapes = [np.shape(x) for x in leaves]
+    b = match(sig.fn_name, sig.params, shapes, [s.dtype if s.dtype is not None else np.asarray(x).dtype
+                                                 for s, x in zip(sig.params, leaves)])
+    return [b.env[n] for n in sig.names]
 
 
 def _size_of(dim: ImplicitDim, leaves, paths, fn_name: str) -> int:
@@ -118,8 +142,12 @@ class QJIT:
         self._lock = threading.Lock()
         self._last: Compiled | None = None
         self._fixed: Compiled | None = None
+        self._callees: dict = {}   # signature -> the traced callee of calls inside other traces
+        self.fsig = None
         hints = self._hints()
         if hints is not None:
+            from .signatures import function_signature
+            self.fsig = function_signature(fn, self.name)
             self._fixed = self._compile(hints, {})
 
     # -- signatures -------------------------------------------------------------------------
@@ -160,15 +188,9 @@ class QJIT:
 
     # -- compilation ------------------------------------------------------------------------
     def _compile(self, dynamic: dict, static: dict) -> Compiled:
-        def call_user(dyn: dict):
-            bound = inspect.BoundArguments(self.signature, {**static, **dyn})
-            ordered = {k: bound.arguments[k] for k in self.signature.parameters if k in bound.arguments}
-            bound.arguments = ordered
-            return self.fn(*bound.args, **bound.kwargs)
-
         names = list(dynamic)   # parameters in positional order: the jaxpr's invars follow it
-        traced = trace_function(lambda *vals: call_user(dict(zip(names, vals))), tuple(dynamic.values()), {},
-                                names)
+        traced = trace_function(lambda *vals: self._call_user(dict(zip(names, vals)), static),
+                                tuple(dynamic.values()), {}, names)
         out_dir = self._out_dir()
         # one file name per signature: dlopen returns an already-loaded library for a path it has seen
         stem = self.name if not self._cache else f"{self.name}_{len(self._cache)}"
@@ -178,7 +200,26 @@ class QJIT:
         text, library, function, implicit = compile_closed_jaxpr(
             traced.closed_jaxpr, n_implicit, list(traced.in_paths), out_dir, stem, bool(self.keep_intermediate))
         self.compile_count += 1
-        return Compiled(traced, text, library, function, implicit)
+        return Compiled(traced, text, library, function, implicit, self.fsig if self.fsig and self.fsig.names else None)
+
+    def _call_user(self, dyn: dict, static: dict):
+        """The user's function on traced dynamic arguments and the static ones, by name."""
+        bound = inspect.BoundArguments(self.signature, {**static, **dyn})
+        ordered = {k: bound.arguments[k] for k in self.signature.parameters if k in bound.arguments}
+        bound.arguments = ordered
+        out = self.fn(*bound.args, **bound.kwargs)
+        if self.fsig is not None and self.fsig.results is not None:
+            self._check_results(out)
+        return out
+
+    def _check_results(self, out) -> None:
+        """The return annotation, checked in the trace (run-time constraints become checks)."""
+        from .signatures import Binding, check_results
+        from .source_info import user_frame_summary
+        builder = current_builder()
+        env = dict(builder.named_dims)
+        binding = Binding(env, self.fsig.bound_at())
+        check_results(self.name, self.fsig.results, tree_flatten(out)[0], binding, where=user_frame_summary())
 
     def _out_dir(self) -> Path:
         return out_dir_for(self.name, self.keep_intermediate)
@@ -212,13 +253,26 @@ class QJIT:
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if current_builder() is not None:
-            # called while tracing another function: trace through (inline) the body
-            return self.fn(*args, **kwargs)
+            # called while tracing another function: a call equation (compiled as its own function)
+            from .calls import call_in_trace
+            return call_in_trace(self, args, kwargs)
+        # out=: destinations shaped like the results (runtime/function.py), unless `out` is a parameter
+        out = kwargs.pop("out", None) if "out" not in self.signature.parameters else None
         dynamic, static = self._bind(args, kwargs)
         compiled, leaves = self._lookup(dynamic, static)
         self._last = compiled
-        outs = compiled.call(leaves, compiled.traced.in_paths, self.name)
+        outs = compiled.call(leaves, compiled.traced.in_paths, self.name, out)
         return tree_unflatten(compiled.traced.out_tree, outs)
+
+    def result_shapes(self, *args, **kwargs):
+        """The shapes of the results of `self(*args, **kwargs)`, shaped like the results, from the
+        compiled shape function without running the kernel (compiling first if no compiled
+        signature fits, as a call would). Raises NoShapeFunctionError when a result's size is
+        computed from data."""
+        dynamic, static = self._bind(args, kwargs)
+        compiled, leaves = self._lookup(dynamic, static)
+        shapes = compiled.result_shapes(leaves, compiled.traced.in_paths, self.name)
+        return tree_unflatten(compiled.traced.out_tree, shapes)
 
     # -- inspection ---------------------------------------------------------------------------
     def _latest(self, what: str) -> Compiled:
@@ -275,11 +329,15 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
                 if dv in by_var and d == dim_of(dv):
                     by_var[dv].sources.append((leaf, axis))
     names = [d.name for d in implicit] + list(in_names)
+    from .shape_functions import shape_function_of
+    from sprue.runtime import save_signature
     sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
                     [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
                      for i, a in enumerate(jaxpr.outvars)],
-                    status_messages=lowered.check_messages if lowered.has_status else None)
-    return text, library, load(library, "main", sig), implicit
+                    status_messages=lowered.check_messages if lowered.has_status else None,
+                    shape_function=shape_function_of(jaxpr))
+    save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
+    return text, library, load(library, "main", sig, name=stem), implicit
 
 
 def _runtime_shape(aval: ShapedArray) -> tuple:

@@ -15,6 +15,8 @@ const of a nested jaxpr (a captured outer size). Types print with the binders' n
 """
 from __future__ import annotations
 
+import numpy as np
+
 import itertools
 from typing import Callable, Union
 
@@ -324,7 +326,7 @@ def is_static_shape(shape) -> bool:
 
 def format_dim(d, name_of: Callable[[DimVar], str] = repr) -> str:
     """A dim as text; a str is a dimension name not yet turned into a DimVar (a hint)."""
-    return str(d) if isinstance(d, (int, str)) else d.format(name_of)
+    return str(d) if isinstance(d, (int, str, np.integer)) else d.format(name_of)
 
 
 def dim(v: DimVar) -> DimExpr:

@@ -112,6 +112,8 @@ class JaxprBuilder:
         self.const_vars: dict[int, tuple[Var, Any]] = {}   # id(value) -> (constvar, value)
         self.captures: dict[int, tuple[Var, Tracer]] = {}  # id(outer tracer) -> (constvar, tracer)
         self.dim_values: dict = {}  # DimExpr -> a tracer of this trace holding its value
+        self.named_dims: dict = {}  # size names of annotations (`"n"`, `"k*64"`) -> their dims
+        self.named_where: dict = {}  # ... and where each was bound (for messages)
         self.active = True
 
     # -- inputs -------------------------------------------------------------------------------
@@ -267,9 +269,19 @@ def abstract_eval(prim: Primitive, avals: Sequence[ShapedArray], params: dict):
         raise
 
 
+# Primitives whose shape rule needs the symbolic values of their integer scalar operands (a call
+# whose callee types its results by its size parameters): the rule gets `operand_dims`, one Dim
+# (or None) per operand, beside the params stored in the equation.
+operand_dims_prims: set[Primitive] = set()
+
+
 def resolve_dynamic_dims(prim: Primitive, args: Sequence, avals: list, params: dict):
     """For a primitive with a dynamic-dims param (`shape=(None, 3)` + trailing size operands):
     the data operands' avals, and the params with each None replaced by its size as a Dim."""
+    if prim in operand_dims_prims:
+        dims = tuple(as_dim(a) if a_.ndim == 0 and dtypes.is_int(a_.dtype) and not dtypes.is_bool(a_.dtype)
+                     else None for a, a_ in zip(args, avals))
+        return avals, {**params, "operand_dims": dims}
     name = dynamic_dim_params.get(prim)
     if name is None or params.get(name) is None:
         return avals, params
@@ -370,19 +382,36 @@ class trace_scope:
 def trace_flat(fn: Callable, in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
     """Trace fn(*flat_tracers) -> flat list of outputs into a closed jaxpr.
 
-    Avals may name dynamic dimensions with strings (`f64["n", 3]`): each distinct name becomes a
-    dimension variable whose size is an implicit i64 argument, placed before the explicit ones
-    (the seed's expanded argument list: `{ lambda ; a:i64[] b:f64[a,3]. ... }`)."""
+    Avals may give dynamic dimensions as strings: names (`f64["n", 3]`) or expressions over names
+    (`i8["n", "m*4"]`, dim_patterns.py). Each name bound somewhere (standing alone or as `c*name`)
+    becomes a dimension variable whose size is an implicit i64 argument, placed before the explicit
+    ones (the seed's expanded argument list: `{ lambda ; a:i64[] b:f64[a,3]. ... }`); the axes are
+    typed by the expressions (`i8[a,4*b]`). The names stay known to the trace (sprue.assert_shape)."""
+    from .dim_patterns import parse_dim_pattern
     with trace_scope() as b:
         names: dict[str, DimVar] = {}
         for aval in in_avals:
             for d in aval.shape:
-                if isinstance(d, str) and d not in names:
-                    names[d] = DimVar(d)
+                if isinstance(d, str):
+                    binder = parse_dim_pattern(d).binder
+                    if binder is not None and binder[1] not in names:
+                        names[binder[1]] = DimVar(binder[1])
         for dv in names.values():
             b.new_dim_arg(dv)
-        args = [b.new_arg(a.update(shape=tuple(dim_of(names[d]) if isinstance(d, str) else d for d in a.shape)))
-                for a in in_avals]
+        env = {n: dim_of(dv) for n, dv in names.items()}
+
+        def resolve(d):
+            if not isinstance(d, str):
+                return d
+            p = parse_dim_pattern(d)
+            unbound = [n for n in p.names if n not in env]
+            if unbound:
+                raise SprueTypeError(f"the size {unbound[0]} in '{d}' is not bound: a size name must appear alone"
+                                     f" (\"n\") or times a constant (\"m*4\") in some argument's type")
+            return p.evaluate(env)
+        b.named_dims.update(env)
+        b.named_where.update({n: "the function's argument types" for n in env})
+        args = [b.new_arg(a.update(shape=tuple(resolve(d) for d in a.shape))) for a in in_avals]
         outs = fn(*args)
         return b.finish(outs)
 

@@ -87,6 +87,7 @@ class LoweringContext:
     scope: DimScope = field(default_factory=DimScope)
     status: Value | None = None
     check_messages: list[str] = field(default_factory=list)
+    callees: dict = field(default_factory=dict)   # id(callee ClosedJaxpr) -> its private func's name
 
     # -- dimensions -----------------------------------------------------------------------------
     def bind_dim(self, dv: DimVar, value: Value) -> None:

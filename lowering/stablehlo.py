@@ -30,8 +30,9 @@ from ..core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from ..errors import UnsupportedError, at
 # Importing the rule modules fills the table.
 from . import rules_elementwise, rules_indexing, rules_math, rules_reductions, rules_structural  # noqa: F401
-from . import rules_checks  # noqa: F401
+from . import rules_calls, rules_checks  # noqa: F401
 from . import rules_control_flow  # noqa: F401  (its regions call back into lower_jaxpr_body below)
+from . import rules_filtering  # noqa: F401  (filter: a result size computed at run time)
 from .rules_checks import contains_checks
 from .rules_common import LoweringContext, Value, aval_type, const_array, constant, lowering_rules
 

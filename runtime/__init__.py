@@ -4,12 +4,15 @@ Loads a shared library built by sprue.lowering with cffi (ABI mode) and calls
 its MLIR C-interface entry point, passing numpy arrays as memref descriptors
 and returning results as numpy arrays that own the compiled code's buffers.
 A function compiled with run-time checks returns a status first; a failed
-check raises its message as sprue.errors.SprueValueError.
+check raises its message as sprue.errors.SprueValueError. A signature's shape
+function (shape_function.py) gives result shapes before a call
+(`f.result_shapes(*args)`, `f(*args, out=...)`).
 Needs numpy and cffi only: never MLIR or LLVM.
 """
 
 from .dtypes import ELEMENT_TYPES, ElementType, element_type, element_type_of
-from .function import CompiledFunction, LibraryLoadError, load
+from .function import CompiledFunction, LibraryLoadError, load, save_signature, signature_path
+from .shape_function import NoShapeFunctionError, ShapeFunction
 from .signature import SIGNATURE_VERSION, STATUS_SPEC, Signature, TensorSpec
 
 __all__ = [
@@ -17,11 +20,15 @@ __all__ = [
     "ELEMENT_TYPES",
     "ElementType",
     "LibraryLoadError",
+    "NoShapeFunctionError",
     "SIGNATURE_VERSION",
     "STATUS_SPEC",
+    "ShapeFunction",
     "Signature",
     "TensorSpec",
     "element_type",
     "element_type_of",
     "load",
+    "save_signature",
+    "signature_path",
 ]

@@ -2,6 +2,11 @@
 
     f = load("lib.so", "main", sig)          # or load("lib.so", signature=sig)
     outs = f(x, y)        # a list, one entry per result
+    f.result_shapes(x, y) # [(5, 3), ()]: the shapes a call would return, without running it
+    f(x, y, out=[a, b])   # results written into caller-allocated arrays a, b (returned)
+
+    save_signature("lib.so", sig)            # lib.signature.json beside the library, then:
+    f = load("lib.so")                       # or load(directory holding one such library)
 
 Loading needs only cffi and numpy: no MLIR, no LLVM. The cdef is generated
 from the signature (the library carries no type information, so a signature
@@ -11,13 +16,32 @@ behaviour, exactly as with any C prototype).
 A CompiledFunction holds no per-call mutable state: descriptors and the
 result object are allocated per call, and cffi releases the GIL during the
 foreign call, so several threads may call one function concurrently.
+
+Result shapes before a call (the signature's shape function, see shape_function.py):
+`result_shapes(*args)` validates the arguments exactly as a call does and
+evaluates the shape function on the size arguments; a result axis whose size
+is computed from data raises NoShapeFunctionError naming it.
+
+Destinations (`out=`): one writeable numpy array per result (a bare array when
+there is exactly one result), each of the result's dtype exactly and of the
+shape the shape function gives. Everything is checked before the kernel runs
+(a data-dependent axis can only be checked after it ran; the destinations are
+untouched when it does not fit). The kernel still allocates its own results
+(the compiled ABI returns callee-allocated memrefs): they are *copied* into
+the destinations and freed, so a destination may even be one of the inputs.
+The runtime does not preallocate: with this ABI there is nothing to
+preallocate into; shape functions let the caller allocate up front instead.
 """
 
 from __future__ import annotations
 
 import ctypes.util
+import json
 import os
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
 
 import cffi
 
@@ -25,9 +49,15 @@ from . import cffi_ops
 from .abi import c_interface
 from .arguments import ArgumentConverter
 from .results import ResultUnpacker
+from .shape_function import NoShapeFunctionError, ShapeFunction, format_dim, negative_size_error
 from .signature import Signature
+from sprue.errors import SprueTypeError, SprueValueError
 
-__all__ = ["CompiledFunction", "LibraryLoadError", "load"]
+__all__ = ["CompiledFunction", "LibraryLoadError", "SIGNATURE_SUFFIX", "load", "save_signature", "signature_path"]
+
+# The signature file beside a library: `f.so` -> `f.signature.json`.
+SIGNATURE_SUFFIX = ".signature.json"
+_SIDE_FORMAT = "sprue library 1"
 
 
 class LibraryLoadError(OSError):
@@ -37,9 +67,10 @@ class LibraryLoadError(OSError):
 class CompiledFunction:
     """A function in a loaded library; call it with flat numpy arguments."""
 
-    def __init__(self, path: str, symbol: str, signature: Signature) -> None:
+    def __init__(self, path: str, symbol: str, signature: Signature, name: str | None = None) -> None:
         self.path = path
         self.symbol = symbol
+        self.name = name or symbol   # in messages: the user's function name when known
         self.signature = signature
         iface = c_interface(signature, symbol)
         ffi = cffi.FFI()
@@ -70,8 +101,11 @@ class CompiledFunction:
         names = ", ".join(s.name for s in signature.args)
         plural = "argument" if self._nargs == 1 else "arguments"
         self._arity_message = f"expected {self._nargs} {plural} ({names}), got "
+        self.shape_function: ShapeFunction | None = signature.result_shape_function()
 
-    def __call__(self, *args: Any) -> list:
+    def __call__(self, *args: Any, out: Any = None) -> list:
+        if out is not None:
+            return self._call_into(args, out)
         if len(args) != self._nargs:
             raise TypeError(self._arity_message + str(len(args)))
         keep: list = []  # buffers the descriptors point into, alive until we return
@@ -83,8 +117,113 @@ class CompiledFunction:
         self._fn(result_obj, *descriptors)
         return self._unpacker.unpack(result_obj)
 
+    # -- shapes before the call ----------------------------------------------------------------
+    def _descriptors(self, args: Sequence[Any], keep: list) -> list:
+        """The arguments checked and converted as for a call."""
+        if len(args) != self._nargs:
+            raise TypeError(self._arity_message + str(len(args)))
+        return [convert(a, keep) for convert, a in zip(self._convert, args)]
+
+    def _shapes(self, args: Sequence[Any], partial: bool) -> list[tuple]:
+        """The result shapes for `args` (already checked by _descriptors); a data-dependent dim is
+        None when `partial`, else NoShapeFunctionError."""
+        sf = self.shape_function
+        specs = self.signature.results
+        if sf is None:
+            if partial:
+                return [r.shape for r in specs]
+            dyn = next((r, a) for r in specs for a, d in enumerate(r.shape) if d is None)
+            raise NoShapeFunctionError(
+                f"{self.name} has no shape function: its signature records none, and result {dyn[0].name!r}"
+                f" axis {dyn[1]} is dynamic; its shape is known only after the call")
+        if not partial:
+            sf.check_complete(self.name, [r.name for r in specs])
+        shapes = sf.evaluate(lambda i: int(np.asarray(args[i])))
+        for k, shape in enumerate(shapes):
+            for axis, d in enumerate(shape):
+                if d is not None and d < 0:
+                    names = [a.name for a in self.signature.args]
+                    formula = f"{format_dim(sf.results[k][axis], names)} with " + ", ".join(
+                        f"{names[i]}={int(np.asarray(args[i]))}" for i in sf.params)
+                    raise negative_size_error(self.name, specs[k].name, axis, d, formula)
+        return shapes
+
+    def result_shapes(self, *args: Any) -> list[tuple[int, ...]]:
+        """The shape of every result a call with `args` returns, without running the kernel.
+
+        The arguments are checked as for a call (same errors). Raises NoShapeFunctionError when
+        some result's size is computed from data (the message names the result and axis)."""
+        self._descriptors(args, [])   # the checks of a call; the descriptors are dropped
+        return self._shapes(args, partial=False)  # type: ignore[return-value]
+
+    def _call_into(self, args: Sequence[Any], out: Any) -> list:
+        specs = self.signature.results
+        dests = self._destinations(out)
+        keep: list = []
+        descriptors = self._descriptors(args, keep)
+        shapes = self._shapes(args, partial=True)
+        for dest, spec, shape in zip(dests, specs, shapes):
+            self._check_destination(dest, spec, shape)
+        if self._result_type is None:
+            self._fn(*descriptors)
+            return []
+        result_obj = cffi_ops.newp(self._result_type, None)
+        self._fn(result_obj, *descriptors)
+        results = self._unpacker.unpack(result_obj)
+        for dest, spec, res, shape in zip(dests, specs, results, shapes):
+            got = np.shape(res)
+            if got != dest.shape:   # only a data-dependent axis gets here
+                raise SprueValueError(
+                    f"{self.name}: destination for result {spec.name!r} has shape {_fmt(dest.shape)}, but the"
+                    f" result has shape {_fmt(got)} (its size depends on data, so this is known only after the"
+                    f" call; no destination was written)")
+        for dest, res in zip(dests, results):
+            np.copyto(dest, res, casting="no")
+        return list(dests)
+
+    def _destinations(self, out: Any) -> list[np.ndarray]:
+        specs = self.signature.results
+        n = len(specs)
+        if isinstance(out, np.ndarray):
+            if n != 1:
+                raise SprueTypeError(f"{self.name}: out= must be a sequence of {n} arrays (one per result),"
+                                     f" got a single array")
+            dests = [out]
+        elif isinstance(out, (list, tuple)):
+            dests = list(out)
+            if len(dests) != n:
+                raise SprueTypeError(f"{self.name}: out= has {len(dests)} destinations, but the function has {n}"
+                                     f" result{'s' * (n != 1)} ({', '.join(s.type_str for s in specs)})")
+        else:
+            raise SprueTypeError(f"{self.name}: out= must be a numpy array or a list/tuple of arrays, got"
+                                 f" {type(out).__name__}")
+        for i, d in enumerate(dests):
+            if not isinstance(d, np.ndarray):
+                raise SprueTypeError(f"{self.name}: destination for result {specs[i].name!r} must be a numpy"
+                                     f" array, got {type(d).__name__}")
+            if not d.flags.writeable:
+                raise SprueValueError(f"{self.name}: destination for result {specs[i].name!r} is read-only")
+            for j in range(i):
+                if np.may_share_memory(d, dests[j]):
+                    raise SprueValueError(f"{self.name}: destinations for results {specs[j].name!r} and"
+                                          f" {specs[i].name!r} overlap")
+        return dests
+
+    def _check_destination(self, dest: np.ndarray, spec: Any, shape: tuple) -> None:
+        if dest.dtype != spec.dtype:
+            raise SprueTypeError(f"{self.name}: destination for result {spec.name!r} has dtype {dest.dtype},"
+                                 f" expected {spec.dtype} ({spec.type_str})")
+        if dest.ndim != len(shape) or any(d is not None and d != g for d, g in zip(shape, dest.shape)):
+            expected = _fmt(tuple("?" if d is None else d for d in shape))
+            raise SprueValueError(f"{self.name}: destination for result {spec.name!r} has shape"
+                                  f" {_fmt(dest.shape)}, expected {expected}")
+
     def __repr__(self) -> str:
         return f"<CompiledFunction {self.symbol}{self.signature} from {self.path}>"
+
+
+def _fmt(shape: tuple) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _open_libc(ffi: Any) -> Any:
@@ -105,24 +244,90 @@ def _open_libc(ffi: Any) -> Any:
         return ffi.dlopen(name)
 
 
+def signature_path(so_path: str | os.PathLike[str]) -> Path:
+    """Where the signature of the library at `so_path` is saved: `f.so` -> `f.signature.json`."""
+    p = Path(so_path)
+    return p.with_name(p.stem + SIGNATURE_SUFFIX) if p.suffix == ".so" else p.with_name(p.name + SIGNATURE_SUFFIX)
+
+
+def save_signature(so_path: str | os.PathLike[str], signature: Signature, symbol: str = "main",
+                   name: str | None = None) -> Path:
+    """Write `signature` (with its shape function) beside the library, so that `load(so_path)`
+    (or `load(its directory)`) needs nothing else. Returns the file written."""
+    if not isinstance(signature, Signature):
+        raise TypeError(f"signature must be a sprue.runtime.Signature, got {type(signature).__name__}")
+    path = signature_path(so_path)
+    d = {"format": _SIDE_FORMAT, "library": Path(so_path).name, "symbol": symbol, "signature": signature.to_dict()}
+    if name is not None:
+        d["name"] = name   # the function's name, for messages
+    text = json.dumps(d, sort_keys=True, indent=1)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text + "\n")
+    os.replace(partial, path)   # readers never see half a file
+    return path
+
+
+def _read_signature(path: Path) -> tuple[Path, str, Signature, str | None]:
+    """(library path, symbol, signature, name) from a signature file."""
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise LibraryLoadError(f"cannot read the signature file {path}: {exc}") from exc
+    if not isinstance(d, dict) or d.get("format") != _SIDE_FORMAT or \
+            not isinstance(d.get("library"), str) or not isinstance(d.get("symbol"), str):
+        raise LibraryLoadError(f"{path} is not a sprue signature file (format {_SIDE_FORMAT!r})")
+    try:
+        sig = Signature.from_dict(d.get("signature"))
+    except (TypeError, ValueError) as exc:
+        raise LibraryLoadError(f"{path}: {exc}") from exc
+    name = d.get("name")
+    return path.with_name(d["library"]), d["symbol"], sig, name if isinstance(name, str) else None
+
+
 def load(
-    so_path: str | os.PathLike[str], symbol: str = "main", signature: Signature | None = None
+    so_path: str | os.PathLike[str], symbol: str | None = None, signature: Signature | None = None, *,
+    name: str | None = None
 ) -> CompiledFunction:
     """Open the library at `so_path` and bind `_mlir_ciface_<symbol>` to `signature`.
 
-    `signature` is required; it comes last, positionally or by keyword, so
-    that `load(path, "main", sig)` and `load(path, signature=sig)` both read
-    naturally.
+    `signature` comes last, positionally or by keyword, so that
+    `load(path, "main", sig)` and `load(path, signature=sig)` both read
+    naturally; `symbol` defaults to "main". Without a signature, the one saved
+    beside the library (save_signature; qjit and sprue.load save one) is used,
+    with its symbol; `so_path` may then also be a directory holding exactly one
+    such library. `name` (else the saved one, else the symbol) names the
+    function in error messages.
     """
-    if not isinstance(symbol, str):
+    if symbol is not None and not isinstance(symbol, str):
         raise TypeError(
             f"load(so_path, symbol, signature): symbol must be a str, got {type(symbol).__name__}"
             " (pass the signature third or as signature=)"
         )
+    path = os.path.abspath(os.fspath(so_path))
+    if signature is None:
+        side = _find_signature(path)
+        if side is None:
+            raise TypeError("signature must be a sprue.runtime.Signature, got NoneType (and no signature file"
+                            f" {signature_path(path).name} is saved beside {path})")
+        lib, saved_symbol, signature, saved_name = _read_signature(side)
+        path, symbol, name = str(lib), symbol or saved_symbol, name or saved_name
     if not isinstance(signature, Signature):
         raise TypeError(f"signature must be a sprue.runtime.Signature, got {type(signature).__name__}")
-    path = os.path.abspath(os.fspath(so_path))
     if not os.path.isfile(path):
         # A bare name would make dlopen search the system library path.
         raise LibraryLoadError(f"no such compiled library: {path}")
-    return CompiledFunction(path, symbol, signature)
+    return CompiledFunction(path, symbol or "main", signature, name)
+
+
+def _find_signature(path: str) -> Path | None:
+    """The signature file of the library at `path`, or of the one library in directory `path`."""
+    if os.path.isdir(path):
+        found = sorted(Path(path).glob("*" + SIGNATURE_SUFFIX))
+        if len(found) > 1:
+            raise LibraryLoadError(f"{path} holds {len(found)} compiled libraries"
+                                   f" ({', '.join(f.name for f in found)}): load one of them by its path")
+        if not found:
+            raise LibraryLoadError(f"{path} holds no saved signature (*{SIGNATURE_SUFFIX})")
+        return found[0]
+    side = signature_path(path)
+    return side if side.is_file() else None

@@ -13,7 +13,8 @@
 - `<name>_free_results()`: every returned buffer is malloc'ed by the kernel and owned by the caller;
   this frees each distinct allocation once (two results may share one);
 - when every result shape is a function of the inputs' sizes (never of their values):
-  `<name>_result_shapes()`, the kernel's shape computation on its own, and `<name>_into()`, a
+  `<name>_result_shapes()`, the kernel's shape computation on its own (rendered from the
+  signature's shape function, the same one the Python runtime evaluates), and `<name>_into()`, a
   destination-passing entry point into caller-allocated buffers. It is a *copying* wrapper, not
   real destination passing: the kernel still allocates its results, which are copied into the
   caller's buffers (any strides) and freed. Kernels whose result shapes depend on data get
@@ -23,6 +24,7 @@ This module only formats text: it must not import the lowering (the runtime neve
 """
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -74,8 +76,9 @@ class HeaderSpec:
 
     name: the kernel's C name (the library exports `_mlir_ciface_<name>`).
     arg_names / result_names: C parameter and field names (default: from the signature's names).
-    result_shapes: per result, per dim, an int or a C expression over `shape_params`; None when
-    some result dim depends on data (no `_result_shapes` and no `_into` are generated).
+    result_shapes: per result, per dim, an int or a C expression over `shape_params`; None (the
+    default): from the signature's shape function (runtime/shape_function.py), or none at all when
+    it has none or some result dim depends on data (no `_result_shapes` and no `_into`).
     shape_params: the argument names (rank-0 integer arguments) the expressions read.
     source: where the kernel came from, for the header's first comment."""
     name: str
@@ -149,6 +152,8 @@ static inline int64_t sprue_floordiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 static inline int64_t sprue_mod(int64_t a, int64_t b) { return a - sprue_floordiv(a, b) * b; }
+static inline int64_t sprue_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t sprue_min(int64_t a, int64_t b) { return a < b ? a : b; }
 #endif
 """
 
@@ -278,6 +283,10 @@ def c_header(spec: HeaderSpec) -> str:
     if spec.result_shapes is not None and len(spec.result_shapes) != len(sig.results):
         raise ValueError(f"{spec.name}: {len(spec.result_shapes)} result shapes for {len(sig.results)} results")
     args, results = _names(spec)
+    if spec.result_shapes is None and sig.shape_function is not None and sig.shape_function.complete:
+        # the one source of truth: the shape function, over the final C names of the arguments
+        shapes, params = sig.shape_function.c_shapes([a.name for a in args])
+        spec = dataclasses.replace(spec, result_shapes=shapes, shape_params=params)
     types = sorted({(p.spec.element.name, p.spec.rank, p.spec.element) for p in args + results},
                    key=lambda t: (t[0], t[1]))
     guard = f"SPRUE_KERNEL_{spec.name.upper()}_H"

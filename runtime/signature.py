@@ -17,10 +17,16 @@ JSON format (version 1):
     {"version": 1,
      "args":    [{"name": "x", "dtype": "f64", "shape": [3, null]}, ...],
      "results": [{"name": "out", "dtype": "bool", "shape": []}, ...],
-     "status_messages": ["size mismatch ...", ...]}     (optional)
+     "status_messages": ["size mismatch ...", ...],      (optional)
+     "shape_function": {"params": [...], "results": [...], ...}}   (optional)
 
 dtype is a short element-type name (see sprue.runtime.dtypes); shape [] is a
 scalar.
+
+`shape_function` (sprue.runtime.shape_function) gives every result's shape from
+the values of the size arguments, or records which result axis is computed
+from data. Signatures made by the compiler carry it; hand-written ones may
+leave it out (then only static result shapes are known before a call).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .dtypes import ElementType, element_type, element_type_of
+from .shape_function import ShapeFunction
 
 __all__ = ["TensorSpec", "Signature", "SIGNATURE_VERSION", "STATUS_SPEC"]
 
@@ -115,9 +122,11 @@ class Signature:
     args: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
     status_messages: tuple[str, ...] | None
+    shape_function: ShapeFunction | None
 
     def __init__(self, args: Iterable[TensorSpec], results: Iterable[TensorSpec],
-                 status_messages: Iterable[str] | None = None) -> None:
+                 status_messages: Iterable[str] | None = None,
+                 shape_function: ShapeFunction | None = None) -> None:
         args, results = tuple(args), tuple(results)
         for what, specs in (("args", args), ("results", results)):
             for s in specs:
@@ -129,9 +138,27 @@ class Signature:
             status_messages = tuple(status_messages)
             if not all(isinstance(m, str) for m in status_messages):
                 raise TypeError("status_messages must all be str")
+        if shape_function is not None:
+            if not isinstance(shape_function, ShapeFunction):
+                raise TypeError(f"shape_function must be a ShapeFunction, got {type(shape_function).__name__}")
+            shape_function.check_against(args, results, "Signature")
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "results", results)
         object.__setattr__(self, "status_messages", status_messages)
+        object.__setattr__(self, "shape_function", shape_function)
+
+    def with_shape_function(self, shape_function: ShapeFunction | None) -> Signature:
+        """This signature with `shape_function` (replacing any it had)."""
+        return Signature(self.args, self.results, self.status_messages, shape_function)
+
+    def result_shape_function(self) -> ShapeFunction | None:
+        """The recorded shape function; else, when every result shape is static, the static one;
+        else None (unknown before a call)."""
+        if self.shape_function is not None:
+            return self.shape_function
+        if all(r.is_static for r in self.results):
+            return ShapeFunction.static([r.shape for r in self.results])
+        return None
 
     @property
     def has_status(self) -> bool:
@@ -155,6 +182,8 @@ class Signature:
         }
         if self.has_status:
             d["status_messages"] = list(self.status_messages)
+        if self.shape_function is not None:
+            d["shape_function"] = self.shape_function.to_dict()
         return d
 
     @classmethod
@@ -165,15 +194,18 @@ class Signature:
             raise ValueError(
                 f"unsupported signature version {d.get('version')!r}; this runtime reads version {SIGNATURE_VERSION}"
             )
-        if not {"version", "args", "results"} <= set(d) <= {"version", "args", "results", "status_messages"}:
-            raise ValueError(f"a signature must have keys version, args, results (and optionally status_messages);"
-                             f" got {sorted(d)}")
+        if not {"version", "args", "results"} <= set(d) <= {"version", "args", "results", "status_messages",
+                                                           "shape_function"}:
+            raise ValueError(f"a signature must have keys version, args, results (and optionally status_messages,"
+                             f" shape_function); got {sorted(d)}")
         if not isinstance(d["args"], list) or not isinstance(d["results"], list):
             raise ValueError("signature args and results must be lists")
         messages = d.get("status_messages")
         if messages is not None and (not isinstance(messages, list) or not all(isinstance(m, str) for m in messages)):
             raise ValueError(f"signature status_messages must be a list of strings, got {messages!r}")
-        return cls(map(TensorSpec.from_dict, d["args"]), map(TensorSpec.from_dict, d["results"]), messages)
+        shape_function = ShapeFunction.from_dict(d["shape_function"]) if "shape_function" in d else None
+        return cls(map(TensorSpec.from_dict, d["args"]), map(TensorSpec.from_dict, d["results"]), messages,
+                   shape_function)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)

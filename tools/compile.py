@@ -175,6 +175,14 @@ def _run(cmd: list[str], error: type[Exception]) -> None:
 
 
 def header_text(kernel: Kernel) -> str:
+    """The kernel's C header; its `_result_shapes` comes from the signature's shape function (computed
+    from the jaxpr; for StableHLO input, known only when every result shape is static)."""
     from sprue.runtime.header import HeaderSpec, c_header
-    return c_header(HeaderSpec(kernel.name, kernel.signature, kernel.arg_names, None, kernel.result_shapes,
-                               kernel.shape_params, source=kernel.source.name))
+    sig = kernel.signature
+    if sig.shape_function is None:
+        if kernel.closed_jaxpr is not None:
+            from sprue.shape_functions import shape_function_of
+            sig = sig.with_shape_function(shape_function_of(kernel.closed_jaxpr))
+        else:
+            sig = sig.with_shape_function(sig.result_shape_function())
+    return c_header(HeaderSpec(kernel.name, sig, kernel.arg_names, source=kernel.source.name))

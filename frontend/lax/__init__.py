@@ -16,6 +16,7 @@ from .indexing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensi
                        scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p)
 from .reductions import *  # noqa: F401,F403
 from .sorting import sort_p
+from .filtering import filter, filter_p  # noqa: F401  (data-dependent shapes: a fresh size per result)
 from .structural import *  # noqa: F401,F403
 from . import elementwise as _e, reductions as _r, structural as _s
 
@@ -244,3 +245,4 @@ scatter_min = _scatterer(scatter_min_p); scatter_max = _scatterer(scatter_max_p)
 # bodies in sprue.control_flow. Imported last: that module uses the primitives defined above.
 from ..control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
 from . import control_flow_rules  # noqa: E402,F401  (their jvp/vjp/batching/cost rules)
+from .calls import pjit_p  # noqa: E402,F401  (calls of functions compiled as their own)

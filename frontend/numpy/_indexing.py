@@ -8,6 +8,12 @@ adjacent, else goes first. Updates lower to scatter / scatter-add / -mul / -min 
 same index analysis (mode FILL_OR_DROP, as JAX: traced out-of-bounds updates are dropped).
 Static out-of-bounds indices raise IndexError as in numpy; traced ones are clamped by gather.
 
+A traced boolean mask (x[x > 0], x[:, m], x[m, 1:]) has a result size only run time knows: the
+basic entries apply first, then the `filter` primitive (sprue.lax.filtering) keeps the mask's
+entries, its count a fresh dimension (_getitem_mask). nonzero, flatnonzero, argwhere, extract and
+compress (at the end of this file) are filters too. x.at[mask] updates with a traced mask are not
+supported (jnp.where keeps the shape).
+
 On axes whose size is known only at run time (and for traced slice bounds) see _slicing: the
 bounds check becomes a run-time check, slices are dynamic_slice/gather with sizes computed from
 the dims, and a gather through an axis that may be empty reads from the operand padded by one.
@@ -31,7 +37,8 @@ from . import _slicing
 from ._promote import (aval, as_result, broadcast_to, const, convert, describe, loc, normalize_axis, operand,
                        reshape, static_int, type_error, value_error)
 
-__all__ = ["getitem", "IndexUpdateHelper", "take", "take_along_axis", "put_along_axis"]
+__all__ = ["getitem", "IndexUpdateHelper", "take", "take_along_axis", "put_along_axis", "nonzero", "flatnonzero",
+           "argwhere", "extract", "compress"]
 
 
 class SprueIndexError(SprueError, IndexError):
@@ -58,10 +65,16 @@ class _Entry:
     dim: int = -1
 
 
-def _mask_error():
+def _mask_update_error():
     return ConcretizationError(
-        "boolean-mask indexing x[mask] with a traced mask has a data-dependent shape, which sprue cannot"
-        f" compile{loc()}; use a static (numpy) mask, or jnp.where(mask, x, fill) to keep the shape")
+        "x.at[mask] updates with a traced boolean mask are not supported" + loc() + "; write"
+        " jnp.where(mask, values, x) instead (it keeps the shape), or use integer indices")
+
+
+def _mask_unsupported(why: str) -> SprueIndexError:
+    return _index_error(f"boolean-mask indexing with a traced mask {why} is not supported; supported are one"
+                        f" mask combined with slices, ints, None and Ellipsis (x[mask], x[:, mask], x[mask, 1:]),"
+                        f" or jnp.where(mask, x, fill) to keep the shape")
 
 
 def _classify(item):
@@ -90,7 +103,9 @@ def _classify(item):
         return _Entry("int", int(item))
     if isinstance(item, Tracer):
         if dtypes.is_bool(item.dtype):
-            raise _mask_error()
+            if item.ndim == 0:
+                raise _index_error("boolean scalar indices (x[True]) are not supported; use x[None] or jnp.where")
+            return _Entry("tmask", item)  # a traced mask: the result size is computed at run time (filter)
         if not dtypes.is_int(item.dtype):
             raise _index_error(f"{_INDEX_KINDS}; got a traced {item.aval.str_short()}")
         return _Entry("dyn" if item.ndim == 0 else "array", item)
@@ -118,7 +133,8 @@ def _normalize(shape, idx) -> list[_Entry]:
     entries = [_classify(i) for i in idx]
     if builtins.sum(e.kind == "ellipsis" for e in entries) > 1:
         raise _index_error("an index can only have a single ellipsis ('...')")
-    used = builtins.sum(e.value.ndim if e.kind == "mask" else 1 for e in entries if e.kind not in ("none", "ellipsis"))
+    used = builtins.sum(e.value.ndim if e.kind in ("mask", "tmask") else 1 for e in entries
+                        if e.kind not in ("none", "ellipsis"))
     if used > len(shape):
         raise _index_error(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
     fill = [_Entry("slice", slice(None)) for _ in range(len(shape) - used)]
@@ -145,11 +161,32 @@ def _normalize(shape, idx) -> list[_Entry]:
             for k, nz in enumerate(np.nonzero(m)):
                 out.append(_Entry("array", nz.astype(np.int64), dim + k))
             dim += m.ndim
+        elif e.kind == "tmask":
+            e.value, e.dim = _fit_mask(e.value, shape, dim), dim
+            out.append(e)
+            dim += e.value.ndim
         else:
             e.dim = dim
             out.append(e)
             dim += 1
     return out
+
+
+def _fit_mask(m, shape, dim: int):
+    """A traced mask checked against the axes it indexes (numpy's IndexError when its shape provably
+    differs, a run-time check when only run time can compare), with those axes' very sizes."""
+    for k in range(m.ndim):
+        n, d = shape[dim + k], aval(m).shape[k]
+        same = _d.prove_equal(d, n)
+        if same:
+            continue
+        msg = (f"boolean index did not match indexed array along axis {dim + k}; size of axis is {_d.format_dim(n)}"
+               f" but size of corresponding boolean axis is {_d.format_dim(d)}")
+        if same is False:
+            raise _index_error(msg)
+        _d.check(_d.eq_value(d, n), f"sprue.numpy.getitem: {msg}{loc()}", key=("mask", d, n))
+        m = _d.cut_axis(m, k, n)  # clamped: never reads outside the mask, should the check fail
+    return m
 
 
 def _check_static(n, dim: int, values: np.ndarray):
@@ -188,6 +225,8 @@ def getitem(x, idx, mode=None, fill_value=None):
     x = operand("getitem", x)
     shape = aval(x).shape
     entries = _normalize(shape, idx)
+    if any(e.kind == "tmask" for e in entries):
+        return as_result(_getitem_mask(x, entries))
     if mode is None and not any(e.kind == "array" for e in entries):
         return as_result(_basic(x, entries))
     fill_mode = mode in ("fill", "drop")
@@ -202,6 +241,43 @@ def getitem(x, idx, mode=None, fill_value=None):
         x = _d.pad_one(x, d)
     out = _d.gather(x, plan.indices, dn, plan.slice_sizes, mode=gmode, fill_value=fill)
     return as_result(reshape(out, plan.out_shape))
+
+
+def _is_traced_mask(item) -> bool:
+    return isinstance(item, Tracer) and dtypes.is_bool(item.dtype)
+
+
+def _getitem_mask(x, entries):
+    """x[idx] where idx holds one traced boolean mask (entry kind "tmask"), the other entries basic
+    (slices, ints, None, Ellipsis). The basic entries apply first, the mask's axes kept whole; then
+    `filter` keeps the entries of those axes (flattened into one) where the mask is true: a result
+    axis of a fresh size, known at run time. It lands where numpy puts advanced-index dims: at the
+    mask's place when the mask and the int indices (advanced too, next to an array index) are
+    adjacent in the index, else first."""
+    masks = [e for e in entries if e.kind == "tmask"]
+    if len(masks) > 1:
+        raise _mask_unsupported("used twice in one index")
+    if any(e.kind == "array" for e in entries):
+        raise _mask_unsupported("combined with integer-array (or static boolean) indices")
+    me = masks[0]
+    m, k = me.value, me.value.ndim
+    basic = []
+    for e in entries:
+        basic += [_Entry("slice", slice(None), me.dim + i) for i in range(k)] if e is me else [e]
+    y = _basic(x, basic)
+    before = entries[:entries.index(me)]
+    p = builtins.sum(e.kind in ("none", "slice") for e in before)   # where the mask's axes are in y
+    adv = [i for i, e in enumerate(entries) if e.kind in ("tmask", "int", "dyn")]
+    adjacent = adv == list(range(adv[0], adv[-1] + 1))
+    ys = aval(y).shape
+    if k != 1:  # the mask's axes as one (row-major, as nonzero orders the true entries)
+        y = lax.reshape(y, ys[:p] + (math.prod(ys[p:p + k]),) + ys[p + k:])
+        m = lax.reshape(m, (math.prod(aval(m).shape),))
+    _, (out,) = lax.filter(m, y, axis=p)
+    if not adjacent and p != 0:
+        nd = aval(out).ndim
+        out = lax.transpose(out, (p, *(i for i in range(nd) if i != p)))
+    return out
 
 
 def _slice_params(s: slice, n: int):
@@ -517,6 +593,8 @@ def scatter_update(x, idx, values, op: str, mode=None):
     _modes(fname, mode)
     x = operand(fname, x)
     xa = aval(x)
+    if any(_is_traced_mask(i) for i in (idx if isinstance(idx, tuple) else (idx,))):
+        raise _mask_update_error()
     entries = _normalize(xa.shape, idx)
     plan = _plan(xa.shape, entries, check=mode is None, clamp="clip" if mode == "clip" else None)
     v = convert(operand(fname, values), xa.dtype)
@@ -681,3 +759,133 @@ def put_along_axis(arr, indices, values, axis, inplace=False, *, mode=None):
     nd = aval(a).ndim
     full = tuple(idx if d == ax else _arange_along(aval(a).shape[d], d, nd) for d in range(nd))
     return scatter_update(a, full, values, "set", mode)
+
+
+# -- data-dependent shapes: nonzero, flatnonzero, argwhere, extract, compress --------------------------
+# The results have a size only run time knows (the number of true/nonzero entries): the `filter`
+# primitive computes it and makes it a fresh dimension, which every result of one call shares
+# (nonzero's index arrays have one size). `size=` (JAX's option) gives a static size instead: the
+# first `size` results, padded with `fill_value`.
+def _truth(fname: str, a):
+    """a != 0 as bool (a bool array as it is)."""
+    if dtypes.is_bool(aval(a).dtype):
+        return a
+    return lax.ne(a, const(aval(a).dtype, 0)) if isinstance(a, Tracer) or np.ndim(a) else np.asarray(a != 0)
+
+
+def _sized(fname: str, y, axis: int, size, fill_value):
+    """y along axis cut or padded (with fill_value) to the static `size` (None: y as it is)."""
+    if size is None:
+        return y
+    size = static_int(fname, size, "size")
+    if size < 0:
+        raise value_error(fname, f"size must be non-negative, got {size}")
+    fill = 0 if fill_value is None else fill_value
+    if size == 0:  # nothing to gather (a fill-mode gather of no indices does not compile)
+        shape = aval(y).shape
+        return lax.broadcast_in_dim(np.zeros((), aval(y).dtype), shape[:axis] + (0,) + shape[axis + 1:], ())
+    pos = np.arange(size, dtype=np.int64)
+    full = (slice(None),) * axis + (pos,)
+    return getitem(y, full, mode="fill", fill_value=fill)
+
+
+def _fills(fname: str, fill_value, n: int) -> list:
+    """One fill value per result (JAX accepts a scalar or a tuple of n)."""
+    if isinstance(fill_value, (tuple, list)):
+        if len(fill_value) != n:
+            raise value_error(fname, f"fill_value must be a scalar or a tuple of length {n}, got length"
+                                     f" {len(fill_value)}")
+        return list(fill_value)
+    return [fill_value] * n
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """numpy.nonzero: a tuple of int64 index arrays, one per axis, of the true (nonzero) entries in
+    row-major order. Their common length is a size known at run time (one fresh dimension), or the
+    static `size` (the first `size` entries, padded with fill_value, 0 by default) as in JAX."""
+    a = operand("nonzero", a)
+    shape = aval(a).shape
+    if not shape:
+        raise value_error("nonzero", "calling nonzero on 0d arrays is not allowed; use"
+                                     " jnp.atleast_1d(x).nonzero() instead")
+    total = math.prod(shape)
+    mask = reshape(_truth("nonzero", a), (total,))
+    iotas = [reshape(lax.broadcasted_iota(dtypes.int64, shape, k), (total,)) for k in range(len(shape))]
+    _, idx = lax.filter(mask, *iotas)
+    fills = _fills("nonzero", fill_value, len(idx))
+    return tuple(as_result(_sized("nonzero", i, 0, size, f)) for i, f in zip(idx, fills))
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    """numpy.flatnonzero: the indices of the nonzero entries of ravel(a) (a size known at run time,
+    or the static `size` as in nonzero)."""
+    from ._shape import ravel
+    return nonzero(ravel(operand("flatnonzero", a)), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """numpy.argwhere: the indices of the nonzero entries as rows of an int64[count, a.ndim] (count
+    known at run time, or the static `size` as in nonzero)."""
+    a = operand("argwhere", a)
+    shape = aval(a).shape
+    total = math.prod(shape)
+    mask = reshape(_truth("argwhere", a), (total,))
+    if not shape:  # numpy: one row of no columns when the scalar is nonzero, else none
+        rows = lax.broadcast_in_dim(np.int64(0), (1, 0), ())
+    else:
+        rows = lax.concatenate([reshape(lax.broadcasted_iota(dtypes.int64, shape + (1,), k), (total, 1))
+                                for k in range(len(shape))], 1)
+    _, (out,) = lax.filter(mask, rows)
+    return as_result(_sized("argwhere", out, 0, size, fill_value))
+
+
+def _fit_condition(fname: str, c, n, axis: int):
+    """A 1-d bool condition brought to length n, numpy's way: a shorter one is padded with False; a
+    longer one may only have False beyond n (numpy's IndexError otherwise; a run-time check when
+    the condition is traced)."""
+    nc = aval(c).shape[0]
+    if _d.prove_equal(nc, n):
+        return c
+    i = lax.iota(dtypes.int64, n)
+    fitted = lax.bitwise_and(_d.take_clamped(c, 0, i), lax.lt(i, _d.value(nc) if isinstance(nc, DimExpr) else
+                                                              np.int64(nc)))
+    if _d.le(nc, n) is not True:
+        count = lax.reduce_sum(lax.convert_element_type(c, dtypes.int64), (0,))
+        kept = lax.reduce_sum(lax.convert_element_type(fitted, dtypes.int64), (0,))
+        ok = lax.eq(count, kept)
+        msg = (f"sprue.numpy.{fname}: the condition has a true entry at an index out of bounds for axis {axis}"
+               f" with size {_d.format_dim(n)}")
+        if not isinstance(ok, Tracer):
+            if not bool(ok):
+                raise _index_error(msg[len(f"sprue.numpy.{fname}: "):])
+        else:
+            _d.check(ok, msg + loc())
+    return fitted
+
+
+def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
+    """numpy.compress: the slices of a along axis (of ravel(a) when axis is None) where the 1-d
+    condition is true; its length is a size known at run time (or the static `size`, as in JAX).
+    A condition shorter than the axis counts as False beyond its end."""
+    from ._shape import ravel
+    if out is not None:
+        raise type_error("compress", "out= is not supported (sprue arrays are immutable)")
+    c = operand("compress", condition)
+    a = operand("compress", a)
+    if aval(c).ndim != 1:
+        raise value_error("compress", f"condition must be a 1-d array, got {describe(c)}")
+    if axis is None:
+        a, ax = ravel(a), 0
+    else:
+        ax = normalize_axis("compress", axis, aval(a).ndim, a)
+    c = _fit_condition("compress", _truth("compress", c), aval(a).shape[ax], ax)
+    _, (y,) = lax.filter(c, a, axis=ax)
+    return as_result(_sized("compress", y, ax, size, fill_value))
+
+
+def extract(condition, arr, *, size=None, fill_value=0):
+    """numpy.extract: the entries of ravel(arr) where ravel(condition) is nonzero (a size known at
+    run time, or the static `size` as in JAX)."""
+    from ._shape import ravel
+    return compress(ravel(_truth("extract", operand("extract", condition))), ravel(operand("extract", arr)),
+                    size=size, fill_value=fill_value)

@@ -429,11 +429,11 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
 
 def where(condition, x=None, y=None, /):
     """numpy.where(condition, x, y): select with numpy's promotion and broadcasting. The one-argument
-    form (nonzero) has a data-dependent shape and is not supported."""
+    form is nonzero(condition): index arrays of a size computed at run time."""
     if x is None or y is None:
         if x is None and y is None:
-            raise type_error("where", "where(condition) (nonzero) has a data-dependent shape; use the three-"
-                                      "argument form where(condition, x, y)")
+            from . import nonzero
+            return nonzero(condition)
         raise type_error("where", "either both or neither of x and y must be given")
     c, x, y = operands("where", condition, x, y)
     shape = broadcast_shapes("where", c, x, y)
