@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import SprueValueError, UnsupportedError
+from .errors import ParseError, SprueValueError, UnsupportedError
 
 
-class JaxprError(SprueValueError):
+class JaxprError(ParseError):
     """A jaxpr text that cannot be turned into a program; the message starts with file:line:col."""
 
     def __init__(self, message: str, filename: str = "<jaxpr>", line: int = 0, col: int = 0):

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import dtypes
 from .dim_patterns import DimPattern, pattern_of
-from .errors import SprueTypeError, SprueValueError, at
+from .errors import ShapeError, SprueTypeError, at
 from .shapes import Dim, DimExpr, format_dim, prove_equal
 
 
@@ -95,7 +95,7 @@ def match(fn_name: str, specs: Sequence[ArraySpec], shapes: Sequence[tuple], dty
                 continue
             if isinstance(d, int):
                 if d % c:
-                    raise SprueValueError(f"{head(spec, shape, dt)}: in axis {axis}, {p.text} = {d} has no solution"
+                    raise ShapeError(f"{head(spec, shape, dt)}: in axis {axis}, {p.text} = {d} has no solution"
                                           f" ({d} is not a multiple of {c}){at(where)}")
                 b.env[name] = d // c
                 continue
@@ -124,7 +124,7 @@ def match(fn_name: str, specs: Sequence[ArraySpec], shapes: Sequence[tuple], dty
             msg = (f"{head(spec, shape, dt)}: in axis {axis}, the size {format_dim(d)} is not {p.text}"
                    f"{why}{at(where)}")
             if ok is False:
-                raise SprueValueError(msg)
+                raise ShapeError(msg)
             b.runtime.append(("eq", d, expected, msg))
     return b
 

@@ -16,13 +16,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import dtypes
-from .ad_util import Zero, aval_of, instantiate, is_zero
+from .ad_util import Zero, aval_of, instantiate, is_zero, zeros_like
 from .api import parameter_names, trace_function
 from .batching import batch_jaxpr, broadcast_batch, move_batch_axis
 from .core import ShapedArray
 from .errors import SprueTypeError, SprueValueError, at
 from .jvp import jvp_jaxpr
-from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from .source_info import user_frame_summary
 from .tracing import current_builder
 from .vjp import vjp_jaxpr
@@ -329,15 +329,9 @@ def _pretty(path: str, names) -> str:
 
 # -- jacobians ----------------------------------------------------------------------------------
 def _diff_args(fn, args, argnums):
-    """The arguments selected by argnums, and fn as a function of those alone."""
+    """The positions selected by argnums, and those arguments."""
     nums = _check_argnums(argnums, len(args), fn)
-
-    def partial_fn(*diff):
-        full = list(args)
-        for n, d in zip(nums, diff):
-            full[n] = d
-        return fn(*full)
-    return nums, tuple(args[n] for n in nums), partial_fn
+    return nums, tuple(args[n] for n in nums)
 
 
 def _sizes(leaves) -> list:
@@ -374,7 +368,7 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
     @functools.wraps(fn)
     def jacfwd_fn(*args):
         import sprue.numpy as jnp
-        nums, diff, partial_fn = _diff_args(fn, args, argnums)
+        nums, diff = _diff_args(fn, args, argnums)
         x_leaves, x_tree = tree_flatten(diff)
         sizes = _sizes(x_leaves)
         n = sum(sizes)
@@ -385,7 +379,12 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
             for x, s in zip(x_leaves, sizes):
                 ts.append(jnp.reshape(t[off:off + s], aval_of(x).shape).astype(aval_of(x).dtype))
                 off += s
-            res = jvp(partial_fn, diff, tree_unflatten(x_tree, ts), has_aux=has_aux)
+            # the other arguments go through the trace too (zero tangents), so that an index
+            # argument keeps the semantics of a traced index
+            tangents = [tree_map(zeros_like, a) for a in args]
+            for k, d in zip(nums, tree_unflatten(x_tree, ts)):
+                tangents[k] = d
+            res = jvp(fn, tuple(args), tuple(tangents), has_aux=has_aux)
             return (res[1], res[2]) if has_aux else res[1]
 
         res = vmap(push, out_axes=(-1, None) if has_aux else -1)(np.eye(n, dtype=dtype))
@@ -413,10 +412,10 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
     @functools.wraps(fn)
     def jacrev_fn(*args):
         import sprue.numpy as jnp
-        nums, diff, partial_fn = _diff_args(fn, args, argnums)
+        nums, diff = _diff_args(fn, args, argnums)
         x_leaves, x_tree = tree_flatten(diff)
         _jac_dtype(x_leaves)
-        res = vjp(partial_fn, *diff, has_aux=has_aux)
+        res = vjp(fn, *args, has_aux=has_aux)   # every argument traced (see jacfwd)
         out, vjp_fn = res[0], res[1]
         o_leaves, out_tree = tree_flatten(out)
         for o in o_leaves:
@@ -431,7 +430,8 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
             for o, s in zip(o_leaves, sizes):
                 cs.append(jnp.reshape(c[off:off + s], aval_of(o).shape).astype(aval_of(o).dtype))
                 off += s
-            return vjp_fn(tree_unflatten(out_tree, cs))
+            per_arg = vjp_fn(tree_unflatten(out_tree, cs))
+            return tuple(per_arg[k] for k in nums)
 
         cts = vmap(pull)(np.eye(m, dtype=dtype))           # per diff arg: (m, *I)
         ct_leaves, _ = tree_flatten(cts)

@@ -26,14 +26,14 @@ from typing import Any
 
 from torch_mlir import ir, passmanager
 
-from sprue.errors import SprueError
+from sprue.errors import ParseError, SprueError
 
 from .pipeline import LoweringError, make_context
 from .stablehlo_fixups import apply_fixups
 from .stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
 
 
-class StableHLOInputError(SprueError, ValueError):
+class StableHLOInputError(ParseError):
     """A StableHLO input that cannot be read: it does not parse, or has no entry function."""
 
     def __init__(self, message: str, diagnostics: list[str] | None = None):

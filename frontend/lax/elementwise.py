@@ -43,6 +43,8 @@ def _broadcast_shapes(name: str, *avals: ShapedArray) -> tuple:
         return ()
     first = shaped[0].shape
     for a in shaped[1:]:
+        if a.shape == first:
+            continue
         if a.ndim != len(first):
             raise SprueValueError(f"{name} requires operands of equal shapes (or rank 0), got "
                                   f"{', '.join(a.str_short() for a in avals)}")

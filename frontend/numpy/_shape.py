@@ -550,11 +550,11 @@ def _split(fname, ary, ios, axis, strict):
             raise value_error(fname, f"array split does not result in an equal division ({n} into {k})")
         q, r = divmod(n, k)
         sizes = [q + 1] * r + [q] * (k - r)
-        bounds = [0] + list(np.cumsum(sizes))
+        bounds = [0] + [int(b) for b in np.cumsum(sizes)]
     out = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        lo = builtins.min(builtins.max(lo if lo >= 0 else lo + n, 0), n)
-        hi = builtins.min(builtins.max(hi if hi >= 0 else hi + n, 0), n)
+        lo = int(builtins.min(builtins.max(lo if lo >= 0 else lo + n, 0), n))
+        hi = int(builtins.min(builtins.max(hi if hi >= 0 else hi + n, 0), n))
         out.append(as_result(_slice_axis(a, ax, lo, builtins.max(lo, hi))))
     return out
 
