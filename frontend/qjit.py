@@ -4,6 +4,13 @@ library, and call it through the cffi runtime.
 A signature is the pytree structure of the arguments, each leaf's shape/dtype/weak-type, and the
 values of static arguments. With type hints on every parameter the signature is fixed, the function
 compiles at decoration time, and calls that do not fit the hints raise instead of recompiling.
+
+Calls whose arguments are ndarrays and Python/numpy scalars (positionally, by keyword or by default)
+take a fast path after the first call with the same types, dtypes, shapes and static values: a
+caller generated for that signature (sprue.runtime.fastcall) checks exactly those and calls the
+kernel with preallocated descriptors, without binding, flattening or abstracting. Everything else
+(pytrees, array-likes, out=, calls while tracing, any mismatch) takes the general path, which
+raises every error. The fast path is safe for concurrent calls from several threads.
 """
 from __future__ import annotations
 
@@ -26,9 +33,16 @@ from .errors import SprueTypeError, SprueValueError
 from .hints import hint_to_avals, is_hint
 from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .shapes import dim as dim_of, dim_vars_of
-from .tracing import current_builder
+from .tracing import _state as _trace_state, current_builder
+from sprue.runtime.fastcall import MISS, SINGLE, Array, Const, Scalar, Skip
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_PY_SCALARS = (float, int, bool)
+_MAX_PLANS = 1024   # fast-path entries per function (one per distinct argument shapes); then start over
+
+
+def _no_plan(args):
+    return MISS
 
 
 @dataclass
@@ -143,6 +157,15 @@ class QJIT:
         self._last: Compiled | None = None
         self._fixed: Compiled | None = None
         self._callees: dict = {}   # signature -> the traced callee of calls inside other traces
+        # The fast path (see __call__): positional calls whose arguments are plain arrays and scalars.
+        self._plans: dict = {}      # _fast_key(args) -> caller (runtime/fastcall.py) of one Compiled
+        self._mono: Callable = _no_plan   # the most recently used caller: tried first, no key built
+        self._positional = all(p.kind in _POSITIONAL for p in params)
+        self._nparams = len(params)
+        self._param_names = tuple(p.name for p in params)
+        self._static_pos = frozenset(i for i, p in enumerate(params) if p.name in self.static_names)
+        self._by_keyword = tuple(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+        self._defaults = tuple(p.default for p in params)
         self.fsig = None
         hints = self._hints()
         if hints is not None:
@@ -165,6 +188,11 @@ class QJIT:
 
     def _bind(self, args, kwargs) -> tuple[dict, dict]:
         """Split a call's arguments into (dynamic by name, static by name)."""
+        if not kwargs and self._positional and len(args) == self._nparams:   # what bind() would do
+            dynamic, static = {}, {}
+            for name, v in zip(self._param_names, args):
+                (static if name in self.static_names else dynamic)[name] = v
+            return dynamic, static
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -252,6 +280,54 @@ class QJIT:
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        # The fast path: positional arguments that are ndarrays and Python/numpy scalars, with the
+        # types, dtypes, shapes and static values of a call that went through the general path
+        # before. Its caller (runtime/fastcall.py) checks exactly those and fills preallocated
+        # descriptors; the implicit sizes are constants of the shapes. Anything else, or MISS,
+        # takes the general path, which raises every error it always did.
+        if not _trace_state.stack:
+            full = args if not kwargs and len(args) == self._nparams else self._complete(args, kwargs)
+            if full is not None:
+                res = self._mono(full)
+                if res is not MISS:
+                    return res
+                key = self._fast_key(full)
+                if key is not None:
+                    try:
+                        plan = self._plans.get(key)
+                    except TypeError:   # an unhashable static argument: the general path says so
+                        plan = None
+                    if plan is not None:
+                        res = plan(full)
+                        if res is not MISS:
+                            self._mono, self._last = plan, plan.compiled
+                            return res
+        return self._call(args, kwargs)
+
+    def _complete(self, args: tuple, kwargs: dict) -> tuple | None:
+        """Every parameter's value in order, as signature.bind + apply_defaults would find them,
+        when all parameters are positional; None otherwise (and for any call bind refuses)."""
+        n = self._nparams
+        if not self._positional or len(args) > n or ("out" in kwargs and "out" not in self._param_names):
+            return None
+        rest, used = [], 0
+        for i in range(len(args), n):
+            name = self._param_names[i]
+            if name in kwargs:
+                if not self._by_keyword[i]:
+                    return None
+                rest.append(kwargs[name])
+                used += 1
+            elif self._defaults[i] is not inspect.Parameter.empty:
+                rest.append(self._defaults[i])
+            else:
+                return None
+        if used != len(kwargs):   # unknown names, or a parameter passed twice
+            return None
+        return args + tuple(rest)
+
+    def _call(self, args, kwargs):
+        """The general path of a call."""
         if current_builder() is not None:
             # called while tracing another function: a call equation (compiled as its own function)
             from .calls import call_in_trace
@@ -261,8 +337,71 @@ class QJIT:
         dynamic, static = self._bind(args, kwargs)
         compiled, leaves = self._lookup(dynamic, static)
         self._last = compiled
+        self._mono = _no_plan
+        full = None
+        if out is None:
+            full = args if not kwargs and len(args) == self._nparams else self._complete(args, kwargs)
+        if full is not None:
+            key = self._fast_key(full)
+            if key is not None:
+                args_list = compiled.flat_args(leaves, compiled.traced.in_paths, self.name)
+                plan = self._plan(full, key, compiled, args_list)
+                if plan is not None:
+                    self._mono = plan
+                outs = compiled.function(*args_list)
+                return tree_unflatten(compiled.traced.out_tree, outs)
         outs = compiled.call(leaves, compiled.traced.in_paths, self.name, out)
         return tree_unflatten(compiled.traced.out_tree, outs)
+
+    def _fast_key(self, args) -> tuple | None:
+        """The fast path's key of a positional call: per argument its static value, or
+        (dtype, shape) of an ndarray, or the type of a Python/numpy scalar; None when some
+        argument is anything else (a pytree, an array-like, an ndarray subclass)."""
+        if len(args) != self._nparams or not self._positional:
+            return None
+        key = []
+        static = self._static_pos
+        for i, a in enumerate(args):
+            t = type(a)
+            if i in static:
+                key.append(a)
+            elif t is np.ndarray:
+                key.append((a.dtype, a.shape))
+            elif t in _PY_SCALARS or issubclass(t, np.generic):
+                key.append(t)
+            else:
+                return None
+        return tuple(key)
+
+    def _plan(self, args, key: tuple, compiled: Compiled, flat: list):
+        """Make and remember the fast caller for calls with this key (after the general path found
+        `compiled` and its flat arguments `flat` for `args`); None when the runtime has none."""
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        n_implicit = len(flat) - (len(args) - len(self._static_pos))
+        if not all(type(v) is int or isinstance(v, np.integer) for v in flat[:n_implicit]):
+            return None
+        kinds = [Const(int(v)) for v in flat[:n_implicit]]
+        for i, a in enumerate(args):
+            if i in self._static_pos:
+                kinds.append(Skip(a))
+            elif type(a) is np.ndarray:
+                kinds.append(Array(a.dtype, a.shape))
+            else:
+                kinds.append(Scalar(type(a)))
+        out_tree = compiled.traced.out_tree
+        finish = SINGLE if out_tree.kind == "leaf" else functools.partial(tree_unflatten, out_tree)
+        specialize = getattr(compiled.function, "specialize", None)
+        plan = None if specialize is None else specialize(kinds, finish)
+        if plan is None:
+            return None
+        plan.compiled = compiled
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = plan
+        return plan
 
     def result_shapes(self, *args, **kwargs):
         """The shapes of the results of `self(*args, **kwargs)`, shaped like the results, from the
@@ -309,17 +448,20 @@ def out_dir_for(name: str, keep_intermediate) -> Path:
 
 
 def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: Path, stem: str,
-                         keep_intermediate: bool = False):
+                         keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = "host",
+                         **build_options):
     """Lower a closed jaxpr, build its shared library and load it (the path qjit and sprue.load
     share). The first n_implicit invars are implicit sizes, read at call time from the axes of the
-    explicit arguments (named in_names). Returns (stablehlo text, library, function, implicit)."""
-    from sprue.lowering.backend import build_shared_library
-    from sprue.lowering.stablehlo import lower
-    from sprue.runtime import Signature, TensorSpec, load
+    explicit arguments (named in_names). Returns (stablehlo text, library, function, implicit).
 
-    lowered = lower(closed, name="main")  # with run-time checks, @main returns a status first
-    text = lowered.text
-    library = build_shared_library(text, out_dir, name=stem, keep_intermediate=keep_intermediate)
+    The library comes from the compile cache (compile_cache.py) when an entry for this jaxpr,
+    these names and build options exists (`opt_level`, `cpu` and any other keyword: all are
+    passed to lowering/backend.py build_shared_library, and all are part of the cache key): then
+    neither the MLIR bindings nor llvmlite are imported. Otherwise it is compiled into a new
+    entry, or, with keep_intermediate or the cache off, into `out_dir` as `<stem>.so`."""
+    from sprue.runtime import Signature, TensorSpec, load
+    from . import compile_cache
+
     jaxpr = closed.jaxpr
     implicit = [ImplicitDim(v.dim.name, []) for v in jaxpr.invars[:n_implicit]]
     by_var = {v.dim: d for v, d in zip(jaxpr.invars[:n_implicit], implicit)}
@@ -328,15 +470,60 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
             for dv in dim_vars_of(d):
                 if dv in by_var and d == dim_of(dv):
                     by_var[dv].sources.append((leaf, axis))
-    names = [d.name for d in implicit] + list(in_names)
-    from .shape_functions import shape_function_of
+
+    options = {"opt_level": opt_level, "cpu": cpu, **build_options}
+    cache = None if keep_intermediate else compile_cache.default_cache()
+    key = None
+    if cache is not None:
+        components = compile_cache.key_components(closed, n_implicit, in_names, options)
+        key = None if components is None else compile_cache.key_of(components)
+        entry = None if key is None else cache.lookup(key)   # verified: sizes and sha256s
+        if entry is not None:
+            try:
+                sig = Signature.from_dict(entry.signature["signature"])
+            except (KeyError, TypeError, ValueError) as e:
+                cache.discard(entry.path, f"unusable signature: {e}")
+            else:
+                compile_cache.count("hits")
+                return entry.stablehlo, entry.library, load(entry.library, "main", sig, name=stem), implicit
+        compile_cache.count("misses")
+
+    from sprue.lowering.backend import build_shared_library
+    from sprue.lowering.stablehlo import lower
     from sprue.runtime import save_signature
+    from .shape_functions import shape_function_of
+
+    lowered = lower(closed, name="main")  # with run-time checks, @main returns a status first
+    text = lowered.text
+    names = [d.name for d in implicit] + list(in_names)
     sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
                     [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
                      for i, a in enumerate(jaxpr.outvars)],
                     status_messages=lowered.check_messages if lowered.has_status else None,
                     shape_function=shape_function_of(jaxpr))
-    save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
+    if key is not None:
+        try:
+            staging = cache.staging(key)
+        except OSError as e:
+            compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
+            key = None
+    if key is None:
+        library = build_shared_library(text, out_dir, name=stem, keep_intermediate=keep_intermediate, **options)
+        save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
+        return text, library, load(library, "main", sig, name=stem), implicit
+    try:   # built in a private folder inside the cache, then published atomically
+        library = build_shared_library(text, staging, name="lib", **options)
+        save_signature(library, sig, "main", stem)
+        (staging / compile_cache.STABLEHLO).write_text(text)
+        try:
+            library = cache.commit(key, staging, {"name": stem}).library
+        except OSError as e:
+            compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
+            library = Path(shutil.copy2(library, out_dir / f"{stem}.so"))
+            save_signature(library, sig, "main", stem)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
     return text, library, load(library, "main", sig, name=stem), implicit
 
 

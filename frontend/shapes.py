@@ -32,12 +32,13 @@ class InconclusiveDimensionError(SprueTypeError):
 class DimVar:
     """A dimension variable. Identity matters; `name` is a hint for printing and messages."""
 
-    __slots__ = ("id", "name", "tracer")
+    __slots__ = ("id", "name", "tracer", "is_axis")
 
     def __init__(self, name: str | None = None):
         self.id = next(_ids)
         self.name = name
         self.tracer = None  # the traced i64 scalar holding its value, in the trace that made it
+        self.is_axis = False  # the size of an axis of an argument array (so it fits in memory)
 
     def __repr__(self):
         return self.name or f"d{self.id}"

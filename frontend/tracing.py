@@ -180,6 +180,7 @@ class JaxprBuilder:
         """An implicit argument: the run-time value of the dimension variable dv."""
         t = self.new_arg(ShapedArray((), dtypes.int64))
         bind_dim(t, dv)
+        dv.is_axis = True
         return t
 
     def close_dims(self):

@@ -114,7 +114,16 @@ class LoweringContext:
         known = self.scope.cached(d)
         if known is None:
             known = self.scope.evaluated[d] = _evaluate(self, d)
-        return known
+        return self.guarded(known)
+
+    def guarded(self, size: Value) -> Value:
+        """A run-time size used after a check: 0 once a check has failed. A failed check lets the
+        program run on (nothing branches), so the sizes it guarded (a negative size, one too big
+        for memory, an overflowing product) must not reach an allocation or a loop."""
+        if self.status is None:
+            return size
+        ok = compare(self.status, constant(0, np.int64), "EQ")
+        return select(ok, size, constant(0, np.int64))
 
     def sizes(self, shape: Sequence) -> list[Size]:
         return [self.size(d) for d in shape]
@@ -123,7 +132,7 @@ class LoweringContext:
         """A dynamic-dims param (`shape=(None, 3)`, see core.dynamic_dim_params) as Sizes: each None
         is the next trailing operand (the run-time size), an int stays an int."""
         it = iter(trailing)
-        return [nonnegative(convert(next(it), np.int64)) if d is None else self.size(d) for d in dims]
+        return [self.guarded(nonnegative(convert(next(it), np.int64))) if d is None else self.size(d) for d in dims]
 
     def shape_tensor(self, shape: Sequence) -> Value:
         return shape_tensor(self.sizes(shape))

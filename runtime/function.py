@@ -13,9 +13,18 @@ from the signature (the library carries no type information, so a signature
 that does not match the compiled function is undetectable and undefined
 behaviour, exactly as with any C prototype).
 
-A CompiledFunction holds no per-call mutable state: descriptors and the
-result object are allocated per call, and cffi releases the GIL during the
-foreign call, so several threads may call one function concurrently.
+A CompiledFunction holds no per-call mutable state shared between calls:
+descriptors and the result object are allocated per call (the general path)
+or taken from a pool of preallocated ones for the duration of one call (the
+fast path, fastcall.py), and cffi releases the GIL during the foreign call,
+so several threads may call one function concurrently.
+
+Fast path: arguments that are exactly what the signature says (ndarrays of
+the argument's dtype and shape, Python floats for f64 scalars, ints for i64,
+bools for bool) go through a caller generated for the signature; anything
+else takes the general path below, which accepts more (safe casts, numpy
+scalars, array-likes) and raises every error. `specialize(kinds)` builds
+such a caller for other exact kinds (qjit does, per cache entry).
 
 Result shapes before a call (the signature's shape function, see shape_function.py):
 `result_shapes(*args)` validates the arguments exactly as a call does and
@@ -45,7 +54,7 @@ import numpy as np
 
 import cffi
 
-from . import cffi_ops
+from . import cffi_ops, fastcall
 from .abi import c_interface
 from .arguments import ArgumentConverter
 from .results import ResultUnpacker
@@ -102,10 +111,20 @@ class CompiledFunction:
         plural = "argument" if self._nargs == 1 else "arguments"
         self._arity_message = f"expected {self._nargs} {plural} ({names}), got "
         self.shape_function: ShapeFunction | None = signature.result_shape_function()
+        self._fast = self.specialize([_natural_kind(s) for s in signature.args]) or _always_miss
+
+    def specialize(self, kinds: Sequence[Any], finish: Any = fastcall.LIST) -> Any:
+        """A fast caller for arguments of exactly these kinds (fastcall.build_caller): takes the
+        tuple of arguments, returns `finish` of the results or fastcall.MISS. None when the kinds
+        do not fit the signature."""
+        return fastcall.build_caller(self, kinds, finish)
 
     def __call__(self, *args: Any, out: Any = None) -> list:
         if out is not None:
             return self._call_into(args, out)
+        res = self._fast(args)
+        if res is not fastcall.MISS:
+            return res
         if len(args) != self._nargs:
             raise TypeError(self._arity_message + str(len(args)))
         keep: list = []  # buffers the descriptors point into, alive until we return
@@ -220,6 +239,21 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<CompiledFunction {self.symbol}{self.signature} from {self.path}>"
+
+
+def _natural_kind(spec: Any) -> Any:
+    """The fast-path kind of an argument: exactly what its spec says."""
+    if spec.rank == 0:
+        for t in (float, int, bool):
+            if fastcall.scalar_type_fits(t, spec.dtype):
+                return fastcall.Scalar(t)
+    if spec.is_static:
+        return fastcall.Array(spec.dtype, spec.shape)
+    return fastcall.DynArray(spec.dtype, spec.rank, [(i, d) for i, d in enumerate(spec.shape) if d is not None])
+
+
+def _always_miss(args: tuple) -> Any:
+    return fastcall.MISS
 
 
 def _fmt(shape: tuple) -> str:

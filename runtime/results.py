@@ -164,7 +164,10 @@ class ResultUnpacker:
         self._words_ptr = ffi.typeof("int64_t *")
 
     def unpack(self, result_obj: Any) -> list:
-        words = cffi_ops.unpack(cffi_ops.cast(self._words_ptr, result_obj), self._nwords)
+        return self.unpack_words(cffi_ops.unpack(cffi_ops.cast(self._words_ptr, result_obj), self._nwords))
+
+    def unpack_words(self, words: list[int]) -> list:
+        """The results from the result object's words (as read by cffi_ops.unpack)."""
         if self._messages is not None:
             return self._unpack_with_status(words)
         return self._unpack(words)

@@ -43,11 +43,12 @@ def run(cj, *args):
 
 
 # -- sizes from traced ints --------------------------------------------------------------------
-def test_ones_of_a_traced_int_is_the_seed_jaxpr_plus_a_sign_check():
+def test_ones_of_a_traced_int_is_the_seed_jaxpr_plus_size_checks():
     cj = sprue.make_jaxpr(lambda n: jnp.ones(n))(3)
     assert out_types(cj) == ["f64[a]"]
     assert "broadcast_in_dim[broadcast_dimensions=() shape=(None,) sharding=None] 1.0:f64[] a" in str(cj)
-    assert prims(cj) == ["ge", "check", "broadcast_in_dim"]  # numpy raises for negative sizes too
+    # numpy raises for negative sizes too; a size too big for memory is an error, not an allocation
+    assert prims(cj) == ["ge", "check", "le", "check", "broadcast_in_dim"]
     for n in (0, 1, 4):
         np.testing.assert_array_equal(run(cj, n)[0], np.ones(n))
     with pytest.raises(SprueValueError, match=r"sprue.numpy.ones: negative dimensions are not allowed"):
@@ -57,14 +58,15 @@ def test_ones_of_a_traced_int_is_the_seed_jaxpr_plus_a_sign_check():
 def test_size_arithmetic_stays_symbolic():
     cj = sprue.make_jaxpr(lambda n: (jnp.ones(n + 1), jnp.zeros((2 * n, 3)), jnp.arange(n) + jnp.ones(n)))(3)
     assert out_types(cj) == ["f64[a+1]", "f64[2*a,3]", "f64[a]"]
-    assert prims(cj).count("check") == 3  # n, n + 1 and 2 * n are each checked once; arange(n) + ones(n) share n
+    # the signs of n, n + 1 and 2 * n are each checked once; arange(n) + ones(n) share n
+    assert sum("negative" in e.params["message"] for e in cj.jaxpr.eqns if e.primitive.name == "check") == 3
     out = run(cj, 2)
     assert [o.shape for o in out] == [(3,), (4, 3), (2,)]
 
 
 def test_the_sign_check_is_emitted_once_per_size():
     cj = sprue.make_jaxpr(lambda n: (jnp.ones(n), jnp.zeros(n), jnp.eye(n)))(3)
-    assert prims(cj).count("check") == 1
+    assert sum("negative" in e.params["message"] for e in cj.jaxpr.eqns if e.primitive.name == "check") == 1
 
 
 def test_traced_int_as_a_size_must_be_an_integer_scalar():
@@ -76,7 +78,8 @@ def test_arange_forms():
     cj = sprue.make_jaxpr(lambda n: (jnp.arange(n), jnp.arange(0, n, 1), jnp.arange(n, dtype=float)))(3)
     assert out_types(cj) == ["i64[a]", "i64[a]", "f64[a]"]
     cj = sprue.make_jaxpr(lambda a, b: jnp.arange(a, b))(1, 5)  # traced bounds: numpy's length at run time
-    assert "max" in prims(cj) and "check" not in prims(cj)
+    assert "max" in prims(cj)
+    assert not any("negative" in e.params["message"] for e in cj.jaxpr.eqns if e.primitive.name == "check")
     for a, b in [(1, 5), (5, 1), (-3, 2), (0, 0)]:
         np.testing.assert_array_equal(run(cj, a, b)[0], np.arange(a, b))
 
@@ -87,7 +90,10 @@ def test_sizes_of_dynamic_arrays():
         return jnp.ones(n + 1), jnp.zeros(x.shape), jnp.arange(n), jnp.eye(n), jnp.linspace(0, 1, n), jnp.ones_like(x)
     cj = trace(f, f64("n"))
     assert out_types(cj) == ["f64[a+1]", "f64[a]", "i64[a]", "f64[a,a]", "f64[a]", "f64[a]"]
-    assert "check" not in prims(cj)  # sizes of arrays are never negative: nothing to check
+    # sizes of arrays are never negative, and an array about an argument's size fits in memory:
+    # only eye(n), n*n elements, is checked (it may not fit)
+    checks = [e.params["message"] for e in cj.jaxpr.eqns if e.primitive.name == "check"]
+    assert len(checks) == 1 and "sprue.numpy.eye: an array of shape (a, a)" in checks[0].replace("(n, n)", "(a, a)")
 
 
 def test_a_size_used_as_a_number_is_a_weak_int():

@@ -115,6 +115,7 @@ def _full(fname, shape, fill_value, dtype):
     v = operand(fname, fill_value)
     dt = check_dtype(fname, dtype) if dtype is not None else aval(v).dtype
     v = convert(v, dt, strip_weak=True)
+    _d.check_allocation(fname, shape, dt)
     vs = aval(v).shape
     if len(vs) > len(shape) or builtins.any(isinstance(d, int) and isinstance(s, int) and d not in (1, s)
                                             for d, s in zip(vs[::-1], shape[::-1])):
@@ -270,6 +271,7 @@ def eye(N, M=None, k=0, dtype=None):
     if builtins.any(isinstance(d, int) and d < 0 for d in (N, M)):
         raise value_error("eye", f"negative dimensions are not allowed: ({N}, {M})")
     dt = check_dtype("eye", dtypes.float64 if dtype is None else dtype)
+    _d.check_allocation("eye", (N, M), np.int64)   # the index grids are i64
     return as_result(convert(_iota_mask(N, M, k, lax.eq), dt))
 
 
@@ -283,6 +285,7 @@ def tri(N, M=None, k=0, dtype=None):
     if builtins.any(isinstance(d, int) and d < 0 for d in (N, M)):
         raise value_error("tri", f"negative dimensions are not allowed: ({N}, {M})")
     dt = check_dtype("tri", dtypes.float64 if dtype is None else dtype)
+    _d.check_allocation("tri", (N, M), np.int64)
     return as_result(convert(_iota_mask(N, M, static_int("tri", k, "k"), lax.ge), dt))
 
 

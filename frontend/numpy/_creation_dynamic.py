@@ -83,6 +83,7 @@ def arange(start, stop, step, dtype):
         floats = any(dtypes.is_float(aval(v).dtype) for v in (a, b)) or isinstance(step, (float, np.floating))
         n = as_dim(_float_length(a, b, step) if floats else _int_length(a, b, int(step)))
     comp = dtypes.int64 if dtypes.is_bool(dt) else dt
+    _d.check_allocation("arange", (n,), np.int64)
     idx = lax.iota(comp, n)
     first = convert(_operand("arange", start), comp)
     if dtypes.is_float(comp):  # numpy's fill: delta = (start + step) - start, rounded in the dtype
@@ -102,6 +103,7 @@ def linspace(start, stop, num, endpoint, retstep, dtype, axis):
     from ._shape import moveaxis
     from ._ufuncs import _funcs as F
     n = _d.size_arg("linspace", num, "the number of samples")
+    _d.check_allocation("linspace", (n,), np.float64)
     start, stop = operands("linspace", start, stop)
     dt, _ = result_type(start, stop)
     dt = dt if dtypes.is_float(dt) else dtypes.float64

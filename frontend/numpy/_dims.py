@@ -297,6 +297,44 @@ def shape_arg(fname: str, shape) -> tuple:
     return dims
 
 
+def _memory_bytes() -> int:
+    """This machine's physical memory: no array may be larger (its allocation would fail)."""
+    import os
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 2 ** 46
+
+
+def check_allocation(fname: str, dims, dtype) -> None:
+    """An array of shape `dims` (some sizes given at run time) must fit in memory: its byte count is
+    computed in float64 (no integer overflow, whatever the sizes) and checked at run time. A failed
+    check makes every later size 0 (sprue.lowering: LoweringContext.guarded), so huge or
+    overflowing sizes raise an error and never reach the allocator."""
+    dynamic = [d for d in dims if isinstance(d, DimExpr)]
+    if not dynamic:
+        return
+    if len(dynamic) == 1 and all(v.is_axis for v in dynamic[0].dim_vars()) \
+            and all(abs(c) <= 2 and len(m) == 1 and m[0][1] == 1 for m, c in dynamic[0].terms if m):
+        return   # about the size of an argument's axis (n, n + 1, 2 * n): it fits like the argument
+    itemsize = np.dtype(dtype).itemsize
+    static = float(np.prod([float(d) for d in dims if not isinstance(d, DimExpr)])) * itemsize
+    limit = _memory_bytes()
+    what = f"an array of shape {fmt(dims)} and dtype {np.dtype(dtype).name} would take more than this machine's" \
+           f" memory ({limit} bytes)"
+    if static > limit:
+        raise value_error(fname, what)
+    if len(dynamic) == 1:      # one run-time size: an integer bound, no overflow possible
+        ok = lax.le(_i64(value(dynamic[0])), np.int64(int(limit // max(static, 1.0))))
+    else:                      # a product: in float64, which cannot overflow
+        total = np.float64(max(static, 1.0))
+        for d in dynamic:
+            total = lax.mul(total, lax.convert_element_type(_i64(value(d)), np.float64))
+        ok = lax.le(total, np.float64(limit))
+    check(ok, f"sprue.numpy.{fname}: {what} (a size given at run time is too large)"
+                                            f"{loc()}", key=("fits", tuple(dims), itemsize))
+
+
 # -- memory-safe resizing ------------------------------------------------------------------------
 def gather(operand, indices, dn, slice_sizes, mode=GatherScatterMode.CLIP, fill_value=None):
     """lax.gather, with window sizes known only at run time passed as trailing operands."""

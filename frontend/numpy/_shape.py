@@ -323,6 +323,7 @@ def broadcast_to(array, shape):
                                            for d, t in zip(s[::-1], shape[::-1])):
         raise value_error("broadcast_to", f"cannot broadcast {describe(a)} to shape {_d.fmt(shape)}")
     _d.check_broadcast_to("broadcast_to", a, shape, "array")
+    _d.check_allocation("broadcast_to", shape, aval(a).dtype)
     return as_result(_bcast(a, shape))
 
 

@@ -1,0 +1,318 @@
+"""Specialised callers: the per-signature fast path of a call.
+
+A caller is generated once for a list of argument *kinds* (exactly which Python types, dtypes and
+shapes it takes) and compiled from Python source, so that a call which fits costs a few type
+checks, one store per argument into a preallocated descriptor, the foreign call and the result
+unpacking, with no per-argument Python frames and no per-call cffi allocations:
+
+    call = build_caller(compiled_function, [Scalar(float)], finish=SINGLE)
+    call((1.5,))          # -> np.float64(4.0), or MISS when the arguments do not fit the kinds
+
+Kinds, one per entry of the argument tuple except Const (which takes no entry):
+
+    Const(v)              a kernel argument not taken from the call: a constant rank-0 value
+                          (the implicit sizes qjit computes from the shapes its cache key fixes)
+    Scalar(t)             an object of type exactly `t` (float, int, bool or a numpy scalar type)
+                          stored into a rank-0 cell; only where the store is exact: float->f64,
+                          int->i64 (out of range: MISS), bool->bool, numpy scalar->its own dtype
+    Array(dtype, shape)   an ndarray (not a subclass) of exactly this dtype and shape
+    DynArray(dtype, rank, static_axes)
+                          an ndarray of this dtype and rank whose static axes have these sizes
+    Skip(v)               a call argument that is not passed to the kernel (a static argument
+                          qjit compiled in), which must be `v` (or an equal int/float/str/...)
+
+MISS means "take the general path": it is returned before anything is observable, and the
+general path then raises exactly the errors it always raised. A caller only ever skips checks
+that its kinds guarantee; arrays that are not C-contiguous, aligned and writeable are still
+copied (arguments.py says why).
+
+Thread safety: descriptors, scalar cells and the result object live in a per-caller *state*,
+taken from a pool for the duration of one call (list.pop/append, atomic) and put back after,
+so concurrent calls never share one; the pool grows to the number of concurrent callers.
+Results are unpacked by the same ResultUnpacker as a general call (owned by numpy, freed once),
+except a lone rank-0 result, which is read and freed inline (through the unpacker's `free`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import cffi
+import numpy as np
+
+from . import cffi_ops
+from .arguments import _PASS_BY_POINTER, ROW_MAJOR_STRIDES, c_strides
+from .dtypes import ELEMENT_TYPES, scalar_from_c
+
+__all__ = ["MISS", "LIST", "SINGLE", "Const", "Scalar", "Array", "DynArray", "Skip", "build_caller"]
+
+
+class _Miss:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS: Any = _Miss()   # a caller's answer when the arguments do not fit its kinds
+LIST = "list"         # finish: the list of flat results
+SINGLE = "single"     # finish: the one flat result itself
+
+# Rank-0 result descriptors with typed pointers: reading the value and freeing the buffer then
+# needs no ffi.cast per call. Cast from the call's result object once per state.
+_TYPED = cffi.FFI()
+_TYPED.cdef("\n".join(f"struct sprue_scalar_{et.name} {{ char *allocated; {et.ctype} *aligned; int64_t offset; }};"
+                      for et in ELEMENT_TYPES) + "\nstruct sprue_owned { char *allocated; };")
+
+# Static argument values compared by value (type and ==) rather than by identity.
+_BY_VALUE = (int, float, bool, str, bytes, complex, type(None))
+# Python scalar types and the only dtype each stores into exactly.
+_PYTHON_SCALARS = {float: np.dtype(np.float64), int: np.dtype(np.int64), bool: np.dtype(np.bool_)}
+
+
+class Const:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class Scalar:
+    def __init__(self, type_: type) -> None:
+        self.type = type_
+
+
+class Array:
+    def __init__(self, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        self.dtype, self.shape = dtype, tuple(shape)
+
+
+class DynArray:
+    def __init__(self, dtype: np.dtype, rank: int, static_axes: Sequence[tuple[int, int]]) -> None:
+        self.dtype, self.rank, self.static_axes = dtype, rank, tuple(static_axes)
+
+
+class Skip:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def scalar_type_fits(t: type, dtype: np.dtype) -> bool:
+    """Whether an object of type exactly `t` stores exactly into a rank-0 `dtype` cell."""
+    if t in _PYTHON_SCALARS:
+        return _PYTHON_SCALARS[t] == dtype
+    return issubclass(t, np.generic) and dtype.kind in "biuf" and dtype != np.float16 and t is dtype.type
+
+
+def _shape_fits(spec: Any, shape: tuple) -> bool:
+    return len(shape) == spec.rank and all(d is None or d == s for d, s in zip(spec.shape, shape))
+
+
+def build_caller(cf: Any, kinds: Sequence[Any], finish: str | Callable[[list], Any] = LIST
+                 ) -> Callable[[tuple], Any] | None:
+    """A fast caller of CompiledFunction `cf` for arguments of these kinds, or None when the kinds
+    do not fit its signature (then every call takes the general path).
+
+    The caller takes the tuple of call arguments and returns `finish` applied to the flat
+    results (LIST: the list; SINGLE: the only one; a callable: its value), or MISS."""
+    specs = cf.signature.args
+    runtime_kinds = [k for k in kinds if not isinstance(k, Skip)]
+    if len(runtime_kinds) != len(specs):
+        return None
+    for k, spec in zip(runtime_kinds, specs):
+        if isinstance(k, Const):
+            if spec.rank != 0 or spec.dtype.kind not in "iu" or not isinstance(k.value, int):
+                return None
+            info = np.iinfo(spec.dtype)
+            if not info.min <= k.value <= info.max:
+                return None
+        elif isinstance(k, Scalar):
+            if spec.rank != 0 or not scalar_type_fits(k.type, spec.dtype):
+                return None
+        elif isinstance(k, Array):
+            if k.dtype != spec.dtype or not k.dtype.isnative or not _shape_fits(spec, k.shape):
+                return None
+        elif isinstance(k, DynArray):
+            if k.dtype != spec.dtype or not k.dtype.isnative or k.rank != spec.rank:
+                return None
+        else:
+            return None
+    results = cf.signature.c_results
+    if finish not in (LIST, SINGLE) and not callable(finish):
+        raise TypeError(f"finish must be LIST, SINGLE or a callable, got {finish!r}")
+    if finish == SINGLE and len(cf.signature.results) != 1:
+        return None
+    return _generate(cf, list(kinds), finish, results)
+
+
+def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Callable[[tuple], Any]:
+    ffi = cf._ffi
+    converters = cf._converters
+    g: dict[str, Any] = {
+        "MISS": MISS, "ndarray": np.ndarray, "PBP": _PASS_BY_POINTER, "from_buffer": cffi_ops.from_buffer,
+        "CHARS": ffi.typeof("char[]"), "fn": cf._fn, "U": cf._unpacker, "unpack": cffi_ops.unpack,
+        "NW": cf._unpacker._nwords, "ccopy": _c_copy, "Overflow": (OverflowError, TypeError),
+    }
+    pool: list = []
+    g["pop"], g["append"] = pool.pop, pool.append
+
+    n = sum(not isinstance(k, Const) for k in kinds)   # entries of the argument tuple
+    body = [f"def call(args):", f"    if len(args) != {n}: return MISS"]
+    if n:
+        body.append(f"    {', '.join(f'a{i}' for i in range(n))}{',' if n == 1 else ''} = args")
+    fill: list[str] = []
+    state_names: list[str] = []
+    state_makers: list[Callable[[], list]] = []   # each returns its part of the state, in order
+    descs: list[str] = []
+    j = 0   # runtime argument index
+    i = -1  # argument tuple index
+    for k in kinds:
+        if not isinstance(k, Const):
+            i += 1
+        a = f"a{i}"
+        if isinstance(k, Skip):
+            g[f"s{i}"] = k.value
+            if type(k.value) in _BY_VALUE:
+                g[f"st{i}"] = type(k.value)
+                body.append(f"    if not ({a} is s{i} or (type({a}) is st{i} and {a} == s{i})): return MISS")
+            else:
+                body.append(f"    if {a} is not s{i}: return MISS")
+            continue
+        conv = converters[j]
+        spec = conv.spec
+        d = f"d{j}"
+        descs.append(d)
+        if isinstance(k, (Const, Scalar)):
+            c = f"c{j}"
+            state_names += [c, d]
+            state_makers.append(_cell_maker(ffi, conv, k.value if isinstance(k, Const) else None))
+            if isinstance(k, Scalar):
+                g[f"t{i}"] = k.type
+                body.append(f"    if type({a}) is not t{i}: return MISS")
+                fill += [f"        try: {c}[0] = {a}", f"        except Overflow: return MISS"]
+        elif isinstance(k, Array):
+            g[f"dt{i}"], g[f"sh{i}"] = k.dtype, k.shape
+            body.append(f"    if type({a}) is not ndarray or {a}.dtype is not dt{i} or {a}.shape != sh{i}:"
+                        f" return MISS")
+            body.append(f"    if {a}.flags.num & PBP != PBP: {a} = ccopy({a})")
+            state_names.append(d)
+            state_makers.append(_desc_maker(ffi, conv, k.shape))
+            fill.append(f"        b{j} = from_buffer(CHARS, {a}, False); {d}.allocated = b{j}; {d}.aligned = b{j}")
+        else:   # DynArray
+            g[f"dt{i}"] = k.dtype
+            body.append(f"    if type({a}) is not ndarray or {a}.dtype is not dt{i}: return MISS")
+            body.append(f"    z{i} = {a}.shape")
+            cond = [f"len(z{i}) != {k.rank}"] + [f"z{i}[{ax}] != {size}" for ax, size in k.static_axes]
+            body.append(f"    if {' or '.join(cond)}: return MISS")
+            body.append(f"    if {a}.flags.num & PBP != PBP: {a} = ccopy({a})")
+            state_names.append(d)
+            state_makers.append(_desc_maker(ffi, conv, None))
+            fill.append(f"        b{j} = from_buffer(CHARS, {a}, False); {d}.allocated = b{j}; {d}.aligned = b{j}")
+            if k.rank:
+                fill.append(f"        {d}.sizes = z{i}")
+            if k.rank > 1:   # rank 1: the stride is always 1, set when the state is made
+                g[f"rm{j}"] = _row_major_expr(k.rank)
+                fill.append(f"        {d}.strides = rm{j}(z{i})")
+        j += 1
+
+    result_type = cf._result_type
+    lone = results[0] if len(results) == 1 and cf.signature.status_messages is None else None
+    inline_scalar = lone is not None and lone.rank == 0 and lone.dtype != np.float16
+    # A lone array result of static, nonzero shape: built here when its layout is the usual one.
+    inline_array = lone is not None and lone.rank > 0 and lone.is_static and 0 not in lone.shape
+    typed = None
+    if inline_scalar:
+        typed = _TYPED.typeof(f"struct sprue_scalar_{lone.element.name} *")
+    elif inline_array:
+        typed = _TYPED.typeof("struct sprue_owned *")
+    if result_type is not None:
+        state_names += ["res", "words"] + (["rv"] if typed is not None else [])
+        words_ptr = ffi.typeof("int64_t *")
+
+        def result_maker() -> list:
+            res = cffi_ops.newp(result_type, None)
+            out = [res, cffi_ops.cast(words_ptr, res)]
+            if typed is not None:
+                out.append(cffi_ops.cast(typed, res))
+            return out
+        state_makers.append(result_maker)
+
+    def new_state() -> tuple:
+        parts: list = []
+        for make in state_makers:
+            parts += make()
+        return tuple(parts)
+    g["new_state"] = new_state
+
+    body += ["    try: st = pop()", "    except IndexError: st = new_state()", "    try:"]
+    if state_names:
+        body.append(f"        {', '.join(state_names)}{',' if len(state_names) == 1 else ''} = st")
+    body += fill
+    call_args = ", ".join((["res"] if result_type is not None else []) + descs)
+    body.append(f"        fn({call_args})")
+    if result_type is None:
+        body.append("        out = []")
+    elif inline_scalar:
+        g["conv"] = scalar_from_c(results[0].dtype)
+        body += ["        p = rv.allocated",
+                 "        if not p: return fin(U.unpack_words(unpack(words, NW)))",   # raises MemoryError
+                 "        try: v = conv(rv.aligned[rv.offset])",
+                 "        finally: U.free(p)"]
+    elif inline_array:
+        r = lone.rank
+        g.update(LAYOUT=list(lone.shape) + list(c_strides(lone.shape)), SHAPE=tuple(lone.shape), DT=lone.dtype,
+                 ISZ=lone.dtype.itemsize, NB=int(np.prod(lone.shape)) * lone.dtype.itemsize,
+                 gcp=cffi_ops.gcp, buffer=cffi_ops.buffer, ndarray=np.ndarray)
+        body += ["        w = unpack(words, NW)",
+                 f"        if w[0] and w[3:{3 + 2 * r}] == LAYOUT and w[1] - w[0] + w[2] * ISZ >= 0:",
+                 "            start = w[1] - w[0] + w[2] * ISZ",
+                 "            out = [ndarray(SHAPE, DT, buffer(gcp(rv.allocated, U.free), start + NB), start)]",
+                 "        else:",
+                 "            out = U.unpack_words(w)"]
+    else:
+        body.append("        out = U.unpack_words(unpack(words, NW))")
+    body += ["    finally:", "        append(st)"]
+    if inline_scalar:
+        body.append("    return v" if finish == SINGLE else "    return [v]" if finish == LIST else "    return fin([v])")
+    else:
+        body.append("    return out[0]" if finish == SINGLE else "    return out" if finish == LIST
+                    else "    return fin(out)")
+    g["fin"] = (lambda out: out[0]) if finish == SINGLE else (lambda out: out) if finish == LIST else finish
+    src = "\n".join(body) + "\n"
+    code = compile(src, f"<sprue fast call of {cf.name}>", "exec")
+    exec(code, g)
+    call = g["call"]
+    call.source = src   # for debugging: the generated code
+    call.pool = pool
+    return call
+
+
+def _c_copy(a: np.ndarray) -> np.ndarray:
+    """A fresh C-contiguous, aligned, writeable copy (see arguments.py on why)."""
+    return np.array(a, order="C", copy=True)
+
+
+def _row_major_expr(rank: int) -> Callable[[tuple], tuple]:
+    return ROW_MAJOR_STRIDES.get(rank, c_strides)
+
+
+def _cell_maker(ffi: Any, conv: Any, const: Any) -> Callable[[], list]:
+    elem_ptr = conv._elem_ptr_type
+    desc_type = conv._desc_type
+
+    def make() -> list:
+        cell = cffi_ops.newp(elem_ptr, const if const is not None else 0)
+        desc = cffi_ops.newp(desc_type, (cell, cell, 0))
+        return [cell, desc]
+    return make
+
+
+def _desc_maker(ffi: Any, conv: Any, shape: tuple | None) -> Callable[[], list]:
+    desc_type = conv._desc_type
+    rank = conv.spec.rank
+    if shape is not None:
+        init = (ffi.NULL, ffi.NULL, 0) + ((shape, c_strides(shape)) if rank else ())
+    else:
+        init = (ffi.NULL, ffi.NULL, 0) + (((0,) * rank, (1,) * rank) if rank else ())
+
+    def make() -> list:
+        return [cffi_ops.newp(desc_type, init)]
+    return make
