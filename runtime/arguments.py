@@ -40,6 +40,8 @@ crash or corrupt the interpreter rather than just change an array.
 
 from __future__ import annotations
 
+from sprue.errors import ArgumentTypeError, ArgumentValueError
+
 import math
 from typing import Any
 
@@ -171,7 +173,9 @@ class ArgumentConverter:
     # -- everything off the fast path --------------------------------------
 
     def _fail(self, exc_type: type[Exception], got: str) -> Exception:
-        return exc_type(f"argument {self.spec.name!r}: expected {self.spec.type_str}, got {got}")
+        # the sprue argument errors are TypeError / ValueError subclasses too
+        cls = ArgumentTypeError if exc_type is TypeError else ArgumentValueError
+        return cls(f"argument {self.spec.name!r}: expected {self.spec.type_str}, got {got}")
 
     def _convert_slow(self, value: object, keep: list) -> Any:
         if isinstance(value, np.ndarray):

@@ -60,7 +60,7 @@ from .arguments import ArgumentConverter
 from .results import ResultUnpacker
 from .shape_function import NoShapeFunctionError, ShapeFunction, format_dim, negative_size_error
 from .signature import Signature
-from sprue.errors import SprueTypeError, SprueValueError
+from sprue.errors import ArgumentTypeError, LibraryLoadError as _LibraryLoadError, SprueTypeError, SprueValueError
 
 __all__ = ["CompiledFunction", "LibraryLoadError", "SIGNATURE_SUFFIX", "load", "save_signature", "signature_path"]
 
@@ -69,8 +69,8 @@ SIGNATURE_SUFFIX = ".signature.json"
 _SIDE_FORMAT = "sprue library 1"
 
 
-class LibraryLoadError(OSError):
-    """The shared library cannot be opened or lacks the expected symbol."""
+class LibraryLoadError(_LibraryLoadError):
+    """The shared library cannot be opened or lacks the expected symbol (an OSError)."""
 
 
 class CompiledFunction:
@@ -126,7 +126,7 @@ class CompiledFunction:
         if res is not fastcall.MISS:
             return res
         if len(args) != self._nargs:
-            raise TypeError(self._arity_message + str(len(args)))
+            raise ArgumentTypeError(self._arity_message + str(len(args)))
         keep: list = []  # buffers the descriptors point into, alive until we return
         descriptors = [convert(a, keep) for convert, a in zip(self._convert, args)]
         if self._result_type is None:
@@ -140,7 +140,7 @@ class CompiledFunction:
     def _descriptors(self, args: Sequence[Any], keep: list) -> list:
         """The arguments checked and converted as for a call."""
         if len(args) != self._nargs:
-            raise TypeError(self._arity_message + str(len(args)))
+            raise ArgumentTypeError(self._arity_message + str(len(args)))
         return [convert(a, keep) for convert, a in zip(self._convert, args)]
 
     def _shapes(self, args: Sequence[Any], partial: bool) -> list[tuple]:

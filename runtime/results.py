@@ -24,7 +24,7 @@ buffer returned by that call is still freed.
 With a status (a function compiled with run-time checks, Signature.status_messages),
 the first descriptor is the i64 status. It is read before anything else: nonzero
 frees every returned buffer (each distinct one once) and raises
-SprueValueError(the failed check's message); zero drops it from the results.
+RuntimeCheckError(the failed check's message; a SprueValueError); zero drops it from the results.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from . import cffi_ops
 from .dtypes import scalar_from_c
 from .arguments import ROW_MAJOR_STRIDES, c_strides
 from .signature import TensorSpec
-from sprue.errors import SprueValueError
+from sprue.errors import RuntimeCheckError
 
 __all__ = ["ResultUnpacker"]
 
@@ -180,7 +180,7 @@ class ResultUnpacker:
         status = cffi_ops.cast(self._words_ptr, words[1])[words[2]]
         if status:
             self._free_all(words)
-            raise SprueValueError(self._message(status))
+            raise RuntimeCheckError(self._message(status))
         shared = self._rest_allocs is not None and words[0] in _as_tuple(self._rest_allocs(words))
         out = self._rest._unpack(words) if self._rest_allocs is not None else []
         if not shared:  # else the result sharing it owns it now
