@@ -132,7 +132,8 @@ def _segments(op: ir.Operation) -> list[int]:
 
 def _tie(op: ir.Operation) -> None:
     n_in, n_out = _segments(op)
-    if n_out != 1 or not all("parallel" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
+    # all parallel (read as text: iterating the elements would import torch_mlir.dialects.linalg)
+    if n_out != 1 or "reduction" in str(op.attributes["iterator_types"]):
         return
     out = op.operands[n_in]
     maker = _operation(out.owner) if isinstance(out, ir.OpResult) else None

@@ -21,11 +21,15 @@ from typing import Callable
 
 from torch_mlir import ir, passmanager
 from torch_mlir._mlir_libs import _stablehlo
-from torch_mlir.dialects import llvm as llvm_dialect
+# The translation itself, not torch_mlir.dialects.llvm: that module also builds Python classes for
+# every LLVM dialect op (~40 ms of a first compilation), none of which we use.
+from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 
 from sprue.errors import SprueError
 
+from .fastmath import mark_reductions
 from .inplace import tie_loop_outputs
+from .matmul import tile_matmuls
 from .legalize import legalize
 from .mlir_util import LegalizeError
 
@@ -60,14 +64,20 @@ STAGES: list[tuple[str, str]] = [
         "canonicalize", "cse",
     ])),
     ("llvm", ",".join([
+        # vector ops (from the vectorized matmul, matmul.py) -> loads/stores/FMAs on LLVM vectors
+        "convert-vector-to-scf{full-unroll}",
         "convert-scf-to-cf",
         "expand-strided-metadata",
         "lower-affine",
         "arith-expand",
+        "convert-vector-to-llvm",
         "convert-math-to-llvm",
         "convert-math-to-libm",
         "convert-arith-to-llvm",
-        "finalize-memref-to-llvm",
+        # aligned_alloc, not malloc plus pointer arithmetic through ptrtoint/inttoptr: the
+        # integer round trip hides from LLVM that a fresh buffer aliases nothing, so it could not
+        # keep a reduction's accumulator in a register (nor vectorize loops writing the buffer).
+        "finalize-memref-to-llvm{use-aligned-alloc}",
         "convert-func-to-llvm",
         "convert-cf-to-llvm",
         "convert-index-to-llvm",
@@ -79,9 +89,14 @@ STAGES: list[tuple[str, str]] = [
 STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 
 # Python rewrites run on the module just before a stage's passes.
+def _before_bufferization(module: ir.Module) -> None:
+    tie_loop_outputs(module)    # elementwise ops in loop bodies write into the carried buffers
+    mark_reductions(module)     # reductions may reassociate their accumulation (fastmath.py)
+    tile_matmuls(module)        # blocked, vectorized matrix products (matmul.py)
+
+
 PREPARE: dict[str, Callable[[ir.Module], None]] = {
-    # elementwise ops in loop bodies write into the carried buffers (inplace.py)
-    "bufferized": tie_loop_outputs,
+    "bufferized": _before_bufferization,
 }
 
 
@@ -237,7 +252,7 @@ def lower_to_llvm_ir(stablehlo_text: str, *, dump: Dump | None = None) -> str:
         module = parse_module(ctx, stablehlo_text)
         lower_module(module, dump)
         try:
-            return llvm_dialect.translate_module_to_llvmir(module.operation)
+            return translate_module_to_llvmir(module.operation)
         except Exception as err:   # the binding raises a bare error type
             raise LoweringError("translate", f"LLVM dialect -> LLVM IR failed: {err}") from err
 

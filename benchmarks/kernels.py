@@ -1,0 +1,153 @@
+"""Numeric kernels (issue 8), each beside numpy and, when installed, jax.jit (float64) and numba:
+
+    elementwise     sin(x) * 2 + x * x over 1e7 f64                     (a)
+    matmul_512      512 x 512 @ 512 x 512                                (b)
+    matmul_1024     1024 x 1024 @ 1024 x 1024                            (b)
+    sum             sum of 1e7 f64 (also reported against the memory-bandwidth bound)  (c)
+    softmax         row softmax of a 2048 x 2048 matrix                  (d)
+    scalar_call     x * 2 + 1 on one Python float: the per-call overhead (h)
+
+(e) logistic map, (f) Newton sqrt are in control_flow.py, (g) dynamic sizes in dynamic_shapes.py.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+import sprue
+import sprue.numpy as snp
+
+N = 10_000_000
+
+
+@dataclass
+class Benchmark:
+    name: str
+    args: tuple
+    impls: dict[str, Callable] = field(default_factory=dict)
+    rtol: float = 1e-9
+    # bytes the kernel must at least read: run.py reports the memory-bandwidth bound from it
+    min_bytes: int | None = None
+    flops: int | None = None
+
+
+# -- (a) elementwise --------------------------------------------------------------------------------
+def elementwise_numpy(x):
+    return np.sin(x) * 2.0 + x * x
+
+
+@sprue.qjit
+def elementwise_sprue(x):
+    return snp.sin(x) * 2.0 + x * x
+
+
+# -- (b) matmul -------------------------------------------------------------------------------------
+def matmul_numpy(a, b):
+    return a @ b
+
+
+@sprue.qjit
+def matmul_sprue(a, b):
+    return a @ b
+
+
+# -- (c) sum ----------------------------------------------------------------------------------------
+def sum_numpy(x):
+    return np.sum(x)
+
+
+@sprue.qjit
+def sum_sprue(x):
+    return snp.sum(x)
+
+
+# -- (d) row softmax --------------------------------------------------------------------------------
+def softmax_numpy(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+@sprue.qjit
+def softmax_sprue(x):
+    e = snp.exp(x - snp.max(x, axis=1, keepdims=True))
+    return e / snp.sum(e, axis=1, keepdims=True)
+
+
+# -- (h) scalar call --------------------------------------------------------------------------------
+def scalar_python(x):
+    return x * 2.0 + 1.0
+
+
+@sprue.qjit
+def scalar_sprue(x):
+    return x * 2.0 + 1.0
+
+
+def _optional_impls(bench: str) -> dict[str, Callable]:
+    impls: dict[str, Callable] = {}
+    if importlib.util.find_spec("jax") is not None:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+
+        def jsoftmax(x):
+            e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
+            return e / jnp.sum(e, axis=1, keepdims=True)
+        jitted = {
+            "elementwise": jax.jit(lambda x: jnp.sin(x) * 2.0 + x * x),
+            "matmul_512": jax.jit(lambda a, b: a @ b),
+            "matmul_1024": jax.jit(lambda a, b: a @ b),
+            "sum": jax.jit(jnp.sum),
+            "softmax": jax.jit(jsoftmax),
+            "scalar_call": jax.jit(lambda x: x * 2.0 + 1.0),
+        }
+        f = jitted[bench]
+        if bench == "scalar_call":
+            impls["jax"] = lambda *args: f(*args).block_until_ready()
+        else:   # arguments are committed to the device once, as a jitted caller would keep them
+            impls["jax"] = lambda *args: np.asarray(f(*args).block_until_ready())
+            impls["jax"].device_args = True
+    if importlib.util.find_spec("numba") is not None:
+        try:
+            import numba
+        except Exception:   # an installed numba that does not import (llvmlite version): no column
+            return impls
+
+        def nb_softmax(x):
+            out = np.empty_like(x)
+            for i in numba.prange(x.shape[0]):
+                m = x[i].max()
+                e = np.exp(x[i] - m)
+                out[i] = e / e.sum()
+            return out
+        python = {
+            "elementwise": elementwise_numpy, "matmul_512": matmul_numpy, "matmul_1024": matmul_numpy,
+            "sum": sum_numpy, "softmax": nb_softmax, "scalar_call": scalar_python,
+        }
+        impls["numba"] = numba.njit(python[bench], parallel=bench == "softmax")
+    return impls
+
+
+def benchmarks() -> list[Benchmark]:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-3.0, 3.0, N)
+    out = [
+        Benchmark("elementwise", (x,), {"numpy": elementwise_numpy, "sprue": elementwise_sprue},
+                  rtol=1e-12, min_bytes=16 * N),
+    ]
+    for n in (512, 1024):
+        a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+        out.append(Benchmark(f"matmul_{n}", (a, b), {"numpy": matmul_numpy, "sprue": matmul_sprue},
+                             flops=2 * n ** 3))
+    out += [
+        Benchmark("sum", (x,), {"numpy": sum_numpy, "sprue": sum_sprue}, min_bytes=8 * N),
+        Benchmark("softmax", (rng.standard_normal((2048, 2048)),),
+                  {"numpy": softmax_numpy, "sprue": softmax_sprue}, rtol=1e-12, min_bytes=16 * 2048 * 2048),
+        Benchmark("scalar_call", (1.25,), {"numpy": scalar_python, "sprue": scalar_sprue}),
+    ]
+    for b in out:
+        b.impls.update(_optional_impls(b.name))
+    return out
