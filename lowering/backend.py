@@ -12,6 +12,7 @@ there are several results), then one pointer per argument descriptor.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import shlex
@@ -27,17 +28,47 @@ from typing import Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
-from sprue.errors import SprueError
+from sprue.errors import CompileError, SprueError  # noqa: F401
 
-from .pipeline import STAGE_NAMES, lower_to_llvm_ir
+from .pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 
 
-class CompilerNotFoundError(SprueError, RuntimeError):
+class CompilerNotFoundError(CompileError):
     """No system C compiler to link kernels with."""
 
+    def __init__(self, message: str = ""):
+        super().__init__(message, stage="link")
 
-class LinkError(SprueError, RuntimeError):
+
+class LinkError(CompileError):
     """The system C compiler failed to link a kernel; carries its stderr."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(message, stage="link")
+
+
+def _failure_dir(out: Path, keep_intermediate: bool) -> Path:
+    """Where the IR of a failed compilation is saved: the kept-intermediates folder, or a folder
+    that outlives the process (temporary build folders are deleted)."""
+    if keep_intermediate:
+        return out
+    d = Path(tempfile.gettempdir()) / "sprue-failed"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _save_failing_ir(err: CompileError, text: str | None, out: Path, name: str, keep: bool, suffix: str) -> None:
+    """Save `text` (the IR the failing stage was working on) and name the file in err's message."""
+    if not text:
+        return
+    d = _failure_dir(out, keep)
+    path = d / f"{name}.failed-{err.stage}-{os.getpid()}-{next(_failures)}{suffix}"
+    path.write_text(text)
+    err.ir_path = str(path)
+    err.args = (f"{err.args[0] if err.args else ''}\nthe failing IR is saved in {path}", *err.args[1:])
+
+
+_failures = itertools.count()
 
 
 # llvmlite shares one LLVM context per process; parsing and codegen are
@@ -398,8 +429,17 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
 
         if keep_intermediate:
             (work / f"{name}.00_stablehlo.mlir").write_text(stablehlo_text)
-        llvm_ir = lower_to_llvm_ir(stablehlo_text, dump=dump if keep_intermediate else None)
-        optimized, obj = optimize_and_emit(llvm_ir, opt_level=opt_level, cpu=cpu)
+        try:
+            llvm_ir = lower_to_llvm_ir(stablehlo_text, dump=dump if keep_intermediate else None)
+        except LoweringError as err:
+            _save_failing_ir(err, err.ir_text or stablehlo_text, out, name, keep_intermediate, ".mlir")
+            raise
+        try:
+            optimized, obj = optimize_and_emit(llvm_ir, opt_level=opt_level, cpu=cpu)
+        except (RuntimeError, ValueError) as exc:   # llvmlite reports LLVM's failures as these
+            err = CompileError(f"LLVM failed to optimize or emit the kernel {name}: {exc}", stage="llvm")
+            _save_failing_ir(err, llvm_ir, out, name, keep_intermediate, ".ll")
+            raise err from exc
         obj_path = work / f"{name}.o"
         obj_path.write_bytes(obj)
         if keep_intermediate:
@@ -411,6 +451,9 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
         try:
             link_shared(obj_path, partial, _runtime_sources(llvm_ir, work, name))
             os.replace(partial, so_path)
+        except LinkError as err:
+            _save_failing_ir(err, optimized, out, name, keep_intermediate, ".opt.ll")
+            raise
         finally:
             partial.unlink(missing_ok=True)
     return so_path

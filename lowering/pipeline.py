@@ -25,7 +25,7 @@ from torch_mlir._mlir_libs import _stablehlo
 # every LLVM dialect op (~40 ms of a first compilation), none of which we use.
 from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 
-from sprue.errors import SprueError
+from sprue.errors import CompileError, SprueError  # noqa: F401
 
 from .fastmath import mark_reductions
 from .inplace import tie_loop_outputs
@@ -100,16 +100,17 @@ PREPARE: dict[str, Callable[[ir.Module], None]] = {
 }
 
 
-class LoweringError(SprueError, RuntimeError):
-    """A module could not be lowered; names the stage and MLIR's diagnostics."""
+class LoweringError(CompileError):
+    """A module could not be lowered; names the stage and MLIR's diagnostics. `ir_text` is the
+    module as the failing stage left it (build_shared_library saves it to `ir_path`)."""
 
-    def __init__(self, stage: str, message: str, diagnostics: list[str] | None = None):
-        self.stage = stage
+    def __init__(self, stage: str, message: str, diagnostics: list[str] | None = None, ir_text: str | None = None):
         self.diagnostics = list(diagnostics or [])
         text = f"lowering failed at stage '{stage}': {message}"
         if self.diagnostics:
             text += "\n" + "\n".join(self.diagnostics)
-        super().__init__(text)
+        super().__init__(text, stage=stage)
+        self.ir_text = ir_text
 
 
 _registered = False
@@ -157,30 +158,39 @@ def parse_module(ctx: ir.Context, text: str) -> ir.Module:
                             _diagnostics_of(err)) from err
 
 
+def module_text(module: ir.Module) -> str | None:
+    """The module as text for a failure report (generic form if it no longer verifies)."""
+    try:
+        return module.operation.get_asm(assume_verified=True, print_generic_op_form=True)
+    except Exception:   # a module too broken to print: the report goes without it
+        return None
+
+
 def run_stage(module: ir.Module, name: str, pipeline: str) -> None:
     try:
         pm = passmanager.PassManager.parse(f"builtin.module({pipeline})", module.context)
         pm.run(module.operation)
     except ir.MLIRError as err:
-        raise LoweringError(name, "an MLIR pass failed", _diagnostics_of(err)) from err
+        raise LoweringError(name, "an MLIR pass failed", _diagnostics_of(err), module_text(module)) from err
 
 
 def _legalize(module: ir.Module) -> None:
     try:
         legalize(module)
     except LegalizeError as err:
-        raise LoweringError(LEGALIZE_STAGE, str(err)) from err
+        raise LoweringError(LEGALIZE_STAGE, str(err), ir_text=module_text(module)) from err
     except Exception as err:   # a bug in a rewrite rule: still report the stage
-        raise LoweringError(LEGALIZE_STAGE, f"internal error: {type(err).__name__}: {err}") from err
+        raise LoweringError(LEGALIZE_STAGE, f"internal error: {type(err).__name__}: {err}",
+                            ir_text=module_text(module)) from err
     # A rewrite bug must surface here, attributed to us, not as a confusing
     # failure in a later pass.
     try:
         ok = module.operation.verify()
     except ir.MLIRError as err:
         raise LoweringError(LEGALIZE_STAGE, "the rewritten module does not verify",
-                            _diagnostics_of(err)) from err
+                            _diagnostics_of(err), module_text(module)) from err
     if not ok:
-        raise LoweringError(LEGALIZE_STAGE, "the rewritten module does not verify")
+        raise LoweringError(LEGALIZE_STAGE, "the rewritten module does not verify", ir_text=module_text(module))
 
 
 def _check_no_stablehlo_left(module: ir.Module) -> None:
@@ -196,7 +206,7 @@ def _check_no_stablehlo_left(module: ir.Module) -> None:
     module.operation.walk(visit)
     if left:
         names = sorted({entry.rsplit(" ", 1)[1] for entry in left})
-        raise LoweringError("linalg", f"no lowering to linalg for {', '.join(names)}", left)
+        raise LoweringError("linalg", f"no lowering to linalg for {', '.join(names)}", left, module_text(module))
 
 
 def _prepare_entry_points(module: ir.Module) -> None:
@@ -254,7 +264,8 @@ def lower_to_llvm_ir(stablehlo_text: str, *, dump: Dump | None = None) -> str:
         try:
             return translate_module_to_llvmir(module.operation)
         except Exception as err:   # the binding raises a bare error type
-            raise LoweringError("translate", f"LLVM dialect -> LLVM IR failed: {err}") from err
+            raise LoweringError("translate", f"LLVM dialect -> LLVM IR failed: {err}",
+                                ir_text=module_text(module)) from err
 
 
 __all__ = ["Dump", "LoweringError", "STAGES", "STAGE_NAMES", "LEGALIZE_STAGE", "lower_module",
