@@ -19,7 +19,7 @@ from sprue import lax
 from sprue.runtime import Signature, TensorSpec
 from sprue.runtime.header import HeaderSpec, c_header, c_identifier
 from sprue.tools.compile import Options, compile_jaxpr
-from sprue.tools.inputs import dim_to_c
+from sprue.runtime.shape_function import dim_to_c
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "c_host"
@@ -125,14 +125,18 @@ def test_c_identifiers():
 
 
 def test_dims_as_c_expressions():
+    from sprue.shape_functions import dim_formula
     from sprue.shapes import DimVar, dim
     vn, vm = DimVar("n"), DimVar("m")
     n, m = dim(vn), dim(vm)
-    binder = {vn: "n", vm: "m"}
-    assert dim_to_c(2 * n + 1, binder) == "(2*n + 1)"
-    assert dim_to_c(n * m - 3, binder) == "(n*m - 3)"
-    assert dim_to_c(n // 4, binder) == "sprue_floordiv(n, 4)"
-    assert dim_to_c(5, binder) == "5"
+    binder, names = {vn: 0, vm: 1}, ["n", "m"]
+
+    def c(d):
+        return dim_to_c(dim_formula(d, binder), names)
+    assert c(2 * n + 1) == "(2*n + 1)"
+    assert c(n * m - 3) == "(n*m - 3)"
+    assert c(n // 4) == "sprue_floordiv(n, 4)"
+    assert c(5) == "5"
 
 
 # -- C programs calling kernels ---------------------------------------------------------------------

@@ -6,7 +6,7 @@ its result shapes as C expressions over its size arguments.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,8 +29,6 @@ class Kernel:
     signature: Signature
     arg_names: list[str]
     closed_jaxpr: Any = None        # None for StableHLO input
-    result_shapes: list[list[int | str]] | None = None
-    shape_params: list[str] = field(default_factory=list)
 
 
 def kernel_name(path: Path, name: str | None) -> str:
@@ -56,9 +54,7 @@ def _read_stablehlo(path: Path, name: str) -> Kernel:
     prepared = prepare(path)
     text = rename_entry(prepared.text, prepared.entry, name)
     sig = prepared.signature
-    # Without a jaxpr there is no relation between `?` dims: shapes are known only when static.
-    shapes = [list(r.shape) for r in sig.results] if all(r.is_static for r in sig.results) else None
-    return Kernel(name, path, text, sig, [c_identifier(a.name) for a in sig.args], None, shapes, [])
+    return Kernel(name, path, text, sig, [c_identifier(a.name) for a in sig.args], None)
 
 
 def rename_entry(text: str, entry: str, name: str) -> str:
@@ -111,8 +107,7 @@ def kernel_from_jaxpr(closed, name: str, source: Path, explicit_names: list[str]
                     [TensorSpec(f"result{i}", a.aval.dtype, _runtime_shape(a.aval))
                      for i, a in enumerate(jaxpr.outvars)],
                     status_messages=lowered.check_messages if lowered.has_status else None)
-    shapes, params = result_shape_exprs(jaxpr, arg_names)
-    return Kernel(name, source, lowered.text, sig, arg_names, closed, shapes, params)
+    return Kernel(name, source, lowered.text, sig, arg_names, closed)
 
 
 def _runtime_shape(aval) -> tuple:
@@ -138,46 +133,3 @@ def _invar_names(jaxpr, explicit_names: list[str] | None) -> list[str]:
         taken.add(n)
         names.append(n)
     return names
-
-
-def result_shape_exprs(jaxpr, arg_names: list[str]) -> tuple[list[list[int | str]] | None, list[str]]:
-    """Each result dim as an int or a C expression over the size arguments, and the arguments
-    used; (None, []) when some dim depends on a size computed from data (it is known only after
-    the kernel ran)."""
-    from sprue.shapes import dim_vars_of
-    binder = {v.dim: n for v, n in zip(jaxpr.invars, arg_names) if v.dim is not None}
-    shapes: list[list[int | str]] = []
-    for out in jaxpr.outvars:
-        dims: list[int | str] = []
-        for d in out.aval.shape:
-            if not isinstance(d, int) and not dim_vars_of(d) <= set(binder):
-                return None, []
-            dims.append(d if isinstance(d, int) else dim_to_c(d, binder))
-        shapes.append(dims)
-    params = [n for v, n in zip(jaxpr.invars, arg_names) if v.dim is not None]
-    return shapes, params
-
-
-def dim_to_c(d, binder: dict) -> str:
-    """A DimExpr as a C int64_t expression: `2*n + 1`, `sprue_floordiv(n, 4)`."""
-    from sprue.shapes import DimVar
-    if isinstance(d, int):
-        return f"INT64_C({d})" if abs(d) > 2**31 - 1 else str(d)
-
-    def atom(a) -> str:
-        if isinstance(a, DimVar):
-            return binder[a]
-        fn = "sprue_floordiv" if a.op == "floordiv" else "sprue_mod"
-        return f"{fn}({dim_to_c(a.expr, binder)}, {a.c})"
-
-    terms = []
-    for mono, coef in reversed(d.terms):   # highest degree first, as sprue prints dims
-        factors = [atom(a) for a, p in mono for _ in range(p)]
-        if not factors:
-            factors = [str(abs(coef))]
-        elif abs(coef) != 1:
-            factors.insert(0, str(abs(coef)))
-        terms.append(("-" if coef < 0 else "+", "*".join(factors)))
-    text = "".join(f" {s} {t}" for s, t in terms).strip()
-    text = text[2:] if text.startswith("+ ") else "-" + text[2:]
-    return f"({text})" if len(terms) > 1 else text
