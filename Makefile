@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench venv clean example
+.PHONY: run test bench venv clean example fuzz
 
 venv: $(STAMP)
 
@@ -29,6 +29,15 @@ test: $(STAMP)
 	    || echo "the conformance runner printed no summary"; \
 	else echo "no $(CONFORMANCE): StableHLO conformance cases skipped"; fi
 	$(PY) -m pytest -q tests
+
+# The long fuzzing campaign over the jaxpr reader and the StableHLO input (tests/fuzz/campaign.py):
+# FUZZ_EXAMPLES cases per reader, each in a child process; every failing input is kept in
+# tests/fuzz/regressions/ (replayed by tests/test_fuzz_short.py, part of `make test`). Also:
+# FUZZ_MINUTES (a time bound), FUZZ_SEED, FUZZ_LEVEL (parse / lower / call), FUZZ_TIMEOUT.
+FUZZ_EXAMPLES ?= 5000
+
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) tests/fuzz/campaign.py
 
 # The C embedding example (examples/c_host): compile two kernels with `sprue compile`, build the C
 # host with cc directly, run it.

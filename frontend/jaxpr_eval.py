@@ -71,15 +71,38 @@ class Evaluator:
             return a - b
         if kind == "mul":
             return a * b
+        if not isinstance(b, int) or b <= 0:
+            raise _DimError(f"the divisor of '{'//' if kind == 'floordiv' else '%'}' must be a positive integer,"
+                            f" got {b}")
         if kind == "floordiv":
             return a // b
         return a % b
+
+    def shape(self, t: TypeAST, env) -> tuple:
+        """The dims of a type: each a non-negative int or a size expression (DimExpr); any other
+        value (a negative size, a division by zero, an expression sprue cannot represent) is a
+        JaxprError at the type."""
+        out = []
+        for k, d in enumerate(t.dims):
+            try:
+                v = self.dim(d, env)
+            except JaxprError:
+                raise
+            except (_DimError, SprueError, ArithmeticError, TypeError, ValueError) as e:
+                raise self.error(f"dimension {k} of the type {t.dtype}[...]: {e}", t.tok) from None
+            if isinstance(v, bool) or not isinstance(v, (int, DimExpr)):
+                raise self.error(f"dimension {k} of the type {t.dtype}[...] is not a size (it evaluates to"
+                                 f" {type(v).__name__})", t.tok)
+            if isinstance(v, int) and v < 0:
+                raise self.error(f"dimension {k} of the type {t.dtype}[...] is negative ({v})", t.tok)
+            out.append(v)
+        return tuple(out)
 
     def aval(self, t: TypeAST | None, env, binder_tok=None) -> ShapedArray:
         if t is None:
             raise self.unsupported("a variable without a type (JAX before 0.4 printed untyped jaxprs); sprue"
                                    " reads typed jaxprs only", binder_tok)
-        return ShapedArray(tuple(self.dim(d, env) for d in t.dims), self.dtype(t))
+        return ShapedArray(self.shape(t, env), self.dtype(t))
 
     def check_type(self, what: str, t: TypeAST | None, value, env, tok):
         if t is None:
@@ -205,10 +228,15 @@ class Evaluator:
             raise
         except SprueError as ex:
             raise self.error(f"{e.prim}: {ex}", e.tok) from None
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as ex:
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, StopIteration, ArithmeticError) as ex:
             # a rule met operands or params it cannot take (wrong arity, a malformed param)
             raise self.error(f"{e.prim} cannot take these operands/params ({len(args)} operands,"
                              f" params {sorted(e.params)}): {type(ex).__name__}: {ex}", e.tok) from None
+        for k, v in enumerate(outs):
+            bad = _bad_dim(v.aval.shape) if isinstance(v, Tracer) else None
+            if bad is not None:
+                raise self.error(f"{e.prim}: output {k} would have the size {bad!r}, not a non-negative integer"
+                                 f" (check the params {sorted(e.params)})", e.tok)
         where = f"{self.filename}:{e.tok.line}"
         for eq in builder.eqns[n0:]:
             if not (eq.source_info or "").startswith(f"{self.filename}:"):
@@ -256,7 +284,7 @@ class Evaluator:
     def _out_shape(self, e, env):
         if len(e.outs) != 1 or e.outs[0].type is None:
             raise self.error(f"{e.prim}: the output type is needed to know its shape", e.tok)
-        return tuple(self.dim(d, env) for d in e.outs[0].type.dims)
+        return self.shape(e.outs[0].type, env)
 
     def _split(self, e, args):
         from . import lax
@@ -323,6 +351,19 @@ class Evaluator:
         return out
 
 
+def _bad_dim(shape):
+    """The first dim of a computed shape that is not a size (a float, a negative int, ...), or None."""
+    for d in shape:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer, DimExpr)) or \
+                (not isinstance(d, DimExpr) and d < 0):
+            return d
+    return None
+
+
+class _DimError(Exception):
+    """A dimension expression that is not a size (reported as a JaxprError at its type)."""
+
+
 def _int_scalar(value: int, dtype):
     info = np.iinfo(dtype)
     if not info.min <= value <= info.max:
@@ -379,6 +420,13 @@ def build(prog: Program, consts=None, implicit=None):
     names = [b.name for b in ast.invars]
     if list(implicit) != names[:len(implicit)]:
         raise ev.error(f"the implicit size arguments {list(implicit)} must be the leading invars", ast.tok)
+    try:
+        return _build(ev, ast, consts, implicit)
+    except RecursionError:
+        raise ev.error("the program nests too deeply for sprue to evaluate", ast.tok) from None
+
+
+def _build(ev: Evaluator, ast: JaxprAST, consts: list, implicit: dict):
     with trace_scope() as b:
         env = {}
         for binder, value in zip(ast.constvars, consts):

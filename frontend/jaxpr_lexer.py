@@ -48,7 +48,8 @@ class Token:
 
 _SCATTER = re.compile(r"scatter-(?:add|mul|min|max|apply|sub)\b")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_NUM = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?|\d+)")
+_NUM = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?|\d+)", re.ASCII)
+_MAX_NUM_LEN = 400   # longer numbers are rejected: no dtype holds them (and int() refuses > 4300 digits)
 _NEG_SPECIAL = re.compile(r"-(?:inf|nan)\b")
 _PUNCT2 = ("//",)
 _PUNCT1 = set("{}[](),;:=.*+-%")
@@ -82,14 +83,16 @@ def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:
             toks.append(Token("NUM", m.group(), line, col))
             i = m.end()
             continue
-        if c.isalpha() or c == "_":
-            m = _NAME.match(text, i)
+        m = _NAME.match(text, i)   # ASCII letters only: c.isalpha() is true of 'é' too
+        if m:
             toks.append(Token("NAME", m.group(), line, col))
             i = m.end()
             continue
-        if c.isdigit() or (c == "-" and i + 1 < n and text[i + 1].isdigit()) or \
-                (c == "." and i + 1 < n and text[i + 1].isdigit() and (not toks or toks[-1].text != "]")):
-            m = _NUM.match(text, i)
+        m = _NUM.match(text, i) if c in "-.0123456789" else None
+        if m and (c != "-" or text[i + 1] in "0123456789") and (c != "." or not toks or toks[-1].text != "]"):
+            if len(m.group()) > _MAX_NUM_LEN:
+                raise JaxprSyntaxError(f"a number of {len(m.group())} characters (more than {_MAX_NUM_LEN})",
+                                       filename, line, col)
             toks.append(Token("NUM", m.group(), line, col))
             i = m.end()
             continue

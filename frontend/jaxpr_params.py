@@ -67,6 +67,25 @@ _DTYPE_NAMES = {
     "u16": "uint16", "u8": "uint8",
 }
 
+# params whose value is an integer, and params whose value is a tuple of integers (possibly nested:
+# padding_config; None and names stand for dynamic sizes): a float or a bool there is an error
+INT_PARAMS = {"y", "axis", "dimension", "body_nconsts", "cond_nconsts", "length", "num_carry", "num_consts",
+              "num_keys", "nimplicit"}
+INT_TUPLE_PARAMS = {"axes", "broadcast_dimensions", "dimensions", "limit_indices", "new_sizes", "permutation",
+                    "shape", "slice_sizes", "start_indices", "strides", "padding_config", "sizes"}
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -_INT64_MAX - 1 <= v <= _INT64_MAX
+
+
+def _is_int_tuple(v) -> bool:
+    if isinstance(v, tuple):
+        return all(x is None or isinstance(x, str) or _is_int(x) or _is_int_tuple(x) for x in v)
+    return False
+
+
 _ENUMS = {"GatherScatterMode": GatherScatterMode, "RoundingMethod": RoundingMethod}
 _DIM_NUMBERS = {"GatherDimensionNumbers": GatherDimensionNumbers, "ScatterDimensionNumbers": ScatterDimensionNumbers}
 
@@ -130,6 +149,10 @@ def convert_value(v, jaxpr_fn, error):
 
 def convert_param(prim: str, k: str, v, tok, error):
     """Param-specific conversions after convert_value."""
+    if k in INT_PARAMS and v is not None and not _is_int(v):
+        raise error(f"{prim}: param {k}={v!r} must be an integer", tok)
+    if k in INT_TUPLE_PARAMS and v is not None and not _is_int_tuple(v):
+        raise error(f"{prim}: param {k}={v!r} must be a tuple of integers", tok)
     if k in _DTYPE_PARAMS and v is not None:
         if isinstance(v, str):
             dt = dtype_of_name(v)

@@ -29,6 +29,10 @@ __all__ = ["parse_program", "parse_jaxpr", "JaxprError", "JaxprSyntaxError", "Ja
 
 _LITERAL_NAMES = {"True", "False", "inf", "nan"}
 
+# Jaxprs in params, tuples in param values and parentheses in dimensions nest; the parser (and the
+# evaluator, for jaxprs) recurse on them. Deeper than this is an error, not a RecursionError.
+MAX_NESTING = 100
+
 
 # -- the AST -------------------------------------------------------------------------------------
 @dataclass
@@ -119,6 +123,7 @@ class Parser:
         self.toks = tokenize(text, filename)
         self.i = 0
         self.scopes: list[set] = []   # names bound so far in each enclosing jaxpr
+        self.depth = 0
 
     # token helpers
     @property
@@ -140,6 +145,15 @@ class Parser:
     def error(self, msg: str, tok: Token | None = None):
         t = tok or self.tok
         return JaxprSyntaxError(msg, self.filename, t.line, t.col)
+
+    def enter(self, tok: Token) -> None:
+        """One level deeper into a nested construct (paired with leave)."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"nested more than {MAX_NESTING} levels deep", tok)
+
+    def leave(self) -> None:
+        self.depth -= 1
 
     def expect(self, text: str) -> Token:
         if self.tok.text != text or self.tok.kind not in ("PUNCT", "NAME"):
@@ -176,6 +190,13 @@ class Parser:
         return prog
 
     def jaxpr(self) -> JaxprAST:
+        self.enter(self.tok)
+        try:
+            return self._jaxpr()
+        finally:
+            self.leave()
+
+    def _jaxpr(self) -> JaxprAST:
         start = self.expect("{")
         self.expect("lambda")
         self.scopes.append(set())
@@ -244,6 +265,13 @@ class Parser:
         return lhs
 
     def dim_factor(self):
+        self.enter(self.tok)
+        try:
+            return self._dim_factor()
+        finally:
+            self.leave()
+
+    def _dim_factor(self):
         t = self.tok
         if t.kind == "NUM":
             self.next()
@@ -377,6 +405,13 @@ class Parser:
 
     # param values
     def value(self):
+        self.enter(self.tok)
+        try:
+            return self._value()
+        finally:
+            self.leave()
+
+    def _value(self):
         t = self.tok
         if self.at("{"):
             if self.peek().text == "lambda":

@@ -141,8 +141,11 @@ def read_header(text: str, filename: str) -> dict:
         elif body.startswith("args "):
             try:
                 args = json.loads(body[5:])
-            except ValueError:
-                raise JaxprSyntaxError("bad '# args' header line: expected a JSON list", filename, lineno, 1) from None
+            except (ValueError, RecursionError):
+                args = None
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise JaxprSyntaxError("bad '# args' header line: expected a JSON list of strings", filename,
+                                       lineno, 1) from None
         elif body.startswith("implicit "):
             name, _, dim = body[9:].strip().partition("=")
             implicit[name.strip()] = dim.strip() or name.strip()
@@ -158,8 +161,13 @@ def read_header(text: str, filename: str) -> dict:
 
 def _const_value(name: str, typ: str, hexdata: str, filename: str, lineno: int) -> np.ndarray:
     from .jaxpr_parser import Parser
-    p = Parser(typ, filename)
-    t = p.type_()
+    try:
+        p = Parser(typ, filename)
+        t = p.type_()
+        if p.tok.kind != "EOF":
+            raise p.error(f"unexpected {p.tok.text!r} after the type")
+    except JaxprSyntaxError as e:
+        raise JaxprSyntaxError(f"constant '{name}': bad type {typ!r}: {e.detail}", filename, lineno, 1) from None
     try:
         dt = dtypes.from_short_name(t.dtype)
         shape = tuple(d[1] for d in t.dims if d[0] == "int")
@@ -244,13 +252,39 @@ def _is_mlir(path: Path, text: str) -> bool:
     return head.startswith(("module", "func.func", '"builtin.module"'))
 
 
+def read_program_text(path: str | os.PathLike) -> str:
+    """A saved program's text. Not UTF-8 (or holding a NUL) is a JaxprSyntaxError naming the
+    line and column of the first bad byte; a file that cannot be read is a SprueValueError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise SprueValueError(f"sprue.load: cannot read {str(path)!r}: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise JaxprSyntaxError(f"the file is not UTF-8 text (byte 0x{data[e.start]:02x}: {e.reason})",
+                               str(path), line, col) from None
+    nul = text.find("\0")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise JaxprSyntaxError("the file holds a NUL character (not a text file?)", str(path), line,
+                               nul - (text.rfind("\n", 0, nul) + 1) + 1)
+    return text
+
+
 def load(path: str | os.PathLike, *, keep_intermediate=False):
     """Compile a saved program (sprue.save, or a jaxpr as JAX prints it) and return a callable
     like a qjit'd function: positional arguments are the jaxpr's explicit invars; `.jaxpr`,
     `.mlir` and `compile_count` as on qjit. A `.mlir` file (StableHLO) goes to
     sprue.lowering.stablehlo_input.load_stablehlo."""
     path = Path(path)
-    text = path.read_text()
+    if path.suffix == ".mlir":
+        text = ""   # load_stablehlo reads (and checks) the file itself
+    else:
+        text = read_program_text(path)
     if _is_mlir(path, text):
         try:
             from sprue.lowering.stablehlo_input import load_stablehlo
@@ -263,4 +297,4 @@ def load(path: str | os.PathLike, *, keep_intermediate=False):
     return LoadedProgram(closed, n_implicit, names, path, keep_intermediate)
 
 
-__all__ = ["save", "load", "to_text", "parse_saved", "LoadedProgram", "MAGIC"]
+__all__ = ["save", "load", "read_program_text", "to_text", "parse_saved", "LoadedProgram", "MAGIC"]

@@ -31,12 +31,38 @@ class UnsupportedStableHLOOpError(UnsupportedError):
         super().__init__(f"{op} at {where} {why}")
 
 
-# `%r = chlo.name %a, %b {attrs} : types loc(...)` (one op per line, as MLIR prints it).
-_PRETTY_CHLO = re.compile(
-    r"^(?P<indent>\s*)(?P<res>%[\w#:]+(?:\s*,\s*%[\w#:]+)*\s*=\s*)?chlo\.(?P<name>\w+)\s+"
-    r"(?P<operands>%[\w#.]+(?:\s*,\s*%[\w#.]+)*)\s*(?P<attrs>\{.*\})?\s*:\s*(?P<types>.*?)"
-    r"(?P<loc>\s+loc\(.*\))?\s*$")
+# `%r = chlo.name %a, %b {attrs} : types loc(...)` (one op per line, as MLIR prints it). The head
+# (results, name, operands) is a regex; the tail (attrs, types, loc) is split by _split_tail in
+# linear time: a regex with `.*` groups around `\s+loc\(` backtracks quadratically on a long line.
+_PRETTY_CHLO_HEAD = re.compile(
+    r"(?P<indent>[ \t]*)(?P<res>%[\w#:]+(?:[ \t]*,[ \t]*%[\w#:]+)*[ \t]*=[ \t]*)?chlo\.(?P<name>\w+)\s+"
+    r"(?P<operands>%[\w#.]+(?:\s*,\s*%[\w#.]+)*)\s*")
+_LOC = re.compile(r"\s+loc\(")
 _ANY_CHLO = re.compile(r"\bchlo\.(\w+)")
+
+
+def _split_tail(tail: str) -> tuple[str, str, str] | None:
+    r"""(attrs, types, loc) of what follows a pretty chlo op's operands: `{attrs} : types loc(...)`
+    (attrs and loc optional; the same split as the regex `(\{.*\})?\s*:\s*(.*?)(\s+loc\(.*\))?\s*$`)."""
+    attrs = ""
+    if tail.startswith("{"):
+        # the last `}` that a `:` follows (a greedy `\{.*\}`): one backward scan
+        k, after = len(tail) - 1, ""
+        while k >= 0 and not (tail[k] == "}" and after == ":"):
+            if not tail[k].isspace():
+                after = tail[k]
+            k -= 1
+        if k < 0:
+            return None
+        attrs, tail = tail[:k + 1], tail[k + 1:]
+    tail = tail.lstrip()
+    if not tail.startswith(":"):
+        return None
+    rest = tail[1:].lstrip().rstrip()
+    m = _LOC.search(rest)
+    if m is not None and rest.endswith(")"):
+        return attrs, rest[:m.start()], rest[m.start():]
+    return attrs, rest, ""
 
 
 def _function_type(types: str, n_operands: int) -> str | None:
@@ -61,14 +87,16 @@ def to_generic_form(text: str) -> str:
         found = _ANY_CHLO.search(line)
         if found is None or f'"chlo.{found.group(1)}"' in line:
             continue    # no chlo op, or already in generic form
-        m = _PRETTY_CHLO.match(line)
+        m = _PRETTY_CHLO_HEAD.match(line)
+        tail = _split_tail(line[m.end():]) if m else None
         operands = [o.strip() for o in m.group("operands").split(",")] if m else []
-        ftype = _function_type(m.group("types"), len(operands)) if m else None
+        ftype = _function_type(tail[1], len(operands)) if tail else None
         if ftype is None:
             raise UnsupportedStableHLOOpError(f"chlo.{found.group(1)}", f"line {number}",
                                               "is not supported (the CHLO dialect is not available)")
+        attrs, _, loc = tail
         lines[number - 1] = (f"{m.group('indent')}{m.group('res') or ''}\"chlo.{m.group('name')}\""
-                             f"({', '.join(operands)}) {m.group('attrs') or ''} : {ftype}{m.group('loc') or ''}")
+                             f"({', '.join(operands)}) {attrs} : {ftype}{loc}")
     return "\n".join(lines)
 
 

@@ -69,7 +69,87 @@ def read_source(path_or_text: str | os.PathLike) -> tuple[str, str]:
 
 # `sdy.mesh @mesh = <...>` declares a device mesh for Shardy shardings; one device needs none, and
 # the sdy dialect's custom syntax does not parse here.
-_SDY_MESH = re.compile(r"^\s*sdy\.mesh\s+@.*$", re.MULTILINE)
+_SDY_MESH = re.compile(r"^[ \t]*sdy\.mesh[ \t]+@.*$", re.MULTILINE)   # [ \t], not \s: linear time
+
+
+# MLIR's parser is recursive descent on the C++ stack: a few thousand nested brackets (`dense<[[[...`,
+# `tensor<tensor<...`, regions in regions) overflow it and the process dies (SIGSEGV) instead of
+# reporting an error. No real program nests anywhere near this deep.
+MAX_NESTING = 256
+_NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|->|[\[\](){}<>]')
+_OPENERS, _CLOSERS = frozenset("[({<"), frozenset("])}>")
+
+
+def check_text(text: str, name: str) -> None:
+    """Rejects, with a StableHLOInputError naming line:col, what MLIR's parser would crash on
+    rather than report: a NUL character, text that is not valid Unicode (lone surrogates), and
+    brackets nested deeper than MAX_NESTING."""
+    nul = text.find("\0")
+    if nul >= 0:
+        raise StableHLOInputError(f"{name}:{_line_col(text, nul)}: the text holds a NUL character (not a text file?)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise StableHLOInputError(f"{name}:{_line_col(text, err.start)}: the text is not valid Unicode"
+                                  f" ({err.reason})") from None
+    depth = 0
+    for m in _NESTING_TOKENS.finditer(text):
+        c = m.group()
+        if c in _OPENERS:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise StableHLOInputError(f"{name}:{_line_col(text, m.start())}: brackets nested more than"
+                                          f" {MAX_NESTING} deep")
+        elif c in _CLOSERS:
+            depth = max(0, depth - 1)
+
+
+# Static sizes that the pipeline cannot handle: a constant is materialized element by element (a
+# splat of 2**32 elements aborts the process: "LLVM ERROR: out of memory"; 10**8 takes half a
+# minute), and sizes past 2**40 elements overflow the size computations.
+MAX_CONSTANT_ELEMENTS = 1 << 26
+MAX_TENSOR_ELEMENTS = 1 << 40
+
+
+def _elements(t: ir.Type) -> int | None:
+    """The element count of a static ranked tensor type, else None."""
+    if not isinstance(t, ir.RankedTensorType):
+        return None
+    n = 1
+    for d in range(t.rank):
+        if t.is_dynamic_dim(d):
+            return None
+        n *= t.get_dim_size(d)
+    return n
+
+
+def check_sizes(module: ir.Module, name: str) -> None:
+    """Rejects tensor types too large to compile (see MAX_CONSTANT_ELEMENTS) with a StableHLOInputError."""
+    bad: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        types = [r.type for r in op.results]
+        if op.name == "func.func":
+            ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            types += list(ftype.inputs) + list(ftype.results)
+        for t in types:
+            n = _elements(t)
+            if n is None:
+                continue
+            limit = MAX_CONSTANT_ELEMENTS if op.name in ("stablehlo.constant", "arith.constant") else MAX_TENSOR_ELEMENTS
+            if n > limit:
+                bad.append(f"{name}: {op.name} at {op.location}: the type {t} has {n} elements (more than"
+                           f" {limit}{' for a constant' if limit == MAX_CONSTANT_ELEMENTS else ''})")
+                return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    if bad:
+        raise StableHLOInputError(bad[0])
+
+
+def _line_col(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    return f"{line}:{pos - (text.rfind(chr(10), 0, pos) + 1) + 1}"
 
 
 def prepare_text(text: str) -> str:
@@ -234,7 +314,9 @@ def prepare(path_or_text: str | os.PathLike) -> PreparedModule:
     # rewritten by prepare_text; strip_attributes and lower_chlo then remove every one of them.
     ctx.allow_unregistered_dialects = True
     with ctx, ir.Location.unknown():
+        check_text(text, name)
         module = parse(ctx, prepare_text(text), name)
+        check_sizes(module, name)
         entry = entry_function(module, name)
         names = _result_names(entry)
         strip_attributes(module)

@@ -1,0 +1,18 @@
+#loc = loc(unknown)
+module {
+  func.func @main(%arg0: tensor<i64> loc(unknown), %arg1: tensor<?xf64> loc(unknown), %arg2: tensor<?xf64> loc(unknown)) -> tensor<f64> {
+    %c = stablehlo.constant dense<0> : tensor<i64> loc(#loc)
+    %0 = stablehlo.maximum %arg0, %c : tensor<i64> loc(#loc)
+    %1 = stablehlo.multiply %arg1, %arg2 : tensor<?xf64> loc(#loc2)
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f64> loc(#loc3)
+    %2 = stablehlo.reduce(%1 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<?xf64>, tensor<f64>) -> tensor<f64> loc(#loc3)
+    %3 = stablehlo.convert %arg0 : (tensor<i64>) -> tensor<f64> loc(#loc4)
+    %4 = stablehlo.add %2, %3 : tensor<f64> loc(#loc5)
+    return %4 : tensor<f64> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc1 = loc("/work/main/tests/fuzz/make_corpus.py":85:0)
+#loc2 = loc("mul"(#loc1))
+#loc3 = loc("reduce_sum"(#loc1))
+#loc4 = loc("convert_element_type"(#loc1))
+#loc5 = loc("add"(#loc1))

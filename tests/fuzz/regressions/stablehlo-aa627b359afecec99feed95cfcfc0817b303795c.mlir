@@ -1,0 +1,3 @@
+func.func@n()->(tensor<9223372036854775807xi16>,tensor<9223372036854775807xi16>){%index=stablehlo.constant dense<1>:tensor<i32>%result_branch1=stablehlo.constant dense<1>:tensor<9223372036854775807xi16>%result0,%result1="stablehlo.case"(%index)({stablehlo.return %result_branch1, %result_branch1 : tensor<9223372036854775807xi16>, tensor<9223372036854775807xi16>
+}) : (tensor<i32>) -> (tensor<9223372036854775807xi16>, tensor<9223372036854775807xi16>) func.return %result0, %result1 : tensor<9223372036854775807xi16>, tensor<9223372036854775807xi16>
+}

@@ -1,0 +1,68 @@
+"""The short fuzzing run of `make test` (the long one is `make fuzz`: tests/fuzz/campaign.py).
+
+Every input that ever failed (tests/fuzz/regressions/) must now load or be rejected with a
+SprueError, and so must every seed of the corpus and a fixed, derandomized batch of hypothesis
+inputs per reader (mutations of the corpus, token soups, random bytes). Each case runs in the
+harness's child process, so a crash (a signal) or a hang fails its case instead of the run.
+FUZZ_SHORT_EXAMPLES (default 250 per reader) sizes the batch.
+"""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fuzz import harness, strategies  # noqa: E402
+
+EXAMPLES = int(os.environ.get("FUZZ_SHORT_EXAMPLES", "250"))
+TIMEOUT = 30.0   # per case: generous, a loaded CI machine must not turn a slow case into a "hang"
+
+
+@pytest.fixture(scope="module")
+def h():
+    with harness.Harness("lower") as h:
+        yield h
+
+
+def _check(h, kind: str, data: bytes, what: str) -> None:
+    r = h.run_case(kind, data, TIMEOUT)
+    if not r.ok:
+        path = harness.save_regression(kind, data, r)
+        pytest.fail(f"{what}: {r.describe()}\n(input kept as {path})", pytrace=False)
+
+
+def test_regressions_are_fixed(h):
+    cases = harness.regressions()
+    assert cases, "tests/fuzz/regressions/ holds no cases"
+    bad = []
+    for kind, path in cases:
+        r = h.run_case(kind, path.read_bytes(), TIMEOUT)
+        if not r.ok:
+            bad.append(f"{path.name}: {r.describe()}")
+    assert not bad, "\n\n".join(bad)
+
+
+@pytest.mark.parametrize("kind", harness.KINDS)
+def test_corpus_seeds_load(h, kind):
+    seeds = harness.corpus(kind)
+    assert seeds, f"no {kind} seeds in tests/fuzz/corpus/{kind}"
+    for name, data in seeds:
+        r = h.run_case(kind, data, TIMEOUT)
+        assert r.ok and r.status == "ok", f"seed {name} does not compile: {r.describe()}"
+
+
+def _fuzz(kind):
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+              phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
+    @given(data=strategies.inputs(kind))
+    def run(h, data):
+        _check(h, kind, data, f"a fuzzed {kind} input")
+    return run
+
+
+test_fuzz_jaxpr = _fuzz("jaxpr")
+test_fuzz_stablehlo = _fuzz("stablehlo")
