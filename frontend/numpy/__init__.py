@@ -12,7 +12,7 @@ import numpy as _np
 from ._creation import *  # noqa: F401,F403
 from ._creation import SCALAR_TYPES as _SCALAR_TYPES
 from ._indexing import put_along_axis, take, take_along_axis  # noqa: F401
-from ._indexing import argwhere, compress, extract, flatnonzero, nonzero  # noqa: F401  (data-dependent sizes)
+from ._nonzero import argwhere, compress, extract, flatnonzero, nonzero  # noqa: F401  (data-dependent sizes)
 from ._indexing import SprueIndexError  # noqa: F401
 from ._linalg import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403
@@ -23,9 +23,6 @@ from ._ufuncs import _funcs as _ufunc_table
 from . import _tracer_methods  # noqa: F401  (installs the Tracer operators and methods)
 from ._tracer_methods import Tracer as _Tracer
 
-# x.nonzero() and x.compress(condition, axis): results of a size known at run time (see _indexing)
-_Tracer.nonzero = lambda self, **kwargs: nonzero(self, **kwargs)
-_Tracer.compress = lambda self, condition, axis=None, **kwargs: compress(condition, self, axis, **kwargs)
 
 globals().update(_ufunc_table)
 globals().update(_SCALAR_TYPES)

@@ -9,6 +9,7 @@ import numpy as np
 from ..shapes import DimExpr
 from ..tracing import Tracer
 from . import _creation, _indexing, _linalg, _reductions, _shape, _sorting, _ufuncs
+from . import _nonzero as _nonzero_mod
 from ._promote import type_error
 
 F = _ufuncs._funcs
@@ -54,11 +55,6 @@ def _setitem(self, idx, value):
                                     " x = x.at[idx].set(y)")
 
 
-def _nonzero(self):
-    raise type_error("nonzero", "has a data-dependent shape, which sprue cannot compile; use"
-                                " jnp.where(mask, x, fill) instead")
-
-
 def _round(self, ndigits=None):
     return _ufuncs.round(self, 0 if ndigits is None else ndigits)
 
@@ -81,7 +77,8 @@ _METHODS = {
     "all": _reductions.all, "cumsum": _reductions.cumsum, "cumprod": _reductions.cumprod, "ptp": _reductions.ptp,
     "diagonal": _shape.diagonal, "trace": _shape.trace, "take": _indexing.take, "repeat": _shape.repeat,
     "conj": lambda self: self, "conjugate": lambda self: self, "copy": lambda self: self,  # real dtypes only
-    "nonzero": _nonzero,
+    "nonzero": lambda self, **kw: _nonzero_mod.nonzero(self, **kw),
+    "compress": lambda self, condition, axis=None, **kw: _nonzero_mod.compress(condition, self, axis, **kw),
 }
 
 
