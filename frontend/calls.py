@@ -15,6 +15,7 @@ The result types are the callee's with the caller's sizes substituted (seed 003 
 from __future__ import annotations
 
 from .api import abstractify, trace_function
+from .core import ClosedJaxpr, Jaxpr
 from .errors import SprueTypeError, at
 from .lax.calls import pjit_p
 from .pytree import tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -64,8 +65,22 @@ def call_in_trace(q, args, kwargs):
     closed = traced.closed_jaxpr
     if any(isinstance(c, Tracer) for c in closed.consts):   # it closed over the caller's values: inline
         return q.fn(*args, **kwargs)
-    outs = pjit_p.bind(*sizes, *leaves, jaxpr=closed, name=q.name)
+    callee, consts = _hoisted(q, closed)
+    outs = pjit_p.bind(*consts, *sizes, *leaves, jaxpr=callee, name=q.name)
     return tree_unflatten(traced.out_tree, outs)
+
+
+def _hoisted(q, closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """The callee without consts of its own: they become its leading parameters and the call's
+    leading operands (so a saved caller carries their values, as for control flow). One callee
+    object per traced signature, so that the lowering emits it once."""
+    cache = q.__dict__.setdefault("_hoisted", {})
+    entry = cache.get(id(closed))
+    if entry is None or entry[0] is not closed:
+        j = closed.jaxpr
+        callee = ClosedJaxpr(Jaxpr([], [*j.constvars, *j.invars], j.outvars, j.eqns), [])
+        entry = cache[id(closed)] = (closed, callee)
+    return entry[1], list(closed.consts)
 
 
 __all__ = ["call_in_trace", "tree_flatten"]

@@ -335,3 +335,19 @@ def test_grad_through_a_call():
     for n in (3, 5):
         x = np.linspace(0, 1, n)
         np.testing.assert_allclose(g(x), 2 * (np.cos(x) * x + np.sin(x)))
+
+
+def test_a_caller_of_a_kernel_with_constants_saves_and_loads(tmp_path):
+    w = np.arange(3.0)
+
+    @sprue.qjit
+    def k(x: sprue.f64["n", 3]) -> sprue.f64["n"]:
+        return x @ w            # w: a constant of the callee, hoisted into the call's operands
+
+    @sprue.qjit
+    def caller(a):
+        return k(a) * 2.0
+    a = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_allclose(caller(a), a @ w * 2.0)
+    path = sprue.save(caller, tmp_path / "caller.jaxpr")
+    np.testing.assert_allclose(sprue.load(path)(a), a @ w * 2.0)
