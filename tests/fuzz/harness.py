@@ -198,11 +198,18 @@ class Worker:
                 pass
             tail = self.stderr_tail()
             self.kill()
-            stage = ""
+            stage, innermost = "", ""
             for line in tail.splitlines():
+                if "File " in line and not innermost:
+                    innermost = line   # faulthandler prints the innermost frame first
                 if "File " in line and ("frontend/" in line or "lowering/" in line):
                     stage = line.strip()
-                    break   # faulthandler prints the innermost frame first
+                    break
+            if "runtime/" in innermost and (b"while[" in data or b"stablehlo.while" in data):
+                # the compiled code itself ran past the timeout: a while loop whose condition never
+                # fails on the zero arguments of a call-level case (the program's meaning, not a bug)
+                return Result(OK, "the compiled program did not terminate on zero arguments (a while loop)",
+                              "nonterminating", "call", "", traceback=tail, seconds=dt)
             return Result(HANG, f"no answer within {timeout:g} s", "timeout", stage, "Timeout", traceback=tail,
                           seconds=dt)
         status = reply.get("status")
