@@ -19,7 +19,7 @@ from .hints import bool_, f32, f64, i8, i16, i32, i64, u8
 from .pytree import tree_flatten, tree_map, tree_unflatten
 from .qjit import QJIT, qjit
 from .saved import load, save
-from .transforms import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp, vmap
+from .transforms import grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
 from .cost import cost
 from .signatures import assert_shape
 
@@ -29,7 +29,7 @@ from .jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
 __version__ = "0.1.0"
 
 __all__ = [
-    "qjit", "QJIT", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "vmap", "cost", "assert_shape", "kernel", "save", "load", "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError", "make_jaxpr",
+    "qjit", "QJIT", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "vmap", "cost", "assert_shape", "kernel", "save", "load", "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError", "make_jaxpr",
     "lax", "numpy", "for_loop", "while_loop", "cond", "ClosedJaxpr", "Jaxpr",
     "ShapedArray",
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",

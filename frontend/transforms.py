@@ -453,4 +453,8 @@ def hessian(fn: Callable, argnums=0, has_aux: bool = False):
     return jacfwd(jacrev(fn, argnums, has_aux), argnums, has_aux)
 
 
-__all__ = ["jvp", "vjp", "grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "Zero", "is_zero"]
+jacobian = jacrev   # JAX's alias
+
+
+__all__ = ["jvp", "vjp", "grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "jacobian", "hessian", "Zero",
+           "is_zero"]

@@ -140,6 +140,7 @@ def test_jacobians_match_finite_differences():
     want = fd_jac(lambda x: np.sin(x)[:, None] * x[None, :3] ** 2, X)
     close(sprue.jacfwd(f)(X), want, rtol=1e-6)
     close(sprue.jacrev(f)(X), want, rtol=1e-6)
+    close(sprue.jacobian(f)(X), want, rtol=1e-6)     # JAX's alias of jacrev
     assert np.shape(sprue.jacrev(f)(X)) == (5, 3, 5)
 
 
