@@ -46,6 +46,17 @@ def _as_zero_or(t, x):
     return t if t is not None else zero_of(x)
 
 
+def _batched_carries(jaxpr, before: list[bool], carry: list[bool], after: list[bool] = ()) -> list[bool]:
+    """Which carries a batched loop must carry batched: those that start batched, and those the body
+    makes batched, to a fixed point (the body's parameters are `before`, the carries, `after`)."""
+    while True:
+        out = batched_outputs(jaxpr, [*before, *carry, *after])[:len(carry)]
+        new = [a or b for a, b in zip(carry, out)]
+        if new == carry:
+            return carry
+        carry = new
+
+
 # == for_loop ========================================================================================
 def _for_split(args, body_nconsts):
     return list(args[:body_nconsts]), list(args[body_nconsts:body_nconsts + 3]), list(args[body_nconsts + 3:])
@@ -194,13 +205,7 @@ def _for_loop_batch(args, dims, *, body_jaxpr, body_nconsts, nimplicit=0, **para
     consts, (lo, hi, st), init = _for_split(args, body_nconsts)
     cdims, _, xdims = _for_split(dims, body_nconsts)
     jaxpr = body_jaxpr.jaxpr
-    xb = [d is not None for d in xdims]
-    while True:   # a carry is batched if its start is, or if the body makes it so
-        out_b = batched_outputs(jaxpr, [d is not None for d in cdims] + [False] + xb)
-        new = [a or b for a, b in zip(xb, out_b)]
-        if new == xb:
-            break
-        xb = new
+    xb = _batched_carries(jaxpr, [d is not None for d in cdims] + [False], [d is not None for d in xdims])
     init = [broadcast_batch(x, size) if b and d is None else x for x, b, d in zip(init, xb, xdims)]
 
     def body(i, *xs):
@@ -263,13 +268,7 @@ def _while_batch(args, dims, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_ncons
     size = batch_size(args, dims)
     cconsts, bconsts, init = _while_split(args, cond_nconsts, body_nconsts)
     cdims, bdims, xdims = _while_split(dims, cond_nconsts, body_nconsts)
-    xb = [d is not None for d in xdims]
-    while True:
-        out_b = batched_outputs(body_jaxpr.jaxpr, [d is not None for d in bdims] + xb)
-        new = [a or b for a, b in zip(xb, out_b)]
-        if new == xb:
-            break
-        xb = new
+    xb = _batched_carries(body_jaxpr.jaxpr, [d is not None for d in bdims], [d is not None for d in xdims])
     pred_batched = batched_outputs(cond_jaxpr.jaxpr, [d is not None for d in cdims] + xb)[0]
     if pred_batched:
         xb = [True] * len(xb)   # elements finish at different trips: every carry is per element
@@ -470,14 +469,8 @@ def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, un
     size = batch_size(args, dims)
     consts, init, xs = _scan_split(args, num_consts, num_carry)
     kd, cd, xd = _scan_split(dims, num_consts, num_carry)
-    cb = [d is not None for d in cd]
     xb = [d is not None for d in xd]
-    while True:
-        out_b = batched_outputs(jaxpr.jaxpr, [d is not None for d in kd] + cb + xb)
-        new = [a or b for a, b in zip(cb, out_b[:num_carry])]
-        if new == cb:
-            break
-        cb = new
+    cb = _batched_carries(jaxpr.jaxpr, [d is not None for d in kd], [d is not None for d in cd], xb)
     yb = batched_outputs(jaxpr.jaxpr, [d is not None for d in kd] + cb + xb)[num_carry:]
     init = [broadcast_batch(x, size) if b and d is None else x for x, b, d in zip(init, cb, cd)]
     xs = [move_batch_axis(x, 0, size, 1) if b else x for x, b in zip(xs, xb)]   # scan runs along axis 0
