@@ -127,6 +127,17 @@ def defjvp_linear(p: Primitive):
     jvp_rules[p] = rule
 
 
+def jvp_linear_in_first(p: Primitive) -> Callable:
+    """The jvp rule of a primitive linear in its first operand, the others (sizes, indices, axes)
+    passed along unchanged: the tangent is p applied to the first operand's tangent."""
+    def rule(primals, tangents, **params):
+        out = p.bind(*primals, **params)
+        if is_zero(tangents[0]):
+            return out, zero_of(out)
+        return out, p.bind(tangents[0], *primals[1:], **params)
+    return rule
+
+
 def register(table: dict, *prims: Primitive) -> Callable:
     """Decorator: `@register(jvp_rules, sin_p)` stores the rule for each primitive."""
     def deco(fn):

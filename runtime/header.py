@@ -33,7 +33,7 @@ from typing import Sequence
 from .dtypes import ElementType
 from .signature import STATUS_SPEC, Signature, TensorSpec
 
-__all__ = ["HeaderSpec", "c_header", "c_identifier", "descriptor_type"]
+__all__ = ["HeaderSpec", "c_header", "c_identifier", "descriptor_type", "unique_names"]
 
 # A result dim: an int, or a C expression (over the `shape_params`) that evaluates to an int64_t.
 ShapeDim = int | str
@@ -54,7 +54,8 @@ def c_identifier(text: str, fallback: str = "x") -> str:
     return ident
 
 
-def _unique(names: Sequence[str], taken: set[str]) -> list[str]:
+def unique_names(names: Sequence[str], taken: set[str]) -> list[str]:
+    """Each name, or `name_2`, `name_3`, ... when taken already; the results join `taken`."""
     out = []
     for n in names:
         candidate, k = n, 1
@@ -109,8 +110,9 @@ def _names(spec: HeaderSpec) -> tuple[list[_Param], list[_Param]]:
     if len(arg_names) != len(sig.args) or len(res_names) != len(sig.results):
         raise ValueError(f"{spec.name}: {len(arg_names)} argument names for {len(sig.args)} arguments, "
                          f"{len(res_names)} result names for {len(sig.results)} results")
-    args = [_Param(n, s) for n, s in zip(_unique([c_identifier(n) for n in arg_names], taken), sig.args)]
-    results = [_Param(n, s) for n, s in zip(_unique([c_identifier(n) for n in res_names], set(taken)), sig.results)]
+    args = [_Param(n, s) for n, s in zip(unique_names([c_identifier(n) for n in arg_names], taken), sig.args)]
+    results = [_Param(n, s)
+               for n, s in zip(unique_names([c_identifier(n) for n in res_names], set(taken)), sig.results)]
     if sig.has_status:
         results.insert(0, _Param("status", STATUS_SPEC))
     return args, results

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from sprue.errors import SprueError
 from sprue.runtime import Signature, TensorSpec
-from sprue.runtime.header import c_identifier
+from sprue.runtime.header import c_identifier, unique_names
 
 STABLEHLO_SUFFIXES = (".mlir", ".stablehlo")
 
@@ -121,15 +121,9 @@ def _invar_names(jaxpr, explicit_names: list[str] | None) -> list[str]:
     from sprue.pretty import encode_name
     n_explicit = len(explicit_names) if explicit_names is not None else 0
     first_explicit = len(jaxpr.invars) - n_explicit
-    names, taken = [], {"out", "status"}
+    bases = []
     for i, v in enumerate(jaxpr.invars):
         dim_name = getattr(v.dim, "name", None) if v.dim is not None else None
         given = explicit_names[i - first_explicit] if i >= first_explicit else None
-        base = c_identifier(given or dim_name or encode_name(i) + getattr(v, "suffix", ""), fallback=f"arg{i}")
-        n, k = base, 1
-        while n in taken:
-            k += 1
-            n = f"{base}_{k}"
-        taken.add(n)
-        names.append(n)
-    return names
+        bases.append(c_identifier(given or dim_name or encode_name(i) + getattr(v, "suffix", ""), fallback=f"arg{i}"))
+    return unique_names(bases, {"out", "status"})

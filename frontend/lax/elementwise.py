@@ -335,8 +335,8 @@ _register_size_rules()
 # Unary: d(x, y) is the derivative at x (y = the primal output, when it is cheaper to use);
 # jvp is t * d and vjp is ct * d. Binary rules handle a rank-0 operand against an array (a
 # rank-0 tangent is broadcast forward; an array cotangent is summed back into it).
-from ..ad_util import (Zero, aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules,  # noqa: E402
-                       vjp_rules, zero_of)
+from ..ad_util import (Zero, aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_linear_in_first,  # noqa: E402
+                       jvp_rules, vjp_rules, zero_of)
 from ..batching import elementwise_batch_rule  # noqa: E402
 from ..cost import free, numel, per_output_element  # noqa: E402
 
@@ -436,11 +436,7 @@ for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, and_p, or_p, xo
     _zero_derivative(_p)
 
 
-def _neg_jvp(primals, tangents):
-    return neg_p.bind(primals[0]), neg_p.bind(tangents[0])
-
-
-jvp_rules[neg_p] = _neg_jvp
+jvp_rules[neg_p] = jvp_linear_in_first(neg_p)
 vjp_rules[neg_p] = lambda cts, primals, outs: [neg_p.bind(cts[0])]
 
 

@@ -95,15 +95,9 @@ cummin_p = define("cummin", _cum_rule("cummin"), _cum_impl(lambda x, axis: np.mi
 
 
 # == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
-from ..ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
+from ..ad_util import (aval_of, batch_rules, cost_rules, jvp_linear_in_first, jvp_rules, vjp_rules,  # noqa: E402
+                       zero_of)
 from ..cost import numel  # noqa: E402
-
-
-def _reduce_sum_jvp(primals, tangents, *, axes, out_sharding=None):
-    out = reduce_sum_p.bind(primals[0], axes=axes, out_sharding=out_sharding)
-    if is_zero(tangents[0]):
-        return out, zero_of(out)
-    return out, reduce_sum_p.bind(tangents[0], axes=axes, out_sharding=out_sharding)
 
 
 def _reduce_sum_vjp(cts, primals, outs, *, axes, out_sharding=None):
@@ -125,7 +119,7 @@ def _reduction_cost(in_avals, out_avals, **params):
     return numel(in_avals[0]) - numel(out_avals[0]) if dtypes.is_float(in_avals[0].dtype) else 0
 
 
-jvp_rules[reduce_sum_p], vjp_rules[reduce_sum_p] = _reduce_sum_jvp, _reduce_sum_vjp
+jvp_rules[reduce_sum_p], vjp_rules[reduce_sum_p] = jvp_linear_in_first(reduce_sum_p), _reduce_sum_vjp
 batch_rules[reduce_sum_p] = _reduce_batch(reduce_sum_p)
 cost_rules[reduce_sum_p] = _reduction_cost
 
@@ -263,18 +257,11 @@ for _p in (argmax_p, argmin_p):
 
 
 # -- cumulative ops -------------------------------------------------------------------------------------
-def _cumsum_jvp(primals, tangents, *, axis, reverse=False):
-    out = cumsum_p.bind(primals[0], axis=axis, reverse=reverse)
-    if is_zero(tangents[0]):
-        return out, zero_of(out)
-    return out, cumsum_p.bind(tangents[0], axis=axis, reverse=reverse)
-
-
 def _cumsum_vjp(cts, primals, outs, *, axis, reverse=False):
     return [cumsum_p.bind(cts[0], axis=axis, reverse=not reverse)]
 
 
-jvp_rules[cumsum_p], vjp_rules[cumsum_p] = _cumsum_jvp, _cumsum_vjp
+jvp_rules[cumsum_p], vjp_rules[cumsum_p] = jvp_linear_in_first(cumsum_p), _cumsum_vjp
 
 
 def _first_zero(x, axis, reverse):

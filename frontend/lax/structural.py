@@ -240,16 +240,9 @@ dynamic_dim_params[iota_p] = "shape"
 # Operands after the data operands are run-time sizes (dynamic_dim_params): they never have
 # tangents or cotangents; `resolved` gives the params with those sizes filled in.
 from ..ad_util import (Zero, aval_of, batch_rules, cost_rules, defjvp_linear, instantiate, is_zero,  # noqa: E402
-                       jvp_rules, resolved, vjp_rules, zero_of, zeros_like)
+                       jvp_linear_in_first, jvp_rules, resolved, vjp_rules, zero_of, zeros_like)
 from ..batching import batch_size, batched_all, broadcast_batch  # noqa: E402
 from ..cost import free  # noqa: E402
-
-
-def _broadcast_in_dim_jvp(primals, tangents, **params):
-    out = broadcast_in_dim_p.bind(*primals, **params)
-    if is_zero(tangents[0]):
-        return out, zero_of(out)
-    return out, broadcast_in_dim_p.bind(tangents[0], *primals[1:], **params)
 
 
 def _broadcast_in_dim_vjp(cts, primals, outs, **params):
@@ -277,7 +270,7 @@ def _broadcast_in_dim_batch(args, dims, **params):
     return out, 0
 
 
-jvp_rules[broadcast_in_dim_p] = _broadcast_in_dim_jvp
+jvp_rules[broadcast_in_dim_p] = jvp_linear_in_first(broadcast_in_dim_p)
 vjp_rules[broadcast_in_dim_p] = _broadcast_in_dim_vjp
 batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
 cost_rules[broadcast_in_dim_p] = free
@@ -366,16 +359,6 @@ def _sizes_unbatched(p, dims, n_data):
                                f" (the size of an array cannot depend on the batch index)")
 
 
-def _linear_jvp(p):
-    """A primitive linear in its first operand, the others (sizes, indices) passed along."""
-    def rule(primals, tangents, **params):
-        out = p.bind(*primals, **params)
-        if is_zero(tangents[0]):
-            return out, zero_of(out)
-        return out, p.bind(tangents[0], *primals[1:], **params)
-    return rule
-
-
 # -- reshape, transpose, squeeze, rev, copy ------------------------------------------------------
 def _reshape_vjp(cts, primals, outs, **params):
     from .. import lax
@@ -412,15 +395,15 @@ def _squeeze_vjp(cts, primals, outs, *, dimensions):
     return [lax.reshape(cts[0], aval_of(primals[0]).shape)]
 
 
-jvp_rules[reshape_p], vjp_rules[reshape_p] = _linear_jvp(reshape_p), _reshape_vjp
+jvp_rules[reshape_p], vjp_rules[reshape_p] = jvp_linear_in_first(reshape_p), _reshape_vjp
 batch_rules[reshape_p] = _reshape_batch
-jvp_rules[transpose_p], vjp_rules[transpose_p] = _linear_jvp(transpose_p), _transpose_vjp
+jvp_rules[transpose_p], vjp_rules[transpose_p] = jvp_linear_in_first(transpose_p), _transpose_vjp
 batch_rules[transpose_p] = _transpose_batch
-jvp_rules[squeeze_p], vjp_rules[squeeze_p] = _linear_jvp(squeeze_p), _squeeze_vjp
+jvp_rules[squeeze_p], vjp_rules[squeeze_p] = jvp_linear_in_first(squeeze_p), _squeeze_vjp
 batch_rules[squeeze_p] = _axes_batch(squeeze_p)
-jvp_rules[rev_p], batch_rules[rev_p] = _linear_jvp(rev_p), _axes_batch(rev_p)
+jvp_rules[rev_p], batch_rules[rev_p] = jvp_linear_in_first(rev_p), _axes_batch(rev_p)
 vjp_rules[rev_p] = lambda cts, primals, outs, *, dimensions: [rev_p.bind(cts[0], dimensions=dimensions)]
-jvp_rules[copy_p], batch_rules[copy_p] = _linear_jvp(copy_p), lambda args, dims: (copy_p.bind(args[0]), 0)
+jvp_rules[copy_p], batch_rules[copy_p] = jvp_linear_in_first(copy_p), lambda args, dims: (copy_p.bind(args[0]), 0)
 vjp_rules[copy_p] = lambda cts, primals, outs: [copy_p.bind(cts[0])]
 
 
@@ -498,7 +481,7 @@ jvp_rules[concatenate_p], vjp_rules[concatenate_p] = _concatenate_jvp, _concaten
 batch_rules[concatenate_p] = _concatenate_batch
 defjvp_linear(pad_p)
 vjp_rules[pad_p], batch_rules[pad_p] = _pad_vjp, _pad_batch
-jvp_rules[slice_p], vjp_rules[slice_p], batch_rules[slice_p] = _linear_jvp(slice_p), _slice_vjp, _slice_batch
+jvp_rules[slice_p], vjp_rules[slice_p], batch_rules[slice_p] = jvp_linear_in_first(slice_p), _slice_vjp, _slice_batch
 
 
 # -- dynamic_slice, dynamic_update_slice ---------------------------------------------------------
@@ -570,7 +553,7 @@ def _dus_batch(args, dims):
     return lax.scatter(x, indices, u, dn, mode=GatherScatterMode.CLIP), 0
 
 
-jvp_rules[dynamic_slice_p], vjp_rules[dynamic_slice_p] = _linear_jvp(dynamic_slice_p), _dynamic_slice_vjp
+jvp_rules[dynamic_slice_p], vjp_rules[dynamic_slice_p] = jvp_linear_in_first(dynamic_slice_p), _dynamic_slice_vjp
 batch_rules[dynamic_slice_p] = _dynamic_slice_batch
 jvp_rules[dynamic_update_slice_p], vjp_rules[dynamic_update_slice_p] = _dus_jvp, _dus_vjp
 batch_rules[dynamic_update_slice_p] = _dus_batch
