@@ -36,9 +36,7 @@ def call_in_trace(q, args, kwargs):
         hinted = traced.in_tree.children[0]
         if tree != hinted:
             raise SprueTypeError(f"{q.name}(): arguments {tree} do not match the signature's {hinted}{at(where)}")
-        b = match(q.name, q.fsig.params, [a.shape for a in avals], [a.dtype if s.dtype is not None else a.dtype
-                                                                     for a, s in zip(avals, q.fsig.params)],
-                  where=where)
+        b = match(q.name, q.fsig.params, [a.shape for a in avals], [a.dtype for a in avals], where=where)
         emit_runtime_checks(b)
         sizes = [dim_value(b.env[n]) for n in q.fsig.names]
     else:

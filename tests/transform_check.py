@@ -460,8 +460,9 @@ def check_jacobians(case):
                                    err_msg=f"{case.name}: jacfwd . t vs jvp tangent, output {i}")
 
 
-def check_per_example_grad(case):
-    """vmap(grad(sum of the float outputs)) over 3 stacked draws equals grad per draw."""
+def _grad_draws(case):
+    """(argnums of the float64 arguments, 3 finite draws, the draws stacked) for the batched-gradient
+    checks; Excluded when there is nothing to compare."""
     nums = tuple(k for k, a in enumerate(case.args) if _is_f64(a))
     ref_leaves = leaves_of(numpy_ref(case))
     if not any(np.asarray(r).dtype.kind == "f" for r in ref_leaves):
@@ -470,47 +471,38 @@ def check_per_example_grad(case):
     for d in draws:
         if not all(np.all(np.isfinite(r)) for r in leaves_of(numpy_ref(case, *d)) if np.asarray(r).dtype.kind == "f"):
             raise Excluded("the numpy reference output has non-finite values")
-    g = sprue.grad(scalarized(case), argnums=nums)
     stacked = [np.stack([np.asarray(d[k]) for d in draws]) for k in range(len(case.args))]
-    batched = sprue.vmap(g)(*stacked)
+    return nums, draws, stacked
+
+
+def _same_as_per_draw(case, what: str, batched, g, draws, nums):
+    """Each draw's slice of the batched gradients equals grad at that draw."""
     for j, d in enumerate(draws):
-        one = g(*d)
-        for k, (b, o) in enumerate(zip(batched, one)):
+        for k, (b, o) in enumerate(zip(batched, g(*d))):
             b, o = np.asarray(b), np.asarray(o)
             assert b.shape[1:] == o.shape and b.dtype == o.dtype, \
-                f"{case.name}: vmap(grad) for argument {nums[k]} is {b.dtype}{b.shape}, grad {o.dtype}{o.shape}"
+                f"{case.name}: {what} for argument {nums[k]} is {b.dtype}{b.shape}, grad {o.dtype}{o.shape}"
             if not np.all(np.isfinite(o)):
                 raise Excluded("the gradient is not finite at this point")
             scale = max(1.0, float(np.max(np.abs(o), initial=0.0)))
             np.testing.assert_allclose(b[j], o, rtol=0, atol=1e-12 * scale,
-                                       err_msg=f"{case.name}: vmap(grad) vs grad, example {j}, argument {nums[k]}")
+                                       err_msg=f"{case.name}: {what} vs grad, example {j}, argument {nums[k]}")
+
+
+def check_per_example_grad(case):
+    """vmap(grad(sum of the float outputs)) over 3 stacked draws equals grad per draw."""
+    nums, draws, stacked = _grad_draws(case)
+    g = sprue.grad(scalarized(case), argnums=nums)
+    _same_as_per_draw(case, "vmap(grad)", sprue.vmap(g)(*stacked), g, draws, nums)
 
 
 def check_grad_of_vmap(case):
     """grad of sum(vmap(f)) over 3 stacked draws (reverse mode through batched primitives) equals
     the per-draw gradients stacked."""
-    nums = tuple(k for k, a in enumerate(case.args) if _is_f64(a))
-    ref_leaves = leaves_of(numpy_ref(case))
-    if not any(np.asarray(r).dtype.kind == "f" for r in ref_leaves):
-        raise Excluded("no float output")
-    draws = [finite_args(_At(case, d)) for d in _draws(case)]
-    for d in draws:
-        if not all(np.all(np.isfinite(r)) for r in leaves_of(numpy_ref(case, *d)) if np.asarray(r).dtype.kind == "f"):
-            raise Excluded("the numpy reference output has non-finite values")
+    nums, draws, stacked = _grad_draws(case)
     f = scalarized(case)
-    stacked = [np.stack([np.asarray(d[k]) for d in draws]) for k in range(len(case.args))]
     batched = sprue.grad(lambda *a: jnp.sum(sprue.vmap(f)(*a)), argnums=nums)(*stacked)
-    g = sprue.grad(f, argnums=nums)
-    for j, d in enumerate(draws):
-        for k, (b, o) in enumerate(zip(batched, g(*d))):
-            b, o = np.asarray(b), np.asarray(o)
-            assert b.shape[1:] == o.shape and b.dtype == o.dtype, \
-                f"{case.name}: grad of vmap for argument {nums[k]} is {b.dtype}{b.shape}, grad {o.dtype}{o.shape}"
-            if not np.all(np.isfinite(o)):
-                raise Excluded("the gradient is not finite at this point")
-            scale = max(1.0, float(np.max(np.abs(o), initial=0.0)))
-            np.testing.assert_allclose(b[j], o, rtol=0, atol=1e-12 * scale,
-                                       err_msg=f"{case.name}: grad of vmap vs grad, example {j}, argument {nums[k]}")
+    _same_as_per_draw(case, "grad of vmap", batched, sprue.grad(f, argnums=nums), draws, nums)
 
 
 def check_compiled_jvp_vmap(case):
