@@ -14,7 +14,8 @@ from . import lax, numpy  # noqa: F401  (sprue.numpy also attaches the array met
 from .api import make_jaxpr
 from .control_flow import cond_decorator as cond, for_loop, while_loop_decorator as while_loop
 from .core import ClosedJaxpr, Jaxpr, ShapedArray
-from .errors import ConcretizationError, SprueError, SprueTypeError, SprueValueError, UnsupportedError
+from .errors import (ConcretizationError, SprueError, SprueMemoryError, SprueTypeError, SprueValueError,
+                     StableHLOUnsupportedError, UnsupportedError)
 from .hints import bool_, f32, f64, i8, i16, i32, i64, u8
 from .pytree import tree_flatten, tree_map, tree_unflatten
 from .qjit import QJIT, qjit
@@ -33,5 +34,6 @@ __all__ = [
     "lax", "numpy", "for_loop", "while_loop", "cond", "ClosedJaxpr", "Jaxpr",
     "ShapedArray",
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
+    "SprueMemoryError", "StableHLOUnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
 ]

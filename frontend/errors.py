@@ -12,13 +12,15 @@ catches TypeError/ValueError keep working:
     │   │   └── RuntimeCheckError          a run-time check of compiled code failed
     │   ├── ArgumentValueError             ... at a compiled function's call boundary
     │   └── ParseError                     input text that does not parse (saved jaxpr, StableHLO)
+    │       └── StableHLOUnsupportedError      an op or dialect a StableHLO program may not contain
     ├── UnsupportedError (NotImplementedError)   a feature sprue does not compile
     ├── CompileError (RuntimeError)        a stage of the compiler failed: `.stage` names it and
     │                                      `.ir_path` is the failing IR saved to a file (or None)
     │   ├── LoweringError                  an MLIR verification or pass failure
     │   ├── LinkError                      LLVM or the system linker failed
     │   └── CompilerNotFoundError          no C compiler to link with
-    └── LibraryLoadError (OSError)         a compiled library that cannot be loaded
+    ├── LibraryLoadError (OSError)         a compiled library that cannot be loaded
+    └── SprueMemoryError (MemoryError)     an array too large for memory (its size, where it is made)
 
 ArgumentError is the common base of the two argument errors. Some classes are defined where they
 are raised (sprue.lowering, sprue.runtime) as subclasses of the ones here.
@@ -81,6 +83,16 @@ class CompileError(SprueError, RuntimeError):
 
 class LibraryLoadError(SprueError, OSError):
     """A compiled library that cannot be loaded (missing, corrupt, wrong symbols)."""
+
+
+class SprueMemoryError(SprueError, MemoryError):
+    """An array that does not fit in memory: its byte count overflows, or its allocation failed.
+    The message names the size and, where known, the line of the user's code that made it."""
+
+
+class StableHLOUnsupportedError(ParseError):
+    """A StableHLO input holding an op or dialect a StableHLO program may not contain (LLVM
+    dialect ops, inline assembly, ...) or a malformed resource; names the op and its location."""
 
 
 def at(where: str | None) -> str:
