@@ -35,6 +35,17 @@ class JaxprUnsupportedError(JaxprError, UnsupportedError):
     """A well-formed jaxpr that uses a primitive or a param sprue does not compile."""
 
 
+# Words the reader gives a meaning of their own: the jaxpr keywords, the names that read as literals
+# in an atom's place, and the dropped output. sprue's printer never names a variable with one of these
+# (sprue.pretty.encode_name skips them); JAX's printer does not avoid them (jax/_src/core.py,
+# JaxprPpContext: names come from _encode_digits_alphabetic, skipping only shared jaxprs' names), so
+# the 221st variable of a JAX jaxpr is `in` and the parser reads these as variables wherever the
+# grammar allows a variable there (sprue.jaxpr_parser).
+KEYWORDS = frozenset({"lambda", "let", "in"})
+LITERAL_NAMES = frozenset({"True", "False", "inf", "nan"})
+RESERVED_NAMES = KEYWORDS | LITERAL_NAMES | {"_", "None"}
+
+
 @dataclass(frozen=True)
 class Token:
     kind: str   # NAME NUM STR OPAQUE PUNCT EOF

@@ -9,7 +9,7 @@ of the text are then compared with the ones sprue computes.
 Grammar (whitespace and line breaks anywhere between tokens):
 
     program ::= ( 'let' ( NAME '=' jaxpr )+ 'in'? )* jaxpr       # JAX >= 0.4.36 hoists shared sub-jaxprs
-    jaxpr   ::= '{' 'lambda' binder* ';' binder* '.' 'let' eqn* 'in' outs '}'
+    jaxpr   ::= '{' 'lambda' binder* ';' binder* '.' 'let' (eqn ';'?)* 'in' outs '}'
     binder  ::= NAME ':' type | '_' (':' type)?
     type    ::= DTYPE '[' (dim (',' dim)*)? ']'           dim: int / name / + - * // % ( )
     eqn     ::= binder* '=' PRIM ('[' param* ']')? atom*   (no binders and no '=': no outputs)
@@ -17,17 +17,25 @@ Grammar (whitespace and line breaks anywhere between tokens):
     value   ::= jaxpr | '(' value* ')' | '[' value* ']' | NUM | STR | NAME | NAME '(' args ')' | '<...>'
     atom    ::= NAME | literal        literal: 2.0:f64[]  2.0  True:bool[]  -inf:f32[]  nan
     outs    ::= '(' atom (',' atom)* ','? ')' | atom*
+
+JAX prints a jaxpr that fits in 80 columns on one line, its equations separated by ';'. Its variable
+names are not kept apart from the keywords (the 221st variable is `in`, later ones `inf`, `let`,
+`nan`, `lambda`), so a keyword or literal name is a variable wherever the grammar puts a variable:
+`in` ends the equations only where no equation's outputs start (`in:f64[2] = ...` is an equation)
+and, once a variable `in` is bound, only before the outputs and '}' (`add im in` reads it as an
+operand); a literal name with a type (`inf:f32[]`) is a literal in an operand's place.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from .jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError, Token, tokenize
+from .jaxpr_lexer import (LITERAL_NAMES, JaxprError, JaxprSyntaxError, JaxprUnsupportedError, Token,
+                          tokenize)
 
 __all__ = ["parse_program", "parse_jaxpr", "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError"]
 
-_LITERAL_NAMES = {"True", "False", "inf", "nan"}
+_LITERAL_NAMES = LITERAL_NAMES
 
 # Jaxprs in params, tuples in param values and parentheses in dimensions nest; the parser (and the
 # evaluator, for jaxprs) recurse on them. Deeper than this is an error, not a RecursionError.
@@ -209,10 +217,12 @@ class Parser:
         self.expect(".")
         self.expect("let")
         eqns = []
-        while not self.at("in", "NAME"):
+        while not (self.at("in", "NAME") and not self._starts_binders()):
             if self.tok.kind == "EOF" or self.at("}"):
                 raise self.error("expected an equation or 'in'")
             eqns.append(self.eqn())
+            if self.at(";"):   # JAX's one-line form: `let b:f32[] = sin a; c:f32[] = cos b in (c,) }`
+                self.next()
         self.next()
         outs = self.outs()
         self.expect("}")
@@ -337,7 +347,7 @@ class Parser:
             self.next()
         args = []
         while True:
-            a = self.atom_or_none()
+            a = self.atom_or_none(start)
             if a is None:
                 break
             args.append(a)
@@ -346,13 +356,20 @@ class Parser:
                 self.scopes[-1].add(b.name)
         return Eqn(outs, prim.text, params, args, start)
 
-    def atom_or_none(self):
+    def atom_or_none(self, eqn_start: Token):
         t = self.tok
         if t.kind == "NUM":
             self.next()
             return Lit(t.text, self._lit_type(), t)
-        if t.kind != "NAME" or t.text == "in" and not self._bound("in"):
+        if t.kind != "NAME" or t.text == "in" and self._in_ends_eqns():
             return None
+        if t.text in _LITERAL_NAMES and self.peek().text == ":" and self.peek().kind == "PUNCT":
+            # `inf:f32[]` is a typed literal, or the first output of the next equation (a variable
+            # JAX named `inf`): only the latter starts a line at the column of this equation's start
+            first_on_line = self.toks[self.i - 1].line < t.line
+            if not (first_on_line and t.col == eqn_start.col and self._starts_binders()):
+                self.next()
+                return Lit(t.text, self._lit_type(), t)
         if self.peek().text in (":", "=") and self.peek().kind == "PUNCT" and self._starts_binders():
             return None   # the next equation's outputs
         if self._bound(t.text):
@@ -365,6 +382,31 @@ class Parser:
             return None   # the next equation (one without outputs)
         self.next()
         return VarRef(t.text, t)   # not defined: reported when the equation is evaluated
+
+    def _in_ends_eqns(self) -> bool:
+        """At a NAME `in` in an operand's place: is it the keyword that ends the equations?
+
+        Unless a variable named `in` is bound, yes. Once one is, the keyword is the `in` followed by
+        the outputs and '}': `(`, or bare atoms up to '}' (the bare form cannot hold a variable `in`
+        without ambiguity; JAX prints the outputs in parentheses)."""
+        if not self._bound("in"):
+            return True
+        j = self.i + 1
+        while True:
+            t = self.toks[j]
+            if t.kind == "PUNCT" and t.text in ("(", "}"):
+                return t.text == "}" or j == self.i + 1
+            if not (t.kind == "NUM" or (t.kind == "NAME" and t.text != "in")):
+                return False
+            j += 1
+            if self.toks[j].text == ":" and self.toks[j].kind == "PUNCT":
+                if t.kind == "NAME" and t.text not in _LITERAL_NAMES:
+                    return False   # a typed binder: the next equation's outputs
+                while self.toks[j].kind != "EOF" and self.toks[j].text != "]":   # a literal's type
+                    j += 1
+                if self.toks[j].kind == "EOF":
+                    return False
+                j += 1
 
     def _bound(self, name: str) -> bool:
         return bool(self.scopes) and name in self.scopes[-1]
@@ -395,7 +437,8 @@ class Parser:
 
     def out_atom(self):
         t = self.tok
-        if t.kind == "NUM" or (t.kind == "NAME" and t.text in _LITERAL_NAMES and not self._bound(t.text)):
+        if t.kind == "NUM" or (t.kind == "NAME" and t.text in _LITERAL_NAMES and
+                               (not self._bound(t.text) or self.peek().text == ":")):
             self.next()
             return Lit(t.text, self._lit_type(), t)
         if t.kind == "NAME":

@@ -5,7 +5,8 @@
         e:f64[3] = add d a
       in (e,) }
 
-Names are a, b, ..., z, ba, bb, ... in order of definition, restarting in each nested jaxpr;
+Names are a, b, ..., z, ba, bb, ... in order of definition, restarting in each nested jaxpr, and
+never a word the reader reserves (`in`, `let`, `lambda`, `inf`, `nan`: encode_name skips them);
 params are sorted by name; literals print with their type (`2.0:f64[]`).
 """
 from __future__ import annotations
@@ -16,14 +17,40 @@ import math
 import numpy as np
 
 from .core import ClosedJaxpr, DropVar, Jaxpr, Literal, Var
+from .jaxpr_lexer import RESERVED_NAMES
 
 
-def encode_name(n: int) -> str:
+def _alphabetic(n: int) -> str:
+    """The n-th name of JAX's sequence a..z, ba..zz, baa.. (jax/_src/core.py, _encode_digits_alphabetic)."""
     s = ""
     while not s or n:
         n, i = divmod(n, 26)
         s = chr(97 + i) + s
     return s
+
+
+def _alphabetic_index(name: str) -> int | None:
+    """The n with _alphabetic(n) == name, or None if the sequence never reaches `name`."""
+    if not name or not all("a" <= c <= "z" for c in name) or (len(name) > 1 and name[0] == "a"):
+        return None
+    n = 0
+    for c in name:
+        n = n * 26 + ord(c) - 97
+    return n
+
+
+# The reader's own words (`in`, `let`, `lambda`, `inf`, `nan`, ...) in the order the sequence
+# reaches them: a variable named `in` would end the equations when read back.
+_SKIPPED = sorted(i for i in map(_alphabetic_index, RESERVED_NAMES) if i is not None)
+
+
+def encode_name(n: int) -> str:
+    """The n-th variable name: JAX's sequence without the names the jaxpr reader reserves."""
+    for i in _SKIPPED:
+        if i > n:
+            break
+        n += 1
+    return _alphabetic(n)
 
 
 class _Names:

@@ -436,3 +436,64 @@ def test_unsupported_dtype():
 def test_wrong_operand_count_is_an_error_not_a_crash():
     msg = err("{ lambda ; a:f32[3]. let\n  b:f32[3] = add a\n  in (b,) }")
     assert msg.startswith("t.jaxpr:2:") and "add cannot take these operands" in msg
+
+
+# -- JAX's variable names include the reader's keywords --------------------------------------------
+def _jax_name(n):
+    """JAX's name sequence (jax/_src/core.py, _encode_digits_alphabetic): it does not skip keywords."""
+    s = ""
+    while not s or n:
+        n, i = divmod(n, 26)
+        s = chr(97 + i) + s
+    return s
+
+
+def test_jax_names_reach_in_inf_let_and_nan():
+    """A chain of 9,000 equations named as JAX names them: `in` (the 221st), `inf`, `let`, `nan`
+    are variables, as operands, as outputs, and as the last operand before the keyword `in`."""
+    from sprue.tracing import eval_jaxpr
+    n = 9000
+    names = [_jax_name(i) for i in range(n + 2)]
+    assert {"in", "inf", "let", "nan"} <= set(names)
+    lines = [f"{{ lambda ; {names[0]}:f32[3] {names[1]}:f32[3]. let"]
+    for k in range(2, n + 2):   # names[k] = x + (k - 1) y
+        lines.append(f"    {names[k]}:f32[3] = add {names[k - 1] if k > 2 else names[0]} {names[1]}")
+    lines.append(f"  in ({names[-1]}, in, inf, let, nan) }}")
+    closed, _ = parse_jaxpr("\n".join(lines))
+    x, y = np.arange(3, dtype=np.float32), np.array([1, 2, 4], np.float32)
+    outs = eval_jaxpr(closed.jaxpr, closed.consts, x, y)
+    idx = {name: k for k, name in enumerate(names)}
+    for out, name in zip(outs, [names[-1], "in", "inf", "let", "nan"]):
+        np.testing.assert_array_equal(out, x + (idx[name] - 1) * y)
+
+
+def test_keyword_names_in_every_place_jax_prints_a_variable(tmp_path):
+    text = """\
+{ lambda ; lambda:f32[2] let:f32[2]. let
+    in:f32[2] = add lambda let
+    inf:f32[2] = mul in 2.0:f32[]
+    nan:f32[2] = add inf in
+    _:f32[2] b:f32[2] = pjit[name=f jaxpr={ lambda ; c:f32[2]. let  in (c, c) }] nan
+    d:f32[2] = add b in
+  in (d, in, inf:f32[]) }"""
+    f = load(tmp_path, text)
+    x, y = np.array([1, 2], np.float32), np.array([10, 20], np.float32)
+    s = x + y
+    d, got_in, got_inf = f(x, y)
+    np.testing.assert_array_equal(d, 3 * s + s)
+    np.testing.assert_array_equal(got_in, s)
+    assert got_inf == np.inf and got_inf.dtype == np.float32
+
+
+def test_one_line_jaxprs_separate_equations_with_semicolons():
+    """JAX prints a jaxpr that fits in 80 columns on one line, equations separated by '; '."""
+    closed, _ = parse_jaxpr("{ lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = cos b in (c,) }")
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["sin", "cos"]
+
+
+def test_typed_literal_names_before_a_typed_equation():
+    """`inf:f32[]` as the last operand is a literal, not the first output of the next equation."""
+    closed, _ = parse_jaxpr("{ lambda ; a:f32[]. let\n    b:f32[] = min a inf:f32[]\n"
+                            "    c:f32[] = max b nan:f32[]\n    d:f32[] = mul c c\n  in (d,) }")
+    assert [len(e.invars) for e in closed.jaxpr.eqns] == [2, 2, 2]
+    assert np.isinf(closed.jaxpr.eqns[0].invars[1].val) and np.isnan(closed.jaxpr.eqns[1].invars[1].val)

@@ -146,3 +146,68 @@ def test_mlir_files_go_to_the_stablehlo_reader(tmp_path, monkeypatch):
     (tmp_path / "x.mlir").write_text("")
     assert sprue.load(p) == "loaded" and sprue.load(tmp_path / "x.mlir") == "loaded"
     assert seen == [p, tmp_path / "x.mlir"]
+
+
+# -- variable names: past the 220th, the name sequence reaches the reader's keywords ------------------
+def test_100_layer_mlp_round_trips(tmp_path):
+    """The 221st name of the sequence is `in`: a 100-layer MLP's saved text must not use it."""
+    rng = np.random.default_rng(0)
+    layers = [(rng.normal(size=(4, 4)) / 2, rng.normal(size=4)) for _ in range(100)]
+
+    @sprue.qjit
+    def mlp(x):
+        for w, b in layers:
+            x = jnp.tanh(x @ w + b)
+        return x
+
+    x = rng.normal(size=(2, 4))
+    expected = x
+    for w, b in layers:
+        expected = np.tanh(expected @ w + b)
+    np.testing.assert_allclose(mlp(x), expected, rtol=1e-12)
+    path = sprue.save(mlp, tmp_path / "mlp.jaxpr")
+    words = set(path.read_text().replace("(", " ").replace(")", " ").split())
+    assert {"il", "im", "io", "ip"} <= {w.split(":")[0] for w in words}   # the sequence skips `in`
+    g = sprue.load(path)
+    np.testing.assert_allclose(g(x), expected, rtol=1e-12)
+
+
+def test_10000_variable_program_round_trips():
+    from sprue.jaxpr_lexer import RESERVED_NAMES
+    from sprue.tracing import eval_jaxpr
+
+    def f(x, y):
+        for i in range(5000):
+            x = x * 0.5 + y
+        return x
+
+    x, y = np.array([1.0, -2.0]), np.array([0.25, 3.0])
+    closed = sprue.make_jaxpr(f)(x, y)
+    text = sprue.saved.to_text(closed)
+    names = {line.split(":")[0].strip() for line in text.splitlines() if " = " in line}
+    assert len(names) == 10000 and not names & RESERVED_NAMES
+    back, n_implicit, arg_names = parse_saved(text)
+    assert str(back) == str(closed) and n_implicit == 0 and arg_names == ["arg0", "arg1"]
+    expected = x
+    for _ in range(5000):
+        expected = expected * 0.5 + y
+    np.testing.assert_array_equal(eval_jaxpr(back.jaxpr, back.consts, x, y)[0], expected)
+
+
+def test_300_constants_keep_their_header_names(tmp_path):
+    """The header names constants by position (`# const b:...`): it must follow the printer's
+    sequence past the skipped keywords."""
+    consts = [np.full(2, float(i)) for i in range(300)]
+
+    @sprue.qjit
+    def f(x):
+        for c in consts:
+            x = x + c
+        return x
+
+    x = np.array([1.0, 2.0])
+    f(x)
+    path = sprue.save(f, tmp_path / "consts.jaxpr")
+    text = path.read_text()
+    assert "# const im:f64[2]" in text and "# const io:f64[2]" in text and "# const in:" not in text
+    np.testing.assert_array_equal(sprue.load(path)(x), x + sum(range(300)))
