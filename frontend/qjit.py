@@ -45,6 +45,60 @@ def _no_plan(args):
     return MISS
 
 
+# -- static arguments ------------------------------------------------------------------------------
+# A static argument is compiled in, so two values may share a compilation only if the function
+# cannot tell them apart. == is not enough: 100 == np.int8(100), 3 == 3.0 == True, 0.0 == -0.0, and
+# (1, 2) == (1.0, 2); JAX keys static arguments by type and value too. And a value's hash is taken
+# when it is compiled: an object mutated since (its __hash__/__eq__ follow its fields) no longer
+# matches, though it is the same object.
+_EXACT_STATIC = (int, bool, str, bytes, type(None))   # exact types whose == tells values apart
+
+
+def static_key(value):
+    """A static argument's part of a cache key: its type and its value, recursively through tuples
+    (named tuples too) and frozensets; floats and complex numbers by their bits."""
+    t = type(value)
+    if isinstance(value, tuple):
+        return (t, tuple(static_key(v) for v in value))
+    if isinstance(value, frozenset):
+        return (t, frozenset(static_key(v) for v in value))
+    if t in (float, complex) or isinstance(value, (np.floating, np.complexfloating)):
+        return (t, np.asarray(value).tobytes())
+    return (t, value)
+
+
+def _unhashable_part(value):
+    """The first unhashable object inside a static argument (itself, or an item of a tuple)."""
+    if isinstance(value, (tuple, frozenset)):
+        for v in value:
+            try:
+                hash(v)
+            except TypeError:
+                return _unhashable_part(v)
+    return value
+
+
+def _static_matcher(value):
+    """`same(arg)` for the fast path: arg is what `value` was when it was compiled (static_key
+    equal, with the hash it had then). None where the fast path's own exact check suffices."""
+    t = type(value)
+    if t in _EXACT_STATIC:
+        return None
+    if t is float:
+        bits = value.hex()   # tells 0.0 from -0.0; == first, for speed
+        return lambda a: type(a) is float and (a == value and value != 0.0 or a.hex() == bits)
+    key = static_key(value)
+    h = hash(key)
+
+    def same(a):
+        try:
+            k = static_key(a)
+            return hash(k) == h and k == key
+        except TypeError:   # unhashable now: the general path raises the error that says so
+            return False
+    return same
+
+
 @dataclass
 class ImplicitDim:
     """A size passed as an implicit argument: read from the axes of the explicit arguments that
@@ -208,10 +262,14 @@ class QJIT:
         for k in sorted(static):
             try:
                 hash(static[k])
-            except TypeError:
-                raise SprueTypeError(f"{self.name}(): static argument '{k}' must be hashable, got"
-                                     f" {type(static[k]).__name__}") from None
-            key.append((k, static[k]))
+            except TypeError as e:
+                bad = _unhashable_part(static[k])
+                inner = "" if bad is static[k] else f" (it holds a {type(bad).__name__})"
+                raise SprueTypeError(
+                    f"{self.name}(): static argument '{k}' must be hashable, got {type(static[k]).__name__}{inner}:"
+                    f" {e}. A static argument is compiled in and looked up by its value: pass a tuple for a"
+                    f" list, or make '{k}' a non-static argument for an array") from None
+            key.append((k, static_key(static[k])))
         return tuple(key)
 
     # -- compilation ------------------------------------------------------------------------
@@ -354,9 +412,10 @@ class QJIT:
         return tree_unflatten(compiled.traced.out_tree, outs)
 
     def _fast_key(self, args) -> tuple | None:
-        """The fast path's key of a positional call: per argument its static value, or
-        (dtype, shape) of an ndarray, or the type of a Python/numpy scalar; None when some
-        argument is anything else (a pytree, an array-like, an ndarray subclass)."""
+        """The fast path's key of a positional call: per argument its static value's key
+        (static_key: type and value), or (dtype, shape) of an ndarray, or the type of a
+        Python/numpy scalar; None when some argument is anything else (a pytree, an array-like,
+        an ndarray subclass)."""
         if len(args) != self._nparams or not self._positional:
             return None
         key = []
@@ -364,7 +423,7 @@ class QJIT:
         for i, a in enumerate(args):
             t = type(a)
             if i in static:
-                key.append(a)
+                key.append(static_key(a))
             elif t is np.ndarray:
                 key.append((a.dtype, a.shape))
             elif t in _PY_SCALARS or issubclass(t, np.generic):
@@ -386,7 +445,7 @@ class QJIT:
         kinds = [Const(int(v)) for v in flat[:n_implicit]]
         for i, a in enumerate(args):
             if i in self._static_pos:
-                kinds.append(Skip(a))
+                kinds.append(Skip(a, _static_matcher(a)))
             elif type(a) is np.ndarray:
                 kinds.append(Array(a.dtype, a.shape))
             else:

@@ -18,8 +18,10 @@ Kinds, one per entry of the argument tuple except Const (which takes no entry):
     Array(dtype, shape)   an ndarray (not a subclass) of exactly this dtype and shape
     DynArray(dtype, rank, static_axes)
                           an ndarray of this dtype and rank whose static axes have these sizes
-    Skip(v)               a call argument that is not passed to the kernel (a static argument
-                          qjit compiled in), which must be `v` (or an equal int/float/str/...)
+    Skip(v, same=None)    a call argument that is not passed to the kernel (a static argument
+                          qjit compiled in): `same(arg)` must be true; without `same`, the
+                          argument must be `v`, or of v's exact type and equal to it where that
+                          type's == is exact (int, bool, str, bytes, None; not float: 0.0 == -0.0)
 
 MISS means "take the general path": it is returned before anything is observable, and the
 general path then raises exactly the errors it always raised. A caller only ever skips checks
@@ -64,8 +66,9 @@ _TYPED = cffi.FFI()
 _TYPED.cdef("\n".join(f"struct sprue_scalar_{et.name} {{ char *allocated; {et.ctype} *aligned; int64_t offset; }};"
                       for et in ELEMENT_TYPES) + "\nstruct sprue_owned { char *allocated; };")
 
-# Static argument values compared by value (type and ==) rather than by identity.
-_BY_VALUE = (int, float, bool, str, bytes, complex, type(None))
+# Static argument values compared by value (type and ==) rather than by identity: the types whose
+# == tells values apart exactly (float's does not: 0.0 == -0.0; its callers pass `same`).
+_BY_VALUE = (int, bool, str, bytes, type(None))
 # Python scalar types and the only dtype each stores into exactly.
 _PYTHON_SCALARS = {float: np.dtype(np.float64), int: np.dtype(np.int64), bool: np.dtype(np.bool_)}
 
@@ -91,8 +94,8 @@ class DynArray:
 
 
 class Skip:
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def __init__(self, value: Any, same: Callable[[Any], bool] | None = None) -> None:
+        self.value, self.same = value, same
 
 
 def scalar_type_fits(t: type, dtype: np.dtype) -> bool:
@@ -170,7 +173,10 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
         a = f"a{i}"
         if isinstance(k, Skip):
             g[f"s{i}"] = k.value
-            if type(k.value) in _BY_VALUE:
+            if k.same is not None:
+                g[f"same{i}"] = k.same
+                body.append(f"    if not same{i}({a}): return MISS")
+            elif type(k.value) in _BY_VALUE:
                 g[f"st{i}"] = type(k.value)
                 body.append(f"    if not ({a} is s{i} or (type({a}) is st{i} and {a} == s{i})): return MISS")
             else:

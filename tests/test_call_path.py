@@ -212,9 +212,10 @@ def test_static_arguments_kwargs_and_defaults():
     same(f(x, 3), x * 3)
     same(f(x, 3), x * 3)                                   # fast
     same(f(x, 4), x * 4)
-    same(f(x, 3.0), general(f, x, 3.0))                    # equal static values: as the general path
+    same(f(x, 3.0), general(f, x, 3.0))                    # equal values of another type: compiled apart
+    same(f(x, 3.0), fast_taken(f, x, 3.0))
     same(f(x, s=4), x * 4)                                 # kwargs: general path, same compilation
-    assert f.compile_count == 2
+    assert f.compile_count == 3
     same_error(f, x, [1])                                  # unhashable static value
     same_error(f, x, np.ones(2))
 

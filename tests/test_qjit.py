@@ -1,5 +1,6 @@
 """sprue.qjit end to end: compile once per signature, pytrees, static args, closures, hints,
 inspection, intermediate stages, and the errors users meet."""
+import math
 import re
 import traceback
 
@@ -85,6 +86,79 @@ def test_static_argnums_and_argnames():
     assert len(f._cache) == 2
     with pytest.raises(TypeError, match="static argument 'n' must be hashable"):
         f(x, [1])
+
+
+def test_static_arguments_equal_in_value_but_not_in_type_compile_apart():
+    """100 == np.int8(100), 3 == 3.0, 0.0 == -0.0, (1, 2) == (1.0, 2): the function can tell each
+    pair apart, so each value gets its own compilation (keyed by type and value, as JAX does)."""
+    f = sprue.qjit(lambda x, s: x + s * 2, static_argnums=1)
+    x = np.zeros(2, np.int64)
+    with np.errstate(over="ignore"):
+        for _ in range(2):   # the second round takes the fast path
+            np.testing.assert_array_equal(f(x, np.int8(100)), [-56, -56])   # np.int8(100) * 2 wraps
+            np.testing.assert_array_equal(f(x, 100), [200, 200])
+    assert f.compile_count == 2
+
+    g = sprue.qjit(lambda s: jnp.zeros(2) + (s / 2 if type(s) is float else s // 2), static_argnums=0)
+    for _ in range(2):
+        np.testing.assert_array_equal(g(3), [1, 1])
+        np.testing.assert_array_equal(g(3.0), [1.5, 1.5])
+        np.testing.assert_array_equal(g(True), [0, 0])
+    assert g.compile_count == 3
+
+    sign = sprue.qjit(lambda x, s: x + math.copysign(1.0, s), static_argnums=1)
+    for _ in range(2):
+        np.testing.assert_array_equal(sign(np.zeros(1), 0.0), [1.0])
+        np.testing.assert_array_equal(sign(np.zeros(1), -0.0), [-1.0])
+
+    types = sprue.qjit(lambda x, t: x + sum(v / 2 if type(v) is float else v // 2 for v in t[1]),
+                       static_argnums=1)
+    for _ in range(2):
+        np.testing.assert_array_equal(types(np.zeros(1), ("a", (1, 3))), [1.0])
+        np.testing.assert_array_equal(types(np.zeros(1), ("a", (1.0, 3))), [1.5])
+    assert types.compile_count == 2
+
+
+def test_a_mutated_static_object_is_a_new_value():
+    """An object whose __hash__/__eq__ follow its fields, mutated between calls, is compared by
+    value (with the hash it had when compiled), not by identity: no stale result."""
+    class Config:
+        def __init__(self, k):
+            self.k = k
+
+        def __eq__(self, other):
+            return type(other) is Config and other.k == self.k
+
+        def __hash__(self):
+            return hash(self.k)
+
+    f = sprue.qjit(lambda x, c: x * c.k, static_argnums=1)
+    c, x = Config(2), np.ones(2)
+    np.testing.assert_array_equal(f(x, c), [2, 2])
+    np.testing.assert_array_equal(f(x, c), [2, 2])   # fast path
+    c.k = 5
+    np.testing.assert_array_equal(f(x, c), [5, 5])
+    np.testing.assert_array_equal(f(x, c), [5, 5])
+    # The first compilation's key holds `c` itself, now k=5: an equal Config(2) compiles anew
+    # (a static argument is not copied), and `c`, back at k=2, finds the first compilation again.
+    np.testing.assert_array_equal(f(x, Config(2)), [2, 2])
+    c.k = 2
+    np.testing.assert_array_equal(f(x, c), [2, 2])
+    np.testing.assert_array_equal(f(x, c), [2, 2])
+    assert f.compile_count == 3
+
+
+def test_unhashable_static_arguments_say_what_to_do():
+    f = sprue.qjit(lambda x, s: x * len(s), static_argnums=1)
+    with pytest.raises(sprue.SprueTypeError, match=r"<lambda>\(\): static argument 's' must be hashable, got list:"
+                       r" unhashable type: 'list'\. .*pass a tuple for a list"):
+        f(np.ones(2), [1, 2])
+    with pytest.raises(sprue.SprueTypeError, match=r"static argument 's' must be hashable, got tuple \(it holds a"
+                       r" dict\)"):
+        f(np.ones(2), (1, {"a": 2}))
+    with pytest.raises(sprue.SprueTypeError, match=r"got ndarray: .*make 's' a non-static argument for an array"):
+        f(np.ones(2), np.ones(3))
+    np.testing.assert_array_equal(f(np.ones(2), (1, 2)), [2, 2])
 
 
 def test_type_hints_compile_at_decoration_and_refuse_other_signatures():
