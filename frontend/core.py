@@ -13,9 +13,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes
-from .errors import SprueTypeError
+from .errors import SprueTypeError, at
 
 from .shapes import Dim, DimExpr, format_dim  # a dim is an int or a symbolic DimExpr (shapes.py)
+from .source_info import user_frame_summary
 
 Shape = tuple
 
@@ -83,6 +84,10 @@ def aval_of_value(x) -> ShapedArray:
     """The abstract value of a concrete Python/numpy value."""
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
+    if isinstance(x, np.ma.MaskedArray):   # an operand or a captured constant: refused as qjit's arguments are
+        raise SprueTypeError(f"a numpy masked array is not a valid operand (its mask would be dropped)"
+                             f"{at(user_frame_summary())}: pass x.filled(fill_value) to replace the masked"
+                             f" entries, or x.data to ignore the mask")
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
     raise SprueTypeError(f"{type(x).__name__} is not an array or a numeric scalar")

@@ -70,9 +70,14 @@ _SCALAR_HINTS = {int: ShapedArray((), dtypes.int64, weak_type=True),
                  bool: ShapedArray((), dtypes.bool_, weak_type=True)}
 
 
+def is_scalar_hint(h) -> bool:
+    """`int`, `float` or `bool` (a dict hint is unhashable: `h in _SCALAR_HINTS` would raise)."""
+    return isinstance(h, type) and h in _SCALAR_HINTS
+
+
 def is_hint(h) -> bool:
     """A usable hint: an ArrayHint, int/float/bool, or a tuple/list/dict of them."""
-    if isinstance(h, ArrayHint) or h in _SCALAR_HINTS:
+    if isinstance(h, ArrayHint) or is_scalar_hint(h):
         return True
     if isinstance(h, (tuple, list, dict)):
         leaves, _ = tree_flatten(h)
@@ -84,7 +89,7 @@ def hint_to_avals(h):
     """The pytree of ShapedArrays a hint stands for (same structure as the hint)."""
     if isinstance(h, ArrayHint):
         return h.aval
-    if h in _SCALAR_HINTS:
+    if is_scalar_hint(h):
         return _SCALAR_HINTS[h]
     if isinstance(h, tuple):
         return tuple(hint_to_avals(x) for x in h)

@@ -29,7 +29,7 @@ import numpy as np
 
 from .api import TracedFunction, abstractify, param_path, trace_function
 from .core import ShapedArray
-from .errors import SprueTypeError, SprueValueError
+from .errors import ArgumentTypeError, SprueTypeError, SprueValueError
 from .hints import hint_to_avals, is_hint
 from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .shapes import dim as dim_of, dim_vars_of
@@ -185,7 +185,8 @@ class QJIT:
     """A function compiled ahead of time, once per call signature."""
 
     def __init__(self, fn: Callable, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
-                 keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None):
+                 keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None,
+                 cast_arguments: bool = False):
         if not callable(fn):
             raise SprueTypeError(f"qjit expects a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
@@ -204,6 +205,7 @@ class QJIT:
             if n not in self.signature.parameters:
                 raise SprueValueError(f"qjit({self.name}): static_argnames '{n}' is not a parameter")
         self.keep_intermediate = keep_intermediate
+        self.cast_arguments = bool(cast_arguments)
         self.abstracted_axes = _check_abstracted_axes(abstracted_axes, self.name)
         self.compile_count = 0  # how many times this function was traced and compiled
         self._cache: dict[Any, Compiled] = {}
@@ -314,6 +316,7 @@ class QJIT:
         names = list(dynamic)
         leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
         paths = [_named_path(p, names) for p in paths]
+        _refuse_masked(leaves, paths, self.name)
         if self._fixed is not None:
             self._check_fits_hints(tree, leaves, paths)
             return self._fixed, leaves
@@ -335,6 +338,21 @@ class QJIT:
         if tree != hinted:
             raise SprueTypeError(f"{self.name}(): arguments {tree} do not match the type hints {hinted};"
                                  f" functions compiled from type hints do not recompile")
+        if not self.cast_arguments:
+            self._check_hinted_dtypes(leaves, paths)
+
+    def _check_hinted_dtypes(self, leaves, paths) -> None:
+        """A hinted parameter takes arrays and numpy scalars of exactly its dtype (see
+        check_argument_dtypes); qjit(cast_arguments=True) converts safe casts instead."""
+        invars = self._fixed.traced.closed_jaxpr.jaxpr.invars
+        avals = [v.aval for v in invars[len(invars) - len(leaves):]]
+        specs = self.fsig.params if self.fsig is not None else [None] * len(leaves)
+        declared = [f"hinted sprue.{spec.type_text_for(a.dtype)}" if spec is not None and spec.dtype is not None
+                    else f"hinted {({'b': 'bool', 'i': 'int', 'f': 'float'}.get(a.dtype.kind, a.dtype.name))}"
+                    for spec, a in zip(specs, avals)]
+        check_argument_dtypes(self.name, leaves, paths, avals, declared,
+                              "or compile with qjit(cast_arguments=True) to convert")
+
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -494,6 +512,35 @@ class QJIT:
         return f"<sprue.qjit {self.name}>"
 
 
+def check_argument_dtypes(fn_name: str, leaves, paths, avals, declared: list[str], opt_in: str) -> None:
+    """Arrays and numpy scalars must have exactly the declared dtype (byte order aside): an f32 or
+    i64 array is not silently converted into an f64 parameter. Python scalars are weakly typed and
+    judged by value by the runtime (runtime/arguments.py); non-arrays are refused there too.
+    `declared[i]` says how leaf i is declared ("hinted sprue.f64[3]"); `opt_in` how to convert."""
+    for x, path, aval, decl in zip(leaves, paths, avals, declared):
+        if type(x) in _PY_SCALARS:
+            continue
+        dt = getattr(x, "dtype", None)
+        if not isinstance(dt, np.dtype) or dt.newbyteorder("=") == aval.dtype:
+            continue
+        what = "a numpy scalar" if isinstance(x, np.generic) else f"an array of shape {tuple(np.shape(x))}"
+        raise ArgumentTypeError(
+            f"{fn_name}(): argument '{path}' is {decl} but got {what} of dtype {dt.name}: sprue does not convert"
+            f" arguments silently; pass {path}.astype(np.{aval.dtype.name}), {opt_in} dtypes that cast safely"
+            f" (numpy's 'safe' casting: f32 or i32 into f64)")
+
+
+def _refuse_masked(leaves, paths, fn_name: str) -> None:
+    """A numpy masked array's mask would be dropped (the compiled code sees its data only): refuse
+    it, as JAX does ("numpy masked arrays are not supported as direct inputs to JAX functions")."""
+    for x, path in zip(leaves, paths):
+        if isinstance(x, np.ma.MaskedArray):
+            raise ArgumentTypeError(
+                f"{fn_name}(): argument '{path}' is a numpy masked array, which sprue does not take (its mask"
+                f" would be dropped): pass {path}.filled(fill_value) to replace the masked entries, or"
+                f" {path}.data to ignore the mask")
+
+
 def out_dir_for(name: str, keep_intermediate) -> Path:
     """Where a compilation's files go: a scratch folder, or the kept-intermediates folder."""
     if keep_intermediate and not isinstance(keep_intermediate, bool):
@@ -634,14 +681,19 @@ def _abstract_axes(spec, dynamic: dict, tree: TreeDef, avals: tuple, fn_name: st
 
 
 def qjit(fn: Callable | None = None, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
-         keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None):
+         keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None, cast_arguments: bool = False):
     """Compile `fn` ahead of time. Usable as `@qjit` or `@qjit(static_argnums=..., ...)`.
 
     `abstracted_axes` makes sizes dynamic (one compilation for every size): `{0: "n"}` for every
     array argument, or a tuple with one dict per argument; a name used twice is one size.
+    A parameter with a type hint (`x: sprue.f64[3]`) takes arrays of exactly that dtype;
+    `cast_arguments=True` converts those whose dtype casts safely (f32 or i32 into f64), on each
+    call. Without hints there is no conversion: another dtype is another compilation.
     `f.compile_count` counts the compilations."""
     if fn is None:
         return functools.partial(qjit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes)
+                                 keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes,
+                                 cast_arguments=cast_arguments)
     return QJIT(fn, static_argnums=static_argnums, static_argnames=static_argnames,
-                keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes)
+                keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes,
+                cast_arguments=cast_arguments)

@@ -207,13 +207,15 @@ class LoadedProgram:
     """A compiled saved program: call it with the jaxpr's explicit arguments, flat and positional."""
 
     def __init__(self, closed: ClosedJaxpr, n_implicit: int, arg_names: list[str], path: Path,
-                 keep_intermediate=False):
+                 keep_intermediate=False, cast_arguments=False):
         from .qjit import compile_closed_jaxpr, out_dir_for
         self.path = path
         self.name = path.stem
         self.jaxpr = closed
         self.arg_names = list(arg_names)
         self.n_implicit = n_implicit
+        self.cast_arguments = bool(cast_arguments)
+        self._avals = [v.aval for v in closed.jaxpr.invars[n_implicit:]]
         stem = "".join(c if c.isalnum() or c == "_" else "_" for c in self.name) or "program"
         out_dir = out_dir_for(stem, keep_intermediate)
         self.mlir, self.library, self._function, self._implicit = compile_closed_jaxpr(
@@ -222,8 +224,9 @@ class LoadedProgram:
 
     def __call__(self, *args, **kwargs):
         """Positional arguments in the jaxpr's order (`.arg_names`; qjit orders a function's
-        parameters by name), or keyword arguments by those names."""
-        from .qjit import _size_of
+        parameters by name), or keyword arguments by those names. Arrays must have the jaxpr's
+        dtypes (no silent conversion), unless loaded with cast_arguments=True."""
+        from .qjit import _size_of, check_argument_dtypes
         if kwargs:
             unknown = [k for k in kwargs if k not in self.arg_names[len(args):]]
             if unknown:
@@ -237,6 +240,10 @@ class LoadedProgram:
             raise SprueTypeError(f"{self.name}(): takes {len(self.arg_names)} arguments"
                                  f" ({', '.join(self.arg_names)}), got {len(args)}")
         leaves = list(args)
+        if not self.cast_arguments:
+            check_argument_dtypes(self.name, leaves, self.arg_names, self._avals,
+                                  [f"declared {dtypes.short_name(a.dtype)} by the saved program" for a in self._avals],
+                                  "or load with sprue.load(path, cast_arguments=True) to convert")
         sizes = [_size_of(d, leaves, self.arg_names, self.name) for d in self._implicit]
         outs = self._function(*sizes, *leaves)
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -275,10 +282,11 @@ def read_program_text(path: str | os.PathLike) -> str:
     return text
 
 
-def load(path: str | os.PathLike, *, keep_intermediate=False):
+def load(path: str | os.PathLike, *, keep_intermediate=False, cast_arguments=False):
     """Compile a saved program (sprue.save, or a jaxpr as JAX prints it) and return a callable
     like a qjit'd function: positional arguments are the jaxpr's explicit invars; `.jaxpr`,
-    `.mlir` and `compile_count` as on qjit. A `.mlir` file (StableHLO) goes to
+    `.mlir` and `compile_count` as on qjit. Arrays must have the jaxpr's dtypes, as for a hinted
+    qjit function; `cast_arguments=True` converts those that cast safely. A `.mlir` file (StableHLO) goes to
     sprue.lowering.stablehlo_input.load_stablehlo."""
     path = Path(path)
     if path.suffix == ".mlir":
@@ -294,7 +302,7 @@ def load(path: str | os.PathLike, *, keep_intermediate=False):
                                    f" sprue.lowering.stablehlo_input, which is not available: {e}") from None
         return load_stablehlo(path)
     closed, n_implicit, names = parse_saved(text, str(path))
-    return LoadedProgram(closed, n_implicit, names, path, keep_intermediate)
+    return LoadedProgram(closed, n_implicit, names, path, keep_intermediate, cast_arguments)
 
 
 __all__ = ["save", "load", "read_program_text", "to_text", "parse_saved", "LoadedProgram", "MAGIC"]

@@ -192,10 +192,10 @@ def spec_of_hint(label: str, hint) -> ArraySpec | None:
 
 def flat_specs(label: str, hint) -> list[ArraySpec]:
     """ArraySpecs for every array leaf of a (pytree) hint; scalars as rank-0 specs."""
-    from .hints import ArrayHint, _SCALAR_HINTS
+    from .hints import ArrayHint, is_scalar_hint
     if isinstance(hint, ArrayHint):
         return [spec_of_hint(label, hint)]
-    if hint in _SCALAR_HINTS:
+    if is_scalar_hint(hint):
         return [ArraySpec(label, None, ())]
     if isinstance(hint, (tuple, list)):
         return [s for i, h in enumerate(hint) for s in flat_specs(f"{label}[{i}]", h)]

@@ -20,6 +20,8 @@ What is accepted for an argument of element type T and shape S
   f64); float goes into f64 and f32 (rounded; a finite value beyond f32's
   range is refused rather than turned into inf). Int into bool and float
   into an integer type are TypeErrors; a value out of range is a ValueError.
+* numpy masked arrays are a TypeError: the compiled code would see their
+  data without the mask (JAX refuses them too).
 * Anything else (str, bytes, list, tuple, None, arbitrary objects,
   complex) is a TypeError. Sequences are refused on purpose: callers pass
   flat leaves, and a list leaf is more likely a pytree mistake than data.
@@ -178,6 +180,9 @@ class ArgumentConverter:
         return cls(f"argument {self.spec.name!r}: expected {self.spec.type_str}, got {got}")
 
     def _convert_slow(self, value: object, keep: list) -> Any:
+        if isinstance(value, np.ma.MaskedArray):
+            raise self._fail(TypeError, "a numpy masked array, whose mask would be dropped: pass .filled(fill_value)"
+                                        " to replace the masked entries, or .data to ignore the mask")
         if isinstance(value, np.ndarray):
             arr, what = value, "an array"
         elif isinstance(value, np.generic):

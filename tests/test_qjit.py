@@ -9,7 +9,7 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.errors import SprueError
+from sprue.errors import ArgumentError, SprueError
 
 
 def test_compiles_once_per_signature_and_reuses():
@@ -329,3 +329,96 @@ def test_jaxpr_invars_follow_the_parameters_positional_order():
     z, a, m = np.random.rand(2), np.random.rand(3, 2), np.random.rand(2)
     np.testing.assert_allclose(f(z, a, m), z * 2.0 + a - m)
     assert str(f.jaxpr).startswith("{ lambda ; a:f64[2] b:f64[3,2] c:f64[2]. let")
+
+
+# -- no silent conversions -------------------------------------------------------------------------
+def test_hinted_parameters_take_their_dtype_only():
+    @sprue.qjit
+    def f(x: sprue.f64[3], k: int):
+        return x * k
+
+    np.testing.assert_array_equal(f(np.ones(3), 2), [2, 2, 2])
+    np.testing.assert_array_equal(f(np.ones(3), 2), [2, 2, 2])   # fast path: a new dtype still raises below
+    for bad in (np.ones(3, np.float32), np.arange(3)):
+        with pytest.raises(ArgumentError, match=rf"f\(\): argument 'x' is hinted sprue.f64\[3\] but got an array"
+                           rf" of shape \(3,\) of dtype {bad.dtype.name}: sprue does not convert arguments silently;"
+                           r" pass x.astype\(np.float64\), or compile with qjit\(cast_arguments=True\)"):
+            f(bad, 2)
+    with pytest.raises(ArgumentError, match=r"argument 'k' is hinted int but got a numpy scalar of dtype int32"):
+        f(np.ones(3), np.int32(2))
+    np.testing.assert_array_equal(f(np.ones(3).astype(">f8"), 3), [3, 3, 3])   # byte order is no conversion
+    assert f.compile_count == 1
+
+    @sprue.qjit(cast_arguments=True)
+    def g(x: sprue.f64["n"]):
+        return x / 3
+
+    got = g(np.array([1, 2, 4], np.float32))   # converted (a safe cast), as asked
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.array([1, 2, 4], np.float64) / 3)
+    np.testing.assert_array_equal(g(np.arange(3)), np.arange(3) / 3)
+    with pytest.raises(TypeError, match="does not cast safely to f64"):   # never an unsafe cast
+        g(np.ones(2, np.complex128))
+
+    @sprue.qjit
+    def h(d: {"a": sprue.f32[2], "b": sprue.i8[2]}):
+        return d["a"] * 2, d["b"] + 1
+    with pytest.raises(ArgumentError, match=r"argument 'd\['b'\]' is hinted sprue.i8\[2\] but got an array of"
+                       r" shape \(2,\) of dtype int64"):
+        h({"a": np.ones(2, np.float32), "b": np.ones(2, np.int64)})
+
+
+def test_unhinted_functions_compile_per_dtype_and_never_convert():
+    f = sprue.qjit(lambda x, y: x * y)
+    x64, x32 = np.array([1.1, 2.2]), np.array([1.1, 2.2], np.float32)
+    for _ in range(2):
+        assert f(x64, x64).dtype == np.float64
+        got = f(x32, x32)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, x32 * x32)   # float32 arithmetic: not f64 rounded back
+        assert f(x32, np.float32(2)).dtype == np.float32
+        assert f(x32, 2.0).dtype == np.float32            # a Python float is weakly typed, as in JAX
+    assert f.compile_count == 4
+
+
+def test_masked_arrays_are_refused_not_unmasked(tmp_path):
+    m = np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    f = sprue.qjit(lambda x: x * 2)
+    with pytest.raises(ArgumentError, match=r"<lambda>\(\): argument 'x' is a numpy masked array, which sprue"
+                       r" does not take \(its mask would be dropped\): pass x.filled\(fill_value\)"):
+        f(m)
+    assert f.compile_count == 0
+    np.testing.assert_array_equal(f(m.filled(0.0)), [2, 0, 6])
+
+    @sprue.qjit
+    def g(t: (sprue.f64[3], sprue.f64[3])):
+        return t[0] + t[1]
+    with pytest.raises(ArgumentError, match=r"argument 't\[1\]' is a numpy masked array"):
+        g((np.ones(3), m))
+    with pytest.raises(sprue.SprueTypeError, match=r"a numpy masked array is not a valid operand \(its mask would be"
+                       r" dropped\) \(at .*test_qjit.py:\d+"):
+        sprue.qjit(lambda x: x + m)(np.ones(3))   # captured as a constant
+    with pytest.raises(sprue.SprueTypeError, match="a numpy masked array is not a valid operand"):
+        jnp.sum(m)
+
+
+def test_python_int_arguments_that_do_not_fit_raise_like_literals():
+    """int8 * 300: numpy 2 raises OverflowError, and sprue raises for a literal 300; a Python int
+    argument (weakly typed, its value known at run time) must not wrap to 44 either."""
+    x = np.array([1, 2], np.int8)
+    with pytest.raises(sprue.SprueValueError, match="Python int 300 is out of bounds for int8"):
+        sprue.qjit(lambda x: x * 300)(x)
+    f = sprue.qjit(lambda x, k: x * k)
+    np.testing.assert_array_equal(f(x, 100), [100, -56])   # 100 fits int8; the product wraps, as numpy's does
+    for _ in range(2):   # the general path, then the fast path
+        for k in (300, -129, 2 ** 40):
+            with pytest.raises(sprue.SprueValueError, match=r"a Python int is out of bounds for int8 \(it must be in"
+                               r" \[-128, 127\]\) \(at .*test_qjit.py:\d+ \(<lambda>\)\): its value comes from a"
+                               r" Python int argument"):
+                f(x, k)
+        np.testing.assert_array_equal(f(x, -128), [-128, 0])
+    u = sprue.qjit(lambda x, k: x + k * 2)   # computed from the argument: still checked
+    with pytest.raises(sprue.SprueValueError, match=r"out of bounds for uint8 \(it must be in \[0, 255\]\)"):
+        u(np.array([1], np.uint8), -1)
+    np.testing.assert_array_equal(u(np.array([1], np.uint8), 127), [255])
+    assert f.compile_count == 1 and u.compile_count == 1

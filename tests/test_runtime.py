@@ -770,6 +770,12 @@ X = np.zeros((3, 4))
             "(RuntimeError('nope'))",
         ),
         ((X, 2**1100), ValueError, "argument 'y': expected f64[], got the Python int (huge), which does not fit in f64"),
+        (
+            (np.ma.masked_array(X, mask=X > 5), 1.0),
+            TypeError,
+            "argument 'x': expected f64[3,4], got a numpy masked array, whose mask would be dropped: pass"
+            " .filled(fill_value) to replace the masked entries, or .data to ignore the mask",
+        ),
     ],
 )
 def test_argument_errors(add_sum, args, exc, message):

@@ -211,3 +211,18 @@ def test_300_constants_keep_their_header_names(tmp_path):
     text = path.read_text()
     assert "# const im:f64[2]" in text and "# const io:f64[2]" in text and "# const in:" not in text
     np.testing.assert_array_equal(sprue.load(path)(x), x + sum(range(300)))
+
+
+def test_loaded_programs_take_their_dtypes_only(tmp_path):
+    f = sprue.qjit(lambda x: x * 2.0)
+    f(np.ones(3))
+    path = sprue.save(f, tmp_path / "f.jaxpr")
+    g = sprue.load(path)
+    with pytest.raises(sprue.SprueTypeError, match=r"f\(\): argument 'x' is declared f64 by the saved program but got"
+                       r" an array of shape \(3,\) of dtype float32: sprue does not convert arguments silently; pass"
+                       r" x.astype\(np.float64\), or load with sprue.load\(path, cast_arguments=True\)"):
+        g(np.ones(3, np.float32))
+    with pytest.raises(sprue.SprueTypeError, match=r"argument 'x': expected f64\[3\], got a numpy masked array"):
+        g(np.ma.masked_array(np.ones(3), mask=[1, 0, 0]))
+    got = sprue.load(path, cast_arguments=True)(np.ones(3, np.float32))
+    assert got.dtype == np.float64 and np.array_equal(got, [2.0, 2.0, 2.0])

@@ -159,6 +159,8 @@ def convert(x, dtype, weak: bool = False, strip_weak: bool = False):
     if isinstance(x, Tracer):
         if x.dtype == dtype and not (strip_weak and x.weak_type):
             return x
+        if x.weak_type and dtypes.is_int(x.dtype) and dtypes.is_int(dtype) and dtype != x.dtype:
+            _check_weak_int_fits(x, dtype)
         return _e.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak, sharding=None)
     if is_py_scalar(x):
         if weak and dtype in (dtypes.bool_, dtypes.int64, dtypes.float64):  # a weak literal of its kind
@@ -172,6 +174,21 @@ def convert(x, dtype, weak: bool = False, strip_weak: bool = False):
         return x
     out = impl_rules[_e.convert_element_type_p](np.asarray(x), new_dtype=dtype)
     return np.asarray(out, dtype) if np.ndim(x) else np.asarray(out, dtype)[()]
+
+
+def _check_weak_int_fits(x, dtype) -> None:
+    """A weakly typed int known only at run time (a Python int argument, or one computed from it)
+    must fit the integer type it is converted to, as a literal must (convert, above) and as numpy 2
+    requires (NEP 50: `int8_array * 300` raises OverflowError): a run-time check, not a wrap."""
+    info, wide = np.iinfo(dtype), np.iinfo(x.dtype)
+    lo, hi = max(int(info.min), int(wide.min)), min(int(info.max), int(wide.max))
+    ok = lax.bitwise_and(lax.ge(x, np.array(lo, x.dtype)[()]), lax.le(x, np.array(hi, x.dtype)[()]))
+    if ok.aval.ndim:
+        ok = lax.reduce_and(ok, tuple(range(ok.aval.ndim)))
+    lax.check(ok, f"a Python int is out of bounds for {dtype} (it must be in [{lo}, {hi}]){loc()}: its value"
+                  f" comes from a Python int argument, and meets a value of type {dtype} here (numpy 2 raises"
+                  f" OverflowError, as sprue does for a literal); pass a value that fits, or convert the other"
+                  f" operand to a wider type first")
 
 
 def as_result(x, dtype=None):
