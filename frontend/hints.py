@@ -16,8 +16,10 @@ import numpy as np
 from . import dtypes
 from .core import ShapedArray
 from .dim_patterns import parse_dim_pattern
-from .errors import SprueTypeError
+from .errors import SprueTypeError, at
 from .pytree import tree_flatten
+from .shapes import MAX_DIM
+from .source_info import user_frame_summary
 
 
 @dataclass(frozen=True)
@@ -43,13 +45,17 @@ class _DtypeHint:
         if not isinstance(dims, tuple):
             dims = (dims,)
         for d in dims:
-            if isinstance(d, str):
-                parse_dim_pattern(d, f"sprue.{dtypes.short_name(self.dtype)}[...]")
+            if isinstance(d, str):   # the hint is made where it is written: name the user's line
+                parse_dim_pattern(d, f"sprue.{dtypes.short_name(self.dtype)}[...]", user_frame_summary())
                 continue
             if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
                 raise SprueTypeError(
                     f"sprue.{dtypes.short_name(self.dtype)}[...]: dimension {d!r} must be a non-negative int"
-                    f" (a static size) or a name such as \"n\" (a size known at run time)")
+                    f" (a static size) or a name such as \"n\" (a size known at run time){at(user_frame_summary())}")
+            if d > MAX_DIM:
+                raise SprueTypeError(
+                    f"sprue.{dtypes.short_name(self.dtype)}[...]: dimension {d} does not fit in int64 (sizes are at"
+                    f" most 2**63-1){at(user_frame_summary())}")
         return ArrayHint(self.dtype, tuple(d.strip() if isinstance(d, str) else int(d) for d in dims))
 
     def __repr__(self):

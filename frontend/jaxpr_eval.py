@@ -16,7 +16,7 @@ from .jaxpr_lexer import JaxprError, JaxprUnsupportedError
 from .jaxpr_params import (ALIASES, CALLS, HARMLESS, IDENTITIES, NO_FILL, REQUIRED, RESET, convert_param, convert_value,
                            sprue_params)
 from .jaxpr_parser import Binder, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
-from .shapes import DimExpr, prove_equal
+from .shapes import DimExpr, dim_out_of_range, format_dim, prove_equal
 from .tracing import Tracer, as_dim, current_builder, trace_scope
 
 
@@ -95,6 +95,9 @@ class Evaluator:
                                  f" {type(v).__name__})", t.tok)
             if isinstance(v, int) and v < 0:
                 raise self.error(f"dimension {k} of the type {t.dtype}[...] is negative ({v})", t.tok)
+            if dim_out_of_range(v) is not None:   # sizes are int64 (shapes.MAX_DIM)
+                raise self.error(f"dimension {k} of the type {t.dtype}[...] does not fit in int64"
+                                 f" ({format_dim(v)})", t.tok)
             out.append(v)
         return tuple(out)
 

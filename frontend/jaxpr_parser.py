@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .shapes import MAX_DIM
 from .jaxpr_lexer import (LITERAL_NAMES, JaxprError, JaxprSyntaxError, JaxprUnsupportedError, Token,
                           tokenize)
 
@@ -256,23 +257,43 @@ class Parser:
         return TypeAST(t.text, dims, t)
 
     # dims: e ::= term (('+'|'-'|negative NUM) term)*; term ::= factor (('*'|'//'|'%') factor)*
+    # The evaluator walks the tree recursively: a run of + and - (or of *) becomes a balanced tree
+    # (`a+a+...+a`, 1,000 terms, is 10 levels deep, not 1,000); // and % do not associate, so each
+    # adds a level, and a dimension deeper than MAX_NESTING is a syntax error at its start.
     def dim_expr(self):
-        lhs = self.dim_term()
+        start = self.tok
+        plus, minus = [self.dim_term()], []
         while True:
             if self.at("+") or self.at("-"):
-                op = self.next().text
-                lhs = ("add" if op == "+" else "sub", lhs, self.dim_term())
+                (plus if self.next().text == "+" else minus).append(self.dim_term())
             elif self.tok.kind == "NUM" and self.tok.text.startswith("-"):
-                lhs = ("add", lhs, self.dim_term())   # `a-1` lexes as `a` `-1`
+                plus.append(self.dim_term())   # `a-1` lexes as `a` `-1`
             else:
-                return lhs
+                break
+        e = _balanced("add", plus)
+        if minus:
+            e = ("sub", e, _balanced("add", minus))
+        return self._check_depth(e, start)
 
     def dim_term(self):
-        lhs = self.dim_factor()
+        start = self.tok
+        run, e = [self.dim_factor()], None
         while self.at("*") or self.at("//") or self.at("%"):
             op = {"*": "mul", "//": "floordiv", "%": "mod"}[self.next().text]
-            lhs = (op, lhs, self.dim_factor())
-        return lhs
+            if op == "mul":
+                run.append(self.dim_factor())
+                continue
+            e = _balanced("mul", run if e is None else [e, *run])
+            run = []
+            e = self._check_depth((op, e, self.dim_factor()), start)
+        if e is not None:
+            run = [e, *run]
+        return self._check_depth(_balanced("mul", run), start)
+
+    def _check_depth(self, e, tok: Token):
+        if _dim_depth(e) + self.depth > MAX_NESTING:
+            raise self.error(f"a dimension nested more than {MAX_NESTING} levels deep", tok)
+        return e
 
     def dim_factor(self):
         self.enter(self.tok)
@@ -286,9 +307,12 @@ class Parser:
         if t.kind == "NUM":
             self.next()
             try:
-                return ("int", int(t.text))
+                v = int(t.text)
             except ValueError:
                 raise self.error(f"a dimension must be an integer, got {t.text}", t) from None
+            if not -MAX_DIM <= v <= MAX_DIM:
+                raise self.error(f"the size {t.text} does not fit in int64 (sizes are at most 2**63-1)", t)
+            return ("int", v)
         if t.kind == "NAME":
             self.next()
             return ("name", t.text, t)
@@ -523,6 +547,23 @@ class Parser:
                 depth -= 1
                 if depth == 0:
                     return " ".join(parts)
+
+
+def _balanced(op: str, items: list):
+    """items[0] op items[1] op ... as a balanced tree of an associative op."""
+    while len(items) > 1:
+        items = [(op, items[i], items[i + 1]) if i + 1 < len(items) else items[i] for i in range(0, len(items), 2)]
+    return items[0]
+
+
+def _dim_depth(e) -> int:
+    """How deep a dimension's tree is (the evaluator recurses that deep), without recursing."""
+    depth, stack = 0, [(e, 1)]
+    while stack:
+        node, d = stack.pop()
+        depth = max(depth, d)
+        stack.extend((c, d + 1) for c in node[1:] if isinstance(c, tuple))
+    return depth
 
 
 def _number(text: str):

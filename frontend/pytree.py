@@ -66,6 +66,21 @@ def tree_flatten_with_path(x, path: str = "") -> tuple[list, list[str], TreeDef]
     return leaves, paths, TreeDef(kind, meta, tuple(defs))
 
 
+def none_paths(x, path: str = "") -> list[str]:
+    """The paths of the Nones in a pytree (empty nodes: tree_flatten yields no leaf for them), for
+    messages; a dict's values are named by key (`d['a']`)."""
+    out, stack = [], [(x, path)]
+    while stack:
+        node, p = stack.pop()
+        if node is None:
+            out.append(p)
+            continue
+        kids = _children(node)
+        if kids is not None:
+            stack.extend(reversed(list(zip(kids[2], (p + s for s in kids[3])))))
+    return out
+
+
 def tree_flatten(x) -> tuple[list, TreeDef]:
     leaves, _, tree = tree_flatten_with_path(x)
     return leaves, tree

@@ -29,10 +29,11 @@ import numpy as np
 
 from .api import TracedFunction, abstractify, param_path, trace_function
 from .core import ShapedArray
-from .errors import ArgumentTypeError, SprueTypeError, SprueValueError
+from .errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
 from .hints import hint_to_avals, is_hint
-from .pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .shapes import dim as dim_of, dim_vars_of
+from .source_info import user_frame_of
 from .tracing import _state as _trace_state, current_builder
 from sprue.runtime.fastcall import MISS, SINGLE, Array, Const, Scalar, Skip
 
@@ -295,7 +296,17 @@ class QJIT:
         bound = inspect.BoundArguments(self.signature, {**static, **dyn})
         ordered = {k: bound.arguments[k] for k in self.signature.parameters if k in bound.arguments}
         bound.arguments = ordered
-        out = self.fn(*bound.args, **bound.kwargs)
+        try:
+            out = self.fn(*bound.args, **bound.kwargs)
+        except TypeError as e:
+            nones = [] if isinstance(e, SprueError) else [p for k, v in dyn.items() for p in none_paths(v, k)]
+            if not nones:
+                raise
+            # `None * 2` on an argument that is None: Python's TypeError names neither the line nor why
+            raise SprueTypeError(
+                f"{self.name}(): {e}{at(user_frame_of(e.__traceback__))}: argument{'s' if len(nones) > 1 else ''}"
+                f" {', '.join(nones)} {'is' if len(nones) == 1 else 'are'} None, which reaches the function as None"
+                f" (an empty pytree), not as an array") from e
         if self.fsig is not None and self.fsig.results is not None:
             self._check_results(out)
         return out

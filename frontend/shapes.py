@@ -20,7 +20,7 @@ import numpy as np
 import itertools
 from typing import Callable, Union
 
-from .errors import SprueTypeError, SprueValueError
+from .errors import ShapeError, SprueTypeError, SprueValueError, at
 
 _ids = itertools.count()
 
@@ -328,6 +328,33 @@ def is_static_shape(shape) -> bool:
 def format_dim(d, name_of: Callable[[DimVar], str] = repr) -> str:
     """A dim as text; a str is a dimension name not yet turned into a DimVar (a hint)."""
     return str(d) if isinstance(d, (int, str, np.integer)) else d.format(name_of)
+
+
+# Sizes are int64 in numpy and in the compiled code (`index` is i64 in MLIR; descriptors hold
+# int64_t): a size, or a constant of a size expression, beyond this is refused where it enters (a
+# type hint, a jaxpr's type, an operation's shape argument), with its location, rather than
+# reaching the MLIR bindings as a raw TypeError or wrapping around in generated code.
+MAX_DIM = 2 ** 63 - 1
+
+
+def dim_out_of_range(d) -> int | None:
+    """The first number in dim d (a size, or a coefficient of a size expression) whose magnitude
+    exceeds MAX_DIM, or None."""
+    if isinstance(d, DimExpr):
+        return next((c for _, c in d.terms if abs(c) > MAX_DIM), None)
+    if isinstance(d, (int, np.integer)) and abs(int(d)) > MAX_DIM:
+        return int(d)
+    return None
+
+
+def check_dims_fit(shape, what: str, where: str | None = None) -> None:
+    """Raises ShapeError naming `what` and the user's line when a size of `shape` does not fit
+    in int64 (see MAX_DIM)."""
+    for d in shape:
+        bad = dim_out_of_range(d)
+        if bad is not None:
+            raise ShapeError(f"{what}: the size {format_dim(d)} does not fit in int64 ({bad} is beyond 2**63-1 in"
+                             f" magnitude){at(where)}")
 
 
 def dim(v: DimVar) -> DimExpr:

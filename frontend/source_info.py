@@ -31,3 +31,15 @@ def user_frame_summary() -> str | None:
             return f"{fname}:{frame.f_lineno} ({frame.f_code.co_name})"
         frame = frame.f_back
     return None
+
+
+def user_frame_of(tb) -> str | None:
+    """`file.py:LINE (function)` of the innermost user frame of a traceback, or None."""
+    dirs = _sprue_dirs()
+    where = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(dirs) and not code.co_filename.startswith("<frozen"):
+            where = f"{code.co_filename}:{tb.tb_lineno} ({code.co_name})"
+        tb = tb.tb_next
+    return where

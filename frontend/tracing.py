@@ -16,7 +16,7 @@ import numpy as np
 from . import dtypes
 from .core import (ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, SizeAval, Var, aval_of_value,
                    dynamic_dim_params, impl_rules, shape_rules)
-from .shapes import Dim, DimVar, dim as dim_of, dim_vars_of
+from .shapes import Dim, DimVar, check_dims_fit, dim as dim_of, dim_out_of_range, dim_vars_of
 from .errors import ConcretizationError, SprueError, SprueTypeError, at
 from .source_info import user_frame_summary
 
@@ -260,14 +260,19 @@ def eval_eager(prim: Primitive, args: Sequence, params: dict):
 
 
 def abstract_eval(prim: Primitive, avals: Sequence[ShapedArray], params: dict):
-    """The primitive's shape rule; its errors gain the user's source line."""
+    """The primitive's shape rule; its errors gain the user's source line. A result size beyond
+    int64 (`jnp.zeros((0, 2**64))`) is an error here, at the user's line (shapes.MAX_DIM)."""
     try:
-        return shape_rules[prim](*avals, **params)
+        out = shape_rules[prim](*avals, **params)
     except SprueError as e:
         where = user_frame_summary()
         if where and e.args and "(at " not in str(e):
             e.args = (f"{e.args[0]}{at(where)}", *e.args[1:])  # same exception, now naming the line
         raise
+    for a in (out if prim.multiple_results else (out,)):
+        if any(dim_out_of_range(d) is not None for d in a.shape):
+            check_dims_fit(a.shape, f"{prim.name} makes an array of shape {a.str_short()}", user_frame_summary())
+    return out
 
 
 # Primitives whose shape rule needs the symbolic values of their integer scalar operands (a call

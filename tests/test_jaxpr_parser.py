@@ -497,3 +497,38 @@ def test_typed_literal_names_before_a_typed_equation():
                             "    c:f32[] = max b nan:f32[]\n    d:f32[] = mul c c\n  in (d,) }")
     assert [len(e.invars) for e in closed.jaxpr.eqns] == [2, 2, 2]
     assert np.isinf(closed.jaxpr.eqns[0].invars[1].val) and np.isnan(closed.jaxpr.eqns[1].invars[1].val)
+
+
+# -- long, deep and huge dimensions (issue 20, item 12) --------------------------------------------
+def test_a_1000_term_dimension_reads_and_compiles(tmp_path):
+    terms = "+".join(["a"] * 1000)
+    text = f"{{ lambda ; a:i64[] x:f64[a] b:f64[{terms}]. let\n    c:f64[{terms}] = mul b b\n  in (c,) }}"
+    closed, n_implicit = parse_jaxpr(text)
+    assert n_implicit == 1 and str(closed.jaxpr).startswith("{ lambda ; a:i64[] b:f64[a] c:f64[1000*a]. let")
+    f = load(tmp_path, text)
+    np.testing.assert_array_equal(f(np.ones(2), np.arange(2000.0)), np.arange(2000.0) ** 2)
+    many = "-".join(["a"] * 10000) + "+" + "*".join(["2"] * 20)   # 10,000 terms and a run of factors
+    closed, _ = parse_jaxpr(f"{{ lambda ; a:i64[] b:f64[{many}]. let in (b,) }}")
+    assert str(closed.jaxpr).startswith("{ lambda ; a:i64[] b:f64[-9998*a+1048576]. let")
+
+
+def test_dimensions_nested_too_deep_are_syntax_errors_at_their_line():
+    chain = "a" + "//2" * 150
+    msg = err(f"{{ lambda ; a:i64[]\n  b:f64[{chain}]. let in (b,) }}", sprue.JaxprSyntaxError)
+    assert msg.startswith("t.jaxpr:2:9: a dimension nested more than 100 levels deep")
+    parens = "(" * 150 + "a" + ")" * 150
+    msg = err(f"{{ lambda ; a:i64[] b:f64[{parens}]. let in (b,) }}", sprue.JaxprSyntaxError)
+    assert msg.startswith("t.jaxpr:1:") and "nested more than 100 levels deep" in msg
+    closed, _ = parse_jaxpr("{ lambda ; a:i64[] b:f64[" + "a" + "//2" * 50 + "]. let in (b,) }")
+    assert closed.jaxpr.invars[1].aval.ndim == 1
+
+
+def test_dimensions_beyond_int64_are_errors_at_their_line():
+    msg = err("{ lambda ;\n  b:f64[0,99999999999999999999]. let in (b,) }", sprue.JaxprSyntaxError)
+    assert msg == "t.jaxpr:2:11: the size 99999999999999999999 does not fit in int64 (sizes are at most 2**63-1)"
+    msg = err("{ lambda ; a:i64[] b:f64[a*9223372036854775808]. let in (b,) }", sprue.JaxprSyntaxError)
+    assert "t.jaxpr:1:28: the size 9223372036854775808 does not fit in int64" in msg
+    msg = err("{ lambda ;\n  b:f64[0,4611686018427387904*4]. let in (b,) }")
+    assert msg == "t.jaxpr:2:5: dimension 1 of the type f64[...] does not fit in int64 (18446744073709551616)"
+    msg = err("{ lambda ; a:i64[] b:f64[a+4611686018427387904*4]. let in (b,) }")
+    assert msg.startswith("t.jaxpr:1:22: dimension 0 of the type f64[...] does not fit in int64")

@@ -422,3 +422,24 @@ def test_python_int_arguments_that_do_not_fit_raise_like_literals():
         u(np.array([1], np.uint8), -1)
     np.testing.assert_array_equal(u(np.array([1], np.uint8), 127), [255])
     assert f.compile_count == 1 and u.compile_count == 1
+
+
+def test_none_arguments_in_arithmetic_are_sprue_errors_at_the_line():
+    """None is an empty pytree (as in JAX): it reaches the function as None, and using it as an
+    array is a SprueTypeError naming the user's line, not Python's bare TypeError."""
+    here = r"[^ ]*test_qjit\.py:\d+"
+    with pytest.raises(sprue.SprueTypeError, match=rf"unsupported operand types for \+: a traced f64\[2\] and None"
+                       rf" \(at {here} \(<lambda>\)\): None is not an array"):
+        sprue.qjit(lambda x, y: x + y)(np.ones(2), None)
+    with pytest.raises(sprue.SprueTypeError, match=r"unsupported operand types for \*: None and a traced f64\[2\]"):
+        sprue.qjit(lambda t: t[1] * t[0])((np.ones(2), None))
+    with pytest.raises(sprue.SprueTypeError, match=rf"<lambda>\(\): unsupported operand type\(s\) for \*: 'NoneType'"
+                       rf" and 'int' \(at {here} \(<lambda>\)\): argument d\['a'\] is None, which reaches the function"
+                       rf" as None"):
+        sprue.qjit(lambda d: d["a"] * 2)({"a": None, "b": np.ones(2)})
+    f = sprue.qjit(lambda x, mask=None: x if mask is None else x * mask)   # None as "absent" still works
+    np.testing.assert_array_equal(f(np.ones(2)), [1, 1])
+    np.testing.assert_array_equal(f(np.ones(2), np.full(2, 3.0)), [3, 3])
+    with pytest.raises(TypeError, match="object of type 'int' has no len") as info:   # no None: not rewrapped
+        sprue.qjit(lambda x: x + len(3))(np.ones(2))
+    assert not isinstance(info.value, sprue.SprueError)

@@ -9,6 +9,7 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
+from sprue.errors import ShapeError
 from sprue.shapes import DimExpr, prove_equal
 
 HERE = r"[^ ]*test_symbolic_shapes\.py:\d+"
@@ -351,3 +352,48 @@ def test_a_caller_of_a_kernel_with_constants_saves_and_loads(tmp_path):
     np.testing.assert_allclose(caller(a), a @ w * 2.0)
     path = sprue.save(caller, tmp_path / "caller.jaxpr")
     np.testing.assert_allclose(sprue.load(path)(a), a @ w * 2.0)
+
+
+# -- long, deep and huge size expressions (issue 20, item 12) ---------------------------------------
+def test_a_1000_term_size_expression_is_read_without_recursion():
+    terms = "+".join(["a"] * 1000)
+
+    @sprue.qjit
+    def f(x: sprue.f64["a"], y: sprue.f64[terms]):
+        return jnp.sum(y) + x[0]
+
+    assert f(np.ones(2), np.ones(2000)) == 2001.0
+    with pytest.raises(sprue.SprueValueError, match=r"in axis 0, the size 1999 is not a\+a\+a"):
+        f(np.ones(2), np.ones(1999))
+    mixed = "-".join(["(b*3)"] * 999) + "+" + "*".join(["b"] * 3)   # -2991*b + b**3, parsed flat
+    p = sprue.dim_patterns.parse_dim_pattern(mixed)
+    assert p.names == ["b"] and p.evaluate({"b": 10}) == -2991 * 10 + 1000
+
+
+def test_size_expressions_nested_too_deep_or_too_large_name_the_line():
+    deep = "(" * 150 + "n" + ")" * 150
+    with pytest.raises(sprue.SprueTypeError, match=rf"sprue.f64\[...\]: '\(+n\)+' is not a size expression"
+                       rf" \(parentheses nested more than 100 deep\) \(at {HERE} "):
+        sprue.f64[deep]
+    assert sprue.f64["(" * 50 + "n" + ")" * 50].shape == ("(" * 50 + "n" + ")" * 50,)
+    with pytest.raises(sprue.SprueTypeError, match=rf"'n\*99999999999999999999' is not a size expression"
+                       rf" \(99999999999999999999 does not fit in int64 \(sizes are at most 2\*\*63-1\)\) \(at {HERE} "):
+        sprue.f64["n", "n*99999999999999999999"]
+    for big in (2 ** 63, 2 ** 64, 10 ** 30):
+        with pytest.raises(sprue.SprueTypeError, match=rf"sprue.f64\[...\]: dimension {big} does not fit in int64"
+                           rf" \(sizes are at most 2\*\*63-1\) \(at {HERE} "):
+            sprue.f64[0, big]
+    assert sprue.i8[2 ** 63 - 1].shape == (2 ** 63 - 1,)
+    with pytest.raises(sprue.SprueTypeError, match=rf"'n\*\*2' is not a size expression \('\*\*' is not allowed\)"
+                       rf" \(at {HERE} "):
+        sprue.f64["n**2"]
+
+
+def test_sizes_beyond_int64_in_shape_arguments_name_the_line():
+    for make in (lambda x: jnp.zeros((0, 2 ** 64)) + x[0], lambda x: jnp.reshape(x, (0, 2 ** 64)),
+                 lambda x: jnp.broadcast_to(x, (2 ** 63, 0))):
+        with pytest.raises(ShapeError, match=rf"makes an array of shape f64\[.*\]: the size \d+ does not fit"
+                           rf" in int64 \(\d+ is beyond 2\*\*63-1 in magnitude\) \(at {HERE} "):
+            sprue.qjit(make)(np.ones(0))
+    with pytest.raises(ShapeError, match=rf"the size 18446744073709551616 does not fit in int64.* \(at {HERE} "):
+        jnp.zeros((0, 2 ** 64))   # eagerly: numpy's own error would be "Maximum allowed dimension exceeded"

@@ -10,15 +10,26 @@ from ..shapes import DimExpr
 from ..tracing import Tracer
 from . import _creation, _indexing, _linalg, _reductions, _shape, _sorting, _ufuncs
 from . import _nonzero as _nonzero_mod
-from ._promote import type_error
+from ..errors import SprueTypeError
+from ._promote import loc, type_error
 
 F = _ufuncs._funcs
 _OPERAND_TYPES = (Tracer, DimExpr, np.ndarray, np.generic, bool, int, float, list, tuple)
 
 
-def _binop(f, reflected=False):
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+            "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>", "divmod": "divmod",
+            "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _binop(f, reflected=False, name=""):
     def op(self, other):
         if not isinstance(other, _OPERAND_TYPES):
+            if other is None and name in _SYMBOLS:   # Python's own TypeError would not say where or why
+                a, b = ("None", f"a traced {self.aval.str_short()}")[::-1 if not reflected else 1]
+                raise SprueTypeError(f"unsupported operand types for {_SYMBOLS[name]}: {a} and {b}{loc()}: None is"
+                                     f" not an array (a None argument, or a None in a pytree of arguments, reaches"
+                                     f" the function as None)")
             return NotImplemented
         return f(other, self) if reflected else f(self, other)
     return op
@@ -87,10 +98,10 @@ def install():
     clash = slots & (set(_METHODS) | {"T", "mT", "at", "real", "imag", "itemsize", "nbytes"})
     assert not clash, f"sprue.numpy methods would overwrite Tracer slots {clash}"
     for name, f in _BINARY.items():
-        setattr(Tracer, f"__{name}__", _binop(f))
-        setattr(Tracer, f"__r{name}__", _binop(f, reflected=True))
+        setattr(Tracer, f"__{name}__", _binop(f, name=name))
+        setattr(Tracer, f"__r{name}__", _binop(f, reflected=True, name=name))
     for name, f in _COMPARE.items():
-        setattr(Tracer, f"__{name}__", _binop(f))
+        setattr(Tracer, f"__{name}__", _binop(f, name=name))
     Tracer.__neg__ = lambda self: F["negative"](self)
     Tracer.__pos__ = lambda self: F["positive"](self)
     Tracer.__abs__ = lambda self: F["absolute"](self)
