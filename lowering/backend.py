@@ -28,9 +28,10 @@ from typing import Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
-from sprue.errors import CompileError, SprueError  # noqa: F401
+from sprue.errors import CompileError, SprueError, SprueValueError  # noqa: F401
 
 from .pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
+from .targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
 
 
 class CompilerNotFoundError(CompileError):
@@ -74,29 +75,25 @@ _failures = itertools.count()
 # llvmlite shares one LLVM context per process; parsing and codegen are
 # serialized behind this lock, and initialization happens once.
 _llvm_lock = threading.Lock()
-# One target machine per (cpu, opt level): creating one is cheap but not free, and most
+# One target machine per (cpu, features, opt level): creating one is cheap but not free, and most
 # processes only ever use the default (host CPU, O3).
-_target_machines: dict[tuple[str, int], llvm.TargetMachine] = {}
-
-# `cpu` values with a meaning beyond an LLVM CPU name.
-HOST_CPU = "host"
-GENERIC_CPU = "generic"
+_target_machines: dict[tuple[str, str, int], llvm.TargetMachine] = {}
 
 
-def _target_machine(cpu: str = HOST_CPU, opt_level: int = 3) -> llvm.TargetMachine:
+def _target_machine(cpu: str = HOST_CPU, opt_level: int = 3, features: str = "") -> llvm.TargetMachine:
     """Call with _llvm_lock held. `cpu`: "host" (this machine's CPU and features), "generic"
-    (the baseline of the target architecture: runs on any CPU of it) or an LLVM CPU name."""
-    key = (cpu, opt_level)
+    (the baseline of the target architecture: runs on any CPU of it) or an LLVM CPU name;
+    `features`: "+avx2,-fma" (applied after the CPU's own). Both are checked first (targets.py:
+    LLVM ends the process on a target it cannot generate code for; once checked, a set lookup)."""
+    key = (cpu, features, opt_level)
     if key not in _target_machines:
+        check_target(cpu, features)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
-        if cpu == HOST_CPU:
-            name, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        else:
-            name, features = cpu, ""
+        name, flags = machine_cpu_and_features(cpu, features)
         _target_machines[key] = target.create_target_machine(
-            cpu=name, features=features, opt=opt_level, reloc="pic", codemodel="default")
+            cpu=name, features=flags, opt=opt_level, reloc="pic", codemodel="default")
     return _target_machines[key]
 
 
@@ -253,14 +250,16 @@ def _libmvec_available() -> bool:
 _LIBMVEC = "libmvec.so.1"
 
 
-def use_vector_math(optimized_ir: str, cpu: str) -> str:
+def use_vector_math(optimized_ir: str, cpu: str, features: str = "") -> str:
     """optimized_ir with vector math intrinsics renamed to libmvec functions the CPU can run (the
-    host's features; sse2 only for any other CPU), and their declarations; unchanged without libmvec."""
+    host's features; sse2 only for any other CPU; then `features`, "+avx2,-avx512f", as given),
+    and their declarations; unchanged without libmvec."""
     if not _VECTOR_INTRINSIC.search(optimized_ir):
         return optimized_ir
     if not _libmvec_available():
         return optimized_ir
-    features = llvm.get_host_cpu_features() if cpu == HOST_CPU else {"sse2": True}
+    features = {**(dict(llvm.get_host_cpu_features()) if cpu == HOST_CPU else {"sse2": True}),
+                **feature_overrides(features)}
     isa = {bits: letter for bits, letter, feature in _VECTOR_ISA if features.get(feature, False)}
     declared: dict[str, str] = {}
 
@@ -290,26 +289,27 @@ class Codegen:
     asm: str | None = None
 
 
-def check_codegen_options(opt_level: int, cpu: str) -> None:
-    """Raises ValueError for an optimization level outside 0-3 or an empty CPU name. (A CPU name
-    LLVM does not know is only warned about, by LLVM on stderr, which then builds for the
-    baseline: llvmlite offers no list of CPU names to check against.)"""
-    if opt_level not in (0, 1, 2, 3):
-        raise ValueError(f"optimization level must be 0, 1, 2 or 3, got {opt_level!r}")
-    if not cpu or not cpu.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise ValueError(f"target CPU must be host, generic or an LLVM CPU name, got {cpu!r}")
+def check_codegen_options(opt_level: int, cpu: str, features: str = "") -> None:
+    """Raises a ValueError (SprueValueError) for an optimization level outside 0-3, and
+    targets.TargetOptionError for a CPU or features LLVM does not know or cannot generate code
+    for on this triple (its message names the closest valid names)."""
+    if isinstance(opt_level, bool) or opt_level not in (0, 1, 2, 3):
+        raise SprueValueError(f"optimization level must be 0, 1, 2 or 3, got {opt_level!r}")
+    check_target(cpu, features)
 
 
 def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: Sequence[str] = (),
-            asm: bool = False) -> Codegen:
-    """Optimizes the module at `opt_level` and emits an object for `cpu` (see _target_machine).
+            asm: bool = False, features: str = "") -> Codegen:
+    """Optimizes the module at `opt_level` and emits an object for `cpu` with `features` (see
+    _target_machine).
 
     `internal` names functions to give internal linkage before optimizing: the library then does
     not export them, calls to them cannot be interposed by a same-named symbol of the host program,
     and O3 may inline them into their (exported) callers."""
+    check_codegen_options(opt_level, cpu, features)   # before the lock: it may ask a child process
     llvm_ir = with_huge_page_allocator(llvmlite_compatible(llvm_ir))
     with _llvm_lock:
-        tm = _target_machine(cpu, opt_level)
+        tm = _target_machine(cpu, opt_level, features)
         mod = llvm.parse_assembly(llvm_ir)
         mod.verify()
         mod.triple = tm.triple
@@ -320,7 +320,7 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
         builder = llvm.create_pass_builder(tm, tuning)
         builder.getModulePassManager().run(mod, builder)
         text = str(mod)
-        vectorized = use_vector_math(text, cpu)
+        vectorized = use_vector_math(text, cpu, features)
         if vectorized is not text:
             text = vectorized
             mod = llvm.parse_assembly(text)
@@ -328,9 +328,10 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
         return Codegen(text, tm.emit_object(mod), tm.emit_assembly(mod) if asm else None)
 
 
-def optimize_and_emit(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU) -> tuple[str, bytes]:
+def optimize_and_emit(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, features: str = ""
+                      ) -> tuple[str, bytes]:
     """Runs the optimizer (O3 by default) on the module; returns (optimized IR text, object bytes)."""
-    out = codegen(llvm_ir, opt_level=opt_level, cpu=cpu)
+    out = codegen(llvm_ir, opt_level=opt_level, cpu=cpu, features=features)
     return out.optimized_ir, out.obj
 
 
@@ -411,12 +412,15 @@ def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
 
 
 def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: str = "main",
-                         keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = HOST_CPU) -> Path:
-    """StableHLO text -> `<out_dir>/<name>.so`.
+                         keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = HOST_CPU,
+                         features: str = "") -> Path:
+    """StableHLO text -> `<out_dir>/<name>.so`, for `cpu` with `features` (checked first: see
+    check_codegen_options).
 
     With keep_intermediate, also writes the input as `<name>.00_stablehlo.mlir`,
     `<name>.NN_<stage>.mlir` after every stage (NN from 01), `<name>.ll` (as translated), `<name>.opt.ll` (after O3) and
     `<name>.o` into out_dir."""
+    check_codegen_options(opt_level, cpu, features)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     so_path = out / f"{name}.so"
@@ -435,7 +439,7 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
             _save_failing_ir(err, err.ir_text or stablehlo_text, out, name, keep_intermediate, ".mlir")
             raise
         try:
-            optimized, obj = optimize_and_emit(llvm_ir, opt_level=opt_level, cpu=cpu)
+            optimized, obj = optimize_and_emit(llvm_ir, opt_level=opt_level, cpu=cpu, features=features)
         except (RuntimeError, ValueError) as exc:   # llvmlite reports LLVM's failures as these
             err = CompileError(f"LLVM failed to optimize or emit the kernel {name}: {exc}", stage="llvm")
             _save_failing_ir(err, llvm_ir, out, name, keep_intermediate, ".ll")

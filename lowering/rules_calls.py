@@ -10,6 +10,7 @@ import re
 from torch_mlir import ir
 
 from .. import lax
+from ..runtime.c_names import safe_internal_symbol
 from ..core import Eqn
 from .rules_checks import contains_checks
 from .rules_common import LoweringContext, Value, aval_type, const_array, lowering_rules
@@ -22,11 +23,17 @@ def _cast(v: Value, ty: ir.Type) -> Value:
 
 
 def _symbol(ctx: LoweringContext, name: str) -> str:
+    """A private symbol for the callee `name` (a Python function's name): unique in the module (the
+    entry function may have any name: `sprue compile --name`), and prefixed (`sprue_fn_free`) when
+    it is a symbol the lowering declares itself (free, aligned_alloc, libm's sin, ...), which would
+    crash MLIR's translation or make the kernel call itself (runtime/c_names.py)."""
     base = re.sub(r"\W", "_", name) or "callee"
-    taken = set(ctx.callees.values()) | {"main"}
-    sym, k = base, 1
+    taken = set(ctx.callees.values()) | {"main"} | {
+        ir.StringAttr(op.attributes["sym_name"]).value for op in ctx.module.body.operations
+        if "sym_name" in op.attributes}
+    sym, k = safe_internal_symbol(base), 1
     while sym in taken:
-        sym, k = f"{base}_{k}", k + 1
+        sym, k = safe_internal_symbol(f"{base}_{k}"), k + 1
     return sym
 
 

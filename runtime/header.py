@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from .c_names import C_KEYWORDS, CXX_KEYWORDS, SPRUE_PREFIX, check_kernel_name, derived_names
 from .dtypes import ElementType
 from .signature import STATUS_SPEC, Signature, TensorSpec
 
@@ -38,18 +39,20 @@ __all__ = ["HeaderSpec", "c_header", "c_identifier", "descriptor_type", "unique_
 # A result dim: an int, or a C expression (over the `shape_params`) that evaluates to an int64_t.
 ShapeDim = int | str
 
-_C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
-if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
-volatile while _Bool _Complex _Imaginary bool true false out""".split())
+# Names a parameter may not take: keywords of C and C++ (the header is included from both), the
+# wrapper's `out` and the `_into` wrapper's local `res`.
+_C_KEYWORDS = C_KEYWORDS | CXX_KEYWORDS | {"out", "res"}
 
 
 def c_identifier(text: str, fallback: str = "x") -> str:
-    """`text` made into a C identifier: other characters become `_`, a leading digit gets a `_`
-    prefix, and C keywords (and `out`, the wrapper's results parameter) get a `_` suffix."""
-    ident = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or fallback
+    """`text` made into a C identifier: other characters become `_` (never two in a row: C++
+    reserves `__`), a leading digit gets a `_` prefix, and C and C++ keywords (and `out`, `res`,
+    the wrappers' own names), sprue's names (`sprue_*`: the header's helpers and macros) and
+    Python keywords get a `_` suffix."""
+    ident = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_]+", "_", text)).strip("_") or fallback
     if ident[0].isdigit():
         ident = "_" + ident
-    if ident in _C_KEYWORDS or keyword.iskeyword(ident):
+    if ident in _C_KEYWORDS or keyword.iskeyword(ident) or ident.lower().startswith(SPRUE_PREFIX):
         ident += "_"
     return ident
 
@@ -65,6 +68,18 @@ def unique_names(names: Sequence[str], taken: set[str]) -> list[str]:
         taken.add(candidate)
         out.append(candidate)
     return out
+
+
+def _fresh(base: str, taken: set[str], local_suffixes: Sequence[str]) -> str:
+    """`base`, or `base_2`, ...: the first that neither it nor its locals (name + suffix) is taken;
+    all join `taken`."""
+    candidate, k = base, 1
+    while candidate in taken or any(candidate + s in taken for s in local_suffixes):
+        k += 1
+        candidate = f"{base}_{k}"
+    taken.add(candidate)
+    taken.update(candidate + s for s in local_suffixes)
+    return candidate
 
 
 def descriptor_type(element: ElementType, rank: int) -> str:
@@ -103,16 +118,18 @@ class _Param:
 
 def _names(spec: HeaderSpec) -> tuple[list[_Param], list[_Param]]:
     sig = spec.signature
-    taken = {"out", "status", spec.name}
+    taken = {"out", "status", "res", spec.name, *derived_names(spec.name)}
     arg_names = list(spec.arg_names) if spec.arg_names is not None else [c_identifier(a.name) for a in sig.args]
     res_names = (list(spec.result_names) if spec.result_names is not None
                  else [f"result{i}" for i in range(len(sig.results))])
     if len(arg_names) != len(sig.args) or len(res_names) != len(sig.results):
         raise ValueError(f"{spec.name}: {len(arg_names)} argument names for {len(sig.args)} arguments, "
                          f"{len(res_names)} result names for {len(sig.results)} results")
-    args = [_Param(n, s) for n, s in zip(unique_names([c_identifier(n) for n in arg_names], taken), sig.args)]
-    results = [_Param(n, s)
-               for n, s in zip(unique_names([c_identifier(n) for n in res_names], set(taken)), sig.results)]
+    # A name must also not be a local the wrappers derive from another: `<a>_value`, `<a>_d` for a
+    # rank-0 argument, `<r>_expected`, `<r>_shape` for a result (the _into and _result_shapes bodies).
+    args = [_Param(_fresh(c_identifier(n), taken, ("_value", "_d") if s.rank == 0 else ()), s)
+            for n, s in zip(arg_names, sig.args)]
+    results = [_Param(_fresh(c_identifier(n), taken, ("_expected", "_shape")), s) for n, s in zip(res_names, sig.results)]
     if sig.has_status:
         results.insert(0, _Param("status", STATUS_SPEC))
     return args, results
@@ -277,8 +294,7 @@ def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param]
 
 def c_header(spec: HeaderSpec) -> str:
     """The text of the C header of one kernel (see the module docstring)."""
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", spec.name):
-        raise ValueError(f"kernel name must be a C identifier, got {spec.name!r}")
+    check_kernel_name(spec.name)   # a KernelNameError (a ValueError) for a name C cannot take (c_names.py)
     sig = spec.signature
     if not sig.results:
         raise ValueError(f"{spec.name}: a kernel without results cannot be called usefully from C")
@@ -291,7 +307,7 @@ def c_header(spec: HeaderSpec) -> str:
         spec = dataclasses.replace(spec, result_shapes=shapes, shape_params=params)
     types = sorted({(p.spec.element.name, p.spec.rank, p.spec.element) for p in args + results},
                    key=lambda t: (t[0], t[1]))
-    guard = f"SPRUE_KERNEL_{spec.name.upper()}_H"
+    guard = f"SPRUE_KERNEL_{spec.name}_H"   # not upper(): kernels `k` and `K` may be included together
     parts = [
         f"/* {spec.name}.h: generated by sprue{' from ' + spec.source if spec.source else ''}. Do not edit.\n"
         f"   Signature: ({', '.join(f'{a.name}: {a.spec.type_str}' for a in args)})"

@@ -345,3 +345,228 @@ def test_find_package_and_sprue_add_kernel_with_stablehlo(tmp_path):
     _cmake_build(src, tmp_path / "build")
     got = parse_output(run(tmp_path / "build" / "app"))
     np.testing.assert_array_equal(got["mm"], (np.array([[1.0, 2], [3, 4]]) @ np.array([[5.0, 6], [7, 8]])).ravel())
+
+
+# -- kernel names: what is accepted makes a header that compiles and links (issue 20, item 3) --------------
+from sprue.runtime import c_names  # noqa: E402  (appended section)
+from sprue.runtime.c_names import KernelNameError, header_problems, kernel_name_problem  # noqa: E402
+
+CXX = os.environ.get("CXX", "c++")
+# Typed from the standards (C23 6.4.1, C++23 [lex.key], [lex.name] table 4), not taken from the code under test.
+STANDARD_KEYWORDS = """auto break case char const continue default do double else enum extern float for goto if inline
+int long register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+_Alignas _Alignof _Atomic _BitInt _Bool _Complex _Decimal128 _Decimal32 _Decimal64 _Generic _Imaginary _Noreturn
+_Static_assert _Thread_local alignas alignof bool constexpr false nullptr static_assert thread_local true typeof
+typeof_unqual and and_eq asm bitand bitor catch char16_t char32_t char8_t class compl concept consteval constinit
+const_cast co_await co_return co_yield decltype delete dynamic_cast explicit export friend mutable namespace new
+noexcept not not_eq operator or or_eq private protected public reinterpret_cast requires static_cast template this
+throw try typeid typename using virtual wchar_t xor xor_eq final override import module""".split()
+
+
+def _dynamic_symbols(soname: str) -> set[str]:
+    """The functions and variables `soname` (as the C compiler finds it) exports, by `nm -D`: those a
+    program links today (unversioned or the default version `name@@V`; a `name@V` alone is a
+    compatibility symbol that only binaries linked against an old glibc use)."""
+    path = subprocess.run([CC, f"-print-file-name={soname}"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(path) or shutil.which("nm") is None:
+        return set()
+    out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True).stdout
+    return {f[2].split("@")[0] for f in (line.split() for line in out.splitlines())
+            if len(f) == 3 and f[1] != "A" and ("@" not in f[2] or "@@" in f[2])}
+
+
+def _header_macros() -> list[str]:
+    src = "#include <stdio.h>\n#include <stdlib.h>\n#include <math.h>\n#include <stdint.h>\n#include <errno.h>\n"
+    out = subprocess.run([CC, "-dM", "-E", "-x", "c", "-"], input=src, capture_output=True, text=True, check=True).stdout
+    return sorted({line.split()[1].split("(")[0] for line in out.splitlines() if line.startswith("#define ")})
+
+
+def _candidate_names() -> list[str]:
+    rng = np.random.default_rng(20)
+    alphabet = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+    randoms = ["".join(rng.choice(alphabet[:52])) + "".join(rng.choice(alphabet, size=int(rng.integers(0, 10))))
+               for _ in range(80)]
+    libc = sorted(_dynamic_symbols("libc.so.6") | _dynamic_symbols("libm.so.6"))
+    macros = _header_macros()
+    near = ["free_kernel", "Main", "MAIN_", "FREE", "mallocx", "sprue", "spruce_x", "memref", "memref_f64",
+            "memref_f64_1", "memref_f64_1dx", "main2", "std2", "stdlib", "kernel", "out", "status", "res", "result0",
+            "x", "n", "tm", "quot", "final", "k1_into", "errno_", "size_t", "int64_t", "FILE", "va_list", "pid_t",
+            "off_t", "time_t", "div_t", "wchar_t", "ptrdiff_t", "uint8_t", "intptr_t", "jmp_buf", "max_align_t",
+            "nullptr_t", "I", "complex", "assert", "isnan", "offsetof", "posix", "std", "timezone", "environ"]
+    return list(dict.fromkeys(STANDARD_KEYWORDS + libc[::20] + macros[::4] + near + randoms))
+
+
+def test_every_symbol_of_libc_and_libm_is_refused():
+    """Read from the libraries' dynamic symbol tables (nm), independently of the dlsym lookups of c_names."""
+    symbols = {s for s in _dynamic_symbols("libc.so.6") | _dynamic_symbols("libm.so.6") if re.fullmatch(r"\w+", s)}
+    if not symbols:
+        pytest.skip(f"no libc.so.6 for {CC} -print-file-name or no nm: this check is glibc's")
+    assert {"free", "aligned_alloc", "madvise", "malloc", "sin", "expm1"} <= symbols
+    accepted = sorted(s for s in symbols if kernel_name_problem(s) is None)
+    assert accepted == []
+
+
+def test_every_name_the_module_declares_is_refused(tmp_path):
+    """The names a compiled kernel's object defines or calls besides its own (`nm`: the C library and
+    libm functions LLVM calls, libmvec's, sprue's runtime's), and those of sprue's runtime sources
+    (allocation.RUNTIME_C, backend._MEMREF_COPY_C), are all refused as kernel and internal names."""
+    from sprue.lowering import allocation, backend
+    from sprue.tools.compile import Options, compile_jaxpr
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) is not installed")
+
+    def many(x):
+        y = jnp.sort(jnp.exp(x) + jnp.log1p(jnp.abs(x)) + jnp.tanh(x) + jnp.arctan2(x, 2.0) + jnp.cbrt(x))
+        scalar = jnp.cbrt(jnp.sum(x)) + jnp.log1p(jnp.max(x)) + jnp.arctan2(jnp.min(x), 2.0)   # scalar libm calls
+        return jnp.concatenate([y, x[::-1] ** 2.5, jnp.cos(x) @ jnp.ones((x.shape[0], 3)), jnp.stack([scalar])])
+    written = compile_jaxpr(sprue.make_jaxpr(many)(sprue.ShapedArray(("n",), f64)),
+                            Options(Path("many.jaxpr"), tmp_path, emit={"obj"}))
+    rows = [line.split() for line in subprocess.run(["nm", str(written["obj"])], capture_output=True, text=True,
+                                                     check=True).stdout.splitlines()]
+    symbols = {r[-1] for r in rows if r[-2] == "U" or r[-2].isupper()} - {"many"}
+    runtime = set(re.findall(r"\b(_?sprue_\w+|memrefCopy|madvise)\b", allocation.RUNTIME_C + backend._MEMREF_COPY_C))
+    assert {"atan2", "_mlir_ciface_many"} <= symbols and any(s.startswith("_ZGV") for s in symbols), symbols
+    assert {"madvise", "memrefCopy"} <= runtime and len(runtime) > 5
+    for symbol in symbols | runtime:
+        assert kernel_name_problem(symbol) is not None and c_names.module_symbol_problem(symbol) is not None, symbol
+
+
+def test_derived_names_are_what_the_header_defines():
+    """c_names.derived_names lists every file-scope name c_header makes from a kernel's name."""
+    text = c_header(HeaderSpec("kq", _sig(True), result_shapes=[["sprue_floordiv(n, 2)"], []], shape_params=["n"]))
+    made = set(re.findall(r"\b(kq\w*|KQ\w*|SPRUE_KERNEL_kq\w*|_mlir_ciface_kq)\b", text))
+    assert made == {"kq", *c_names.derived_names("kq")}
+
+
+def _include_all(names: list[str], extra_headers: str = "") -> str:
+    return ("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <math.h>\n#include <stdint.h>\n"
+            "#include <errno.h>\n#include <time.h>\n" + extra_headers
+            + "".join(f'#include "{n}.h"\n' for n in names))
+
+
+def test_every_accepted_name_makes_a_header_that_compiles_in_c_and_cxx(tmp_path):
+    """Names from the keyword lists of the standards, libc/libm's symbol tables, the headers' macros,
+    typedefs, near misses and random identifiers: those check_kernel_name accepts (its cheap part, then
+    the header probe, as `sprue compile` runs it) give headers that compile together with cc and c++."""
+    names = _candidate_names()
+    cheap = [n for n in names if kernel_name_problem(n) is None]
+    refused_by_headers = header_problems(cheap)
+    accepted = [n for n in cheap if n not in refused_by_headers]
+    for n in ("free", "main", "int", "malloc", "memref_f64_1d", "class", "size_t", "NULL", "assert", "FILE"):
+        assert n not in accepted, n
+    assert {"free_kernel", "Main", "sprue", "memref", "x", "final", "tm"} <= set(accepted)
+    assert {"size_t", "int64_t", "FILE", "assert", "nullptr_t", "I", "va_list", "offsetof", "stdlib"} <= set(
+        refused_by_headers)   # stdlib: its stdlib.h would hide <stdlib.h> from programs compiled with -I on it
+    assert not {"isnan", "timezone", "environ", "std", "posix", "errno_"} & set(accepted)
+    seen: set[str] = set()   # kernels whose names differ only in case share <NAME>_STATUS_COUNT: one of each
+    distinct = [n for n in accepted if not (n.upper() in seen or seen.add(n.upper()))]
+    assert len(distinct) > 80
+    for n in distinct:   # (a kernel named like a parameter renames it: the hand-written shape would be stale)
+        shapes = None if n in ("n", "x", "flag") else [["sprue_floordiv(n, 2)"], []]
+        spec = HeaderSpec(n, _sig(True), result_shapes=shapes, shape_params=["n"] if shapes else [])
+        (tmp_path / f"{n}.h").write_text(c_header(spec))
+    src = tmp_path / "all.c"
+    src.write_text(_include_all(distinct) + "int main(void) { return 0; }\n")
+    for cmd in ([CC, *CFLAGS, "-fsyntax-only", f"-I{tmp_path}", str(src)],
+                [CXX, "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "-x", "c++", f"-I{tmp_path}", str(src)]):
+        if shutil.which(cmd[0]) is None:
+            print(f"skipped: {cmd[0]} is not installed")
+            continue
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[:3000]
+
+
+def test_parameter_names_that_are_keywords_or_clash_with_the_wrappers_locals(tmp_path):
+    """Argument names become C parameter names: C++ keywords, reserved names, sprue's helpers, the
+    kernel's own derived names and the wrappers' locals (res, <a>_d, <r>_expected) are renamed."""
+    names = ["new", "class", "int", "res", "out", "status", "x_d", "x", "x_value", "sprue_copy_strided",
+             "SPRUE_SHAPE_MISMATCH", "this", "pk_into", "pk_free_results", "result0_expected", "template", "__a",
+             "_B", "a__b", "pk"]
+    sig = Signature([TensorSpec(n, np.int64 if n in ("x", "int") else f64, () if n in ("x", "int", "this") else (4,))
+                     for n in names], [TensorSpec("y", f64, (4,))], status_messages=["m"])
+    text = c_header(HeaderSpec("pk", sig, result_shapes=[[4]]))
+    params = re.search(r"static inline int64_t pk\(pk_results \*out, (.*)\) \{", text).group(1).split(", ")
+    got = [p.split()[-1].lstrip("*") for p in params]
+    assert len(set(got)) == len(names) and not {"new", "class", "int", "res", "out", "status", "this", "template",
+                                               "pk", "pk_into", "sprue_copy_strided", "SPRUE_SHAPE_MISMATCH"} & set(got)
+    assert got[6:9] == ["x_d", "x_2", "x_value"]   # scalar x would declare the locals x_d and x_value
+    assert not [g for g in got if "__" in g or g.startswith("_")]
+    (tmp_path / "pk.h").write_text(text)
+    src = tmp_path / "pk.c"
+    src.write_text(_include_all(["pk"]) + "int main(void) { return 0; }\n")
+    for cmd in ([CC, *CFLAGS, "-fsyntax-only", f"-I{tmp_path}", str(src)],
+                [CXX, "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "-x", "c++", f"-I{tmp_path}", str(src)]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[:3000]
+
+
+def test_accepted_names_link_and_run_from_c_and_cxx(tmp_path):
+    """Real kernels under names near the refused ones, called from one C program and from C++."""
+    from sprue.tools.compile import Options, compile_jaxpr
+    kernels = {"free_kernel": lambda x: x + 1.0, "Main": lambda x: x * 3.0, "malloc2": lambda x: jnp.sin(x)}
+    for name, fn in kernels.items():
+        compile_jaxpr(sprue.make_jaxpr(fn)(sprue.ShapedArray(("n",), f64)), Options(Path(f"{name}.jaxpr"), tmp_path, name))
+    body = ("int main(void) {\n  double a[3] = {0.5, 1.0, 2.0};\n  memref_f64_1d x = {a, a, 0, {3}, {1}};\n  int i;\n"
+            + "".join(f"  {{ {n}_results r; {n}(&r, 3, &x); printf(\"{n}:\");\n"
+                      f"    for (i = 0; i < 3; ++i) printf(\" %.17g\", r.result0.aligned[i]);\n"
+                      f"    printf(\"\\n\"); {n}_free_results(&r); }}\n" for n in kernels)
+            + "  return 0;\n}\n")
+    src = tmp_path / "host.c"
+    src.write_text(_include_all(list(kernels)) + body)
+    a = np.array([0.5, 1.0, 2.0])
+    for compiler, flags in ((CC, CFLAGS), (CXX, ["-std=c++17", "-Wall", "-Werror", "-x", "c++"])):
+        if shutil.which(compiler) is None:
+            print(f"skipped: {compiler} is not installed")
+            continue
+        exe = tmp_path / f"host_{os.path.basename(compiler)}"
+        cmd = [compiler, *flags, f"-I{tmp_path}", str(src), "-x", "none", f"-L{tmp_path}",
+               *(f"-l{n}" for n in kernels), f"-Wl,-rpath,{tmp_path}", "-lm", "-o", str(exe)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        got = parse_output(run(exe))
+        for n, fn in kernels.items():
+            np.testing.assert_allclose(got[n], {"free_kernel": a + 1, "Main": a * 3, "malloc2": np.sin(a)}[n],
+                                       rtol=1e-15)
+
+
+_QJIT_NAME_CHILD = r"""
+import sys
+import numpy as np
+import sprue
+import sprue.numpy as jnp
+from sprue.lowering.stablehlo_input import load_stablehlo
+x = np.arange(1.0, 4.0)
+for name in sys.argv[1:]:
+    ns = {"jnp": jnp}
+    exec(f"def {name}(x):\n    return jnp.sin(x) * 2.0 + jnp.sort(x)[::-1]\n", ns)
+    inner = sprue.qjit(ns[name])
+    ref = np.sin(x) * 2.0 + np.sort(x)[::-1]
+    np.testing.assert_allclose(inner(x), ref, rtol=1e-14)
+    outer = sprue.qjit(lambda x: inner(x) + inner(x * 3.0))        # `name` becomes a callee symbol
+    np.testing.assert_allclose(outer(x), ref + np.sin(3 * x) * 2.0 + np.sort(3 * x)[::-1], rtol=1e-14)
+    text = (f"func.func public @{name}(%a: tensor<3x3xf64>) -> tensor<3xf64> {{\n"
+            "  %0 = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<3x3xf64>, tensor<3x3xf64>)"
+            " -> tensor<3x3xf64>\n  %z = stablehlo.constant dense<0.0> : tensor<f64>\n"
+            "  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [1] : (tensor<3x3xf64>,"
+            " tensor<f64>) -> tensor<3xf64>\n  %2 = stablehlo.sine %1 : tensor<3xf64>\n  return %2 : tensor<3xf64>\n}\n")
+    a = np.arange(9.0).reshape(3, 3)
+    np.testing.assert_allclose(load_stablehlo(text)(a), np.sin((a @ a).sum(1)), rtol=1e-14)
+    print(name, "ok")
+"""
+
+
+def test_python_functions_named_like_c_library_symbols_still_compile():
+    """In the Python API a function's name is internal (qjit's library exports _mlir_ciface_main; a
+    callee and a StableHLO entry are private symbols): a clashing one is renamed, not refused. These
+    once crashed MLIR's translation (free, aligned_alloc) or failed to link (memrefCopy)."""
+    names = ["free", "aligned_alloc", "malloc", "main", "sin", "memrefCopy", "madvise", "sprue_aligned_alloc",
+             "_mlir_ciface_main", "_ZGVdN4v_sin"]
+    proc = subprocess.run([sys.executable, "-c", _QJIT_NAME_CHILD, *names], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.split() == [w for n in names for w in (n, "ok")]
+
+
+def test_kernel_name_error_is_a_value_error():
+    with pytest.raises(ValueError, match=r"kernel name 'free' cannot be used: it is a symbol of libc.*'free_kernel'"):
+        c_header(HeaderSpec("free", _sig()))
+    assert issubclass(KernelNameError, sprue.SprueValueError)

@@ -202,3 +202,150 @@ def test_invalid_stablehlo(tmp_path, capsys):
 def test_bad_options_for_this_input(mlir, tmp_path, capsys, args):
     assert main(["compile", str(mlir), "-o", str(tmp_path), *args]) == 1
     assert _one_line_error(capsys).startswith(f"sprue: error: {mlir}: ")
+
+
+# -- --name: a C library's, a keyword, a reserved or sprue's own name is refused (issue 20, item 3) -------
+# Each reproducer once crashed the compiler (SIGSEGV in translation: free, aligned_alloc), failed with an
+# internal error (madvise, sprue_aligned_alloc) or wrote a header that does not compile (int, main, malloc,
+# memref_f64_1d). Now: exit 1, one line naming the name, why, and a name to use instead.
+NAME_REPRODUCERS = {
+    "free": "it is a symbol of libc", "aligned_alloc": "it is a symbol of libc", "madvise": "it is a symbol of libc",
+    "sprue_aligned_alloc": "names starting with sprue_ or SPRUE_ are sprue's own", "int": "it is a C keyword",
+    "main": "it is the entry point of a C program", "malloc": "it is a symbol of libc",
+    "memref_f64_1d": "it is the name of a memref descriptor type the header defines",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAME_REPRODUCERS))
+def test_name_reproducers_are_refused_by_the_console_script(mlir, tmp_path, name):
+    out = tmp_path / "out"
+    proc = cli("compile", str(mlir), "-o", str(out), "--name", name)
+    assert proc.returncode == 1, proc.stderr
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"sprue: error: {mlir}: --name {name!r} cannot be used: {NAME_REPRODUCERS[name]}"), err
+    suggested = re.search(r"choose another name, e\.g\. '(\w+)'$", err)
+    assert suggested and suggested.group(1) != name, err
+    assert not out.exists() or not any(out.iterdir())   # refused before anything was written
+
+
+@pytest.mark.parametrize("name,why", [
+    ("calloc", "it is a symbol of libc"), ("sin", "it is a symbol of libm"), ("expm1", "it is a symbol of libm"),
+    ("stdin", "it is a symbol of libc"), ("memrefCopy", "a function sprue's runtime defines"),
+    ("class", "it is a C++ keyword"), ("new", "it is a C++ keyword"), ("double", "it is a C keyword"),
+    ("_mlir_ciface_mm", "names starting with '_' are reserved"), ("_K", "names starting with '_' are reserved"),
+    ("k__x", "names containing '__' are reserved in C++"), ("k_", "would contain '__'"),
+    ("SPRUE_COMMON_DEFINED", "sprue's own"), ("sprue_copy_strided", "sprue's own"),
+    ("memref_i32_3d", "memref descriptor type"), ("std", "namespace of the C++ standard library"),
+    ("size_t", "clashes with the system's C headers"), ("int64_t", "clashes with the system's C headers"),
+    ("NULL", "NULL is a macro"), ("EOF", "EOF is a macro"), ("signbit", "signbit is a macro"), ("stdlib", "stdlib.h is a system header"),
+    ("3d", "not a C identifier"), ("a-b", "not a C identifier"), ("", "not a C identifier"),
+])
+def test_name_variants_are_refused(mlir, tmp_path, capsys, name, why):
+    assert main(["compile", str(mlir), "-o", str(tmp_path / "out"), "--name", name]) == 1
+    err = _one_line_error(capsys)
+    assert err.startswith(f"sprue: error: {mlir}: --name {name!r} cannot be used: ") and why in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("stem,name", [("main", "main_kernel"), ("free", "free_kernel"), ("int", "int_kernel"),
+                                       ("3d-conv", "kernel_3d_conv"), ("size_t", "size_t_kernel")])
+def test_a_name_from_the_file_name_is_made_safe(tmp_path, stem, name):
+    path = tmp_path / f"{stem}.mlir"
+    path.write_text(lower(sprue.make_jaxpr(matmul)(np.ones((2, 3)), np.ones((3, 4)))).text)
+    assert main(["compile", str(path), "-o", str(tmp_path / "o")]) == 0
+    assert f"_mlir_ciface_{name}" in exported(tmp_path / "o" / f"lib{name}.so")
+    assert f"static inline int64_t {name}({name}_results *out" in (tmp_path / "o" / f"{name}.h").read_text()
+
+
+_API_NAME_CHILD = r"""
+import sys
+from pathlib import Path
+import numpy as np
+import sprue
+from sprue.errors import SprueValueError
+from sprue.runtime import Signature, TensorSpec
+from sprue.runtime.header import HeaderSpec, c_header
+from sprue.tools.compile import Options, compile_jaxpr
+closed = sprue.make_jaxpr(lambda x: x * 2.0)(np.ones(3))
+sig = Signature([TensorSpec("x", np.float64, (3,))], [TensorSpec("y", np.float64, (3,))])
+for name in sys.argv[2:]:
+    for what, call in (("compile_jaxpr", lambda: compile_jaxpr(closed, Options(Path("k.jaxpr"), Path(sys.argv[1]), name))),
+                       ("c_header", lambda: c_header(HeaderSpec(name, sig)))):
+        try:
+            call()
+            print(what, name, "accepted")
+        except SprueValueError as e:
+            print(what, name, type(e).__name__, str(e).splitlines()[0])
+print("alive")
+"""
+
+
+def test_name_reproducers_through_the_python_api(tmp_path):
+    """sprue.tools.compile.compile_jaxpr and the header generator, in a child (a crash must not end the run)."""
+    proc = subprocess.run([sys.executable, "-c", _API_NAME_CHILD, str(tmp_path / "out"), *NAME_REPRODUCERS],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "alive", proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()[:-1]
+    assert len(lines) == 2 * len(NAME_REPRODUCERS)
+    for line in lines:
+        what, name, kind, message = line.split(" ", 3)
+        assert kind == "KernelNameError", line
+        prefix = "--name" if what == "compile_jaxpr" else "kernel name"
+        assert message.startswith(f"{prefix} {name!r} cannot be used: {NAME_REPRODUCERS[name]}"), line
+
+
+# -- --target-cpu / --target-features: checked against LLVM's own lists (issue 20, item 4) -----------------
+# Each of these once ended the process: "LLVM ERROR: 64-bit code requested on a subtarget that doesn't
+# support it!" and exit(1) (znver9, i386, help), an assertion (a feature without its sign), or a fatal
+# "SSE2 register return with SSE2 disabled".
+x86_only = pytest.mark.skipif(not subprocess.run(["uname", "-m"], capture_output=True, text=True).stdout.startswith("x86_64"),
+                              reason="the CPU and feature names of these cases are x86-64's")
+TARGET_REPRODUCERS = [
+    (["--target-cpu", "znver9"], r"unknown target CPU 'znver9' for x86_64-\S+; the closest LLVM knows: znver\d(, znver\d)*;"
+                                 r" use host \(this machine's CPU\), generic"),
+    (["--target-cpu", "i386"], r"LLVM cannot generate x86_64-\S+ code for target CPU 'i386': LLVM ERROR: 64-bit code"
+                               r" requested on a subtarget that doesn't support it!; the closest CPUs it can: .*x86-64"),
+    (["--target-cpu", "help"], r"'help' is not a target CPU or feature: `sprue targets` lists the CPU and feature names"),
+    (["--target-cpu", "Skylake"], r"unknown target CPU 'Skylake' .*the closest LLVM knows: skylake"),
+    (["--target-cpu", "pentium4"], r"target CPU 'pentium4': LLVM ERROR: 64-bit code requested"),
+    (["--target-features", "avx2"], r"target feature 'avx2' must be \+ \(enable\) or - \(disable\) followed by"),
+    (["--target-features", "+avx9"], r"unknown target feature 'avx9' \(in '\+avx9'\) for x86_64-\S+; the closest LLVM"
+                                     r" knows: avx.*avx2"),
+    (["--target-cpu", "generic", "--target-features=-sse2"],   # (with `=`: argparse reads a separate -sse2 as an option)
+     r"target CPU 'generic' with features '-sse2': .*SSE2 register return with SSE2 disabled"),
+    (["--target-cpu", "x86-64", "--target-features", "+avx2,-64bit"], r"with features '\+avx2,-64bit': LLVM ERROR: 64-bit"),
+]
+
+
+@x86_only
+@pytest.mark.parametrize("args,message", TARGET_REPRODUCERS, ids=[" ".join(a) for a, _ in TARGET_REPRODUCERS])
+def test_target_reproducers_are_refused_by_the_console_script(mlir, tmp_path, args, message):
+    proc = cli("compile", str(mlir), "-o", str(tmp_path / "out"), *args)
+    assert proc.returncode == 1, proc.stderr
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1, err   # LLVM's own fatal errors exit 1 too, but print "LLVM ERROR:" lines
+    assert re.match(rf"sprue: error: {re.escape(str(mlir))}: .*{message}", err), err
+    assert not (tmp_path / "out").exists()
+
+
+@x86_only
+def test_target_features_build_for_that_cpu(mlir, tmp_path):
+    assert main(["compile", str(mlir), "-o", str(tmp_path), "--target-cpu", "x86-64", "--target-features",
+                 "+avx2, +fma", "--emit", "asm"]) == 0
+    asm = (tmp_path / "my_kernel.s").read_text()
+    assert "%ymm" in asm or "vfmadd" in asm or "vmul" in asm   # AVX encodings, which x86-64 alone never uses
+    assert main(["compile", str(mlir), "-o", str(tmp_path / "base"), "--target-cpu", "x86-64", "--emit", "asm"]) == 0
+    assert "%ymm" not in (tmp_path / "base" / "my_kernel.s").read_text()
+
+
+@x86_only
+def test_targets_lists_the_usable_cpus_and_features():
+    proc = cli("targets")
+    assert proc.returncode == 0, proc.stderr
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines())
+    assert lines["target triple"].startswith("x86_64-")
+    cpus = lines["CPUs (--target-cpu)"].split(", ")
+    assert cpus[:2] == ["host", "generic"] and {"x86-64", "skylake", "znver3"} <= set(cpus)
+    assert not {"i386", "i486", "pentium4", "help"} & set(cpus)     # 32-bit CPUs cannot run x86-64 code
+    assert {"avx2", "sse2", "fma"} <= set(lines["features (--target-features +NAME or -NAME)"].split(", "))

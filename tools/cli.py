@@ -1,7 +1,9 @@
 """The `sprue` command line.
 
-    sprue compile INPUT [-o OUTDIR] [--name NAME] [--emit KIND[,KIND]] [-O 0-3] [--target-cpu CPU] [-v]
+    sprue compile INPUT [-o OUTDIR] [--name NAME] [--emit KIND[,KIND]] [-O 0-3] [--target-cpu CPU]
+                        [--target-features +F,-G] [-v]
     sprue doctor          check the C compiler, MLIR and LLVM
+    sprue targets         the CPU names and features --target-cpu and --target-features accept
     sprue --cmake-dir     the directory holding SprueConfig.cmake (for CMake's Sprue_DIR)
     sprue --version
 
@@ -62,6 +64,23 @@ def _doctor() -> int:
     return 0 if ok else 1
 
 
+def _targets() -> int:
+    """Print the CPU names LLVM can generate code for on this machine's triple (each probed once,
+    then cached: targets.py) and the feature names."""
+    from sprue.errors import SprueError
+    from sprue.lowering.targets import target_table, usable_cpus
+    try:
+        table = target_table()
+        cpus = usable_cpus()
+    except SprueError as err:
+        print(f"sprue: error: {err}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    print(f"target triple: {table.triple}")
+    print(f"CPUs (--target-cpu): host, generic, {', '.join(c for c in cpus if c != 'generic')}")
+    print(f"features (--target-features +NAME or -NAME): {', '.join(table.features)}")
+    return EXIT_OK
+
+
 def cmake_dir() -> Path:
     """The directory holding SprueConfig.cmake: the repository's cmake/ for an editable install
     (the package's sources live in the repository), else the copy shipped as package data."""
@@ -80,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="print the directory of SprueConfig.cmake (pass it to CMake as Sprue_DIR)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("doctor", help="check that the C compiler, MLIR and LLVM are usable")
+    sub.add_parser("targets", help="list the CPU names and features --target-cpu/--target-features accept here")
     c = sub.add_parser("compile", help="compile a jaxpr or StableHLO file to lib<NAME>.so and <NAME>.h",
                        description="Compile INPUT (a jaxpr file: sprue's saved format or JAX-printed; or a"
                                    " StableHLO .mlir module) to OUTDIR/lib<NAME>.so and OUTDIR/<NAME>.h.")
@@ -87,14 +107,20 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output-dir", dest="out_dir", type=Path, default=Path("."), metavar="OUTDIR",
                    help="where to write the outputs (default: the current directory)")
     c.add_argument("--name", help="the kernel's C name: the entry point is _mlir_ciface_NAME and the header's"
-                                  " wrapper NAME() (default: INPUT's stem as a C identifier)")
+                                  " wrapper NAME(). Not a C or C++ keyword, a reserved identifier (_X, __),"
+                                  " a name of the C library or its headers, or sprue's (sprue_*, memref_*_*d)"
+                                  " (default: INPUT's stem as a C identifier; NAME_kernel when that is not allowed)")
     c.add_argument("--emit", action="append", default=[], metavar="KIND",
                    help=f"also write a stage; repeat or separate with commas: {', '.join(EMIT_KINDS)}")
     c.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=3, metavar="LEVEL",
                    help="LLVM optimization level 0-3 (default 3)")
     c.add_argument("--target-cpu", default="host", metavar="CPU",
                    help="host (default: this machine's CPU), generic (any CPU of this architecture) or an"
-                        " LLVM CPU name such as skylake or znver3")
+                        " LLVM CPU name such as skylake or znver3 (`sprue targets` lists them)")
+    c.add_argument("--target-features", default="", metavar="FEATURES",
+                   help="LLVM features to enable (+name) or disable (-name) on top of the CPU's, separated by"
+                        " commas, e.g. +avx2,-fma; write --target-features=-fma when the first is a -name"
+                        " (`sprue targets` lists them)")
     c.add_argument("-v", "--verbose", action="store_true", help="print each stage's time (and tracebacks)")
     return parser
 
@@ -120,7 +146,7 @@ def _diagnostic(err: BaseException, input_path: Path) -> str:
 def _compile(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from sprue.errors import SprueError
     opts = Options(args.input, args.out_dir, args.name, _emit_kinds(parser, args.emit), args.opt_level,
-                   args.target_cpu, args.verbose)
+                   args.target_cpu, args.verbose, args.target_features)
 
     def log(line: str) -> None:
         print(line, file=sys.stderr)
@@ -155,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if args.command == "doctor":
         return _doctor()
+    if args.command == "targets":
+        return _targets()
     if args.command == "compile":
         return _compile(parser, args)
     parser.print_help()

@@ -48,6 +48,7 @@ class Options:
     opt_level: int = 3
     target_cpu: str = "host"
     verbose: bool = False
+    target_features: str = ""     # "+avx2,-fma": LLVM features on top of the CPU's
 
 
 @dataclass
@@ -68,7 +69,7 @@ class Timer:
 def compile_file(opts: Options, log: Callable[[str], None] | None = None) -> dict[str, Path]:
     """Compiles opts.input; returns {kind: path} of every file written."""
     from sprue.lowering.backend import check_codegen_options
-    check_codegen_options(opts.opt_level, opts.target_cpu)
+    check_codegen_options(opts.opt_level, opts.target_cpu, opts.target_features)
     timer = Timer(log if opts.verbose else None)
     name = kernel_name(opts.input, opts.name)
     kernel = read_kernel(opts.input, name)
@@ -79,7 +80,7 @@ def compile_file(opts: Options, log: Callable[[str], None] | None = None) -> dic
 def compile_jaxpr(closed_jaxpr, opts: Options, log: Callable[[str], None] | None = None) -> dict[str, Path]:
     """Like compile_file for a ClosedJaxpr in memory (opts.input only names its source)."""
     from sprue.lowering.backend import check_codegen_options
-    check_codegen_options(opts.opt_level, opts.target_cpu)
+    check_codegen_options(opts.opt_level, opts.target_cpu, opts.target_features)
     timer = Timer(log if opts.verbose else None)
     kernel = kernel_from_jaxpr(closed_jaxpr, kernel_name(opts.input, opts.name), opts.input)
     timer.lap("lower")
@@ -113,8 +114,8 @@ def build_kernel(kernel: Kernel, opts: Options, timer: Timer) -> dict[str, Path]
 
     llvm_ir = lower_to_llvm_ir(kernel.stablehlo, dump=dump)
     timer.lap("translate")
-    result = codegen(llvm_ir, opt_level=opts.opt_level, cpu=opts.target_cpu, internal=[kernel.name],
-                     asm="asm" in opts.emit)
+    result = codegen(llvm_ir, opt_level=opts.opt_level, cpu=opts.target_cpu, features=opts.target_features,
+                     internal=[kernel.name], asm="asm" in opts.emit)
     timer.lap("codegen")
     if "llvm-ir" in opts.emit:
         write("llvm-ir", result.optimized_ir)

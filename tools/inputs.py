@@ -5,13 +5,13 @@ its result shapes as C expressions over its size arguments.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from sprue.errors import SprueError
 from sprue.runtime import Signature, TensorSpec
+from sprue.runtime.c_names import check_kernel_name, kernel_name_for
 from sprue.runtime.header import c_identifier, unique_names
 
 STABLEHLO_SUFFIXES = (".mlir", ".stablehlo")
@@ -32,12 +32,12 @@ class Kernel:
 
 
 def kernel_name(path: Path, name: str | None) -> str:
-    """--name, else the input's stem, as a C identifier (`my-kernel.v2.jaxpr` -> `my_kernel`)."""
+    """--name, checked (a KernelNameError, a ValueError, saying why a name cannot be a C symbol:
+    runtime/c_names.py; the system headers are asked too), else the input's stem as a C identifier
+    (`my-kernel.v2.jaxpr` -> `my_kernel`; `main.mlir` -> `main_kernel`)."""
     if name is not None:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise InputError(f"--name {name!r} is not a C identifier")
-        return name
-    return c_identifier(path.name.split(".")[0], fallback="kernel")
+        return check_kernel_name(name, "--name", headers=True)
+    return kernel_name_for(path.name.split(".")[0], headers=True)
 
 
 def read_kernel(path: Path, name: str) -> Kernel:
