@@ -3,8 +3,8 @@ symbols of a compiled module.
 
 A kernel named `k` becomes C names in three places: the LLVM module (`@k`, given internal linkage,
 and the exported `_mlir_ciface_k`), where the lowering also declares the C library functions it
-calls (malloc, aligned_alloc, free, libm's sin/exp/..., libmvec's `_ZGV*`) and sprue's runtime
-defines its own (memrefCopy, sprue_aligned_alloc); and the header, which defines `k()` and
+calls (malloc, aligned_alloc, free, libm's sin/exp/..., libmvec's `_ZGV*`), MLIR adds helpers
+(dealloc_helper) and sprue's runtime defines its own (memrefCopy, `_sprue_*`); and the header, which defines `k()` and
 `k_results`, `k_into`, ... (`derived_names`) at file scope next to `#include <stdlib.h>` and whatever
 the host program includes, in C and in C++. A name that clashes in the module crashes MLIR's
 translation or makes the kernel call itself instead of libc; one that clashes in the header makes
@@ -14,9 +14,10 @@ it fail to compile or link. `kernel_name_problem` says why a name cannot be used
   file scope; C++ [lex.name]: `__` anywhere) -- which also covers `_mlir_ciface_*` and `_ZGV*`;
 - the keywords of C (C89 to C23, plus GNU `asm`/`typeof`) and of C++ (C++23, with the alternative
   tokens `and`, `or`, ...): the header is included from both;
-- sprue's own names: the `sprue_`/`SPRUE_` prefix (header helpers and macros, the allocator
-  wrapper, renamed internal functions), the descriptor typedefs `memref_<type>_<rank>d`,
-  `memrefCopy`; and `main` (the host's entry point), `std` and `posix` (namespaces C++ reserves);
+- sprue's own names: the `sprue_`/`SPRUE_` prefix (header helpers and macros, the runtime's,
+  renamed internal functions), the descriptor typedefs `memref_<type>_<rank>d`, memrefCopy,
+  dealloc_helper, the wrappers' `out`, `status` and `res`; and `main` (the host's entry point),
+  `std` and `posix` (namespaces C++ reserves);
 - the symbols the C library, libm and libmvec of this machine export, looked up with dlsym in
   the libraries themselves (`exported_by`) -- for the name and every name the header derives from it.
 
@@ -73,8 +74,10 @@ and and_eq bitand bitor compl not not_eq or or_eq xor xor_eq""".split())
 # reserved prefix of the header's helpers and macros, the runtime's (lowering/allocation.py) and
 # renamed internal symbols (safe_internal_symbol). tests/test_c_embedding.py reads a kernel's
 # object and the runtime's sources to keep this complete.
-RUNTIME_SYMBOLS = {"memrefCopy": "a function sprue's runtime defines in every library that copies strided arrays",
-                   "dealloc_helper": "a function MLIR's buffer deallocation adds to compiled modules"}
+RUNTIME_SYMBOLS = {
+    "memrefCopy": "a function sprue's runtime defines in every library that copies strided arrays",
+    "dealloc_helper": "a function MLIR's buffer deallocation adds to compiled modules",
+}
 SPRUE_PREFIX = "sprue_"
 _DESCRIPTOR_TYPEDEF = re.compile(r"memref_[A-Za-z0-9]+_[0-9]+d")
 _SPECIAL = {"main": "the entry point of a C program",
@@ -179,7 +182,7 @@ def module_symbol_problem(name: str) -> str | None:
 
 def kernel_name_problem(name: str) -> str | None:
     """Why `name` cannot name a kernel (see the module docstring), or None. Everything but what
-    only the C compiler knows (macros and typedefs of the system headers: tools/inputs.py)."""
+    only the C compilers know (the system headers' macros and typedefs: header_problems)."""
     why = _reserved(name)
     if why is not None:
         return why
