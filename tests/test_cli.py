@@ -349,3 +349,58 @@ def test_targets_lists_the_usable_cpus_and_features():
     assert cpus[:2] == ["host", "generic"] and {"x86-64", "skylake", "znver3"} <= set(cpus)
     assert not {"i386", "i486", "pentium4", "help"} & set(cpus)     # 32-bit CPUs cannot run x86-64 code
     assert {"avx2", "sse2", "fma"} <= set(lines["features (--target-features +NAME or -NAME)"].split(", "))
+
+
+def test_a_callee_named_like_the_kernel_is_renamed(tmp_path):
+    """A qjit'd function called inside the program becomes a private function named after it; with
+    --name equal to that name the two symbols once clashed (a duplicate @scale)."""
+    from sprue.tools.compile import Options, compile_jaxpr
+    scale = sprue.qjit(lambda x: x * 2.0)
+    scale.__name__ = scale.name = "scale"
+    closed = sprue.make_jaxpr(lambda x: scale(x) + scale(x + 1.0))(np.ones(3))
+    written = compile_jaxpr(closed, Options(Path("prog.jaxpr"), tmp_path, "scale", emit={"stablehlo"}))
+    text = written["stablehlo"].read_text()
+    assert "func.func @scale(" in text and "func.func private @scale_1(" in text and "call @scale_1(" in text
+    assert "_mlir_ciface_scale" in exported(written["so"])
+
+
+# -- StableHLO input holding what StableHLO may not contain (issue 20, item 2) ----------------------------
+_FOREIGN_STABLEHLO = {
+    # a dense_resource whose blob is missing, or of the wrong size (translation read past it: SIGSEGV)
+    "resource_missing": ("func.func @main() -> tensor<3xf32> {\n"
+                         "  %0 = stablehlo.constant dense_resource<blob1> : tensor<3xf32>\n"
+                         "  return %0 : tensor<3xf32>\n}\n", r":2:8: stablehlo\.constant: dense_resource<blob1> has no data"),
+    "resource_short": ("func.func @main() -> tensor<3xf32> {\n"
+                       "  %0 = stablehlo.constant dense_resource<blob1> : tensor<3xf32>\n"
+                       "  return %0 : tensor<3xf32>\n}\n"
+                       '{-#\n  dialect_resources: {\n    builtin: {\n      blob1: "0x040000000000803F"\n    }\n  }\n#-}\n',
+                       r":2:8: stablehlo\.constant: dense_resource<blob1> holds 4 bytes .* needs 12"),
+    # LLVM's inline assembly (LLVM ERROR, SIGABRT) and a load through a null pointer (compiled)
+    "inline_asm": ("func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n"
+                   '  %r = llvm.inline_asm has_side_effects "nop", "=r" : () -> i32\n'
+                   "  return %a : tensor<3xf32>\n}\n", r":2:8: llvm\.inline_asm is not allowed in StableHLO input"),
+    "null_load": ("func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n"
+                  "  %p = llvm.mlir.zero : !llvm.ptr\n  %v = llvm.load %p : !llvm.ptr -> f32\n"
+                  "  return %a : tensor<3xf32>\n}\n", r":2:8: llvm\.mlir\.zero is not allowed"),
+    # a call to a function the module only declares
+    "free_declaration": ("func.func private @free(tensor<3xf32>) -> tensor<3xf32>\n"
+                         "func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n"
+                         "  %0 = func.call @free(%a) : (tensor<3xf32>) -> tensor<3xf32>\n"
+                         "  return %0 : tensor<3xf32>\n}\n", r":1:1: func\.func @free is a declaration without a body"),
+    "emit_c_interface": ("func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> attributes {llvm.emit_c_interface} {\n"
+                         "  return %a : tensor<3xf32>\n}\n",
+                         r":1:1: func\.func: attribute 'llvm\.emit_c_interface': llvm attributes may not appear"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FOREIGN_STABLEHLO))
+def test_foreign_stablehlo_is_refused_by_the_console_script(tmp_path, case):
+    text, message = _FOREIGN_STABLEHLO[case]
+    path = tmp_path / f"{case}.mlir"
+    path.write_text(text)
+    proc = cli("compile", str(path), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 1, proc.stderr       # a crash would be a negative return code
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    assert re.match(rf"sprue: error: {re.escape(str(path))}{message}", err), err
+    assert not (tmp_path / "out").exists()
