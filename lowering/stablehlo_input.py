@@ -4,16 +4,21 @@ stage, StableHLO's test files) -> a compiled callable.
     f = load_stablehlo("f.mlir")          # or the module's text
     y = f(x)                              # numpy in, numpy out (one result bare, several a tuple)
 
-Steps: read the text; rewrite what this torch-mlir build cannot parse (pretty-printed `chlo` ops,
-`sdy.mesh`); parse with unregistered dialects allowed (JAX's `#sdy.sharding<...>` attributes);
-pick the entry function (@main, or the only public one); drop the attributes JAX adds (layout
-modes, shardings, result info) and identity custom calls (@Sharding); lower the chlo ops we know;
-inline private functions; read the runtime Signature from the entry's types; then the same
-pipeline as qjit (`build_shared_library`) and the cffi runtime.
+Steps: read the text (MLIR bytecode is printed as text by a child process); take the blobs of
+`dense_resource` constants out of the text; rewrite what this torch-mlir build cannot parse
+(pretty-printed `chlo` ops, `sdy.mesh`); parse with unregistered dialects allowed (JAX's
+`#sdy.sharding<...>` attributes); check every op, attribute and type against what a StableHLO
+program may contain (stablehlo_validate.py: nothing else reaches MLIR's passes) and turn the
+resource constants into dense ones; pick the entry function (@main, or the only public one); drop
+the attributes JAX adds (layout modes, shardings, result info) and identity custom calls
+(@Sharding); lower the chlo ops we know; inline private functions; read the runtime Signature from
+the entry's types; then the same pipeline as qjit (`build_shared_library`) and the cffi runtime.
 
 Every problem with the input is a SprueError: StableHLOInputError for text that does not parse or
-has no entry point, UnsupportedStableHLOOpError naming an op and its location, and the
-pipeline's LoweringError for what fails later.
+has no entry point, StableHLOUnsupportedError (sprue.StableHLOUnsupportedError) for an op,
+attribute, type or resource a StableHLO program may not contain, naming it and its location,
+UnsupportedStableHLOOpError for a StableHLO op sprue cannot compile, and the pipeline's
+LoweringError for what fails later.
 """
 
 from __future__ import annotations
@@ -26,11 +31,14 @@ from typing import Any
 
 from torch_mlir import ir, passmanager
 
-from sprue.errors import ParseError, SprueError
+from sprue.errors import ParseError, SprueError, SprueMemoryError
+from sprue.runtime.c_names import module_symbol_problem
 
 from .pipeline import LoweringError, make_context
 from .stablehlo_fixups import apply_fixups
 from .stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
+from .stablehlo_validate import (BYTECODE_MAGIC, bytecode_to_text, check_module, drop_dialect_attributes,
+                                 extract_resources, materialize_resources, refuse)
 
 
 class StableHLOInputError(ParseError):
@@ -52,19 +60,34 @@ _KEPT_FUNC_ATTRS = frozenset({"sym_name", "function_type", "sym_visibility"})
 
 
 # -- reading --------------------------------------------------------------------------------------
-def read_source(path_or_text: str | os.PathLike) -> tuple[str, str]:
-    """(text, a name for messages). A str holding MLIR (it has a newline or a brace) is the text;
-    anything else is a path."""
+def read_source(path_or_text: str | bytes | os.PathLike) -> tuple[str, str]:
+    """(text, a name for messages). A str holding MLIR (it has a newline or a brace) is the text,
+    bytes are the file's content, anything else is a path. MLIR bytecode (a StableHLO portable
+    artifact: `jax.export(f)(...).mlir_module_serialized`) becomes its text."""
     if isinstance(path_or_text, str) and ("\n" in path_or_text or "{" in path_or_text):
         return path_or_text, "<text>"
-    if not isinstance(path_or_text, (str, os.PathLike)):
-        raise StableHLOInputError(f"load_stablehlo expects a path or StableHLO text, got"
+    if isinstance(path_or_text, (bytes, bytearray)):
+        data, name = bytes(path_or_text), "<bytes>"
+    elif isinstance(path_or_text, (str, os.PathLike)):
+        path = Path(path_or_text)
+        name = str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise StableHLOInputError(f"cannot read the StableHLO file {path}: {err}") from err
+    else:
+        raise StableHLOInputError(f"load_stablehlo expects a path, StableHLO text or bytes, got"
                                   f" {type(path_or_text).__name__}")
-    path = Path(path_or_text)
+    if data.startswith(BYTECODE_MAGIC):
+        try:
+            return bytecode_to_text(data, name), name
+        except ParseError as err:
+            raise StableHLOInputError(str(err)) from None
     try:
-        return path.read_text(), str(path)
-    except (OSError, UnicodeDecodeError) as err:
-        raise StableHLOInputError(f"cannot read the StableHLO file {path}: {err}") from err
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as err:
+        raise StableHLOInputError(f"cannot read the StableHLO file {name}: byte {err.start} is not UTF-8"
+                                  f" ({err.reason}), and the file is not MLIR bytecode") from None
 
 
 # `sdy.mesh @mesh = <...>` declares a device mesh for Shardy shardings; one device needs none, and
@@ -140,11 +163,15 @@ def check_sizes(module: ir.Module, name: str) -> None:
             if n > limit:
                 bad.append(f"{name}: {op.name} at {op.location}: the type {t} has {n} elements (more than"
                            f" {limit}{' for a constant' if limit == MAX_CONSTANT_ELEMENTS else ''})")
+                # a byte count past int64 is no array at all: a memory error, as for jaxprs (core.MAX_ARRAY_BYTES)
+                overflows.append(n * -(-getattr(ir.RankedTensorType(t).element_type, "width", 8) // 8) > 2 ** 63 - 1)
                 return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
+    overflows: list[bool] = []
     module.operation.walk(visit)
     if bad:
-        raise StableHLOInputError(bad[0])
+        raise (SprueMemoryError if overflows[0] else StableHLOInputError)(
+            bad[0] + (": its size overflows the 64-bit byte count of an array" if overflows[0] else ""))
 
 
 def _line_col(text: str, pos: int) -> str:
@@ -262,6 +289,31 @@ def inline_calls(module: ir.Module, entry: ir.Operation) -> None:
         raise LoweringError("inline", "inlining the module's function calls failed", _diagnostics(err)) from err
 
 
+def check_inlined(module: ir.Module, entry: ir.Operation, name: str) -> None:
+    """After inline_calls only the entry may remain: a function still referenced (a call the
+    inliner left, a stablehlo.composite's decomposition) would be compiled under its own symbol."""
+    for f in _functions(module):
+        if f != entry:
+            bad: list[ir.Operation] = []
+
+            def visit(op: ir.Operation) -> ir.WalkResult:
+                attrs = op.attributes
+                if op.name != "func.func" and any(f"@{_name(f)}" in str(attrs[i].attr) for i in range(len(attrs))):
+                    bad.append(op)
+                    return ir.WalkResult.INTERRUPT
+                return ir.WalkResult.ADVANCE
+            entry.walk(visit)
+            what = f"{bad[0].name} refers to" if bad else "the module keeps"
+            raise refuse(bad[0] if bad else f, name, f"{what} function @{_name(f)}, which is not inlined: sprue"
+                                                     f" compiles a single function, calling others only through"
+                                                     f" func.call")
+
+
+# The C symbol of the compiled entry: anything else (`@"a b"`, `@"../x"`, which would also name the
+# library file) is renamed, as are names the lowering or runtime declare themselves.
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 # -- the signature --------------------------------------------------------------------------------
 def _dtype(t: ir.Type, where: str) -> str:
     """The runtime's short element-type name for an MLIR element type."""
@@ -287,11 +339,12 @@ def _spec(name: str, t: ir.Type, where: str) -> Any:
     return TensorSpec(name, _dtype(t.element_type, where), shape)
 
 
-def signature_of(entry: ir.Operation, result_names: list[str | None]) -> Any:
-    """The runtime Signature from the entry function's type: `?` dims are None."""
+def signature_of(entry: ir.Operation, result_names: list[str | None], entry_name: str | None = None) -> Any:
+    """The runtime Signature from the entry function's type: `?` dims are None. Messages name the
+    function `entry_name` (its name in the input, when prepare renamed it)."""
     from sprue.runtime import Signature
     ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
-    where = f"@{_name(entry)}"
+    where = f"@{entry_name or _name(entry)}"
     args = [_spec(f"arg{i}", t, f"{where} argument {i}") for i, t in enumerate(ftype.inputs)]
     results = [_spec(result_names[i] or f"result[{i}]", t, f"{where} result {i}")
                for i, t in enumerate(ftype.results)]
@@ -315,17 +368,31 @@ def prepare(path_or_text: str | os.PathLike) -> PreparedModule:
     ctx.allow_unregistered_dialects = True
     with ctx, ir.Location.unknown():
         check_text(text, name)
+        text, blobs = extract_resources(text, name)     # MLIR never reads a blob
         module = parse(ctx, prepare_text(text), name)
+        resources = check_module(module, name)
         check_sizes(module, name)
+        materialize_resources(resources, blobs, name)
         entry = entry_function(module, name)
+        entry_name = _name(entry)
         names = _result_names(entry)
         strip_attributes(module)
+        drop_dialect_attributes(module)
         remove_identity_ops(module)
         lower_chlo(module)
         apply_fixups(module)
         inline_calls(module, entry)
         entry = entry_function(module, name)
-        signature = signature_of(entry, names)
+        check_inlined(module, entry, name)
+        if (not _C_IDENTIFIER.fullmatch(_name(entry))
+                or module_symbol_problem(_name(entry)) is not None):   # @free, @sin: the lowering declares those itself
+            table = ir.SymbolTable(module.operation)
+            safe, k = "main", 1
+            while safe in table:
+                safe, k = f"main_{k + 1}", k + 1
+            ir.SymbolTable.replace_all_symbol_uses(_name(entry), safe, module.operation)
+            ir.SymbolTable.set_symbol_name(entry, safe)
+        signature = signature_of(entry, names, entry_name)
         return PreparedModule(str(module), _name(entry), signature)
 
 
