@@ -610,9 +610,10 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
     from sprue.runtime import save_signature
     from .shape_functions import shape_function_of
 
-    lowered = lower(closed, name="main")  # with run-time checks, @main returns a status first
-    text = lowered.text
     names = [d.name for d in implicit] + list(in_names)
+    # With run-time checks (its own, or the entry checks of its sizes), @main returns a status first.
+    lowered = lower(closed, name="main", arg_names=names)
+    text = lowered.text
     sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
                     [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
                      for i, a in enumerate(jaxpr.outvars)],

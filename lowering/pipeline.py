@@ -50,9 +50,12 @@ STAGES: list[tuple[str, str]] = [
         # computed in the destination's slice, not in a temporary that is then copied there.
         "eliminate-empty-tensors",
         # Identity layouts at function boundaries keep the C ABI simple:
-        # every argument/result is a plain strided descriptor.
+        # every argument/result is a plain strided descriptor. So do the results of an scf.if
+        # (a cond, the entry checks' guard around a kernel's body): with the default fully
+        # dynamic layout, returning one cost a generic element-by-element copy (a cond returning
+        # 10^5 f64 took 0.9 ms instead of 0.03 ms).
         "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
-        "function-boundary-type-conversion=identity-layout-map}",
+        "function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map}",
         # Temporaries of a loop body (a comparison's i1, a scalar product) are allocated once,
         # before the loop, instead of on every trip.
         "func.func(buffer-loop-hoisting)",

@@ -16,15 +16,22 @@ Checks: when the jaxpr (or a jaxpr nested in it) contains `check` equations, @ma
 extra first result, an i64 scalar status: 0, or the 1-based code of the first check that failed.
 `LoweredModule.check_messages[code - 1]` is that check's message. Code after a failed check keeps
 running (the frontend keeps its sizes memory-safe); only the status records the failure.
+
+Entry checks (`lower`, rules_checks.entry_checks): a size the kernel takes as an argument (the
+implicit `n` of `b:f64[n]`) is also carried by the descriptor of each array it sizes; @main
+compares them before running its body, which it skips when they disagree, and so has a status
+whenever it has such arguments.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
+from torch_mlir.dialects import arith, tensor
 
 from ..core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from ..errors import UnsupportedError, at
@@ -33,8 +40,9 @@ from . import rules_elementwise, rules_indexing, rules_math, rules_reductions, r
 from . import rules_calls, rules_checks  # noqa: F401
 from . import rules_control_flow  # noqa: F401  (its regions call back into lower_jaxpr_body below)
 from . import rules_filtering  # noqa: F401  (filter: a result size computed at run time)
-from .rules_checks import contains_checks
-from .rules_common import LoweringContext, Value, aval_type, const_array, constant, lowering_rules
+from .rules_checks import contains_checks, emit_entry_checks, entry_checks
+from .rules_common import (DYNAMIC, LoweringContext, Value, aval_type, build_region, const_array, constant,
+                           lowering_rules, op, select)
 
 __all__ = ["LoweredModule", "LoweringContext", "contains_checks", "lower", "lower_jaxpr", "lower_jaxpr_body",
            "lower_region_body", "lowering_rules", "make_context"]
@@ -150,17 +158,33 @@ class LoweredModule:
     has_status: bool = False
 
 
-def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = True) -> LoweredModule:
+def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = True,
+          arg_names: Sequence[str] | None = None, static_sizes: bool = False) -> LoweredModule:
     """The StableHLO module of `closed_jaxpr` as `func.func @<name>`, with its check messages.
 
     With debug_info the text keeps each op's location (primitive name and user file:line), so
-    that diagnostics of later passes parsing it still point at the user's code."""
+    that diagnostics of later passes parsing it still point at the user's code.
+
+    Entry checks (rules_checks.entry_checks): every size an argument's descriptor carries that the
+    kernel also takes as a size argument is compared with it at entry, and with `static_sizes`
+    (for C callers, whose descriptors nothing else checks) every static size too; `arg_names`
+    name the arguments in their messages (default: the size arguments after their dimension,
+    the others `#k`). When there are any, the body runs in a `stablehlo.if` on their status, so
+    that nothing reads an argument whose descriptor disagrees; the other branch returns fresh
+    results whose values are unset (size 0 along each dynamic axis). The body's own checks keep
+    codes 1, 2, ...; the entry checks' codes follow."""
     consts = _check_consts(closed_jaxpr)
     jaxpr = closed_jaxpr.jaxpr
-    has_status = contains_checks(jaxpr)
+    names = list(arg_names) if arg_names is not None else _default_names(jaxpr)
+    if len(names) != len(jaxpr.invars):
+        raise ValueError(f"{len(names)} argument names for {len(jaxpr.invars)} arguments")
+    entry = entry_checks(jaxpr, names, static_sizes)
+    body_checks = contains_checks(jaxpr)
+    has_status = body_checks or bool(entry)
     with make_context(), ir.Location.unknown():
         module = ir.Module.create()
-        arg_types = [aval_type(v.aval) for v in jaxpr.invars]
+        # With static-size checks the arrays come in with `?` sizes, to be read and checked.
+        arg_types = [_entry_type(v.aval) if static_sizes else aval_type(v.aval) for v in jaxpr.invars]
         result_types = [aval_type(v.aval) for v in jaxpr.outvars]
         if has_status:
             result_types.insert(0, aval_type(_STATUS_AVAL))
@@ -170,19 +194,83 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
                 attributes={"sym_name": ir.StringAttr.get(name),
                             "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, result_types))})
         block = fn.regions[0].blocks.append(*arg_types)
+        args = list(block.arguments)
         with ir.InsertionPoint(block):
             ctx = LoweringContext(module)
-            if has_status:
-                ctx.status = constant(0, np.int64)
-            const_values = [const_array(c) for c in consts]
-            outs = _emit(ctx, jaxpr, const_values, list(block.arguments))
-            if has_status:
-                outs.insert(0, ctx.status)
+
+            def body() -> list[Value]:
+                """The jaxpr's outputs, after the status of its own checks when it has any."""
+                if body_checks:
+                    ctx.status = constant(0, np.int64)
+                const_values = [const_array(c) for c in consts]
+                outs = _emit(ctx, jaxpr, const_values, [_static_view(a, v.aval) for a, v in zip(args, jaxpr.invars)])
+                return [ctx.status, *outs] if body_checks else outs
+
+            if entry:
+                # The body first, so that its own checks keep codes 1, 2, ... (those a C caller may
+                # know already); the entry checks take the codes after them, emitted before the if.
+                placeholder = constant(True, np.bool_)
+                guard = op("stablehlo.if", [placeholder], result_types[1 - body_checks:], regions=2)
+                with ctx.nested_scope():
+                    build_region(guard, [], lambda _: body(), 0)
+                with ir.InsertionPoint(guard):
+                    for v, a in zip(jaxpr.invars, args):
+                        if v.dim is not None:
+                            ctx.bind_dim(v.dim, a)
+                    status, ok = emit_entry_checks(ctx, args, entry)
+                guard.operands[0] = ok
+                placeholder.owner.erase()
+                # Fresh buffers, never constants, in both branches: a result that is a constant in
+                # one branch only makes the deallocation of every call decide at run time who owns what.
+                build_region(guard, [], lambda _: [_unset(t) for t in result_types[1 - body_checks:]], 1)
+                outs = list(guard.results)
+                if body_checks:   # the first failure: the entry's, else the body's
+                    outs[0] = select(ok, outs[0], status)
+                else:
+                    outs.insert(0, status)
+            else:
+                outs = body()
+                if has_status and not body_checks:
+                    outs.insert(0, constant(0, np.int64))
             ir.Operation.create("func.return", operands=outs)
         if not module.operation.verify():
             raise AssertionError("the lowered StableHLO module does not verify")
         text = module.operation.get_asm(enable_debug_info=debug_info)
         return LoweredModule(text, tuple(ctx.check_messages), has_status)
+
+
+def _default_names(jaxpr: Jaxpr) -> list[str]:
+    return [repr(v.dim) if v.dim is not None else f"#{i + 1}" for i, v in enumerate(jaxpr.invars)]
+
+
+def _entry_type(aval: ShapedArray) -> ir.Type:
+    """An argument's type at the entry: every size `?` (read from its descriptor, then checked)."""
+    return aval_type(aval.update(shape=(None,) * aval.ndim)) if aval.ndim else aval_type(aval)
+
+
+def _static_view(arg: Value, aval: ShapedArray) -> Value:
+    """An argument that came in with `?` sizes (`_entry_type`) as the type of its aval: a
+    tensor.reshape to the checked sizes. (A tensor.cast would lose them again: canonicalization
+    folds `dim(cast(x))` into `dim(x)`, and the body's loops would run to the descriptor's sizes
+    instead of constants; a reshape bufferizes to a memref.reshape of the contiguous argument, no
+    copy.)"""
+    ty = aval_type(aval)
+    if arg.type == ty:
+        return arg
+    i64 = ir.IntegerType.get_signless(64)
+    sizes = [arith.ConstantOp(i64, d).result if isinstance(d, int) else
+             arith.IndexCastOp(i64, tensor.DimOp(arg, arith.ConstantOp(ir.IndexType.get(), i).result).result).result
+             for i, d in enumerate(aval.shape)]
+    shape = tensor.FromElementsOp(ir.RankedTensorType.get([len(sizes)], i64), sizes).result
+    return tensor.ReshapeOp(ty, arg, shape).result
+
+
+def _unset(ty: ir.Type) -> Value:
+    """A fresh buffer of type `ty`, its values unset, size 0 along each `?`: a result when the
+    entry checks failed (the caller only frees it)."""
+    t = ir.RankedTensorType(ty)
+    zero = arith.ConstantOp(ir.IndexType.get(), 0).result
+    return tensor.EmptyOp([zero if n == DYNAMIC else n for n in t.shape], t.element_type).result
 
 
 def lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = True) -> str:

@@ -32,7 +32,8 @@ Thread safety: descriptors, scalar cells and the result object live in a per-cal
 taken from a pool for the duration of one call (list.pop/append, atomic) and put back after,
 so concurrent calls never share one; the pool grows to the number of concurrent callers.
 Results are unpacked by the same ResultUnpacker as a general call (owned by numpy, freed once),
-except a lone rank-0 result, which is read and freed inline (through the unpacker's `free`).
+except a lone rank-0 result, which is read and freed inline (through the unpacker's `free`), and
+a status (a kernel with run-time checks), read and freed inline while it is 0.
 """
 
 from __future__ import annotations
@@ -220,7 +221,11 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
         j += 1
 
     result_type = cf._result_type
-    lone = results[0] if len(results) == 1 and cf.signature.status_messages is None else None
+    # With a status (results[0], rank 0: 3 words), a lone result follows it at word `base`; the
+    # status is read inline too (a kernel with entry checks always has one).
+    status = cf.signature.status_messages is not None
+    base = 3 if status else 0
+    lone = results[-1] if len(results) == 1 + status else None
     inline_scalar = lone is not None and lone.rank == 0 and lone.dtype != np.float16
     # A lone array result of static, nonzero shape: built here when its layout is the usual one.
     inline_array = lone is not None and lone.rank > 0 and lone.is_static and 0 not in lone.shape
@@ -229,15 +234,20 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
         typed = _TYPED.typeof(f"struct sprue_scalar_{lone.element.name} *")
     elif inline_array:
         typed = _TYPED.typeof("struct sprue_owned *")
+    status_view = status and len(results) > 1
     if result_type is not None:
-        state_names += ["res", "words"] + (["rv"] if typed is not None else [])
+        state_names += ["res", "words"] + (["rv"] if typed is not None else []) + (["sv"] if status_view else [])
         words_ptr = ffi.typeof("int64_t *")
+        status_ptr = _TYPED.typeof("struct sprue_scalar_i64 *")
 
         def result_maker() -> list:
             res = cffi_ops.newp(result_type, None)
-            out = [res, cffi_ops.cast(words_ptr, res)]
+            words = cffi_ops.cast(words_ptr, res)
+            out = [res, words]
             if typed is not None:
-                out.append(cffi_ops.cast(typed, res))
+                out.append(cffi_ops.cast(typed, words + base))
+            if status_view:
+                out.append(cffi_ops.cast(status_ptr, res))
             return out
         state_makers.append(result_maker)
 
@@ -254,25 +264,47 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
     body += fill
     call_args = ", ".join((["res"] if result_type is not None else []) + descs)
     body.append(f"        fn({call_args})")
+    if status_view and typed is not None:
+        # A failed check, a null status or a status sharing the result's buffer: the general
+        # unpacker raises, frees every buffer once, or sorts out the sharing.
+        body += ["        q = sv.allocated",
+                 "        if not q or sv.aligned[sv.offset] or q == rv.allocated:",
+                 "            return fin(U.unpack_words(unpack(words, NW)))"]
     if result_type is None:
         body.append("        out = []")
     elif inline_scalar:
-        g["conv"] = scalar_from_c(results[0].dtype)
+        g["conv"] = scalar_from_c(lone.dtype)
         body += ["        p = rv.allocated",
                  "        if not p: return fin(U.unpack_words(unpack(words, NW)))",   # raises MemoryError
                  "        try: v = conv(rv.aligned[rv.offset])",
                  "        finally: U.free(p)"]
+        if status_view:
+            body.append("        U.free(q)")
     elif inline_array:
-        r = lone.rank
+        r, b = lone.rank, base
         g.update(LAYOUT=list(lone.shape) + list(c_strides(lone.shape)), SHAPE=tuple(lone.shape), DT=lone.dtype,
                  ISZ=lone.dtype.itemsize, NB=int(np.prod(lone.shape)) * lone.dtype.itemsize,
                  gcp=cffi_ops.gcp, buffer=cffi_ops.buffer, ndarray=np.ndarray)
         body += ["        w = unpack(words, NW)",
-                 f"        if w[0] and w[3:{3 + 2 * r}] == LAYOUT and w[1] - w[0] + w[2] * ISZ >= 0:",
-                 "            start = w[1] - w[0] + w[2] * ISZ",
-                 "            out = [ndarray(SHAPE, DT, buffer(gcp(rv.allocated, U.free), start + NB), start)]",
-                 "        else:",
+                 f"        if w[{b}] and w[{b + 3}:{b + 3 + 2 * r}] == LAYOUT"
+                 f" and w[{b + 1}] - w[{b}] + w[{b + 2}] * ISZ >= 0:",
+                 f"            start = w[{b + 1}] - w[{b}] + w[{b + 2}] * ISZ",
+                 "            out = [ndarray(SHAPE, DT, buffer(gcp(rv.allocated, U.free), start + NB), start)]"]
+        if status_view:
+            body.append("            U.free(q)")
+        body += ["        else:",
                  "            out = U.unpack_words(w)"]
+    elif status_view:
+        # the status read here, the other results by the unpacker of the rest (its own words)
+        g["REST"] = cf._unpacker._rest._unpack
+        others = ", ".join(f"w[{r.word}]" for r in cf._unpacker._rest._readers)
+        body += ["        q = sv.allocated",
+                 "        if not q or sv.aligned[sv.offset]: return fin(U.unpack_words(unpack(words, NW)))",
+                 "        w = unpack(words, NW)",
+                 f"        if w[0] in ({others},): out = U.unpack_words(w)",   # a result shares its buffer
+                 "        else:",
+                 "            out = REST(w)",
+                 "            U.free(q)"]
     else:
         body.append("        out = U.unpack_words(unpack(words, NW))")
     body += ["    finally:", "        append(st)"]

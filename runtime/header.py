@@ -9,7 +9,12 @@
   them; with run-time checks the first is `status`, an i64 scalar;
 - the exported symbol `_mlir_ciface_<name>` and a `static inline` C-friendly wrapper `<name>()`
   that takes rank-0 arguments by value (a size `n`, a scalar `alpha`) and arrays as descriptors,
-  and returns the status (always 0 for a kernel without checks);
+  and returns the status (always 0 for a kernel without checks). The kernel checks the sizes of
+  its arguments' descriptors itself (lowering/rules_checks.py, entry checks); the wrapper checks
+  what the kernel's code cannot see, their layout: strides must be row-major contiguous (one
+  status code per array argument, after the kernel's codes; and one for its static sizes when the
+  kernel does not check them, as a kernel from StableHLO does not), and `offset` is folded into
+  `aligned` (the kernel reads from `aligned`);
 - `<name>_free_results()`: every returned buffer is malloc'ed by the kernel and owned by the caller;
   this frees each distinct allocation once (two results may share one);
 - when every result shape is a function of the inputs' sizes (never of their values):
@@ -96,7 +101,10 @@ class HeaderSpec:
     default): from the signature's shape function (runtime/shape_function.py), or none at all when
     it has none or some result dim depends on data (no `_result_shapes` and no `_into`).
     shape_params: the argument names (rank-0 integer arguments) the expressions read.
-    source: where the kernel came from, for the header's first comment."""
+    source: where the kernel came from, for the header's first comment.
+    kernel_checks_sizes: the kernel compares its arguments' descriptor sizes with the sizes it was
+    compiled for itself (a kernel lowered from a jaxpr for C: its entry checks); else (StableHLO
+    input, hand-written signatures) the wrapper checks the static ones."""
     name: str
     signature: Signature
     arg_names: Sequence[str] | None = None
@@ -104,6 +112,7 @@ class HeaderSpec:
     result_shapes: Sequence[Sequence[ShapeDim]] | None = None
     shape_params: Sequence[str] = field(default_factory=tuple)
     source: str = ""
+    kernel_checks_sizes: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,8 +135,9 @@ def _names(spec: HeaderSpec) -> tuple[list[_Param], list[_Param]]:
         raise ValueError(f"{spec.name}: {len(arg_names)} argument names for {len(sig.args)} arguments, "
                          f"{len(res_names)} result names for {len(sig.results)} results")
     # A name must also not be a local the wrappers derive from another: `<a>_value`, `<a>_d` for a
-    # rank-0 argument, `<r>_expected`, `<r>_shape` for a result (the _into and _result_shapes bodies).
-    args = [_Param(_fresh(c_identifier(n), taken, ("_value", "_d") if s.rank == 0 else ()), s)
+    # rank-0 argument (`<a>_d` for an array too), `<r>_expected`, `<r>_shape` for a result (the _into
+    # and _result_shapes bodies).
+    args = [_Param(_fresh(c_identifier(n), taken, ("_value", "_d") if s.rank == 0 else ("_d",)), s)
             for n, s in zip(arg_names, sig.args)]
     results = [_Param(_fresh(c_identifier(n), taken, ("_expected", "_shape")), s) for n, s in zip(res_names, sig.results)]
     if sig.has_status:
@@ -173,6 +183,20 @@ static inline int64_t sprue_floordiv(int64_t a, int64_t b) {
 static inline int64_t sprue_mod(int64_t a, int64_t b) { return a - sprue_floordiv(a, b) * b; }
 static inline int64_t sprue_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t sprue_min(int64_t a, int64_t b) { return a < b ? a : b; }
+/* Whether a descriptor's sizes and strides are those of a row-major contiguous array, the only
+   layout a kernel reads (an axis of size 1 may have any stride; an empty array reads nothing).
+   Unsigned products: they wrap, where a signed overflow would be undefined. */
+static inline int sprue_row_major(const int64_t *sizes, const int64_t *strides, int rank) {
+  uint64_t expected = 1;
+  int i;
+  for (i = 0; i < rank; ++i)
+    if (sizes[i] <= 0) return sizes[i] == 0;
+  for (i = rank - 1; i >= 0; --i) {
+    if (sizes[i] != 1 && (uint64_t)strides[i] != expected) return 0;
+    expected *= (uint64_t)sizes[i];
+  }
+  return 1;
+}
 #endif
 """
 
@@ -191,9 +215,44 @@ def _results_struct(name: str, results: list[_Param]) -> str:
             f"typedef struct {{\n{fields}\n}} {name}_results;\n")
 
 
-def _call_body(name: str, args: list[_Param], has_status: bool, out: str) -> list[str]:
-    """Statements that wrap rank-0 arguments in descriptors, call the kernel and return its status."""
+def _layout_message(a: _Param) -> str:
+    return (f"argument {a.name} ({a.spec.type_str}): its descriptor is not a row-major contiguous array (sizes"
+            f" not negative, strides[{a.spec.rank - 1}] = 1 and each stride the product of the sizes after it,"
+            f" but for axes of size 1): the kernel reads its elements one after another from aligned + offset")
+
+
+def _sizes_message(a: _Param) -> str:
+    static = ", ".join(f"sizes[{i}] = {d}" for i, d in enumerate(a.spec.shape) if d is not None)
+    return (f"argument {a.name} ({a.spec.type_str}): its descriptor's sizes are not those the kernel was compiled"
+            f" for ({static})")
+
+
+def _wrapper_checks(args: list[_Param], kernel_checks_sizes: bool) -> list[tuple[str, str]]:
+    """What the wrapper checks of each array's descriptor before the kernel runs, as (C condition of
+    a failure, message): its static sizes, when the kernel does not, and its layout."""
+    checks = []
+    for a in args:
+        if a.by_value:
+            continue
+        static = [f"{a.name}->sizes[{i}] != {d}" for i, d in enumerate(a.spec.shape) if d is not None]
+        if static and not kernel_checks_sizes:
+            checks.append((" || ".join(static), _sizes_message(a)))
+        checks.append((f"!sprue_row_major({a.name}->sizes, {a.name}->strides, {a.spec.rank})", _layout_message(a)))
+    return checks
+
+
+def _call_body(name: str, args: list[_Param], has_status: bool, out: str,
+               wrapper_checks: Sequence[tuple[str, int]] = ()) -> list[str]:
+    """Statements that check each array's descriptor (`wrapper_checks`: C condition of a failure,
+    status code), pass it on with its offset folded into `aligned` (the kernel's code assumes
+    offset 0), wrap rank-0 arguments in descriptors, call the kernel and return its status."""
     lines = []
+    arrays = [a for a in args if not a.by_value]
+    for failed, code in wrapper_checks:
+        lines.append(f"  if ({failed}) {{ memset({out}, 0, sizeof *{out}); return {code}; }}")
+    for a in arrays:
+        lines.append(f"  {descriptor_type(a.spec.element, a.spec.rank)} {a.name}_d = *{a.name};")
+        lines.append(f"  {a.name}_d.aligned += {a.name}_d.offset; {a.name}_d.offset = 0;")
     for a in args:
         if a.by_value:
             t = descriptor_type(a.spec.element, 0)
@@ -201,21 +260,27 @@ def _call_body(name: str, args: list[_Param], has_status: bool, out: str) -> lis
             lines.append(f"  {t} {a.name}_d;")
             lines.append(f"  {a.name}_d.allocated = &{a.name}_value; {a.name}_d.aligned = &{a.name}_value;"
                          f" {a.name}_d.offset = 0;")
-    call_args = ", ".join([out] + [f"&{a.name}_d" if a.by_value else a.name for a in args])
+    call_args = ", ".join([out] + [f"&{a.name}_d" for a in args])
     lines.append(f"  _mlir_ciface_{name}({call_args});")
     lines.append(f"  return {out}->status.aligned[{out}->status.offset];" if has_status else "  return 0;")
     return lines
 
 
-def _entry_points(name: str, args: list[_Param], results: list[_Param], has_status: bool) -> str:
+def _entry_points(name: str, args: list[_Param], results: list[_Param], has_status: bool,
+                  wrapper_checks: Sequence[tuple[str, int]]) -> str:
     ciface_params = ", ".join([f"{name}_results *out"] + [
         f"const {descriptor_type(a.spec.element, a.spec.rank)} *{a.name}" for a in args])
     params = ", ".join([f"{name}_results *out"] + [_param_decl(a) for a in args])
     status_doc = (f"Returns the status: 0 when every run-time check held, else the 1-based code of the first\n"
-                  f"   that failed (its message: {name}_status_message(code)); the results are allocated either way."
-                  if has_status else "Returns 0 (this kernel has no run-time checks).")
-    body = "\n".join(_call_body(name, args, has_status, "out"))
-    return (f"/* The symbol the library exports (MLIR's C interface): one descriptor pointer per argument. */\n"
+                  f"   that failed (its message: {name}_status_message(code)); *out is to be freed either way."
+                  if has_status or wrapper_checks else "Returns 0 (this kernel has no run-time checks).")
+    if wrapper_checks:
+        status_doc += ("\n   Array descriptors must be row-major contiguous (any offset): else nothing runs and the\n"
+                       "   status names the argument.")
+    body = "\n".join(_call_body(name, args, has_status, "out", wrapper_checks))
+    return (f"/* The symbol the library exports (MLIR's C interface): one descriptor pointer per argument.\n"
+            f"   It reads arrays as row-major contiguous from `aligned`, ignoring `offset` and `strides`:\n"
+            f"   {name}() below checks them. */\n"
             f"void _mlir_ciface_{name}({ciface_params});\n\n"
             f"/* Calls the kernel; rank-0 arguments are passed by value, arrays as descriptors.\n"
             f"   Fills *out; free it with {name}_free_results(out).\n   {status_doc} */\n"
@@ -275,19 +340,21 @@ def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param]
             f"{r.name}->sizes[{i}] != {r.name}_expected[{i}]" for r, _ in ranked for i in range(r.spec.rank))
         lines.append(f"  if ({checks})\n    return SPRUE_SHAPE_MISMATCH;")
     lines.append(f"  status = {name}({', '.join(['&res'] + [a.name for a in args])});")
+    lines.append("  if (status == 0) {   /* else the results may be empty, or not even allocated */")
     for r in data:
         strided = r.spec.rank > 0
         dst_strides = f"{r.name}->strides" if strided else "0"
         src_strides, sizes = (f"res.{r.name}.strides", f"res.{r.name}.sizes") if strided else ("0", "0")
-        lines.append(f"  sprue_copy_strided((char *)({r.name}->aligned + {r.name}->offset), {dst_strides},\n"
-                     f"                     (const char *)(res.{r.name}.aligned + res.{r.name}.offset),"
+        lines.append(f"    sprue_copy_strided((char *)({r.name}->aligned + {r.name}->offset), {dst_strides},\n"
+                     f"                       (const char *)(res.{r.name}.aligned + res.{r.name}.offset),"
                      f" {src_strides}, {sizes}, {r.spec.rank}, sizeof({r.spec.element.ctype}));")
-    lines += [f"  {name}_free_results(&res);", "  return status;"]
+    lines += ["  }", f"  {name}_free_results(&res);", "  return status;"]
     params = ", ".join(dest + [_param_decl(a) for a in args])
     out += (f"/* Destination passing: the caller allocates each result (sizes from {name}_result_shapes, any\n"
             f"   strides) and passes its descriptor. A copying wrapper: the kernel allocates its results, which\n"
-            f"   are copied into the destinations and freed. Returns the kernel's status, or\n"
-            f"   SPRUE_SHAPE_MISMATCH (nothing is computed) if a destination has the wrong sizes. */\n"
+            f"   are copied into the destinations and freed. Returns the kernel's status (the destinations\n"
+            f"   are written only when it is 0), or SPRUE_SHAPE_MISMATCH (nothing is computed) if a\n"
+            f"   destination has the wrong sizes. */\n"
             f"static inline int64_t {name}_into({params}) {{\n" + "\n".join(lines) + "\n}\n")
     return out
 
@@ -320,9 +387,14 @@ def c_header(spec: HeaderSpec) -> str:
         _COMMON,
         _results_struct(spec.name, results),
     ]
-    if sig.has_status:
-        parts.append(_status_table(spec.name, sig.status_messages))
-    parts.append(_entry_points(spec.name, args, results, sig.has_status))
+    # The wrapper's own codes follow the kernel's: per array argument, its layout (and its static
+    # sizes, when the kernel does not check them).
+    kernel_messages = list(sig.status_messages or ())
+    wrapper = _wrapper_checks(args, spec.kernel_checks_sizes)
+    codes = [(failed, len(kernel_messages) + 1 + k) for k, (failed, _) in enumerate(wrapper)]
+    if kernel_messages or wrapper:
+        parts.append(_status_table(spec.name, kernel_messages + [message for _, message in wrapper]))
+    parts.append(_entry_points(spec.name, args, results, sig.has_status, codes))
     parts.append(_free_results(spec.name, results))
     if spec.result_shapes is not None:
         parts.append(_shape_functions(spec, args, results))

@@ -109,14 +109,18 @@ def test_header_contents(tmp_path):
     text = c_header(HeaderSpec("k", _sig(True), result_shapes=[["sprue_floordiv(n, 2)"], []], shape_params=["n"]))
     assert "void _mlir_ciface_k(k_results *out, const memref_i64_0d *n, const memref_f64_2d *x," in text
     assert "static inline int64_t k(k_results *out, int64_t n, const memref_f64_2d *x, uint8_t flag)" in text
-    assert "static const char *k_status_messages[]" in text and "K_STATUS_COUNT 2" in text
+    # the kernel's 2 messages, then the wrapper's checks of the one array argument x: its static
+    # size (nothing says the kernel checks it) and its layout
+    assert "static const char *k_status_messages[]" in text and "K_STATUS_COUNT 4" in text
     assert "static inline void k_free_results(k_results *out)" in text
     assert "static inline void k_result_shapes(int64_t n, int64_t y_shape[1])" not in text   # names: result0..
     assert "static inline void k_result_shapes(int64_t n, int64_t result0_shape[1])" in text
     assert "static inline int64_t k_into(memref_f32_1d *result0, memref_i32_0d *result1," in text
     assert "owned by the caller" in text
     no_shapes = c_header(HeaderSpec("k", _sig(False)))
-    assert "k_result_shapes" not in no_shapes and "k_into" not in no_shapes and "k_status" not in no_shapes
+    assert "k_result_shapes" not in no_shapes and "k_into" not in no_shapes
+    # a kernel without checks of its own: the wrapper's (x's static size and layout) are its codes
+    assert "K_STATUS_COUNT 2" in no_shapes
 
 
 def test_c_identifiers():

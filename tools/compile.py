@@ -186,4 +186,7 @@ def header_text(kernel: Kernel) -> str:
             sig = sig.with_shape_function(shape_function_of(kernel.closed_jaxpr))
         else:
             sig = sig.with_shape_function(sig.result_shape_function())
-    return c_header(HeaderSpec(kernel.name, sig, kernel.arg_names, source=kernel.source.name))
+    # a kernel lowered from a jaxpr checks its descriptors' sizes itself (lowering/rules_checks.py);
+    # for StableHLO input the header's wrapper checks the static ones
+    return c_header(HeaderSpec(kernel.name, sig, kernel.arg_names, source=kernel.source.name,
+                               kernel_checks_sizes=kernel.closed_jaxpr is not None))

@@ -100,9 +100,11 @@ def kernel_from_jaxpr(closed, name: str, source: Path, explicit_names: list[str]
     """The kernel of a ClosedJaxpr (read from a file, or made by sprue.make_jaxpr). The C names of
     the trailing (explicit) arguments are `explicit_names` when given."""
     from sprue.lowering.stablehlo import lower
-    lowered = lower(closed, name=name)
     jaxpr = closed.jaxpr
     arg_names = _invar_names(jaxpr, explicit_names)
+    # Called from C: the kernel checks every size of its arguments' descriptors, the static ones too
+    # (lowering/rules_checks.py, entry checks), naming the arguments as the header does.
+    lowered = lower(closed, name=name, arg_names=arg_names, static_sizes=True)
     sig = Signature([TensorSpec(n, v.aval.dtype, _runtime_shape(v.aval)) for n, v in zip(arg_names, jaxpr.invars)],
                     [TensorSpec(f"result{i}", a.aval.dtype, _runtime_shape(a.aval))
                      for i, a in enumerate(jaxpr.outvars)],
