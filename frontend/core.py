@@ -6,15 +6,18 @@ sprue.lowering, its StableHLO lowering. Later transformations add their own tabl
 """
 from __future__ import annotations
 
+import functools
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import dtypes
-from .errors import SprueTypeError, at
+from sprue.runtime.results import format_bytes, human_bytes
 
+from . import dtypes
+from .errors import SprueMemoryError, SprueTypeError, at
 from .shapes import Dim, DimExpr, format_dim  # a dim is an int or a symbolic DimExpr (shapes.py)
 from .source_info import user_frame_summary
 
@@ -91,6 +94,102 @@ def aval_of_value(x) -> ShapedArray:
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
     raise SprueTypeError(f"{type(x).__name__} is not an array or a numeric scalar")
+
+
+# -- arrays too large to exist -------------------------------------------------------------------
+# numpy and the compiled code count bytes in int64 (sizes are `index`/i64 in MLIR): no array may
+# hold more, or its size computation wraps around and a small allocation gets written past its end.
+MAX_ARRAY_BYTES = 2 ** 63 - 1
+
+
+@functools.lru_cache(maxsize=1)
+def memory_bytes() -> int:
+    """This machine's physical memory. No array may be larger: its allocation fails or, where the
+    kernel overcommits memory, the process is killed once the pages are touched."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):   # no sysconf names (not POSIX): 64 TiB
+        return 2 ** 46
+
+
+def too_large_message(shape, dtype, nbytes: int) -> str:
+    """What is wrong with an array of nbytes bytes that cannot exist (see check_fits_in_memory)."""
+    shape_text = "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    what = f"an array of shape {shape_text} and dtype {name} would take {format_bytes(nbytes)}"
+    if nbytes > MAX_ARRAY_BYTES:
+        return f"{what}: its size overflows the 64-bit byte count of an array (at most 2**63-1 bytes)"
+    return f"{what}: more than this machine's memory ({human_bytes(memory_bytes())})"
+
+
+def check_fits_in_memory(aval: ShapedArray, made_by: str, where: str | None) -> None:
+    """Raises SprueMemoryError when aval has a static shape whose byte count overflows int64 or
+    exceeds this machine's memory (made_by names the operation, where the user's source line).
+    A shape with a size known only at run time passes (that size may be 0): sprue.numpy checks
+    such sizes at run time (numpy/_dims.py check_allocation), and every allocation of the
+    compiled code is checked when it is made (lowering/backend.py)."""
+    n = aval.dtype.itemsize
+    for d in aval.shape:
+        if type(d) is not int:
+            return
+        n *= d
+    if n > MAX_ARRAY_BYTES or n > memory_bytes():
+        raise SprueMemoryError(f"{too_large_message(aval.shape, aval.dtype, n)}; it is made by {made_by}"
+                               f"{at(where)}. Make it smaller, or compute it in pieces (a loop over blocks).")
+
+
+def check_static_type(dtype_name: str, dims: Sequence[int], where: str) -> None:
+    """Raises SprueMemoryError for a type read from text (a jaxpr's `f64[...]`) whose static shape
+    has a byte count that overflows int64; `where` (file:line:col) starts the message. Only the
+    overflow: an argument's type describes the caller's array, and the arrays a program makes are
+    checked against this machine's memory when its equations are traced (check_fits_in_memory)."""
+    if any(d < 0 for d in dims):
+        return   # a negative size: the reader reports it
+    try:
+        dtype = dtypes.from_short_name(dtype_name)
+    except SprueTypeError:   # not an element type sprue knows (the reader reports it): count 1 byte
+        dtype = dtype_name
+    n = (dtype.itemsize if isinstance(dtype, np.dtype) else 1) * math.prod(dims)
+    if n > MAX_ARRAY_BYTES:
+        raise SprueMemoryError(f"{where}: the type {dtype_name}[{','.join(map(str, dims))}]:"
+                               f" {too_large_message(dims, dtype, n)}")
+
+
+# MLIR rounds an aligned allocation's size up to a multiple of its alignment (16 to 64 bytes in
+# sprue's kernels; finalize-memref-to-llvm): a failed allocation of n bytes is for an array of
+# between n - ALIGNMENT_SLACK and n bytes.
+ALIGNMENT_SLACK = 4096
+
+
+def allocation_sites(jaxpr: "Jaxpr", nbytes: int) -> str | None:
+    """What an allocation of nbytes that failed in jaxpr's compiled code was for: the arrays (of
+    static shape, made by its equations, nested jaxprs included) of that byte count, allowing for
+    MLIR's rounding, and the source lines making them; None when no such array is found (a size
+    known only at run time, or a temporary of the lowering). The closest size wins."""
+    found: dict[int, list[tuple[ShapedArray, str | None]]] = {}
+
+    def walk(j: "Jaxpr") -> None:
+        for e in j.eqns:
+            for v in e.outvars:
+                a = v.aval
+                if a.is_static and a.ndim:
+                    n = math.prod(a.shape) * a.dtype.itemsize
+                    if n <= nbytes < n + ALIGNMENT_SLACK:
+                        found.setdefault(n, []).append((a, e.source_info))
+            for p in e.params.values():
+                for sub in (p if isinstance(p, (tuple, list)) else (p,)):
+                    if isinstance(sub, ClosedJaxpr):
+                        walk(sub.jaxpr)
+                    elif isinstance(sub, Jaxpr):
+                        walk(sub)
+    walk(jaxpr)
+    if not found:
+        return None
+    arrays = found[max(found)]
+    shapes = list(dict.fromkeys(a.str_short() for a, _ in arrays))
+    lines = list(dict.fromkeys(w for _, w in arrays if w))
+    what = f"an array {' or '.join(shapes[:3])}" + (" made at " + "; at ".join(lines[:3]) if lines else "")
+    return what + (f" (and {len(lines) - 3} more places)" if len(lines) > 3 else "")
 
 
 class Var:

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import dtypes
 from .core import ShapedArray, aval_of_value, primitives
-from .errors import SprueError
+from .errors import SprueError, SprueMemoryError
 from .jaxpr_lexer import JaxprError, JaxprUnsupportedError
 from .jaxpr_params import (ALIASES, CALLS, HARMLESS, IDENTITIES, NO_FILL, REQUIRED, RESET, convert_param, convert_value,
                            sprue_params)
@@ -229,6 +229,8 @@ class Evaluator:
             outs = self.apply(e, args, env)
         except JaxprError:
             raise
+        except SprueMemoryError as ex:   # an array too large for memory stays a MemoryError, located in the text
+            raise SprueMemoryError(f"{self.filename}:{e.tok.line}:{e.tok.col}: {ex}") from None
         except SprueError as ex:
             raise self.error(f"{e.prim}: {ex}", e.tok) from None
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, StopIteration, ArithmeticError) as ex:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .core import check_static_type
 from .shapes import MAX_DIM
 from .jaxpr_lexer import (LITERAL_NAMES, JaxprError, JaxprSyntaxError, JaxprUnsupportedError, Token,
                           tokenize)
@@ -254,6 +255,8 @@ class Parser:
             elif not self.at("]"):
                 raise self.error("expected ',' or ']' in a shape")
         self.next()
+        if all(d[0] == "int" for d in dims):   # a static shape whose byte count overflows int64: no such array
+            check_static_type(t.text, [d[1] for d in dims], f"{self.filename}:{t.line}:{t.col}")
         return TypeAST(t.text, dims, t)
 
     # dims: e ::= term (('+'|'-'|negative NUM) term)*; term ::= factor (('*'|'//'|'%') factor)*

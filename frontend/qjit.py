@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .api import TracedFunction, abstractify, param_path, trace_function
-from .core import ShapedArray
+from .core import ShapedArray, allocation_sites
 from .errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
 from .hints import hint_to_avals, is_hint
 from .pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -602,7 +602,8 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
                 cache.discard(entry.path, f"unusable signature: {e}")
             else:
                 compile_cache.count("hits")
-                return entry.stablehlo, entry.library, load(entry.library, "main", sig, name=stem), implicit
+                return (entry.stablehlo, entry.library,
+                        _explained(load(entry.library, "main", sig, name=stem), jaxpr), implicit)
         compile_cache.count("misses")
 
     from sprue.lowering.backend import build_shared_library
@@ -628,7 +629,7 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
     if key is None:
         library = build_shared_library(text, out_dir, name=stem, keep_intermediate=keep_intermediate, **options)
         save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
-        return text, library, load(library, "main", sig, name=stem), implicit
+        return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
     try:   # built in a private folder inside the cache, then published atomically
         library = build_shared_library(text, staging, name="lib", **options)
         save_signature(library, sig, "main", stem)
@@ -642,7 +643,14 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    return text, library, load(library, "main", sig, name=stem), implicit
+    return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
+
+
+def _explained(function, jaxpr):
+    """`function` (the runtime's CompiledFunction) naming, when an allocation fails while it runs,
+    the arrays of the jaxpr with that byte count and the source lines that make them."""
+    function.explain_allocation = functools.partial(allocation_sites, jaxpr)
+    return function
 
 
 def _runtime_shape(aval: ShapedArray) -> tuple:

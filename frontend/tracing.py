@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .core import (ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, SizeAval, Var, aval_of_value,
-                   dynamic_dim_params, impl_rules, shape_rules)
+                   check_fits_in_memory, dynamic_dim_params, impl_rules, shape_rules)
 from .shapes import Dim, DimVar, check_dims_fit, dim as dim_of, dim_out_of_range, dim_vars_of
 from .errors import ConcretizationError, SprueError, SprueTypeError, at
 from .source_info import user_frame_summary
@@ -160,10 +160,13 @@ class JaxprBuilder:
         data_avals, rule_params = resolve_dynamic_dims(prim, args, [a.aval for a in atoms], params)
         out = abstract_eval(prim, data_avals, rule_params)
         out_avals = list(out) if prim.multiple_results else [out]
+        where = user_frame_summary()
+        for a in out_avals:   # every array an equation makes (every op, every trace) must fit in memory
+            check_fits_in_memory(a, prim.name, where)
         # a SizeAval output binds the fresh dimension variable the other outputs' types mention
         outvars = [Var(ShapedArray((), a.dtype), dim=a.binds) if isinstance(a, SizeAval) else Var(a)
                    for a in out_avals]
-        self.eqns.append(Eqn(prim, atoms, outvars, params, user_frame_summary()))
+        self.eqns.append(Eqn(prim, atoms, outvars, params, where))
         tracers = [Tracer(self, v.aval, v) for v in outvars]
         for t in tracers:
             if t.jvar.dim is not None:
@@ -252,6 +255,8 @@ def eval_eager(prim: Primitive, args: Sequence, params: dict):
     data_avals, params = resolve_dynamic_dims(prim, args, avals, params)
     args = args[:len(data_avals)]
     out = abstract_eval(prim, data_avals, params)
+    for a in (out if prim.multiple_results else [out]):   # numpy would raise MemoryError (or swap)
+        check_fits_in_memory(a, prim.name, user_frame_summary())
     vals = [a if isinstance(a, np.ndarray) else np.asarray(a, av.dtype) for a, av in zip(args, data_avals)]
     result = impl_rules[prim](*vals, **params)
     if prim.multiple_results:

@@ -30,6 +30,7 @@ import numpy as np
 
 from sprue.errors import CompileError, SprueError, SprueValueError  # noqa: F401
 
+from .allocation import add_entry_wrappers, check_allocations, check_stack, runtime_source
 from .pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from .targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
 
@@ -180,48 +181,6 @@ def llvmlite_compatible(llvm_ir: str) -> str:
     return "\n".join(fix_line(line) if _needs_fix(line) else line for line in llvm_ir.split("\n"))
 
 
-# Big buffers (results and temporaries) come from aligned_alloc; glibc serves them with a fresh
-# mmap each time, and touching 80 MB of fresh 4 KiB pages costs ~20k page faults (4x the work of a
-# simple elementwise kernel). Like numpy, ask for transparent huge pages on big blocks (a no-op where
-# THP is off): 2 MiB pages make that 40 faults. The block stays an ordinary aligned_alloc block,
-# freed with free() by whoever owns it.
-HUGE_PAGE_THRESHOLD = 4 << 20
-_MADV_HUGEPAGE = 14          # Linux
-_ALLOC_CALL = re.compile(r"\bcall ptr @aligned_alloc\(")
-_HUGE_ALLOC_IR = f"""
-declare i32 @madvise(ptr, i64, i32)
-
-define internal ptr @sprue_aligned_alloc(i64 %align, i64 %size) alwaysinline {{
-entry:
-  %p = call ptr @aligned_alloc(i64 %align, i64 %size)
-  %big = icmp uge i64 %size, {HUGE_PAGE_THRESHOLD}
-  %ok = icmp ne ptr %p, null
-  %both = and i1 %big, %ok
-  br i1 %both, label %advise, label %done
-advise:
-  %addr = ptrtoint ptr %p to i64
-  %up = add i64 %addr, 4095
-  %start = and i64 %up, -4096
-  %end = add i64 %addr, %size
-  %endp = and i64 %end, -4096
-  %len = sub i64 %endp, %start
-  %off = sub i64 %start, %addr
-  %q = getelementptr i8, ptr %p, i64 %off
-  %r = call i32 @madvise(ptr %q, i64 %len, i32 {_MADV_HUGEPAGE})
-  br label %done
-done:
-  ret ptr %p
-}}
-"""
-
-
-def with_huge_page_allocator(llvm_ir: str) -> str:
-    """Routes the module's aligned_alloc calls through sprue_aligned_alloc (above) on Linux."""
-    if not sys.platform.startswith("linux") or not _ALLOC_CALL.search(llvm_ir):
-        return llvm_ir
-    return _ALLOC_CALL.sub("call ptr @sprue_aligned_alloc(", llvm_ir) + _HUGE_ALLOC_IR
-
-
 # Vectorized math. LLVM's loop vectorizer turns a loop of `llvm.sin.f64` into `llvm.sin.v8f64`, which
 # the code generator then splits back into 8 scalar libm calls. glibc ships vector versions
 # (libmvec, x86-64: max 4 ulp error, special values handled as libm does); after optimization the
@@ -307,7 +266,7 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
     not export them, calls to them cannot be interposed by a same-named symbol of the host program,
     and O3 may inline them into their (exported) callers."""
     check_codegen_options(opt_level, cpu, features)   # before the lock: it may ask a child process
-    llvm_ir = with_huge_page_allocator(llvmlite_compatible(llvm_ir))
+    llvm_ir = add_entry_wrappers(llvmlite_compatible(llvm_ir))   # checked allocation: allocation.py
     with _llvm_lock:
         tm = _target_machine(cpu, opt_level, features)
         mod = llvm.parse_assembly(llvm_ir)
@@ -319,7 +278,9 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
         tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         builder = llvm.create_pass_builder(tm, tuning)
         builder.getModulePassManager().run(mod, builder)
+        check_allocations(mod)   # after the optimizer, which must see the C library's own allocator
         text = str(mod)
+        check_stack(text)
         vectorized = use_vector_math(text, cpu, features)
         if vectorized is not text:
             text = vectorized
@@ -361,8 +322,9 @@ def find_c_compiler() -> list[str]:
 def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
                 extra_sources: Sequence[str | os.PathLike] = ()) -> Path:
     """Links an object (plus optional C sources) into a shared library."""
-    cmd = find_c_compiler() + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path),
-                               *map(str, extra_sources), "-lm"]
+    compiler = find_c_compiler()
+    objects = [_c_object(compiler, Path(src)) for src in extra_sources]
+    cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects), "-lm"]
     if _libmvec_available():   # only recorded as needed when the object calls it (use_vector_math)
         cmd += ["-Wl,--as-needed", f"-l:{_LIBMVEC}", "-Wl,--no-as-needed"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -370,6 +332,29 @@ def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
         raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
                         f"{proc.stderr.strip()}")
     return Path(so_path)
+
+
+# The runtime's C sources are the same for every kernel: each is compiled once per process (and
+# compiler), not at every link (that would add ~40 ms to every compilation). source text -> object.
+_c_objects: dict[tuple[tuple[str, ...], str], bytes] = {}
+
+
+def _c_object(compiler: list[str], source: Path) -> Path:
+    """The object of the C source `source` (written beside it), compiled once per process."""
+    text = source.read_text()
+    key = (tuple(compiler), text)
+    obj = source.with_suffix(".o")
+    data = _c_objects.get(key)
+    if data is None:
+        cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise LinkError(f"compiling {source} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
+                            f"{proc.stderr.strip()}")
+        _c_objects[key] = obj.read_bytes()
+    else:
+        obj.write_bytes(data)
+    return obj
 
 
 # MLIR lowers memref.copy between non-contiguous buffers to a call into its
@@ -404,11 +389,14 @@ void memrefCopy(int64_t elem_size, sprue_unranked *src, sprue_unranked *dst) {
 
 
 def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
-    if "@memrefCopy(" not in llvm_ir:
-        return []
-    path = directory / f"{name}.memref_copy.c"
-    path.write_text(_MEMREF_COPY_C)
-    return [path]
+    """The C sources a kernel links with: sprue's runtime (allocation.py: the checked allocator
+    every library calls) and, when the kernel needs it, memrefCopy."""
+    sources = [runtime_source(directory, name)]
+    if "@memrefCopy(" in llvm_ir:
+        path = directory / f"{name}.memref_copy.c"
+        path.write_text(_MEMREF_COPY_C)
+        sources.append(path)
+    return sources
 
 
 def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: str = "main",

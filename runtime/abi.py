@@ -12,6 +12,12 @@ with none, no result parameter. Then one pointer per argument. (Checked by
 compiling small modules; see tests/test_runtime.py.) A signature with
 status_messages has the i64 status as its first result (Signature.c_results).
 
+sprue's libraries check every allocation (lowering/allocation.py): their `_mlir_ciface_<name>`
+returns an int64_t, 0 or the byte count of an allocation that failed (the call's buffers are then
+freed and nothing is written to the results), and they export
+`const char *_sprue_error_<name>(void)`, which is also how the loader tells them from a library
+with MLIR's own `void` C interface (`cdef`), which it still calls (unchecked).
+
 Every descriptor field is 8 bytes on a 64-bit target, so a descriptor is
 3 + 2R int64 words with no padding; the result unpacker reads the result
 object as a flat int64 array at the word offsets computed here.
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 
 from .signature import Signature
 
-__all__ = ["CInterface", "c_interface", "descriptor_words", "ciface_name"]
+__all__ = ["CInterface", "c_interface", "descriptor_words", "ciface_name", "error_function_name"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -45,6 +51,12 @@ def ciface_name(symbol: str) -> str:
     return f"_mlir_ciface_{symbol}"
 
 
+def error_function_name(symbol: str) -> str:
+    """The function a checked library exports beside `_mlir_ciface_<symbol>`: the message of the
+    calling thread's last failed allocation."""
+    return f"_sprue_error_{symbol}"
+
+
 def _descriptor_decl(rank: int) -> str:
     fields = "void *allocated; void *aligned; int64_t offset;"
     if rank:
@@ -56,8 +68,13 @@ def _descriptor_decl(rank: int) -> str:
 class CInterface:
     """Everything the loader needs to declare and call one function."""
 
-    cdef: str  # declarations for ffi.cdef (structs, the function, free)
+    cdef: str  # declarations for ffi.cdef (structs, the function as MLIR declares it, free)
     function: str  # exported symbol, e.g. "_mlir_ciface_main"
+    types_cdef: str  # the structs and free only
+    checked_decl: str  # the function as a checked library defines it: it returns the status
+    unchecked_decl: str  # ... as MLIR's C interface defines it (void)
+    error_decl: str  # the error function of a checked library
+    error_function: str  # its name, e.g. "_sprue_error_main" (its presence marks a checked library)
     arg_types: tuple[str, ...]  # C pointer type per argument descriptor
     result_type: str | None  # C pointer type of the result object; None: no results
     result_words: tuple[int, ...]  # word offset of each result descriptor in it
@@ -87,15 +104,21 @@ def c_interface(signature: Signature, symbol: str) -> CInterface:
         result_type = "struct sprue_results *"
 
     arg_types = tuple(f"{descriptor_struct(s.rank)} *" for s in signature.args)
-    params = ([result_type] if result_type else []) + list(arg_types)
-    lines.append(f"void {function}({', '.join(params) or 'void'});")
+    params = ", ".join(([result_type] if result_type else []) + list(arg_types)) or "void"
     # The caller frees result buffers with the allocator the compiled code's
     # malloc resolves to: the process-wide malloc/free (libc, or whatever
     # allocator has been interposed globally).
     lines.append("void free(void *);")
+    types = "\n".join(lines) + "\n"
+    error_function = error_function_name(symbol)
     return CInterface(
-        cdef="\n".join(lines) + "\n",
+        cdef=types + f"void {function}({params});\n",
         function=function,
+        types_cdef=types,
+        checked_decl=f"int64_t {function}({params});\n",
+        unchecked_decl=f"void {function}({params});\n",
+        error_decl=f"const char *{error_function}(void);\n",
+        error_function=error_function,
         arg_types=arg_types,
         result_type=result_type,
         result_words=tuple(offsets),

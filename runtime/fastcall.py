@@ -31,6 +31,8 @@ copied (arguments.py says why).
 Thread safety: descriptors, scalar cells and the result object live in a per-caller *state*,
 taken from a pool for the duration of one call (list.pop/append, atomic) and put back after,
 so concurrent calls never share one; the pool grows to the number of concurrent callers.
+A failed allocation in the kernel (its status, lowering/allocation.py) raises the same
+SprueMemoryError as a general call (CompiledFunction.allocation_error); nothing was returned then.
 Results are unpacked by the same ResultUnpacker as a general call (owned by numpy, freed once),
 except a lone rank-0 result, which is read and freed inline (through the unpacker's `free`), and
 a status (a kernel with run-time checks), read and freed inline while it is 0.
@@ -263,7 +265,11 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
         body.append(f"        {', '.join(state_names)}{',' if len(state_names) == 1 else ''} = st")
     body += fill
     call_args = ", ".join((["res"] if result_type is not None else []) + descs)
-    body.append(f"        fn({call_args})")
+    if cf.checked:   # the library's status: 0, or the byte count of an allocation that failed
+        g["oom"] = cf.allocation_error
+        body.append(f"        if (failed := fn({call_args})): raise oom(failed)")
+    else:
+        body.append(f"        fn({call_args})")
     if status_view and typed is not None:
         # A failed check, a null status or a status sharing the result's buffer: the general
         # unpacker raises, frees every buffer once, or sorts out the sharing.

@@ -48,7 +48,7 @@ import ctypes.util
 import json
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -57,7 +57,7 @@ import cffi
 from . import cffi_ops, fastcall
 from .abi import c_interface
 from .arguments import ArgumentConverter
-from .results import ResultUnpacker
+from .results import ResultUnpacker, allocation_error
 from .shape_function import NoShapeFunctionError, ShapeFunction, format_dim, negative_size_error
 from .signature import Signature
 from sprue.errors import ArgumentTypeError, LibraryLoadError as _LibraryLoadError, SprueTypeError, SprueValueError
@@ -83,7 +83,7 @@ class CompiledFunction:
         self.signature = signature
         iface = c_interface(signature, symbol)
         ffi = cffi.FFI()
-        ffi.cdef(iface.cdef)
+        ffi.cdef(iface.types_cdef + iface.error_decl)
         if ffi.sizeof("void *") != 8:
             # The descriptor word layout (results.py) assumes 8-byte pointers.
             raise LibraryLoadError("sprue.runtime needs a 64-bit platform")
@@ -91,6 +91,14 @@ class CompiledFunction:
             self._lib = ffi.dlopen(path)
         except OSError as exc:
             raise LibraryLoadError(f"cannot load compiled library {path}: {exc}") from exc
+        # A library built by sprue checks its allocations (lowering/allocation.py): its entry returns
+        # a status, 0 or the byte count of the allocation that failed. Any other (MLIR's own C
+        # interface, void) is called as it is, unchecked.
+        self.checked = _exports(self._lib, iface.error_function)
+        ffi.cdef(iface.checked_decl if self.checked else iface.unchecked_decl)
+        # What a failed allocation was for, from its byte count (qjit sets it: the arrays of the
+        # jaxpr and their source lines); None: the message gives the size only.
+        self.explain_allocation: Callable[[int], str | None] | None = None
         try:
             self._fn = getattr(self._lib, iface.function)
         except AttributeError as exc:
@@ -129,12 +137,24 @@ class CompiledFunction:
             raise ArgumentTypeError(self._arity_message + str(len(args)))
         keep: list = []  # buffers the descriptors point into, alive until we return
         descriptors = [convert(a, keep) for convert, a in zip(self._convert, args)]
+        return self._run(descriptors)
+
+    def _run(self, descriptors: list) -> list:
+        """Calls the kernel on converted arguments; its results, unpacked."""
         if self._result_type is None:
-            self._fn(*descriptors)
+            status = self._fn(*descriptors)
+            if status:   # a checked library's status (an unchecked one returns None)
+                raise self.allocation_error(status)
             return []
         result_obj = cffi_ops.newp(self._result_type, None)
-        self._fn(result_obj, *descriptors)
+        status = self._fn(result_obj, *descriptors)
+        if status:   # an allocation failed: nothing was written to result_obj
+            raise self.allocation_error(status)
         return self._unpacker.unpack(result_obj)
+
+    def allocation_error(self, status: int) -> Exception:
+        """The SprueMemoryError of a call whose allocation failed (status: the byte count)."""
+        return allocation_error(self.name, status, self.explain_allocation)
 
     # -- shapes before the call ----------------------------------------------------------------
     def _descriptors(self, args: Sequence[Any], keep: list) -> list:
@@ -183,12 +203,9 @@ class CompiledFunction:
         shapes = self._shapes(args, partial=True)
         for dest, spec, shape in zip(dests, specs, shapes):
             self._check_destination(dest, spec, shape)
+        results = self._run(descriptors)
         if self._result_type is None:
-            self._fn(*descriptors)
             return []
-        result_obj = cffi_ops.newp(self._result_type, None)
-        self._fn(result_obj, *descriptors)
-        results = self._unpacker.unpack(result_obj)
         for dest, spec, res, shape in zip(dests, specs, results, shapes):
             got = np.shape(res)
             if got != dest.shape:   # only a data-dependent axis gets here
@@ -250,6 +267,15 @@ def _natural_kind(spec: Any) -> Any:
     if spec.is_static:
         return fastcall.Array(spec.dtype, spec.shape)
     return fastcall.DynArray(spec.dtype, spec.rank, [(i, d) for i, d in enumerate(spec.shape) if d is not None])
+
+
+def _exports(lib: Any, name: str) -> bool:
+    """Whether the dlopen'ed `lib` exports the function `name` (declared in its FFI's cdef)."""
+    try:
+        getattr(lib, name)
+    except AttributeError:
+        return False
+    return True
 
 
 def _always_miss(args: tuple) -> Any:

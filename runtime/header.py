@@ -14,7 +14,10 @@
   what the kernel's code cannot see, their layout: strides must be row-major contiguous (one
   status code per array argument, after the kernel's codes; and one for its static sizes when the
   kernel does not check them, as a kernel from StableHLO does not), and `offset` is folded into
-  `aligned` (the kernel reads from `aligned`);
+  `aligned` (the kernel reads from `aligned`). A failed allocation (the library's entry returns
+  its byte count: lowering/allocation.py) is the status SPRUE_OUT_OF_MEMORY, with *out emptied;
+- `<name>_status_message(status)`: the message of any status, SPRUE_OUT_OF_MEMORY's with the size
+  (the library's `_sprue_error_<name>()`: this thread's last failure);
 - `<name>_free_results()`: every returned buffer is malloc'ed by the kernel and owned by the caller;
   this frees each distinct allocation once (two results may share one);
 - when every result shape is a function of the inputs' sizes (never of their values):
@@ -165,6 +168,9 @@ _COMMON = r"""#ifndef SPRUE_COMMON_DEFINED
 #endif
 /* `_into` returns this when a destination's shape is not the result's shape. */
 #define SPRUE_SHAPE_MISMATCH ((int64_t)-1)
+/* A kernel's wrapper returns this when an allocation failed (too little memory): nothing was
+   computed, *out is empty; <name>_status_message(SPRUE_OUT_OF_MEMORY) gives the size. */
+#define SPRUE_OUT_OF_MEMORY ((int64_t)-2)
 /* Copies a rank-`rank` strided array of `elem`-byte elements (strides in elements). */
 static inline void sprue_copy_strided(char *dst, const int64_t *dst_strides, const char *src,
                                       const int64_t *src_strides, const int64_t *sizes, int rank,
@@ -261,7 +267,9 @@ def _call_body(name: str, args: list[_Param], has_status: bool, out: str,
             lines.append(f"  {a.name}_d.allocated = &{a.name}_value; {a.name}_d.aligned = &{a.name}_value;"
                          f" {a.name}_d.offset = 0;")
     call_args = ", ".join([out] + [f"&{a.name}_d" for a in args])
-    lines.append(f"  _mlir_ciface_{name}({call_args});")
+    # a failed allocation: the kernel freed everything and wrote nothing (lowering/allocation.py)
+    lines.append(f"  if (_mlir_ciface_{name}({call_args}) != 0) {{ memset({out}, 0, sizeof *{out});"
+                 f" return SPRUE_OUT_OF_MEMORY; }}")
     lines.append(f"  return {out}->status.aligned[{out}->status.offset];" if has_status else "  return 0;")
     return lines
 
@@ -274,14 +282,18 @@ def _entry_points(name: str, args: list[_Param], results: list[_Param], has_stat
     status_doc = (f"Returns the status: 0 when every run-time check held, else the 1-based code of the first\n"
                   f"   that failed (its message: {name}_status_message(code)); *out is to be freed either way."
                   if has_status or wrapper_checks else "Returns 0 (this kernel has no run-time checks).")
+    status_doc += (f"\n   Or SPRUE_OUT_OF_MEMORY when an allocation failed: nothing was computed and *out is empty\n"
+                   f"   (freeing it does nothing); {name}_status_message(SPRUE_OUT_OF_MEMORY) says how much.")
     if wrapper_checks:
         status_doc += ("\n   Array descriptors must be row-major contiguous (any offset): else nothing runs and the\n"
                        "   status names the argument.")
     body = "\n".join(_call_body(name, args, has_status, "out", wrapper_checks))
     return (f"/* The symbol the library exports (MLIR's C interface): one descriptor pointer per argument.\n"
             f"   It reads arrays as row-major contiguous from `aligned`, ignoring `offset` and `strides`:\n"
-            f"   {name}() below checks them. */\n"
-            f"void _mlir_ciface_{name}({ciface_params});\n\n"
+            f"   {name}() below checks them. Returns 0, or the byte count of an allocation that failed (then\n"
+            f"   it wrote nothing to *out, and _sprue_error_{name}() is this thread's message about it). */\n"
+            f"int64_t _mlir_ciface_{name}({ciface_params});\n"
+            f"const char *_sprue_error_{name}(void);\n\n"
             f"/* Calls the kernel; rank-0 arguments are passed by value, arrays as descriptors.\n"
             f"   Fills *out; free it with {name}_free_results(out).\n   {status_doc} */\n"
             f"static inline int64_t {name}({params}) {{\n{body}\n}}\n")
@@ -303,11 +315,15 @@ def _free_results(name: str, results: list[_Param]) -> str:
 
 def _status_table(name: str, messages: Sequence[str]) -> str:
     entries = "".join(f"  {_c_string(m)},\n" for m in messages)
+    coded = (f"  return code >= 1 && code <= {len(messages)} ? {name}_status_messages[code - 1] : 0;\n"
+             if messages else "  return 0;\n")
     return (f"#define {name.upper()}_STATUS_COUNT {len(messages)}\n"
             f"/* The message of status code c (1-based) is {name}_status_messages[c - 1]. */\n"
             f"static const char *{name}_status_messages[] SPRUE_UNUSED = {{\n{entries}  0\n}};\n"
+            f"/* The message of a status {name}() returned (0 for a code it never returns). SPRUE_OUT_OF_MEMORY's\n"
+            f"   (the size that could not be allocated) is this thread's, until its next failed allocation. */\n"
             f"static inline const char *{name}_status_message(int64_t code) {{\n"
-            f"  return code >= 1 && code <= {len(messages)} ? {name}_status_messages[code - 1] : 0;\n}}\n")
+            f"  if (code == SPRUE_OUT_OF_MEMORY) return _sprue_error_{name}();\n{coded}}}\n")
 
 
 def _c_string(text: str) -> str:
@@ -392,9 +408,9 @@ def c_header(spec: HeaderSpec) -> str:
     kernel_messages = list(sig.status_messages or ())
     wrapper = _wrapper_checks(args, spec.kernel_checks_sizes)
     codes = [(failed, len(kernel_messages) + 1 + k) for k, (failed, _) in enumerate(wrapper)]
-    if kernel_messages or wrapper:
-        parts.append(_status_table(spec.name, kernel_messages + [message for _, message in wrapper]))
     parts.append(_entry_points(spec.name, args, results, sig.has_status, codes))
+    # every kernel has a status: a failed allocation (SPRUE_OUT_OF_MEMORY) at least
+    parts.append(_status_table(spec.name, kernel_messages + [message for _, message in wrapper]))
     parts.append(_free_results(spec.name, results))
     if spec.result_shapes is not None:
         parts.append(_shape_functions(spec, args, results))

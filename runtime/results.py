@@ -24,7 +24,11 @@ buffer returned by that call is still freed.
 With a status (a function compiled with run-time checks, Signature.status_messages),
 the first descriptor is the i64 status. It is read before anything else: nonzero
 frees every returned buffer (each distinct one once) and raises
-RuntimeCheckError(the failed check's message; a SprueValueError); zero drops it from the results.
+RuntimeCheckError(the failed check's message; a SprueValueError), or RuntimeMemoryCheckError (also
+a SprueMemoryError) for a check that an array fits in memory; zero drops it from the results.
+
+(A failed *allocation* is not a status result: the call returns no results then, and the caller
+raises `allocation_error`; see lowering/allocation.py.)
 """
 
 from __future__ import annotations
@@ -39,9 +43,48 @@ from . import cffi_ops
 from .dtypes import scalar_from_c
 from .arguments import ROW_MAJOR_STRIDES, c_strides
 from .signature import TensorSpec
-from sprue.errors import RuntimeCheckError
+from sprue.errors import RuntimeCheckError, SprueMemoryError
 
-__all__ = ["ResultUnpacker"]
+__all__ = ["MEMORY_CHECK", "ResultUnpacker", "RuntimeMemoryCheckError", "allocation_error", "format_bytes",
+           "human_bytes"]
+
+# The words a run-time check's message holds when it guards an allocation: the sizes given at run
+# time would make an array larger than this machine's memory (sprue.numpy's _dims.check_allocation
+# writes them). Such a failed check is a RuntimeMemoryCheckError, a MemoryError too.
+MEMORY_CHECK = "more than this machine's memory"
+
+
+class RuntimeMemoryCheckError(RuntimeCheckError, SprueMemoryError):
+    """A failed run-time check that an array fits in memory: a RuntimeCheckError (a ValueError, as
+    every failed check) and a SprueMemoryError (a MemoryError, as every array too large)."""
+
+
+def human_bytes(n: int) -> str:
+    """`7.3 TiB`."""
+    size, unit = float(n), "bytes"
+    for u in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, u
+    return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+
+
+def format_bytes(n: int) -> str:
+    """`8000000000000 bytes (7.3 TiB)`."""
+    human = human_bytes(n)
+    return human if human.endswith("bytes") else f"{n} bytes ({human})"
+
+
+def allocation_error(name: str, status: int, explain: Callable[[int], str | None] | None) -> SprueMemoryError:
+    """The error of a call whose allocation failed: `status` is what the library returned (the
+    byte count, as an int64); `explain(nbytes)` may name what was being allocated and where (qjit
+    knows the arrays of the jaxpr and their source lines)."""
+    nbytes = status & 0xFFFFFFFFFFFFFFFF
+    where = explain(nbytes) if explain is not None else None
+    return SprueMemoryError(
+        f"{name}: could not allocate {format_bytes(nbytes)} while running the compiled code"
+        f"{' (' + where + ')' if where else ''}: not enough memory (or a memory limit: ulimit -v, cgroups)."
+        f" Every buffer of the call was freed; make the arrays smaller or free memory")
 
 
 class _ResultReader:
@@ -180,7 +223,8 @@ class ResultUnpacker:
         status = cffi_ops.cast(self._words_ptr, words[1])[words[2]]
         if status:
             self._free_all(words)
-            raise RuntimeCheckError(self._message(status))
+            message = self._message(status)
+            raise (RuntimeMemoryCheckError if MEMORY_CHECK in message else RuntimeCheckError)(message)
         shared = self._rest_allocs is not None and words[0] in _as_tuple(self._rest_allocs(words))
         out = self._rest._unpack(words) if self._rest_allocs is not None else []
         if not shared:  # else the result sharing it owns it now

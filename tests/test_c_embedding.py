@@ -107,7 +107,8 @@ def test_headers_compile_with_all_warnings_and_together(tmp_path, status):
 
 def test_header_contents(tmp_path):
     text = c_header(HeaderSpec("k", _sig(True), result_shapes=[["sprue_floordiv(n, 2)"], []], shape_params=["n"]))
-    assert "void _mlir_ciface_k(k_results *out, const memref_i64_0d *n, const memref_f64_2d *x," in text
+    assert "int64_t _mlir_ciface_k(k_results *out, const memref_i64_0d *n, const memref_f64_2d *x," in text
+    assert "const char *_sprue_error_k(void);" in text   # the message of a failed allocation
     assert "static inline int64_t k(k_results *out, int64_t n, const memref_f64_2d *x, uint8_t flag)" in text
     # the kernel's 2 messages, then the wrapper's checks of the one array argument x: its static
     # size (nothing says the kernel checks it) and its layout
@@ -119,6 +120,8 @@ def test_header_contents(tmp_path):
     assert "owned by the caller" in text
     no_shapes = c_header(HeaderSpec("k", _sig(False)))
     assert "k_result_shapes" not in no_shapes and "k_into" not in no_shapes
+    # every kernel has a status (a failed allocation at least), and its message
+    assert "if (code == SPRUE_OUT_OF_MEMORY) return _sprue_error_k();" in no_shapes
     # a kernel without checks of its own: the wrapper's (x's static size and layout) are its codes
     assert "K_STATUS_COUNT 2" in no_shapes
 
@@ -213,7 +216,8 @@ def test_library_needs_only_libc_and_libm(kernels):
         so = kernels / f"lib{lib}.so"
         dynamic = subprocess.run(["readelf", "-d", str(so)], capture_output=True, text=True, check=True).stdout
         needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", dynamic))
-        assert needed <= {"libc.so.6", "libm.so.6"}, needed
+        # and the C library's dynamic loader, for thread-local storage (the checked allocator's state)
+        assert {n for n in needed if not n.startswith("ld-linux")} <= {"libc.so.6", "libm.so.6"}, needed
         assert "RPATH" not in dynamic and "RUNPATH" not in dynamic and "TEXTREL" not in dynamic
         ldd = subprocess.run(["ldd", str(so)], capture_output=True, text=True, check=True).stdout
         for line in ldd.splitlines():
@@ -266,6 +270,62 @@ def test_calls_from_eight_threads(kernels, tmp_path):
     src.write_text(THREADS)
     exe = cc(tmp_path / "threads", [src], kernels, ["stretch"], ["-pthread"])
     assert run(exe).strip() == "ok"
+
+
+# -- a failed allocation (issue 20, item 1) -----------------------------------------------------------
+OUT_OF_MEMORY = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include "squares.h"
+int main(void) {
+  int64_t n = 16000, i, status, vm_pages = 0;      /* the result: 16000 * 16000 * 8 bytes = 2.048 GB */
+  double *x = malloc((size_t)n * sizeof *x), small[3] = {3, 1, 2};
+  memref_f64_1d xd = {0, 0, 0, {0}, {1}}, sd = {small, small, 0, {3}, {1}};
+  squares_results r;
+  struct rlimit limit;
+  FILE *statm = fopen("/proc/self/statm", "r");
+  if (!x || !statm || fscanf(statm, "%ld", (long *)&vm_pages) != 1) return 2;
+  fclose(statm);
+  for (i = 0; i < n; ++i) x[i] = (double)i;
+  xd.allocated = xd.aligned = x; xd.sizes[0] = n;
+  limit.rlim_cur = (rlim_t)vm_pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)1 << 30);
+  limit.rlim_max = RLIM_INFINITY;
+  if (setrlimit(RLIMIT_AS, &limit)) return 2;
+  status = squares(&r, n, &xd);
+  printf("status: %d\n", (int)(status == SPRUE_OUT_OF_MEMORY));
+  printf("emptied: %d\n", (int)(r.result0.allocated == 0 && r.result0.sizes[0] == 0));
+  fprintf(stderr, "%s\n", squares_status_message(status));
+  squares_free_results(&r);                          /* nothing to free: harmless */
+  printf("ciface: %lld\n", (long long)_mlir_ciface_squares(&r, &(memref_i64_0d){&n, &n, 0}, &xd));
+  if (squares(&r, 3, &sd) != 0) return 3;            /* the library works on */
+  printf("small:");
+  for (i = 0; i < 9; ++i) printf(" %g", r.result0.aligned[r.result0.offset + i]);
+  printf("\n");
+  squares_free_results(&r);
+  free(x);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux only")
+def test_c_host_gets_a_status_and_a_message_for_a_failed_allocation(tmp_path):
+    def squares(x):
+        return jnp.sort(jnp.outer(x, x).ravel())
+    compile_jaxpr(sprue.make_jaxpr(squares)(sprue.ShapedArray(("n",), f64)), Options(Path("squares.jaxpr"), tmp_path))
+    src = tmp_path / "oom.c"
+    src.write_text(OUT_OF_MEMORY)
+    exe = cc(tmp_path / "oom", [src], tmp_path, ["squares"])
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = parse_output(proc.stdout)
+    assert out["status"] == 1 and out["emptied"] == 1
+    assert out["ciface"] == 2048000000   # the entry point itself returns the byte count
+    assert proc.stderr.strip() == ("squares: could not allocate 2048000000 bytes (1.9 GiB): not enough memory (or a"
+                                   " memory limit: ulimit -v, cgroups); every buffer of the call was freed")
+    np.testing.assert_array_equal(out["small"], np.sort(np.outer([3.0, 1, 2], [3.0, 1, 2]).ravel()))
 
 
 # -- the example --------------------------------------------------------------------------------------

@@ -77,14 +77,15 @@ def test_default_outputs_and_name_from_the_stem(mlir, tmp_path, capsys):
     assert main(["compile", str(mlir), "-o", str(tmp_path / "o")]) == 0
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["libmy_kernel.so", "my_kernel.h"]
     # the entry point is named after the kernel; the raw MLIR function is not exported
-    assert exported(tmp_path / "o" / "libmy_kernel.so") == ["_mlir_ciface_my_kernel"]
+    # (and the message of a failed allocation: lowering/allocation.py)
+    assert exported(tmp_path / "o" / "libmy_kernel.so") == ["_mlir_ciface_my_kernel", "_sprue_error_my_kernel"]
     assert "static inline int64_t my_kernel(my_kernel_results *out" in (tmp_path / "o" / "my_kernel.h").read_text()
     assert capsys.readouterr().err == ""
 
 
 def test_name_flag(mlir, tmp_path):
     assert main(["compile", str(mlir), "-o", str(tmp_path), "--name", "mm"]) == 0
-    assert exported(tmp_path / "libmm.so") == ["_mlir_ciface_mm"] and (tmp_path / "mm.h").is_file()
+    assert exported(tmp_path / "libmm.so") == ["_mlir_ciface_mm", "_sprue_error_mm"] and (tmp_path / "mm.h").is_file()
 
 
 def test_output_dir_defaults_to_the_current_directory(mlir, tmp_path, monkeypatch):
@@ -106,7 +107,7 @@ def test_every_emit_kind(jaxpr, tmp_path):
     ll = (out / "scale.ll").read_text()   # the raw function is internal: inlined into the C interface
     assert "@_mlir_ciface_scale(" in ll and not re.search(r"define (dso_local )?void @scale\(", ll)
     members = subprocess.run(["ar", "t", str(out / "libscale.a")], capture_output=True, text=True).stdout.split()
-    assert members == ["scale.o"]
+    assert members == ["scale.o", "scale.sprue_runtime.o"]   # the kernel, and the checked allocator it calls
     # the emitted jaxpr reads back (it is the program that was compiled)
     assert "mul" in (out / "scale.jaxpr").read_text()
 

@@ -114,3 +114,253 @@ def test_failed_checks_zero_the_later_sizes():
     out, size = f(2, np.ones(3))
     np.testing.assert_array_equal(out, np.full(3, 3.0))
     assert size == 2
+
+
+# -- arrays too large for memory, with static sizes (issue 20, item 1) ------------------------------
+# Each case makes an array that cannot exist (8 TB, or a byte count past 2**63) and must raise
+# SprueMemoryError naming its size and the line that makes it, at trace time: never a crash.
+STATIC_CASES = {
+    "outer": ("lambda x, y: jnp.outer(x, y)", "(big, big)", "(1000000, 1000000)", "8000000000000 bytes"),
+    "zeros_plus": ("lambda x: jnp.zeros((10**6, 10**6)) + x", "(big,)", "(1000000, 1000000)", "8000000000000 bytes"),
+    "broadcast_to": ("lambda x: jnp.broadcast_to(x, (10**6, 10**6))", "(big,)", "(1000000, 1000000)",
+                     "8000000000000 bytes"),
+    "overflow": ("lambda x: jnp.zeros((2**32, 2**32)) + x", "(one,)", "(4294967296, 4294967296)",
+                 "overflows the 64-bit byte count"),
+    "overflow_int8": ("lambda x: jnp.ones((2**40, 2**40), np.int8)", "(one,)", "(1099511627776, 1099511627776)",
+                      "overflows the 64-bit byte count"),
+    "tile": ("lambda x: jnp.tile(x, 10**11)", "(three,)", "(100000000000, 3)", "2400000000000 bytes"),
+    "sum": ("lambda x: jnp.sum(jnp.outer(x, x))", "(big,)", "(1000000, 1000000)", "8000000000000 bytes"),
+    "sort": ("lambda x: jnp.sort(jnp.outer(x, x), axis=None)[:3]", "(big,)", "(1000000, 1000000)",
+             "8000000000000 bytes"),
+    "matmul": ("lambda x: x[:, None] @ x[None, :]", "(big,)", "(1000000, 1000000)", "8000000000000 bytes"),
+    "scan_stack": ("lambda x: lax.scan(lambda c, _: (c, c), x, None, length=10**6)[1]", "(big,)",
+                   "(1000000, 1000000)", "8000000000000 bytes"),
+    "vmap": ("lambda x: sprue.vmap(lambda r: r * x)(x)", "(big,)", "(1000000, 1000000)", "8000000000000 bytes"),
+}
+
+
+def run_script(tmp_path, code: str) -> subprocess.CompletedProcess:
+    """Runs code from a file (so that its lines have a file name) in a child process."""
+    script = tmp_path / "repro.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+
+
+def test_static_arrays_too_large_for_memory_are_errors_at_trace_time(tmp_path):
+    lines = {}
+    body = ["import numpy as np, sprue, sprue.numpy as jnp", "from sprue import lax",
+            "big, one, three = np.ones(10**6), np.ones(1), np.ones(3)", "def attempt(name, f, args):",
+            "    try:", "        f(*args)", "        print(name, 'NO ERROR')", "    except sprue.SprueMemoryError as e:",
+            "        print(name, 'MEMORY', repr(str(e)))"]
+    for name, (fn, args, _, _) in STATIC_CASES.items():
+        body.append(f"f_{name} = {fn}")
+        lines[name] = len(body)
+        body.append(f"attempt({name!r}, sprue.qjit(f_{name}), {args})")
+    body.append("attempt('eager', lambda: jnp.zeros((2**32, 2**32)), ())")
+    lines["eager"] = len(body)
+    proc = run_script(tmp_path, "\n".join(body) + "\n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in proc.stdout.splitlines()}
+    for name, (_, _, shape, size) in {**STATIC_CASES, "eager": (None, None, "(4294967296, 4294967296)",
+                                                              "147573952589676412928 bytes")}.items():
+        verdict = out[name]
+        assert verdict.startswith("MEMORY"), (name, verdict)
+        assert f"an array of shape {shape}" in verdict and size in verdict, (name, verdict)
+        where = f"repro.py:{lines[name]} (<lambda>)"   # the line that makes the array: the lambda's
+        assert where in verdict, (name, where, verdict)
+
+
+def test_loaded_jaxpr_with_a_huge_static_shape_is_a_memory_error(tmp_path):
+    (tmp_path / "big.jaxpr").write_text(
+        "{ lambda ; a:f64[1000000]. let\n"
+        "    b:f64[1000000,1000000] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1000000, 1000000)"
+        " sharding=None] a\n"
+        "    c:f64[1000000] = reduce_sum[axes=(0,)] b\n"
+        "  in (c,) }\n")
+    (tmp_path / "overflow.jaxpr").write_text(
+        "{ lambda ; a:f64[4294967296,4294967296]. let\n    c:f64[4294967296,4294967296] = neg a\n  in (c,) }\n")
+    proc = run_script(tmp_path, """
+        import sprue
+        for name in ("big.jaxpr", "overflow.jaxpr"):
+            try:
+                sprue.load(name)
+                print(name, "NO ERROR")
+            except sprue.SprueMemoryError as e:
+                print(name, "MEMORY", e)
+    """)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    big, overflow = proc.stdout.splitlines()
+    assert big.startswith("big.jaxpr MEMORY big.jaxpr:2:5: an array of shape (1000000, 1000000) and dtype float64"
+                          " would take 8000000000000 bytes"), big
+    assert "it is made by broadcast_in_dim" in big
+    assert overflow.startswith("overflow.jaxpr MEMORY overflow.jaxpr:1:14: the type f64[4294967296,4294967296]"), overflow
+    assert "overflows the 64-bit byte count" in overflow
+
+
+def test_parsed_types_whose_byte_count_overflows_are_memory_errors():
+    from sprue.jaxpr_parser import parse_jaxpr
+    with pytest.raises(sprue.SprueMemoryError, match=r"<jaxpr>:1:14: the type i8\[9223372036854775807,2\]"):
+        parse_jaxpr("{ lambda ; a:i8[9223372036854775807,2]. let  in (a,) }")
+    parse_jaxpr("{ lambda ; a:i8[9223372036854775807]. let  in (a,) }")   # 2**63-1 bytes: no overflow
+    parse_jaxpr("{ lambda ; a:f64[0,9223372036854775807,9223372036854775807]. let  in (a,) }")   # empty
+
+
+def test_a_static_size_known_too_large_for_memory_in_a_numpy_creation_is_a_memory_error():
+    f = sprue.qjit(lambda n: jnp.zeros((n, 10**7, 10**7)))   # even with n = 1: 800 TB
+    with pytest.raises(sprue.SprueMemoryError, match=r"shape \(\w+, 10000000, 10000000\).*more than this machine's"
+                                                     r" memory.*test_memory_safety.py"):
+        f(1)
+
+
+def test_a_failed_run_time_size_check_is_a_memory_error_too():
+    f = sprue.qjit(lambda n: jnp.ones(n * n * 3))
+    with pytest.raises(sprue.SprueMemoryError, match="would take more than this machine's memory"):
+        f(2 ** 32)
+    assert f(3).shape == (27,)
+
+
+# -- allocations that fail at run time --------------------------------------------------------------
+# A memory limit (RLIMIT_AS) makes an allocation of the compiled code fail although the array is
+# smaller than this machine's memory (the trace-time check passes): the call must end with a
+# SprueMemoryError naming the size and the line, free everything it allocated, and the next call work.
+needs_linux_memory = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or sprue.core.memory_bytes() < 8 << 30,
+    reason="RLIMIT_AS is enforced on Linux only, and the test arrays (2 GB) must fit in this machine's memory")
+
+_LIMIT = """
+import os, resource
+def limit_memory(extra):   # this process's address space may grow by `extra` bytes only
+    vm = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (vm + extra, resource.RLIM_INFINITY))
+"""
+
+
+def line_of(code: str, text: str) -> int:
+    """The (1-based) line of `code` holding `text`."""
+    return next(i for i, line in enumerate(code.splitlines(), 1) if text in line)
+
+
+@needs_linux_memory
+def test_a_failed_allocation_is_a_memory_error_with_its_size_and_line(tmp_path):
+    code = _LIMIT + """
+import numpy as np, sprue, sprue.numpy as jnp
+
+def kernel(x):
+    y = jnp.outer(x, x)
+    return jnp.sort(y.ravel())[:3]
+
+f = sprue.qjit(kernel)
+x, small = np.ones(16000), np.ones(10)         # y: 16000 * 16000 * 8 bytes = 2.048 GB
+print(f(small))                                 # one compilation for the small shape ...
+f.result_shapes(x)                              # ... and one for the big one, compiled without running it
+limit_memory(1 << 30)
+for attempt in range(6):                        # the general path first, then the fast path
+    try:
+        f(x)
+        print("NO ERROR")
+    except sprue.SprueMemoryError as e:
+        print("MEMORY", e)
+print(f(small), f(np.arange(10.0)))             # the library works on after the failures
+"""
+    proc = run_script(tmp_path, code)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    errors = [line for line in lines if line.startswith("MEMORY")]
+    assert len(errors) == 6 and "NO ERROR" not in proc.stdout, proc.stdout
+    for e in errors:   # the same allocation every time: nothing leaked by the failed calls
+        assert "could not allocate 2048000000 bytes (1.9 GiB) while running the compiled code" in e, e
+        # the array of that size, and the lines that make it (the product, and its flattening)
+        assert "f64[16000,16000]" in e and f"repro.py:{line_of(code, 'jnp.outer')} (kernel)" in e, e
+    assert lines[-1] == "[1. 1. 1.] [0. 0. 0.]", lines[-1]
+
+
+@needs_linux_memory
+def test_failed_calls_free_what_they_allocated(tmp_path):
+    # The product (1.15 GB) is allocated, then the copy its sort needs fails under a 1.6 GB limit.
+    # glibc's mallinfo2 counts the bytes malloc has handed out (mmap'ed blocks included): after 8
+    # failed calls, it must be what it was before the first.
+    proc = run_script(tmp_path, _LIMIT + """
+import ctypes
+import numpy as np, sprue, sprue.numpy as jnp
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+
+def in_use():
+    m = libc.mallinfo2()
+    return m.hblkhd + m.uordblks
+
+@sprue.qjit
+def two(x):
+    return jnp.sort(jnp.outer(x, x).ravel())[::100000]
+
+x = np.ones(12000)                              # the product: 1152000000 bytes
+print(two(x[:10]))
+two.result_shapes(x)                            # compiled, not run
+limit_memory(1600 << 20)
+before = in_use()
+sizes = []
+for attempt in range(8):
+    try:
+        two(x)
+        sizes.append("none")
+    except sprue.SprueMemoryError as e:
+        sizes.append(str(e).split("could not allocate ")[1].split(" ")[0])
+print(sizes)
+print(in_use() - before)
+print(two(x[:10]))
+""")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[1] == str(["1152000000"] * 8), lines
+    assert int(lines[2]) < 64 << 20, lines      # not the 1.15 GB product (leaked: +1152008992 bytes)
+    assert lines[3] == lines[0] == "[1.]", lines
+
+
+@needs_linux_memory
+def test_failed_allocations_with_sizes_known_at_run_time_every_call_path(tmp_path):
+    proc = run_script(tmp_path, _LIMIT + """
+import threading
+import numpy as np, sprue, sprue.numpy as jnp
+
+f = sprue.qjit(lambda x: jnp.sum(jnp.sort(jnp.outer(x, x).ravel())[::1000]), abstracted_axes={0: "n"})
+x = np.ones(16000)
+print(f(x[:10]))
+cf = f._last.function                            # the runtime's CompiledFunction: fast and general paths
+limit_memory(1 << 30)
+outcomes = []
+
+def call(how):
+    try:
+        how()
+        outcomes.append("NO ERROR")
+    except sprue.SprueMemoryError as e:
+        outcomes.append("could not allocate 2048000000 bytes" in str(e))
+
+call(lambda: f(x))
+call(lambda: cf(16000, x))                       # fast path
+call(lambda: cf(16000, x.astype(np.float32)))    # general path (an argument it converts)
+call(lambda: cf(16000, x, out=np.empty(())))     # destination passing
+threads = [threading.Thread(target=call, args=(lambda: f(x),)) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(outcomes)
+print(float(f(x[:10])), float(cf(3, np.ones(3))[0]))
+""")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[1] == str([True] * 8), lines
+    assert lines[0] == "1.0" and lines[2] == "1.0 1.0", lines   # sum(sort(outer)[::1000]): the first element
+
+
+# -- the cost of the check -------------------------------------------------------------------------
+def test_kernels_without_allocation_failures_return_status_zero_and_export_the_message_function():
+    f = sprue.qjit(lambda x: x * 2.0 + 1.0)
+    assert f(1.5) == 4.0
+    cf = f._last.function
+    assert cf.checked   # built by sprue: its entry returns a status
+    assert cf._ffi.string(cf._lib._sprue_error_main()) == b""   # no failure on this thread yet

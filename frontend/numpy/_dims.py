@@ -17,8 +17,11 @@ from fractions import Fraction
 
 import numpy as np
 
+from sprue.runtime.results import MEMORY_CHECK
+
 from .. import dtypes, lax
-from ..errors import SprueValueError
+from ..core import memory_bytes
+from ..errors import SprueMemoryError, SprueValueError
 from ..lax import GatherDimensionNumbers, GatherScatterMode, gather_p
 from ..shapes import DimExpr, DimVar, dim, format_dim, lower_bound, prove_equal  # noqa: F401 (prove_equal re-exported)
 from ..tracing import Tracer, as_dim, current_builder, dim_value
@@ -297,20 +300,14 @@ def shape_arg(fname: str, shape) -> tuple:
     return dims
 
 
-def _memory_bytes() -> int:
-    """This machine's physical memory: no array may be larger (its allocation would fail)."""
-    import os
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 2 ** 46
-
-
 def check_allocation(fname: str, dims, dtype) -> None:
     """An array of shape `dims` (some sizes given at run time) must fit in memory: its byte count is
     computed in float64 (no integer overflow, whatever the sizes) and checked at run time. A failed
     check makes every later size 0 (sprue.lowering: LoweringContext.guarded), so huge or
-    overflowing sizes raise an error and never reach the allocator."""
+    overflowing sizes raise an error and never reach the allocator. Either way the error is a
+    SprueMemoryError: raised now when the static sizes alone are too large, else by the runtime,
+    which recognizes the check by its message (runtime/results.py MEMORY_CHECK). Fully static
+    shapes are checked when every equation is traced (core.check_fits_in_memory)."""
     dynamic = [d for d in dims if isinstance(d, DimExpr)]
     if not dynamic:
         return
@@ -319,20 +316,46 @@ def check_allocation(fname: str, dims, dtype) -> None:
         return   # about the size of an argument's axis (n, n + 1, 2 * n): it fits like the argument
     itemsize = np.dtype(dtype).itemsize
     static = float(np.prod([float(d) for d in dims if not isinstance(d, DimExpr)])) * itemsize
-    limit = _memory_bytes()
-    what = f"an array of shape {fmt(dims)} and dtype {np.dtype(dtype).name} would take more than this machine's" \
-           f" memory ({limit} bytes)"
+    limit = memory_bytes()
+    what = f"an array of shape {fmt(dims)} and dtype {np.dtype(dtype).name} would take {MEMORY_CHECK}" \
+           f" ({limit} bytes)"
     if static > limit:
-        raise value_error(fname, what)
-    if len(dynamic) == 1:      # one run-time size: an integer bound, no overflow possible
+        raise SprueMemoryError(f"sprue.numpy.{fname}: {what} even where its sizes known only at run time"
+                               f" are 1{loc()}")
+    if len(dynamic) == 1 and _is_variable(dynamic[0]):   # one run-time size: an integer bound
         ok = lax.le(_i64(value(dynamic[0])), np.int64(int(limit // max(static, 1.0))))
-    else:                      # a product: in float64, which cannot overflow
+    else:   # a product, or a size computed from sizes (n * n): in float64, which cannot overflow
         total = np.float64(max(static, 1.0))
         for d in dynamic:
-            total = lax.mul(total, lax.convert_element_type(_i64(value(d)), np.float64))
+            total = lax.mul(total, _float_bound(d))
         ok = lax.le(total, np.float64(limit))
     check(ok, f"sprue.numpy.{fname}: {what} (a size given at run time is too large)"
                                             f"{loc()}", key=("fits", tuple(dims), itemsize))
+
+
+def _is_variable(d: DimExpr) -> bool:
+    """d is a dimension variable itself (its value is an i64 the program was given or computed)."""
+    return len(d.terms) == 1 and d.terms[0][1] == 1 and len(d.terms[0][0]) == 1 \
+        and d.terms[0][0][0][1] == 1 and isinstance(d.terms[0][0][0][0], DimVar)
+
+
+def _float_bound(d):
+    """d evaluated in float64 (an f64[] tracer), so that a product of sizes cannot wrap around as its
+    i64 value does; a floordiv atom e // c by e / c, a mod atom by c - 1 (upper bounds)."""
+    total = None
+    for mono, coef in d.terms:
+        term = np.float64(coef)
+        for atom, power in mono:
+            if isinstance(atom, DimVar):
+                v = lax.convert_element_type(_i64(value(dim(atom))), np.float64)
+            elif atom.op == "mod":
+                v = np.float64(atom.c - 1)
+            else:
+                v = lax.div(_float_bound(atom.expr), np.float64(atom.c))
+            for _ in range(power):
+                term = lax.mul(term, v)
+        total = term if total is None else lax.add(total, term)
+    return total
 
 
 # -- memory-safe resizing ------------------------------------------------------------------------

@@ -1,0 +1,369 @@
+"""Checked allocation: no buffer the compiled code allocates can be null.
+
+MLIR's memref lowering calls aligned_alloc/malloc and never checks the result; a kernel whose
+buffer does not fit in memory (a static 8 TB temporary, an allocation refused under `ulimit -v`)
+wrote through a null pointer and killed the process. Instead, every allocation of a kernel goes
+through sprue's runtime (RUNTIME_C, linked into every library), and a failed one ends the call with
+a status that says how many bytes were asked for:
+
+    int64_t _mlir_ciface_<name>(...)     0, or the byte count of the allocation that failed
+    const char *_sprue_error_<name>(void)  this thread's last such failure as a message
+
+How (see `add_entry_wrappers`, `check_allocations`):
+
+- MLIR's C interface `_mlir_ciface_<name>` becomes the internal `_sprue_body_<name>`; the module
+  gets a new `_mlir_ciface_<name>` that stores its parameters in a struct and calls the runtime's
+  `_sprue_call(thunk, args, name)`, which sets a sigsetjmp point and calls the internal thunk
+  `_sprue_thunk_<name>` (which unpacks the struct and calls the body, inlined into it by LLVM).
+  The setjmp is in C (RUNTIME_C) because jmp_buf's size and the setjmp symbol differ between C
+  libraries; the wrappers are LLVM IR so that nothing has to be compiled per kernel.
+- After LLVM's optimizer ran (which must see the real aligned_alloc/malloc/free: it relies on a
+  fresh buffer aliasing nothing, and drops allocations it can prove unused), the declarations of
+  the C library's allocation functions are renamed to the runtime's: `_sprue_aligned_alloc`,
+  `_sprue_malloc`, `_sprue_calloc`, `_sprue_realloc`, `_sprue_free`. Those call the real ones;
+  a null result for a non-zero size records the size and siglongjmps back to `_sprue_call`.
+- The runtime records every buffer a call allocates and has not freed (a per-thread list), so a
+  failed call frees them all, results included, and leaks nothing.
+
+Why the longjmp is safe: the frames it discards are the thunk's and the kernel's, LLVM IR made
+from MLIR's LLVM dialect, which has no destructors, no unwinding, no locks and nothing to restore
+(its stack buffers go with the stack); the allocator functions do not hold libc's allocator when
+they jump (aligned_alloc has returned). The jump does not cross any frame of the caller's code.
+State (the jump target, the list of live buffers) is thread-local, and saved/restored around a
+call, so concurrent calls from several threads never share it.
+
+Big buffers: transparent huge pages are asked for (madvise) on Linux for blocks of
+HUGE_PAGE_THRESHOLD bytes and more, as numpy does: glibc serves such blocks with a fresh mmap each
+time, and touching 80 MB of fresh 4 KiB pages costs ~20k page faults (4x the work of a simple
+elementwise kernel); 2 MiB pages make that 40. The block stays an ordinary malloc'ed block.
+
+Stack buffers: big ones must not exist (a stack overflow is a crash, not an error), so
+`check_stack` refuses a module whose optimized code has an alloca of dynamic size or of more than
+MAX_STACK_BUFFER bytes; sprue's pipeline never makes one (every buffer is memref.alloc).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sprue.errors import CompileError
+
+HUGE_PAGE_THRESHOLD = 4 << 20
+MAX_STACK_BUFFER = 64 << 10
+
+# The C library's allocation functions that MLIR's lowering (and LLVM's optimizer: malloc + memset
+# -> calloc) may call, and the runtime's checked versions (same signatures).
+CHECKED = {"aligned_alloc": "_sprue_aligned_alloc", "malloc": "_sprue_malloc", "calloc": "_sprue_calloc",
+           "realloc": "_sprue_realloc", "free": "_sprue_free"}
+# Allocation functions nothing in the pipeline calls; a module calling one is refused (its
+# allocation could not be checked).
+UNCHECKED = frozenset({"posix_memalign", "memalign", "valloc", "pvalloc", "reallocarray", "strdup", "strndup",
+                       "_Znwm", "_Znam", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t"})
+
+RUNTIME_SOURCE = "sprue_runtime.c"
+
+RUNTIME_C = r"""/* sprue's run-time support, linked into every compiled library (lowering/allocation.py):
+   the allocator of the compiled code, which never returns a null buffer for a non-zero size. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* sigsetjmp (POSIX) and MADV_HUGEPAGE (Linux) whatever the -std */
+#endif
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SPRUE_TLS __thread
+#define SPRUE_HIDDEN __attribute__((visibility("hidden")))
+#define SPRUE_NORETURN __attribute__((noreturn))
+#else
+#define SPRUE_TLS _Thread_local
+#define SPRUE_HIDDEN
+#define SPRUE_NORETURN _Noreturn
+#endif
+#define SPRUE_SMALL 32
+
+/* One thread's running call (of any kernel of this library; in a static link, of any kernel). */
+typedef struct {
+  sigjmp_buf *env;             /* where a failed allocation returns to; NULL between calls */
+  void **live;                 /* the buffers the call allocated and has not freed ... */
+  size_t n, cap;               /* ... how many, and room for how many */
+  uint64_t failed;             /* the byte count of the allocation that failed */
+  void *small[SPRUE_SMALL];    /* `live` of a call, until it holds more */
+  char message[256];           /* this thread's last failure, for _sprue_error_<kernel>() */
+} sprue_state;
+
+static SPRUE_TLS sprue_state sprue_tls;
+
+static SPRUE_NORETURN void sprue_fail(sprue_state *st, uint64_t bytes) {
+  if (!st->env) {   /* allocated outside a call of _mlir_ciface_<kernel>: nowhere to return to */
+    fprintf(stderr, "sprue: the compiled code could not allocate %llu bytes\n", (unsigned long long)bytes);
+    abort();
+  }
+  st->failed = bytes ? bytes : 1;
+  siglongjmp(*st->env, 1);
+}
+
+static int sprue_grow(sprue_state *st) {
+  size_t cap = st->cap ? 2 * st->cap : SPRUE_SMALL;
+  void **live = malloc(cap * sizeof *live);
+  if (!live) return 0;
+  if (st->n) memcpy(live, st->live, st->n * sizeof *live);
+  if (st->live != st->small) free(st->live);
+  st->live = live;
+  st->cap = cap;
+  return 1;
+}
+
+/* p, just allocated with `bytes` bytes: fails the call when it is null, else records it. */
+static void *sprue_keep(void *p, uint64_t bytes) {
+  sprue_state *st = &sprue_tls;
+  if (!p) {
+    if (!bytes) return p;   /* malloc(0) may return NULL: nothing may be stored through it */
+    sprue_fail(st, bytes);
+  }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes >= @HUGE@) {   /* transparent huge pages for the page-aligned inside of big blocks */
+    uintptr_t a = (uintptr_t)p, start = (a + 4095) & ~(uintptr_t)4095, end = (a + bytes) & ~(uintptr_t)4095;
+    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
+  }
+#endif
+  if (st->env) {
+    if (st->n == st->cap && !sprue_grow(st)) {
+      free(p);
+      sprue_fail(st, bytes);
+    }
+    st->live[st->n++] = p;
+  }
+  return p;
+}
+
+static void sprue_forget(sprue_state *st, void *p) {
+  size_t i = st->n;
+  if (!st->env) return;
+  while (i-- > 0)   /* from the end: buffers are mostly freed in the reverse order of allocation */
+    if (st->live[i] == p) {
+      st->live[i] = st->live[--st->n];
+      return;
+    }
+}
+
+SPRUE_HIDDEN void *_sprue_aligned_alloc(size_t align, size_t bytes) { return sprue_keep(aligned_alloc(align, bytes), bytes); }
+SPRUE_HIDDEN void *_sprue_malloc(size_t bytes) { return sprue_keep(malloc(bytes), bytes); }
+
+SPRUE_HIDDEN void *_sprue_calloc(size_t count, size_t size) {
+  uint64_t bytes = size && count > SIZE_MAX / size ? UINT64_MAX : (uint64_t)count * size;
+  return sprue_keep(calloc(count, size), bytes);
+}
+
+SPRUE_HIDDEN void *_sprue_realloc(void *old, size_t bytes) {
+  sprue_state *st = &sprue_tls;
+  void *p = realloc(old, bytes);
+  if (!p && bytes) sprue_fail(st, bytes);   /* `old` is still allocated, and recorded */
+  if (old) sprue_forget(st, old);
+  return p ? sprue_keep(p, bytes) : p;
+}
+
+SPRUE_HIDDEN void _sprue_free(void *p) {
+  if (p) sprue_forget(&sprue_tls, p);
+  free(p);
+}
+
+SPRUE_HIDDEN const char *_sprue_last_error(void) { return sprue_tls.message; }
+
+/* A call's state before it began (that of a call it runs inside of: none does, kept for safety). */
+typedef struct {
+  sigjmp_buf *env;
+  void **live;
+  size_t n, cap;
+} sprue_outer;
+
+/* Ends a call: after a failed allocation (`failed_in` names the kernel), frees every buffer the
+   call allocated and records the message; restores the state before the call. The status. */
+static int64_t sprue_end(sprue_state *st, const char *failed_in, const sprue_outer *outer) {
+  uint64_t failed = 0;
+  if (failed_in) {
+    size_t i;
+    double size;
+    const char *unit = "bytes";
+    failed = st->failed;
+    for (i = 0; i < st->n; ++i) free(st->live[i]);
+    size = (double)failed;
+    if (size >= 1024.0) { size /= 1024.0; unit = "KiB"; }
+    if (size >= 1024.0) { size /= 1024.0; unit = "MiB"; }
+    if (size >= 1024.0) { size /= 1024.0; unit = "GiB"; }
+    if (size >= 1024.0) { size /= 1024.0; unit = "TiB"; }
+    if (size >= 1024.0) { size /= 1024.0; unit = "PiB"; }
+    snprintf(st->message, sizeof st->message,
+             "%s: could not allocate %llu bytes (%.1f %s): not enough memory (or a memory limit: ulimit -v,"
+             " cgroups); every buffer of the call was freed", failed_in, (unsigned long long)failed, size, unit);
+  }
+  if (st->live && st->live != st->small) free(st->live);
+  st->env = outer->env;
+  st->live = outer->live;
+  st->n = outer->n;
+  st->cap = outer->cap;
+  return (int64_t)failed;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))   /* `st` stays an argument: not looked up again (a TLS call) after sigsetjmp */
+#endif
+static int64_t sprue_run(sprue_state *st, void (*thunk)(void *), void *args, const char *kernel) {
+  sigjmp_buf env;
+  const sprue_outer outer = {st->env, st->live, st->n, st->cap};   /* not changed after sigsetjmp */
+  st->env = &env;
+  st->n = 0;
+  st->live = outer.env ? NULL : st->small;
+  st->cap = outer.env ? 0 : SPRUE_SMALL;
+  if (sigsetjmp(env, 0) == 0) {
+    thunk(args);
+    return sprue_end(st, NULL, &outer);
+  }
+  return sprue_end(st, kernel, &outer);
+}
+
+/* Runs thunk(args) (a kernel's body). 0, or the byte count of the allocation that failed, once
+   every buffer the call had allocated (its results too) was freed. */
+SPRUE_HIDDEN int64_t _sprue_call(void (*thunk)(void *), void *args, const char *kernel) {
+  return sprue_run(&sprue_tls, thunk, args, kernel);
+}
+""".replace("@HUGE@", str(HUGE_PAGE_THRESHOLD))
+
+
+def runtime_source(directory: Path, name: str) -> Path:
+    """Writes the runtime's C source for kernel `name` into directory; its path."""
+    path = directory / f"{name}.{RUNTIME_SOURCE}"
+    path.write_text(RUNTIME_C)
+    return path
+
+
+# -- the entry points ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    name: str                  # the MLIR function: MLIR's C interface is _mlir_ciface_<name>
+    params: tuple[str, ...]    # LLVM types of its parameters (descriptor pointers for sprue's kernels)
+
+
+_CIFACE = re.compile(r"^define (?:[a-z_]+ )*void @_mlir_ciface_([A-Za-z_][A-Za-z0-9_]*)\(([^)]*)\)", re.MULTILINE)
+_PARAM_TYPES = frozenset({"ptr", "i1", "i8", "i16", "i32", "i64", "half", "bfloat", "float", "double"})
+
+
+def entry_points(llvm_ir: str) -> list[Entry]:
+    """The C-interface functions MLIR defined in llvm_ir (as translated from the LLVM dialect).
+    One whose parameters are not plain scalars or pointers (MLIR's C interface never has other)
+    is left out: it is not wrapped (its failed allocations then abort with a message)."""
+    out = []
+    for m in _CIFACE.finditer(llvm_ir):
+        params = tuple(p.split()[0] for p in m.group(2).split(",") if p.strip())
+        if all(t in _PARAM_TYPES for t in params):
+            out.append(Entry(m.group(1), params))
+    return out
+
+
+def _wrapper_ir(e: Entry) -> str:
+    struct = "{ " + ", ".join(e.params) + " }" if e.params else "{}"
+    params = ", ".join(f"{t} %a{i}" for i, t in enumerate(e.params))
+    stores = "".join(f"  %p{i} = getelementptr inbounds {struct}, ptr %args, i32 0, i32 {i}\n"
+                     f"  store {t} %a{i}, ptr %p{i}\n" for i, t in enumerate(e.params))
+    loads = "".join(f"  %p{i} = getelementptr inbounds {struct}, ptr %args, i32 0, i32 {i}\n"
+                    f"  %a{i} = load {t}, ptr %p{i}\n" for i, t in enumerate(e.params))
+    name_bytes = e.name.encode() + b"\0"
+    return (f"@_sprue_name_{e.name} = private unnamed_addr constant [{len(name_bytes)} x i8] c\"{e.name}\\00\"\n\n"
+            f"define i64 @_mlir_ciface_{e.name}({params}) {{\n"
+            f"  %args = alloca {struct}\n{stores}"
+            f"  %status = call i64 @_sprue_call(ptr @_sprue_thunk_{e.name}, ptr %args, ptr @_sprue_name_{e.name})\n"
+            f"  ret i64 %status\n}}\n\n"
+            f"define internal void @_sprue_thunk_{e.name}(ptr %args) {{\n{loads}"
+            f"  call void @_sprue_body_{e.name}({params})\n  ret void\n}}\n\n"
+            f"define ptr @_sprue_error_{e.name}() {{\n"
+            f"  %m = call ptr @_sprue_last_error()\n  ret ptr %m\n}}\n")
+
+
+def add_entry_wrappers(llvm_ir: str) -> str:
+    """llvm_ir with each C-interface function `_mlir_ciface_<name>` made the internal
+    `_sprue_body_<name>` and a checked `_mlir_ciface_<name>` (see the module docstring) added."""
+    entries = entry_points(llvm_ir)
+    if not entries:
+        return llvm_ir
+    for e in entries:
+        llvm_ir = re.sub(rf"^define (?:[a-z_]+ )*void @_mlir_ciface_{e.name}\(",
+                         f"define internal void @_sprue_body_{e.name}(", llvm_ir, count=1, flags=re.MULTILINE)
+        llvm_ir = llvm_ir.replace(f"@_mlir_ciface_{e.name}(", f"@_sprue_body_{e.name}(")
+    return (llvm_ir + "\n" + "\n".join(_wrapper_ir(e) for e in entries)
+            + "\ndeclare hidden i64 @_sprue_call(ptr, ptr, ptr)\ndeclare hidden ptr @_sprue_last_error()\n")
+
+
+# -- after optimization --------------------------------------------------------------------------
+def check_allocations(mod) -> None:
+    """In the optimized llvmlite module `mod`: the C library's allocation functions renamed to the
+    runtime's checked ones (CHECKED); a CompileError for one that cannot be checked (UNCHECKED)."""
+    for f in mod.functions:
+        if not f.is_declaration:
+            continue
+        if f.name in UNCHECKED:
+            raise CompileError(f"internal error: the compiled code calls {f.name}, whose allocations sprue"
+                               f" cannot check", stage="llvm")
+        checked = CHECKED.get(f.name)
+        if checked is not None:
+            f.name = checked
+            f.visibility = "hidden"   # the library's own copy, called directly (no PLT)
+
+
+_ALLOCA = re.compile(r"^\s*(%[-\w.$]+) = alloca (.*)$", re.MULTILINE)
+_SCALAR_BYTES = {"half": 2, "bfloat": 2, "float": 4, "double": 8, "fp128": 16, "x86_fp80": 16, "ptr": 8}
+
+
+def _split_top(text: str) -> list[str]:
+    """text split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "[{<(":
+            depth += 1
+        elif c in "]}>)":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def type_bytes(t: str) -> int:
+    """An upper bound of the size of an LLVM type (struct fields each rounded up to 8 bytes)."""
+    t = t.strip()
+    m = re.fullmatch(r"[\[<]\s*(\d+)\s+x\s+(.*)[\]>]", t)
+    if m:
+        return int(m.group(1)) * type_bytes(m.group(2))
+    if t.startswith(("{", "<{")):
+        inner = t.strip("<>").strip()[1:-1]
+        return sum(-(-type_bytes(f) // 8) * 8 for f in _split_top(inner) if f)
+    m = re.fullmatch(r"i(\d+)", t)
+    if m:
+        return -(-int(m.group(1)) // 8)
+    return _SCALAR_BYTES.get(t, 8)
+
+
+def check_stack(optimized_ir: str) -> None:
+    """A CompileError for an alloca of dynamic size or of more than MAX_STACK_BUFFER bytes."""
+    if " alloca " not in optimized_ir:
+        return
+    for m in _ALLOCA.finditer(optimized_ir):
+        parts = [p for p in _split_top(m.group(2)) if not p.startswith(("align ", "addrspace("))]
+        size = type_bytes(parts[0].removeprefix("inalloca ").removeprefix("swifterror "))
+        if len(parts) > 1:
+            count = parts[1].split()[-1]
+            if not count.lstrip("-").isdigit():
+                raise CompileError(f"internal error: the compiled code has a stack buffer of a size known only at"
+                                   f" run time ({m.group(0).strip()}); it must be allocated (and checked)",
+                                   stage="llvm")
+            size *= int(count)
+        if size > MAX_STACK_BUFFER:
+            raise CompileError(f"internal error: the compiled code has a stack buffer of {size} bytes"
+                               f" ({m.group(0).strip()}), more than {MAX_STACK_BUFFER}: it could overflow the stack",
+                               stage="llvm")
