@@ -11,6 +11,7 @@ there are several results), then one pointer per argument descriptor.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -30,7 +31,7 @@ import numpy as np
 
 from sprue.errors import CompileError, SprueError, SprueValueError  # noqa: F401
 
-from .allocation import add_entry_wrappers, check_allocations, check_stack, runtime_source
+from .allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
 from .pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from .targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
 
@@ -335,23 +336,82 @@ def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
 
 
 # The runtime's C sources are the same for every kernel: each is compiled once per process (and
-# compiler), not at every link (that would add ~40 ms to every compilation). source text -> object.
+# compiler), not at every link (that would add ~40 ms to every compilation), and the first time in
+# the background, while the kernel is lowered (build_shared_library). (compiler, source text) ->
+# the object's bytes, or the compilation under way: (process, its object file, its command).
 _c_objects: dict[tuple[tuple[str, ...], str], bytes] = {}
+_c_pending: dict[tuple[tuple[str, ...], str], tuple[subprocess.Popen, Path, list[str]]] = {}
+_c_lock = threading.Lock()
+
+
+def _start_c_object(compiler: list[str], source: Path) -> tuple | None:
+    """Starts compiling `source` (into its .o beside it) unless its object is known or under way;
+    the key to wait for (_settle_c_object), or None."""
+    key = (tuple(compiler), source.read_text())
+    obj = source.with_suffix(".o")
+    cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
+    with _c_lock:
+        if key in _c_objects or key in _c_pending:
+            return None
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        except OSError:   # no compiler, or no process: the link (synchronous) reports it
+            return None
+        _c_pending[key] = (proc, obj, cmd)
+    return key
+
+
+def _settle_c_object(key: tuple) -> bytes | None:
+    """Waits for the compilation of `key` if it is under way; its object's bytes (None: it failed)."""
+    with _c_lock:
+        data = _c_objects.get(key)
+        if data is not None or key not in _c_pending:
+            return data
+        proc, obj, cmd = _c_pending.pop(key)
+        err = proc.communicate()[1]
+        if proc.returncode != 0 or not obj.is_file():
+            return None
+        data = _c_objects[key] = obj.read_bytes()
+        return data
+
+
+@contextlib.contextmanager
+def _runtime_object_meanwhile(out: Path):
+    """Around a build: the runtime's object (allocation.py), needed at its link, compiled in the
+    background meanwhile, in a folder of its own inside `out`, once per process; waited for on the
+    way out (whatever the build did), before that folder is removed."""
+    key, folder = None, None
+    try:
+        compiler = find_c_compiler()
+        with _c_lock:
+            started = any(k[0] == tuple(compiler) and k[1] == RUNTIME_C for k in (*_c_objects, *_c_pending))
+        if not started:
+            folder = Path(tempfile.mkdtemp(prefix=".sprue-runtime-", dir=out))
+            key = _start_c_object(compiler, runtime_source(folder, "prebuild"))
+    except CompilerNotFoundError:   # the link reports it
+        pass
+    try:
+        yield
+    finally:
+        if key is not None:
+            _settle_c_object(key)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _c_object(compiler: list[str], source: Path) -> Path:
     """The object of the C source `source` (written beside it), compiled once per process."""
-    text = source.read_text()
-    key = (tuple(compiler), text)
+    key = (tuple(compiler), source.read_text())
     obj = source.with_suffix(".o")
-    data = _c_objects.get(key)
+    data = _settle_c_object(key)
     if data is None:
         cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise LinkError(f"compiling {source} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
                             f"{proc.stderr.strip()}")
-        _c_objects[key] = obj.read_bytes()
+        with _c_lock:
+            _c_objects[key] = obj.read_bytes()
     else:
         obj.write_bytes(data)
     return obj
@@ -412,7 +472,7 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     so_path = out / f"{name}.so"
-    with tempfile.TemporaryDirectory(prefix="sprue-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="sprue-") as tmp, _runtime_object_meanwhile(out):
         work = out if keep_intermediate else Path(tmp)
 
         def dump(stage: str, text: str) -> None:
