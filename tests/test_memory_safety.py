@@ -1,7 +1,11 @@
 """Generated code is memory-safe: out-of-bounds dynamic indices clamp (JAX's semantics), integer
 division by zero gives a documented value, and sizes that are negative, too large for memory or
-whose product overflows raise an error instead of reaching the allocator. The cases that could
-crash run in a child process, so a regression shows as a failed test, not a dead test run."""
+whose product overflows raise an error instead of reaching the allocator: arrays too large for
+memory are SprueMemoryErrors naming the size and the line, at trace time when their shapes are
+static, and an allocation that fails at run time ends the call with one, after freeing what the
+call allocated (lowering/allocation.py). The cases that could crash run in a child process, so a
+regression shows as a failed test, not a dead test run."""
+import re
 import subprocess
 import sys
 import textwrap
@@ -364,3 +368,41 @@ def test_kernels_without_allocation_failures_return_status_zero_and_export_the_m
     cf = f._last.function
     assert cf.checked   # built by sprue: its entry returns a status
     assert cf._ffi.string(cf._lib._sprue_error_main()) == b""   # no failure on this thread yet
+
+
+def test_stack_buffers_that_could_overflow_the_stack_are_refused():
+    from sprue.errors import CompileError
+    from sprue.lowering.allocation import MAX_STACK_BUFFER, check_stack, type_bytes
+    assert type_bytes("[4 x double]") == 32 and type_bytes("{ ptr, ptr, i64, [2 x i64], [2 x i64] }") == 56
+    assert type_bytes("<8 x float>") == 32 and type_bytes("[3 x [5 x i1]]") == 15
+    check_stack("define void @f() {\n  %1 = alloca { ptr, ptr, i64 }, i64 1, align 8\n  ret void\n}\n")
+    check_stack(f"  %2 = alloca [{MAX_STACK_BUFFER // 8} x double], align 16\n")   # exactly the limit
+    with pytest.raises(CompileError, match=r"a stack buffer of 8000000 bytes \(%3 = alloca \[1000000 x double\]"):
+        check_stack("  %3 = alloca [1000000 x double], align 16\n")
+    with pytest.raises(CompileError, match="a stack buffer of 800000 bytes"):
+        check_stack("  %4 = alloca double, i64 100000, align 8\n")
+    with pytest.raises(CompileError, match="a size known only at run time"):
+        check_stack("  %5 = alloca i8, i64 %n, align 16\n")
+
+
+def test_only_checkable_allocation_functions_reach_the_object():
+    import llvmlite.binding as llvm
+    from sprue.errors import CompileError
+    from sprue.lowering.allocation import CHECKED, check_allocations
+    llvm.initialize_native_target()
+    decls = "".join(f"declare ptr @{n}(i64, i64)\n" for n in CHECKED if n != "free") + "declare void @free(ptr)\n"
+    mod = llvm.parse_assembly(decls + "define ptr @k(i64 %n) {\n  %p = call ptr @malloc(i64 %n, i64 0)\n  ret ptr %p\n}\n")
+    check_allocations(mod)
+    assert sorted(f.name for f in mod.functions if f.is_declaration) == sorted(CHECKED.values())
+    bad = llvm.parse_assembly("declare i32 @posix_memalign(ptr, i64, i64)\n")
+    with pytest.raises(CompileError, match="calls posix_memalign, whose allocations sprue cannot check"):
+        check_allocations(bad)
+
+
+def test_the_compiled_code_calls_only_the_checked_allocator(tmp_path):
+    f = sprue.qjit(lambda x: jnp.sort(jnp.outer(x, x).ravel())[:3], keep_intermediate=tmp_path)
+    np.testing.assert_array_equal(f(np.arange(4.0)), [0.0, 0.0, 0.0])
+    optimized = next(tmp_path.glob("*.opt.ll")).read_text()
+    assert "@_sprue_aligned_alloc(" in optimized and "@_sprue_free(" in optimized
+    assert not re.search(r"@(aligned_alloc|malloc|calloc|realloc|free)\(", optimized)
+    assert re.search(r"define i64 @_mlir_ciface_main\(", optimized)   # the checked entry: returns the status
