@@ -4,7 +4,9 @@ Every input that ever failed (tests/fuzz/regressions/) must now load or be rejec
 SprueError, and so must every seed of the corpus and a fixed, derandomized batch of hypothesis
 inputs per reader (mutations of the corpus, token soups, random bytes). Each case runs in the
 harness's child process, so a crash (a signal) or a hang fails its case instead of the run.
-FUZZ_SHORT_EXAMPLES (default 250 per reader) sizes the batch.
+FUZZ_SHORT_EXAMPLES (default 250 per reader) sizes the batch. The classes of tests/fuzz/classes.py
+(huge static shapes, compile options, fork during a compile) compile and run each case, so they get a
+smaller batch (FUZZ_SHORT_CLASS_EXAMPLES, default 12).
 """
 import os
 import sys
@@ -46,7 +48,7 @@ def test_regressions_are_fixed(h):
     assert not bad, "\n\n".join(bad)
 
 
-@pytest.mark.parametrize("kind", harness.KINDS)
+@pytest.mark.parametrize("kind", harness.READERS)
 def test_corpus_seeds_load(h, kind):
     seeds = harness.corpus(kind)
     assert seeds, f"no {kind} seeds in tests/fuzz/corpus/{kind}"
@@ -55,8 +57,8 @@ def test_corpus_seeds_load(h, kind):
         assert r.ok and r.status == "ok", f"seed {name} does not compile: {r.describe()}"
 
 
-def _fuzz(kind):
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+def _fuzz(kind, examples=EXAMPLES):
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
               phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
     @given(data=strategies.inputs(kind))
     def run(h, data):
@@ -66,3 +68,8 @@ def _fuzz(kind):
 
 test_fuzz_jaxpr = _fuzz("jaxpr")
 test_fuzz_stablehlo = _fuzz("stablehlo")
+# The classes that compile and run every case (classes.py): a few each here, more in `make fuzz`.
+CLASS_EXAMPLES = int(os.environ.get("FUZZ_SHORT_CLASS_EXAMPLES", "12"))
+test_fuzz_huge_static_shapes = _fuzz("huge", CLASS_EXAMPLES)
+test_fuzz_compile_options = _fuzz("options", CLASS_EXAMPLES)
+test_fuzz_fork_during_compile = _fuzz("fork", max(2, CLASS_EXAMPLES // 3))

@@ -1,7 +1,8 @@
 """The long fuzzing campaign (`make fuzz`): hypothesis-generated inputs for the jaxpr reader and the
 StableHLO input, each run in the harness's child process; every failing input is kept.
 
-    python tests/fuzz/campaign.py                          # FUZZ_EXAMPLES (default 5000) per kind
+    python tests/fuzz/campaign.py                          # FUZZ_EXAMPLES (default 5000) per reader,
+                                                           # FUZZ_CLASS_EXAMPLES (300) per class
     python tests/fuzz/campaign.py --examples 20000 --kinds jaxpr --minutes 30 --seed 7
     python tests/fuzz/campaign.py --level call             # also build the library and call it
     python tests/fuzz/campaign.py --replay                 # just replay regressions/
@@ -56,7 +57,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=_env("FUZZ_SEED", int(time.time()) % 100000, int))
     ap.add_argument("--level", choices=harness.LEVELS, default=_env("FUZZ_LEVEL", "lower", str))
     ap.add_argument("--timeout", type=float, default=_env("FUZZ_TIMEOUT", 20.0, float), help="seconds per case")
-    ap.add_argument("--kinds", default="jaxpr,stablehlo")
+    ap.add_argument("--kinds", default=",".join(harness.KINDS))
+    ap.add_argument("--class-examples", type=int, default=_env("FUZZ_CLASS_EXAMPLES", 300, int),
+                    help="cases per kind for the kinds that compile every case (huge, options, fork)")
     ap.add_argument("--round", type=int, default=250, help="examples per hypothesis run")
     ap.add_argument("--keep-per-bug", type=int, default=3)
     ap.add_argument("--no-minimize", action="store_true")
@@ -101,8 +104,9 @@ def main(argv=None) -> int:
         for kind in kinds:
             t_kind = time.monotonic()
             done, rnd = 0, 0
-            while done < args.examples and time.monotonic() < deadline:
-                n = min(args.round, args.examples - done)
+            total = args.examples if kind in harness.READERS else args.class_examples
+            while done < total and time.monotonic() < deadline:
+                n = min(args.round, total - done)
                 counter = {"n": 0}
 
                 @hyp_seed(args.seed * 1000 + rnd)

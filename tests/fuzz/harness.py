@@ -39,8 +39,12 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
 CORPUS = HERE / "corpus"
 REGRESSIONS = HERE / "regressions"
-KINDS = ("jaxpr", "stablehlo")
-EXT = {"jaxpr": "jaxpr", "stablehlo": "mlir"}
+# The readers' kinds (mutated text, run to the harness's level), then the classes that are programs or
+# options (classes.py), which the worker always takes the whole way: a huge static shape must reach
+# its allocation, a kernel name its header, a fork its child's compile and call.
+READERS = ("jaxpr", "stablehlo")
+KINDS = (*READERS, "huge", "options", "fork")
+EXT = {"jaxpr": "jaxpr", "stablehlo": "mlir", "huge": "jaxpr", "options": "json", "fork": "json"}
 LEVELS = ("parse", "lower", "call")
 
 OK, CRASH, HANG = "ok", "crash", "hang"

@@ -9,7 +9,8 @@
     token_soup(kind)    random token sequences from the format's vocabulary, bare or wrapped in a
                         valid frame (`{ lambda ; a:f32[3]. let ... in (a,) }`, `func.func @main ...`)
     random_bytes()      random bytes, sometimes after a valid prefix
-    inputs(kind)        all three, mutations weighted most
+    inputs(kind)        all three, mutations weighted most; for the kinds that are programs or
+                        options (huge, options, fork), the strategy of classes.py
 
 Every strategy is deterministic given hypothesis's choices, so derandomize=True makes a run repeatable.
 """
@@ -20,7 +21,7 @@ from functools import lru_cache
 
 from hypothesis import strategies as st
 
-from . import harness
+from . import classes, harness
 
 # -- vocabularies ------------------------------------------------------------------------------
 JAXPR_DTYPES = ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u8", "bool", "c64",
@@ -349,5 +350,10 @@ def random_bytes(draw, kind: str) -> bytes:
 
 
 def inputs(kind: str):
+    if kind in _CLASSES:
+        return _CLASSES[kind]()
     return st.one_of(mutated(kind), mutated(kind), mutated(kind), mutated(kind), token_soup(kind),
                      random_bytes(kind))
+
+
+_CLASSES = {"huge": classes.huge_program, "options": classes.options, "fork": classes.fork_plan}

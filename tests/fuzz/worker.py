@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import struct
 import sys
 import tempfile
@@ -60,7 +61,7 @@ import sprue  # noqa: E402
 from sprue.errors import SprueError  # noqa: E402
 from sprue import saved  # noqa: E402
 
-_SUFFIX = {"jaxpr": ".jaxpr", "stablehlo": ".mlir"}
+_SUFFIX = {"jaxpr": ".jaxpr", "stablehlo": ".mlir", "huge": ".jaxpr", "options": ".json", "fork": ".json"}
 
 
 def _read_exact(n: int) -> bytes | None:
@@ -149,6 +150,119 @@ def _stablehlo_case(path: Path, level: str, stage: _Stage) -> None:
     lower_to_llvm_ir(prepared.text)
 
 
+def _huge_case(path: Path, level: str, stage: _Stage) -> None:
+    """A program with a huge static intermediate, loaded and called on small arguments: the
+    allocation is reached, and must fail with a SprueError (SprueMemoryError)."""
+    stage.name = "load"
+    f = sprue.load(path)
+    args = [_zeros_aval(v.aval) for v in f.jaxpr.jaxpr.invars[f.n_implicit:]]
+    stage.name = "call"
+    out = f(*args)
+    raise AssertionError(f"a program with a huge static array ran and returned {type(out).__name__}")
+
+
+# A small kernel for the options class: every accepted name and target must give a library whose
+# header compiles as C and C++ and links into a host.
+_OPTIONS_PROGRAM = "{ lambda ; a:f64[3] b:f64[]. let c:f64[3] = mul a b in (c,) }\n"
+_HOST_C = '#include "{name}.h"\nint main(void) {{ return 0; }}\n'
+
+
+def _options_case(path: Path, level: str, stage: _Stage) -> None:
+    import subprocess
+    from sprue.tools.compile import Options, compile_file
+    opts = json.loads(path.read_text())
+    out = path.parent / "options_out"
+    shutil.rmtree(out, ignore_errors=True)
+    src = path.parent / "kernel.jaxpr"
+    src.write_text(_OPTIONS_PROGRAM)
+    stage.name = "compile"
+    compile_file(Options(src, out, opts["name"], set(), 1, opts["cpu"], False, opts["features"]), lambda line: None)
+    headers = list(out.glob("*.h"))
+    libs = list(out.glob("lib*.so"))
+    if len(headers) != 1 or len(libs) != 1:
+        raise AssertionError(f"compile wrote {sorted(p.name for p in out.iterdir())}, not one header and one library")
+    name = headers[0].stem
+    for lang, cc in (("c", "cc"), ("c++", "c++")):
+        stage.name = f"header-{lang}"
+        host = out / ("host.c" if lang == "c" else "host.cpp")
+        host.write_text(_HOST_C.format(name=name))
+        proc = subprocess.run([cc, "-Wall", "-Werror", "-I", str(out), str(host), str(libs[0]), "-o", str(out / "host")],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise AssertionError(f"the header of kernel {name!r} does not compile or link as {lang}:\n{proc.stderr[-2000:]}")
+
+
+def _fork_case(path: Path, level: str, stage: _Stage) -> None:
+    """fork() while other threads compile: every child must compile (or reuse) a function, call it
+    and exit 0 within CHILD_SECONDS (a child that inherited a lock held by a compiling thread hangs)."""
+    import threading
+    import time
+    import sprue.numpy as jnp
+    plan = json.loads(path.read_text())
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def compile_loop(t: int) -> None:
+        k = 0
+        try:
+            while not stop.is_set():
+                k += 1
+                scale = float(t * 1000 + k)
+                f = sprue.qjit(lambda x: jnp.sin(x) * scale)
+                f(np.ones(plan["size"]))
+        except BaseException as e:   # noqa: BLE001  (reported by the case, not lost in the thread)
+            failures.append(e)
+
+    stage.name = "threads"
+    threads = [threading.Thread(target=compile_loop, args=(t,), daemon=True) for t in range(plan["threads"])]
+    for t in threads:
+        t.start()
+    time.sleep(plan["delay_ms"] / 1000)
+    reused = sprue.qjit(lambda x: x * 2.0)
+    reused(np.arange(3.0))
+    stage.name = "fork"
+    pids = []
+    for c in range(plan["children"]):
+        pid = os.fork()
+        if pid == 0:   # the child: compile a new function (or call one compiled before the fork)
+            code = 3
+            try:
+                g = sprue.qjit(lambda x: x * 2.0 + c) if plan["child_compiles"] else reused
+                want = np.arange(3.0) * 2.0 + (c if plan["child_compiles"] else 0)
+                code = 0 if np.array_equal(g(np.arange(3.0)), want) else 2
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    stage.name = "children"
+    deadline = time.monotonic() + CHILD_SECONDS
+    codes = {}
+    while len(codes) < len(pids):
+        for pid in pids:
+            if pid not in codes:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    codes[pid] = os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            for pid in set(pids) - set(codes):
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            stop.set()
+            raise AssertionError(f"{len(pids) - len(codes)} of {len(pids)} forked children hung"
+                                 f" (fork {plan['delay_ms']} ms into a compile)")
+        time.sleep(0.01)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    if failures:
+        raise failures[0]
+    bad = {pid: code for pid, code in codes.items() if code != 0}
+    if bad:
+        raise AssertionError(f"forked children failed (exit codes {sorted(bad.values())}: 2 wrong result, 3 an exception)")
+
+
+CHILD_SECONDS = 15.0
+
+
 def run(kind: str, data: bytes, level: str, workdir: Path) -> dict:
     path = workdir / f"case{_SUFFIX[kind]}"
     path.write_bytes(data)
@@ -156,8 +270,14 @@ def run(kind: str, data: bytes, level: str, workdir: Path) -> dict:
     try:
         if kind == "jaxpr":
             _jaxpr_case(path, level, stage)
-        else:
+        elif kind == "stablehlo":
             _stablehlo_case(path, level, stage)
+        elif kind == "huge":
+            _huge_case(path, level, stage)
+        elif kind == "options":
+            _options_case(path, level, stage)
+        else:
+            _fork_case(path, level, stage)
         return {"status": "ok", "stage": stage.name}
     except SprueError as e:
         return {"status": "error", "stage": stage.name, "type": type(e).__name__, "message": str(e)[:4000]}
