@@ -57,6 +57,12 @@ def test_corpus_seeds_load(h, kind):
         assert r.ok and r.status == "ok", f"seed {name} does not compile: {r.describe()}"
 
 
+@pytest.mark.parametrize("kind", [k for k in harness.READERS if harness.corpus(k, hostile=True)])
+def test_hostile_seeds_are_refused_or_load(h, kind):
+    for name, data in harness.corpus(kind, hostile=True):
+        _check(h, kind, data, f"hostile seed {name}")
+
+
 def _fuzz(kind, examples=EXAMPLES):
     @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
               phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))

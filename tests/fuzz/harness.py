@@ -321,9 +321,11 @@ def regressions() -> list[tuple[str, Path]]:
     return out
 
 
-def corpus(kind: str) -> list[tuple[str, bytes]]:
-    """(name, bytes) of the seed files of one kind, sorted by name."""
-    d = CORPUS / kind
+def corpus(kind: str, hostile: bool = False) -> list[tuple[str, bytes]]:
+    """(name, bytes) of the seed files of one kind, sorted by name: programs that compile, or with
+    `hostile`, inputs made to break the reader (corpus/<kind>_hostile: foreign dialects, forged
+    resources, bytecode), each of which must load or be rejected with a SprueError."""
+    d = CORPUS / (f"{kind}_hostile" if hostile else kind)
     return [(p.name, p.read_bytes()) for p in sorted(d.glob(f"*.{EXT[kind]}"))] if d.is_dir() else []
 
 

@@ -37,7 +37,12 @@ JAXPR_PUNCT = ["{", "}", "[", "]", "(", ")", ",", ";", ":", "=", ".", "*", "+", 
 MLIR_PUNCT = ["{", "}", "[", "]", "(", ")", "<", ">", ",", ":", "=", "->", "%", "@", "^", "#", "!", "\"", "x",
               "?", "\n", "module", "func.func", "return", "dense<", "tensor<", "loc(", "attributes", "private",
               "{-#", "#-}", "//", "...", "*", "%0", "%arg0", "@main", "^bb0", "#stablehlo", "array<i64:",
-              "dense_resource<", "affine_map<(d0) -> (d0)>", "!stablehlo.token", "unit", "true", "false"]
+              "dense_resource<", "affine_map<(d0) -> (d0)>", "!stablehlo.token", "unit", "true", "false",
+              # foreign dialects and resources (what a StableHLO program may not hold)
+              "llvm.inline_asm", "llvm.load", "llvm.mlir.zero", "llvm.call", "!llvm.ptr", "llvm.emit_c_interface",
+              "llvm.linkage", "llvm.noalias", "func.call", "func.func private", "arith.addi", "tensor.empty",
+              "\"foo.bar\"", "builtin.module", "{-#\n  dialect_resources: {\n    builtin: {\n      blob: \"0x08000000",
+              "\"0x04000000\"", "}\n  }\n#-}", "dense_resource<blob>", "external_resources", "mlir_reproducer"]
 
 _JAXPR_TYPE = re.compile(rb"\b(?:f64|f32|f16|bf16|i64|i32|i16|i8|u64|u32|u16|u8|bool)\[[^\]\n]*\]")
 _MLIR_TYPE = re.compile(rb"tensor<[^<>\n]*>")
@@ -49,7 +54,7 @@ _TOKEN = re.compile(rb"\s+|[A-Za-z_%@^#][A-Za-z0-9_.$\-]*|-?\d+(?:\.\d*)?(?:[eE]
 
 @lru_cache(maxsize=None)
 def seeds(kind: str) -> tuple[bytes, ...]:
-    out = tuple(data for _, data in harness.corpus(kind))
+    out = tuple(data for _, data in harness.corpus(kind) + harness.corpus(kind, hostile=True))
     if not out:
         raise RuntimeError(f"no {kind} seeds in {harness.CORPUS / kind}: run tests/fuzz/make_corpus.py")
     return out

@@ -1,0 +1,3 @@
+func.func @main(%a: tensor<3xf32> {llvm.noalias}) -> tensor<3xf32> {
+return %a : tensor<3xf32>
+}

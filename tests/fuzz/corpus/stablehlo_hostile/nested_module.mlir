@@ -1,0 +1,7 @@
+module {
+  module {
+  }
+func.func @main(%a: tensor<f32>) -> tensor<f32> {
+return %a : tensor<f32>
+}
+}

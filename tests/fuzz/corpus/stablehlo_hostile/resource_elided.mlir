@@ -1,0 +1,4 @@
+func.func @main() -> tensor<3xf32> {
+%0 = stablehlo.constant dense_resource<__elided__> : tensor<3xf32>
+return %0 : tensor<3xf32>
+}

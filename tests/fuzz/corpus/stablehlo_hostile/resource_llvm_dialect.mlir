@@ -1,0 +1,11 @@
+func.func @main() -> tensor<3xf32> {
+%0 = stablehlo.constant dense_resource<blob1> : tensor<3xf32>
+return %0 : tensor<3xf32>
+}
+{-#
+  dialect_resources: {
+    llvm: {
+      blob1: "0x04000000"
+    }
+  }
+#-}
