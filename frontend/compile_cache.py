@@ -49,19 +49,34 @@ rename finds an entry already there (another process or thread compiled the same
 same time), that one is used and ours discarded. Every lookup verifies the manifest's sizes and
 hashes before loading anything: a truncated, tampered or half-deleted entry is moved to
 `<root>/.trash/`, deleted, logged as a warning (logger "sprue.compile_cache"), and compiled again;
-it is never loaded. (The hashes detect corruption; they are no defence against someone who may
-write the cache directory, who could rewrite the manifest too.)
+it is never loaded. An entry that verifies but whose library does not load is discarded and
+rebuilt the same way (qjit.compile_closed_jaxpr).
 
-`stats` counts hits, misses, builds (entries published), races lost and corrupt entries found in
-this process.
+Trust. The hashes detect corruption, not tampering: whoever may write the cache can write a
+manifest to match, and loading a library runs its constructors. So, as ssh and gpg do with their
+folders, the cache trusts only what the current user alone may write: the root is created 0700,
+and a root, an entry folder (and the folder between them) or an entry's file that is owned by
+another user or writable by group or others is refused -- logged as a warning, never loaded, and
+the function is compiled without the cache (UntrustedCache). The folders above the root are not
+checked: a root inside a folder others may rename things in is not protected.
+
+Leftovers. A folder being built in -- a staging folder in `<root>/.tmp/`, a build root
+`sprue-build-*` in the system temp folder (compilations outside the cache) -- has a lock file
+`<folder>.lock` beside it, flock'ed for as long as its process lives. The kernel releases the lock
+when the process dies, however it dies, so the first use of a cache root in a process and every new
+build root delete the folders whose lock nobody holds (pids would not do: they are reused, and mean
+nothing across pid namespaces or hosts sharing a folder). A process removes its own at exit.
 """
 from __future__ import annotations
 
+import atexit
 import errno
+import fcntl
 import importlib.util
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -72,7 +87,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "CompileCache", "Entry", "cache_dir", "clear", "default_cache", "key_components", "stats"]
+from sprue.runtime import LibraryLoadError, Signature, load
+
+__all__ = ["FORMAT", "CompileCache", "Entry", "UntrustedCache", "cache_dir", "clear", "default_cache",
+           "key_components", "scratch_root", "stats"]
 
 
 class _LazyLog:
@@ -112,7 +130,7 @@ MANIFEST = "manifest.json"
 _FILES = (LIBRARY, SIGNATURE, STABLEHLO)
 
 _OFF = {"off", "0", "false", "no", "none", "disable", "disabled"}
-_STALE_SECONDS = 24 * 3600   # staging folders older than this were left by a process that died
+_STALE_SECONDS = 24 * 3600   # a folder without a lock file (no flock there) older than this is abandoned
 
 stats: dict[str, int] = {"hits": 0, "misses": 0, "builds": 0, "races": 0, "corrupt": 0}
 _stats_lock = threading.Lock()
@@ -138,21 +156,40 @@ def cache_dir() -> Path | None:
     return base / "sprue"
 
 
-_unusable: set[Path] = set()   # roots we failed to create: warned once, then skipped
+_unusable: set[Path] = set()   # roots we cannot or will not use: warned once, then skipped
+_swept: set[Path] = set()      # roots whose leftovers this process has swept
 
 
 def default_cache() -> "CompileCache | None":
-    """The cache at cache_dir(), or None when disabled or its folder cannot be created."""
+    """The cache at cache_dir(), or None when disabled, or when its folder cannot be created, is
+    not valid UTF-8, or may be written by someone else (each warned about once per process)."""
     root = cache_dir()
     if root is None or root in _unusable:
         return None
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        # os.environ holds undecodable bytes as surrogates; cffi opens libraries by UTF-8 path
+        _unusable.add(root)
+        log.warning("sprue: compile cache disabled: its folder %r (SPRUE_CACHE_DIR or XDG_CACHE_HOME) is not"
+                    " valid UTF-8, and libraries are loaded by UTF-8 path; set it to a UTF-8 path", str(root))
+        return None
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        check_trusted(root, os.stat(root), "the compile cache folder")
     except OSError as e:
         _unusable.add(root)
         log.warning("sprue: compile cache disabled: cannot create %s: %s", root, e)
         return None
-    return CompileCache(root)
+    except UntrustedCache as e:
+        _unusable.add(root)
+        log.warning("sprue: compile cache disabled: %s", e)
+        return None
+    cache = CompileCache(root)
+    if root not in _swept:
+        _swept.add(root)
+        cache._sweep()
+    return cache
 
 
 def clear(root: str | os.PathLike | None = None) -> None:
@@ -374,6 +411,159 @@ def key_of(components: dict) -> str:
     return h.hexdigest()
 
 
+_unloadable: set[str] = set()   # entry libraries that failed to load in this process
+
+
+def loadable(library: Path, elsewhere: Path) -> Path:
+    """`library`, or a hard link to it (else a copy) at `elsewhere` when a library at that path
+    failed to load in this process: dlopen hands back the library it already holds for a path it
+    has seen, even after the file was replaced (a rebuilt entry is where the bad one was)."""
+    if str(library) not in _unloadable:
+        return library
+    try:
+        os.link(library, elsewhere)
+    except OSError:
+        shutil.copy2(library, elsewhere)
+    return elsewhere
+
+
+# -- trust -------------------------------------------------------------------------------------
+class UntrustedCache(Exception):
+    """A cache folder or file that someone other than the current user may have written: it is
+    never loaded (the module docstring, "Trust")."""
+
+
+def check_trusted(path: Path, st: os.stat_result, what: str) -> None:
+    """Raises UntrustedCache unless `st` (of `path`) is owned by the current user and writable
+    by no one else -- the rule of ssh's StrictModes for ~/.ssh."""
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        raise UntrustedCache(
+            f"{what} {path} is owned by uid {st.st_uid}, not by the current user (uid {uid}); a library"
+            f" someone else could have written is never loaded. Point SPRUE_CACHE_DIR at a folder of your own")
+    if st.st_mode & 0o022:
+        who = {0o022: "its group and others", 0o020: "its group", 0o002: "others"}[st.st_mode & 0o022]
+        raise UntrustedCache(
+            f"{what} {path} is writable by {who} (mode {stat.filemode(st.st_mode)}); a library someone else"
+            f" could have written is never loaded. If no one else has written to it, `chmod go-w {path}`;"
+            f" otherwise delete it")
+
+
+# -- leftovers of processes that died ------------------------------------------------------------
+_held: dict[str, tuple[int, str]] = {}   # lock file -> (its fd, the folder it guards): ours
+_held_lock = threading.Lock()
+BUILD_ROOT_PREFIX = "sprue-build-"
+_LOCK = ".lock"
+
+
+def locked_folder(parent: str | os.PathLike, prefix: str) -> Path:
+    """A new private folder `<parent>/<prefix><random>` with the lock file `<that>.lock` beside it,
+    flock'ed by this process until _release (or its end). The lock comes first: a visible folder
+    always has its lock, and a visible lock is either held or abandoned (a sweeper deletes only
+    what it has locked itself, and a creator that finds its lock file deleted starts again)."""
+    for _ in range(100):
+        fd, lock = tempfile.mkstemp(prefix=prefix, suffix=_LOCK, dir=parent)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:        # a sweeper took it in the instant before us: it deletes it
+            os.close(fd)
+            continue
+        except OSError as e:           # no flock on this file system: swept by age only
+            log.debug("sprue: cannot lock %s (%s)", lock, e)
+        if os.fstat(fd).st_nlink == 0:   # a sweeper deleted it before we locked it
+            os.close(fd)
+            continue
+        folder = lock[:-len(_LOCK)]
+        with _held_lock:
+            _held[lock] = (fd, folder)
+        try:
+            os.mkdir(folder, 0o700)
+        except OSError:
+            _release(lock)
+            raise
+        return Path(folder)
+    raise OSError(errno.EAGAIN, f"cannot make a locked folder in {parent}")
+
+
+def _release(lock: str) -> None:
+    """Delete the folder of `lock` if still there, then the lock file, then let go of the lock."""
+    with _held_lock:
+        fd, folder = _held.pop(lock, (None, None))
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    Path(lock).unlink(missing_ok=True)
+    if fd is not None:
+        os.close(fd)
+
+
+def _abandoned(lock: str) -> int | None:
+    """An fd now holding `lock` when no live process holds it (the caller deletes what it guards
+    and closes the fd); None when someone holds it, or it is not there or not ours to open."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # a new open file description: conflicts
+    except OSError:                                       # with our own holds too
+        os.close(fd)
+        return None
+    return fd
+
+
+def sweep(parent: str | os.PathLike, prefix: str = "") -> None:
+    """Delete this user's folders `<parent>/<prefix>*` (and their locks) whose process is gone;
+    a folder without a lock (made where flock fails, or by an older sprue) once it is a day old."""
+    uid, now = os.geteuid(), time.time()
+    try:
+        items = {e.name: e for e in os.scandir(parent) if e.name.startswith(prefix)}
+    except OSError:
+        return
+    for name, item in items.items():
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError:
+            continue   # deleted meanwhile
+        if st.st_uid != uid:
+            continue
+        if name.endswith(_LOCK):
+            fd = _abandoned(item.path)
+            if fd is not None:
+                shutil.rmtree(item.path[:-len(_LOCK)], ignore_errors=True)
+                Path(item.path).unlink(missing_ok=True)   # (another sweeper may have been first)
+                os.close(fd)
+        elif stat.S_ISDIR(st.st_mode) and name + _LOCK not in items and now - st.st_mtime > _STALE_SECONDS:
+            shutil.rmtree(item.path, ignore_errors=True)
+
+
+@atexit.register
+def _remove_held_at_exit() -> None:
+    for lock in list(_held):
+        _release(lock)
+
+
+def scratch_root() -> Path:
+    """A new folder of this process in the system temp folder, for compilations outside the
+    cache: deleted at exit; one left by a killed process is deleted by the next process that
+    makes one."""
+    tmp = tempfile.gettempdir()
+    sweep(tmp, BUILD_ROOT_PREFIX)
+    return locked_folder(tmp, BUILD_ROOT_PREFIX)
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: the parent's locks, folders and lock objects are not the child's (the
+    parent deletes its folders; a lock another thread held at the fork would stay held here)."""
+    global _stats_lock, _compiler_lock, _held_lock
+    _stats_lock, _compiler_lock, _held_lock = threading.Lock(), threading.Lock(), threading.Lock()
+    for fd, _ in _held.values():
+        os.close(fd)   # the parent's lock stays: flock belongs to the shared open file description
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 # -- entries -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Entry:
@@ -411,25 +601,33 @@ class CompileCache:
 
     # -- reading ----------------------------------------------------------------------------
     def lookup(self, key: str) -> Entry | None:
-        """The verified entry of `key`, or None (a corrupt entry is removed and logged)."""
+        """The verified entry of `key`, or None (a corrupt entry is removed and logged). Raises
+        UntrustedCache for an entry someone else may have written (left in place, never loaded)."""
         d = self.entry_dir(key)
         try:
-            ino = os.stat(d).st_ino
+            st = os.lstat(d)
         except OSError:
             return None
+        self._check_folders(d, st)
         try:
             return self._verify(d, key)
         except (OSError, CorruptEntry) as e:
-            self.discard(d, str(e) if isinstance(e, CorruptEntry) else f"{type(e).__name__}: {e}", ino)
+            self.discard(d, str(e) if isinstance(e, CorruptEntry) else f"{type(e).__name__}: {e}", st.st_ino)
             return None
 
+    def _check_folders(self, d: Path, st: os.stat_result) -> None:
+        """Every folder from the root down to the entry `d` (lstat'ed as `st`) must be trusted."""
+        check_trusted(self.root, os.stat(self.root), "the compile cache folder")
+        check_trusted(d.parent, os.lstat(d.parent), "the compile cache folder")
+        check_trusted(d, st, "the compile cache entry")
+
     def _verify(self, d: Path, key: str) -> Entry:
+        manifest_path = d / MANIFEST
+        self._check_file(manifest_path)
         try:
-            manifest = json.loads((d / MANIFEST).read_bytes())
+            manifest = json.loads(manifest_path.read_bytes())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise CorruptEntry(f"unreadable manifest: {e}") from None
-        except IsADirectoryError:
-            raise CorruptEntry("the manifest is a folder") from None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("key") != key:
             raise CorruptEntry("the manifest is not this entry's")
         files = manifest.get("files")
@@ -439,7 +637,7 @@ class CompileCache:
         for name in _FILES:
             want = files[name]
             path = d / name
-            if not isinstance(want, dict) or os.stat(path).st_size != want.get("size"):
+            if not isinstance(want, dict) or self._check_file(path).st_size != want.get("size"):
                 raise CorruptEntry(f"{name} has the wrong size")
             data = path.read_bytes()
             if len(data) != want.get("size") or _digest(data) != want.get("sha256"):
@@ -450,13 +648,41 @@ class CompileCache:
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise CorruptEntry(f"unreadable signature or StableHLO text: {e}") from None
 
+    @staticmethod
+    def _check_file(path: Path) -> os.stat_result:
+        """lstat of one of an entry's files: a regular file, trusted (else UntrustedCache)."""
+        st = os.lstat(path)
+        check_trusted(path, st, "the compile cache file")
+        if not stat.S_ISREG(st.st_mode):
+            raise CorruptEntry(f"{path.name} is not a regular file")
+        return st
+
+    def load(self, key: str, name: str) -> tuple[Entry, Any] | None:
+        """(entry, loaded function) of `key`, or None; an entry that verifies but whose signature
+        or library does not load is discarded like a corrupt one, so that it is built again.
+        Raises UntrustedCache (see lookup)."""
+        entry = self.lookup(key)
+        if entry is None:
+            return None
+        try:
+            sig = Signature.from_dict(entry.signature["signature"])
+        except (KeyError, TypeError, ValueError) as e:
+            self.discard(entry.path, f"unusable signature: {e}")
+            return None
+        try:
+            return entry, load(entry.library, "main", sig, name=name)
+        except LibraryLoadError as e:
+            _unloadable.add(str(entry.library))
+            self.discard(entry.path, f"the library does not load: {e}")
+            return None
+
     def discard(self, d: Path, why: str, ino: int | None = None) -> None:
         """Remove the corrupt entry folder `d` (`ino`: its inode when found corrupt)."""
         count("corrupt")
         log.warning("sprue: discarding the corrupt compile cache entry %s (%s); compiling again", d, why)
         trash = self.root / ".trash"
         try:
-            trash.mkdir(exist_ok=True)
+            trash.mkdir(mode=0o700, exist_ok=True)
             gone = Path(tempfile.mkdtemp(prefix=d.name[:16] + "-", dir=trash))
         except OSError as e:
             log.warning("sprue: cannot move %s aside (%s); deleting it in place", d, e)
@@ -467,20 +693,26 @@ class CompileCache:
             if ino is not None and os.stat(gone / "entry").st_ino != ino:
                 # another process discarded the corrupt one and published a good one meanwhile
                 os.rename(gone / "entry", d)
-        except OSError:
-            pass   # gone already (another process discarded it), or put back: nothing to do
+        except OSError as e:   # gone already (another process discarded it), or put back
+            log.debug("sprue: %s: %s", d, e)
         shutil.rmtree(gone, ignore_errors=True)
 
     # -- writing ----------------------------------------------------------------------------
     def staging(self, key: str) -> Path:
-        """A fresh private folder inside the cache to build the entry of `key` in."""
+        """A fresh private folder inside the cache to build the entry of `key` in, locked as
+        this process's (module docstring, "Leftovers"); hand it to `finish` when done."""
         tmp = self.root / ".tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=key[:16] + "-", dir=tmp))
+        tmp.mkdir(mode=0o700, exist_ok=True)
+        return locked_folder(tmp, key[:16] + "-")
+
+    def finish(self, staging: Path) -> None:
+        """Delete `staging` (unless committed, that is renamed away) and its lock."""
+        _release(str(staging) + _LOCK)
 
     def commit(self, key: str, staging: Path, meta: dict | None = None) -> Entry:
         """Publish the files in `staging` as the entry of `key` and return it (or the entry another
-        process published first, when that one verifies; `staging` is then deleted)."""
+        process published first, when that one verifies; `staging` is then deleted). Raises
+        UntrustedCache when another's entry is in the way."""
         files = {}
         for name in _FILES:
             size, digest = _sha256_file(staging / name)
@@ -492,7 +724,7 @@ class CompileCache:
         signature = json.loads((staging / SIGNATURE).read_bytes())
         stablehlo = (staging / STABLEHLO).read_text()
         final = self.entry_dir(key)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        final.parent.mkdir(mode=0o700, exist_ok=True)
         for attempt in range(3):
             try:
                 os.rename(staging, final)
@@ -512,16 +744,12 @@ class CompileCache:
         raise OSError(f"cannot publish the compile cache entry {final}")
 
     def _sweep(self) -> None:
-        """Delete staging folders left by processes that died (rarely: only after a build)."""
-        now = time.time()
-        for sub in (".tmp", ".trash"):
-            try:
-                items = list(os.scandir(self.root / sub))
-            except OSError:
-                continue
-            for item in items:
-                try:
-                    if sub == ".trash" or now - item.stat().st_mtime > _STALE_SECONDS:
-                        shutil.rmtree(item.path, ignore_errors=True)
-                except OSError:
-                    pass
+        """Delete staging folders left by processes that died (module docstring, "Leftovers")
+        and whatever was left in the trash."""
+        sweep(self.root / ".tmp")
+        try:
+            trash = list(os.scandir(self.root / ".trash"))
+        except OSError:
+            trash = []
+        for item in trash:
+            shutil.rmtree(item.path, ignore_errors=True)

@@ -14,19 +14,20 @@ raises every error. The fast path is safe for concurrent calls from several thre
 """
 from __future__ import annotations
 
-import atexit
 import functools
 import inspect
 import os
 import shutil
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import compile_cache
 from .api import TracedFunction, abstractify, param_path, trace_function
 from .core import ShapedArray, allocation_sites
 from .errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
@@ -164,22 +165,30 @@ def _size_of(dim: ImplicitDim, leaves, paths, fn_name: str) -> int:
     return size
 
 
-def _build_root() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="sprue-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    return root
-
-
-_BUILD_ROOT: Path | None = None
+_BUILD_ROOT: Path | None = None   # compile_cache.scratch_root(): deleted at exit, swept after a kill
 _BUILD_LOCK = threading.Lock()
+_INSTANCES: "weakref.WeakSet[QJIT]" = weakref.WeakSet()
 
 
 def _scratch_dir(name: str) -> Path:
     global _BUILD_ROOT
     with _BUILD_LOCK:
         if _BUILD_ROOT is None:
-            _BUILD_ROOT = _build_root()
+            _BUILD_ROOT = compile_cache.scratch_root()
         return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=_BUILD_ROOT))
+
+
+def _after_fork_in_child() -> None:
+    """os.fork() copies only the calling thread: a lock another thread held (compiling) would stay
+    held in the child for ever. The locks here guard Python state only, so fresh ones are safe; the
+    child makes its own build root (the parent deletes its own at exit)."""
+    global _BUILD_ROOT, _BUILD_LOCK
+    _BUILD_ROOT, _BUILD_LOCK = None, threading.Lock()
+    for f in list(_INSTANCES):
+        f._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class QJIT:
@@ -210,7 +219,8 @@ class QJIT:
         self.abstracted_axes = _check_abstracted_axes(abstracted_axes, self.name)
         self.compile_count = 0  # how many times this function was traced and compiled
         self._cache: dict[Any, Compiled] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()   # reset in a forked child (_after_fork_in_child)
+        _INSTANCES.add(self)
         self._last: Compiled | None = None
         self._fixed: Compiled | None = None
         self._callees: dict = {}   # signature -> the traced callee of calls inside other traces
@@ -363,7 +373,6 @@ class QJIT:
                     for spec, a in zip(specs, avals)]
         check_argument_dtypes(self.name, leaves, paths, avals, declared,
                               "or compile with qjit(cast_arguments=True) to convert")
-
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -577,7 +586,6 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
     neither the MLIR bindings nor llvmlite are imported. Otherwise it is compiled into a new
     entry, or, with keep_intermediate or the cache off, into `out_dir` as `<stem>.so`."""
     from sprue.runtime import Signature, TensorSpec, load
-    from . import compile_cache
 
     jaxpr = closed.jaxpr
     implicit = [ImplicitDim(v.dim.name, []) for v in jaxpr.invars[:n_implicit]]
@@ -594,16 +602,14 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
     if cache is not None:
         components = compile_cache.key_components(closed, n_implicit, in_names, options)
         key = None if components is None else compile_cache.key_of(components)
-        entry = None if key is None else cache.lookup(key)   # verified: sizes and sha256s
-        if entry is not None:
-            try:
-                sig = Signature.from_dict(entry.signature["signature"])
-            except (KeyError, TypeError, ValueError) as e:
-                cache.discard(entry.path, f"unusable signature: {e}")
-            else:
-                compile_cache.count("hits")
-                return (entry.stablehlo, entry.library,
-                        _explained(load(entry.library, "main", sig, name=stem), jaxpr), implicit)
+        try:   # verified (sizes, sha256s, owner and mode) and loaded, or None
+            hit = None if key is None else cache.load(key, stem)
+        except compile_cache.UntrustedCache as e:
+            compile_cache.log.warning("sprue: not using the compile cache for %s: %s; compiling without it", stem, e)
+            hit, key = None, None
+        if hit is not None:
+            compile_cache.count("hits")
+            return hit[0].stablehlo, hit[0].library, _explained(hit[1], jaxpr), implicit
         compile_cache.count("misses")
 
     from sprue.lowering.backend import build_shared_library
@@ -636,13 +642,13 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
         (staging / compile_cache.STABLEHLO).write_text(text)
         try:
             library = cache.commit(key, staging, {"name": stem}).library
-        except OSError as e:
+            library = compile_cache.loadable(library, out_dir / f"{stem}.so")
+        except (OSError, compile_cache.UntrustedCache) as e:
             compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
             library = Path(shutil.copy2(library, out_dir / f"{stem}.so"))
             save_signature(library, sig, "main", stem)
     finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        cache.finish(staging)   # deleted unless published, and its lock released
     return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
 
 

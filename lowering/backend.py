@@ -31,6 +31,7 @@ import numpy as np
 
 from sprue.errors import CompileError, SprueError, SprueValueError  # noqa: F401
 
+from . import pipeline as _pipeline
 from .allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
 from .pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from .targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
@@ -76,7 +77,43 @@ _failures = itertools.count()
 
 # llvmlite shares one LLVM context per process; parsing and codegen are
 # serialized behind this lock, and initialization happens once.
-_llvm_lock = threading.Lock()
+_llvm_lock = threading.RLock()
+
+
+# os.fork() copies only the calling thread: had another thread been in LLVM (llvmlite's one global
+# context, the target machines) or registering MLIR's passes, the child would inherit their locks
+# held for ever and their state half changed. So the fork waits for the section in progress to end
+# and both processes go on with the locks free (reentrant: a fork from inside a section still works).
+# llvmlite's own lock around every call into LLVM (binding/ffi.py _LLVMLock, an RLock) is taken
+# outside ours too, by the finalizers of llvmlite objects, and llvmlite does not see forks.
+_LLVMLITE_LOCK = getattr(getattr(getattr(llvm, "ffi", None), "lib", None), "_lock", None)
+_LLVMLITE_LOCK = getattr(_LLVMLITE_LOCK, "_lock", None)   # the RLock inside _LLVMLock
+
+
+def _before_fork() -> None:
+    _pipeline._register_lock.acquire()
+    _llvm_lock.acquire()
+    if _LLVMLITE_LOCK is not None:
+        _LLVMLITE_LOCK.acquire()
+
+
+def _after_fork() -> None:
+    if _LLVMLITE_LOCK is not None:
+        _LLVMLITE_LOCK.release()
+    _llvm_lock.release()
+    _pipeline._register_lock.release()
+
+
+def _after_fork_in_child() -> None:
+    """Also, in the child: the runtime object's compilations under way (_c_pending) are the
+    parent's processes, and _c_lock (held while waiting for one) guards Python state only."""
+    global _c_lock
+    _after_fork()
+    _c_lock = threading.Lock()
+    _c_pending.clear()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork_in_child)
 # One target machine per (cpu, features, opt level): creating one is cheap but not free, and most
 # processes only ever use the default (host CPU, O3).
 _target_machines: dict[tuple[str, str, int], llvm.TargetMachine] = {}
@@ -472,7 +509,9 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     so_path = out / f"{name}.so"
-    with tempfile.TemporaryDirectory(prefix="sprue-") as tmp, _runtime_object_meanwhile(out):
+    # inside out_dir, not the system temp folder: a build killed midway leaves nothing there (out_dir
+    # is a cache staging folder or a build root, both deleted after a kill: compile_cache.py)
+    with tempfile.TemporaryDirectory(prefix=f".{name}-work-", dir=out) as tmp, _runtime_object_meanwhile(out):
         work = out if keep_intermediate else Path(tmp)
 
         def dump(stage: str, text: str) -> None:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import ctypes.util
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -73,6 +74,28 @@ class LibraryLoadError(_LibraryLoadError):
     """The shared library cannot be opened or lacks the expected symbol (an OSError)."""
 
 
+# cffi parses every cdef under one process-wide lock (cffi/cparser.py: "pycparser is not
+# thread-safe"). os.fork() copies only the calling thread: a fork while another thread loads a
+# library would leave the child's copy of that lock held for ever. So the fork waits for the parse
+# in progress, and both processes go on with the lock free.
+_parser_lock_held: list = []
+
+
+def _before_fork() -> None:
+    lock = getattr(sys.modules.get("cffi.cparser"), "lock", None)   # imported by the first FFI()
+    if lock is not None:
+        lock.acquire()
+        _parser_lock_held.append(lock)
+
+
+def _after_fork() -> None:
+    while _parser_lock_held:
+        _parser_lock_held.pop().release()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
+
+
 class CompiledFunction:
     """A function in a loaded library; call it with flat numpy arguments."""
 
@@ -91,6 +114,9 @@ class CompiledFunction:
             self._lib = ffi.dlopen(path)
         except OSError as exc:
             raise LibraryLoadError(f"cannot load compiled library {path}: {exc}") from exc
+        except UnicodeEncodeError as exc:   # cffi opens by UTF-8 name; os.environ keeps bad bytes as surrogates
+            raise LibraryLoadError(f"cannot load compiled library {path!r}: its path is not valid UTF-8, which cffi"
+                                   f" needs; build it in a folder whose name is UTF-8") from exc
         # A library built by sprue checks its allocations (lowering/allocation.py): its entry returns
         # a status, 0 or the byte count of the allocation that failed. Any other (MLIR's own C
         # interface, void) is called as it is, unchecked.

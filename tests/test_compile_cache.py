@@ -3,11 +3,15 @@ a new process hitting it without the compiler, corrupt entries rebuilt, concurre
 into one cache folder, and turning it off."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -292,7 +296,11 @@ def test_lost_race_uses_the_published_entry(tmp_path):
     second = c.commit(key, stagings[1])
     assert first.path == second.path == c.entry_dir(key) and second.signature == {"who": "first"}
     assert (first.library.read_bytes(), s["builds"], s["races"]) == (b"first", 1, 1)
-    assert not stagings[1].exists() and not list((tmp_path / ".tmp").iterdir())
+    assert not stagings[1].exists()
+    assert sorted(p.name for p in (tmp_path / ".tmp").iterdir()) == sorted(d.name + ".lock" for d in stagings)
+    for d in stagings:   # what compile_closed_jaxpr does when done: the locks go too
+        c.finish(d)
+    assert not list((tmp_path / ".tmp").iterdir())
 
 
 # -- other processes -----------------------------------------------------------------------------
@@ -431,3 +439,208 @@ def test_discard_spares_an_entry_published_meanwhile(tmp_path):
     c.discard(d, "found corrupt earlier", corrupt_ino)
     assert (d / "lib.so").read_bytes() == b"good"
     assert not list((tmp_path / ".trash").iterdir())
+
+
+# -- trust: a cache someone else may write (issue 20, item 10) --------------------------------------
+# A library whose constructor runs at dlopen: it writes MARKER. Loading it is what an attacker who
+# may write the cache wants; it exports no kernel, so even a loaded one fails to be used.
+PLANTED_C = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+  FILE *f = fopen(MARKER, "w");
+  if (f) { fputs("the planted library ran", f); fclose(f); }
+}
+"""
+OTHER_UID = 65534   # nobody
+
+
+def _planted_library(tmp_path: Path, marker: Path) -> bytes:
+    from sprue.lowering.backend import find_c_compiler
+    src, so = tmp_path / "planted.c", tmp_path / "planted.so"
+    src.write_text(PLANTED_C)
+    subprocess.run([*find_c_compiler(), "-shared", "-fPIC", f'-DMARKER="{marker}"', "-o", str(so), str(src)],
+                   check=True)
+    return so.read_bytes()
+
+
+def _rewrite_library(entry: Path, data: bytes) -> None:
+    """Replace the entry's library and rewrite its manifest to match, as someone who may write the
+    folder can: the hashes then verify."""
+    manifest = json.loads((entry / "manifest.json").read_text())
+    manifest["files"]["lib.so"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    _replace(entry / "lib.so", data)
+    _replace(entry / "manifest.json", json.dumps(manifest).encode())
+    for name in ("lib.so", "manifest.json"):
+        os.chmod(entry / name, 0o444)
+
+
+def _fresh_copy(cache: Path, tmp_path: Path, monkeypatch) -> Path:
+    """poly's entry, built in `cache`, copied into a new cache root that becomes the current one
+    (a library path this process has never loaded: dlopen would return the loaded one)."""
+    np.testing.assert_allclose(sprue.qjit(poly)(X), poly_ref(X))
+    [entry] = entries(cache)
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    (victim / entry.parent.name).mkdir(mode=0o700)
+    shutil.copytree(entry, victim / entry.parent.name / entry.name)
+    monkeypatch.setenv("SPRUE_CACHE_DIR", str(victim))
+    return victim / entry.parent.name / entry.name
+
+
+def _chown(*paths: Path) -> None:
+    for p in paths:
+        os.chown(p, OTHER_UID, OTHER_UID)
+
+
+# (how the planted entry is exposed, what the warning says)
+EXPOSURES = {
+    "entry owned by another user": (lambda e: _chown(e, *e.iterdir()), f"owned by uid {OTHER_UID}"),
+    "library owned by another user": (lambda e: _chown(e / "lib.so"), f"owned by uid {OTHER_UID}"),
+    "root owned by another user": (lambda e: _chown(e.parent.parent), f"owned by uid {OTHER_UID}"),
+    "entry writable by others": (lambda e: os.chmod(e, 0o777), "writable by its group and others"),
+    "key folder writable by its group": (lambda e: os.chmod(e.parent, 0o770), "writable by its group"),
+    "root writable by others": (lambda e: os.chmod(e.parent.parent, 0o703), "writable by others"),
+    "library writable by its group": (lambda e: os.chmod(e / "lib.so", 0o464), "writable by its group"),
+}
+
+
+@pytest.mark.parametrize("exposure", EXPOSURES)
+def test_a_library_someone_else_may_have_planted_is_never_loaded(cache, tmp_path, monkeypatch, caplog, exposure):
+    expose, says = EXPOSURES[exposure]
+    if "owned by another user" in exposure and os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root (os.chown): run as root to test this exposure")
+    entry = _fresh_copy(cache, tmp_path, monkeypatch)
+    marker = tmp_path / "planted-ran"
+    planted = _planted_library(tmp_path, marker)
+    _rewrite_library(entry, planted)
+    expose(entry)
+    s = Stats()
+    with caplog.at_level("WARNING", logger="sprue.compile_cache"):
+        f = sprue.qjit(poly)
+        np.testing.assert_allclose(f(X), poly_ref(X))
+    assert not marker.exists()
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(says in w and "never loaded" in w for w in warnings), warnings
+    assert s["hits"] == 0 and s["builds"] == 0          # compiled without the cache,
+    assert (entry / "lib.so").read_bytes() == planted   # and the planted entry left as found
+    assert not str(f._last.library).startswith(str(entry.parent.parent))
+
+
+def test_the_planted_library_runs_when_the_cache_is_trusted(cache, tmp_path, monkeypatch, caplog):
+    """The control of the test above: in a cache only we may write, the same planted entry is
+    loaded (its constructor runs); it exports no kernel, so it is discarded and rebuilt."""
+    entry = _fresh_copy(cache, tmp_path, monkeypatch)
+    marker = tmp_path / "planted-ran"
+    _rewrite_library(entry, _planted_library(tmp_path, marker))
+    s = Stats()
+    with caplog.at_level("WARNING", logger="sprue.compile_cache"):
+        np.testing.assert_allclose(sprue.qjit(poly)(X), poly_ref(X))
+    assert marker.read_text() == "the planted library ran"
+    assert any("the library does not load" in r.getMessage() for r in caplog.records)
+    assert (s["corrupt"], s["builds"]) == (1, 1)
+
+
+def test_the_cache_folders_are_private_whatever_the_umask(tmp_path, monkeypatch):
+    root = tmp_path / "a" / "cache"
+    monkeypatch.setenv("SPRUE_CACHE_DIR", str(root))
+    old = os.umask(0o002)
+    try:
+        np.testing.assert_allclose(sprue.qjit(poly)(X), poly_ref(X))
+    finally:
+        os.umask(old)
+    [entry] = entries(root)
+    for d in (root, root / ".tmp", entry.parent, entry):
+        assert stat.S_IMODE(os.stat(d).st_mode) == 0o700, d
+    for f in entry.iterdir():
+        assert stat.S_IMODE(os.stat(f).st_mode) == 0o444, f
+    assert compile_cache.CompileCache(root).lookup(entry.name) is not None
+
+
+# -- entries that verify but do not load, odd folders, leftovers (issue 20, item 11) ---------------
+def test_an_entry_whose_library_does_not_load_is_rebuilt(cache, tmp_path, monkeypatch, caplog):
+    entry = _fresh_copy(cache, tmp_path, monkeypatch)
+    _rewrite_library(entry, b"\x7fELF but not a library")
+    s = Stats()
+    with caplog.at_level("WARNING", logger="sprue.compile_cache"):
+        np.testing.assert_allclose(sprue.qjit(poly)(X), poly_ref(X))
+    assert any("the library does not load" in r.getMessage() for r in caplog.records)
+    assert (s["corrupt"], s["builds"]) == (1, 1)
+    assert (entry / "lib.so").read_bytes()[:4] == b"\x7fELF" and len((entry / "lib.so").read_bytes()) > 1000
+    np.testing.assert_allclose(sprue.qjit(poly)(X), poly_ref(X))
+    assert s["hits"] == 1
+
+
+def test_a_cache_folder_that_is_not_utf8_is_not_used(tmp_path, monkeypatch, caplog):
+    folder = str(tmp_path) + "/cache-\udcff"   # os.environ's spelling of the byte 0xff
+    monkeypatch.setenv("SPRUE_CACHE_DIR", folder)
+    s = Stats()
+    with caplog.at_level("WARNING", logger="sprue.compile_cache"):
+        np.testing.assert_allclose(sprue.qjit(poly)(X), poly_ref(X))
+    assert any("is not valid UTF-8" in r.getMessage() and "compile cache disabled" in r.getMessage()
+               for r in caplog.records)
+    assert (s["hits"], s["misses"]) == (0, 0) and not os.path.lexists(folder)
+
+
+def test_a_non_utf8_cache_folder_from_the_environment(tmp_path):
+    env = {k.encode(): v.encode() for k, v in os.environ.items()}
+    env[b"SPRUE_CACHE_DIR"] = os.fsencode(tmp_path) + b"/x\xff"
+    code = "import numpy as np, sprue; print(sprue.qjit(lambda x: x * 2.0)(np.arange(3.0)).tolist())"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[0.0, 2.0, 4.0]"
+    assert "is not valid UTF-8" in proc.stderr
+
+
+LEFTOVERS = """
+import os, sys, time
+import numpy as np
+import sprue, sprue.numpy as jnp
+i = 0
+while True:   # compiles until killed
+    i += 1
+    c = i + 0.5
+    assert np.allclose(sprue.qjit(lambda x: jnp.sin(x) * c)(np.zeros(3)), 0.0)
+    if len(sys.argv) > 1:
+        break
+"""
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "uncached"])
+def test_the_temp_folder_is_left_as_found(tmp_path, cached):
+    """Compiling leaves nothing in the system temp folder; a build killed midway leaves its folder
+    (in the cache's .tmp, or a build root in the temp folder), which the next process deletes."""
+    temp, cache = tmp_path / "temp", tmp_path / "cache"
+    temp.mkdir()
+    script = tmp_path / "leftovers.py"
+    script.write_text(LEFTOVERS)
+    env = {**os.environ, "TMPDIR": str(temp), "SPRUE_CACHE_DIR": str(cache) if cached else "off"}
+    once = subprocess.run([sys.executable, str(script), "once"], env=env, capture_output=True, text=True, timeout=600)
+    assert once.returncode == 0, once.stderr
+    assert _tree(temp) == []
+    if cached:
+        assert len(entries(cache)) == 1 and _tree(cache / ".tmp") == []
+
+    # killed while a staging folder is locked; uncached, the build root lives as long as the process
+    busy = (lambda: list((cache / ".tmp").glob("*.lock"))) if cached else (lambda: list(temp.glob("sprue-build-*")))
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not busy() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    proc.kill()   # SIGKILL: no atexit, no finally
+    assert proc.wait(60) == -9, proc.stderr.read()
+    if cached:
+        assert _tree(cache / ".tmp"), "the killed build left no staging folder (killed too late?)"
+    else:
+        assert {p.name[:len("sprue-build-")] for p in temp.iterdir()} == {"sprue-build-"}
+
+    again = subprocess.run([sys.executable, str(script), "once"], env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert _tree(temp) == []
+    if cached:
+        assert _tree(cache / ".tmp") == []

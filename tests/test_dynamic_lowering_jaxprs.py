@@ -19,8 +19,16 @@ from sprue.shapes import DimVar, dim
 rng = np.random.default_rng(1)
 
 
+@pytest.fixture(autouse=True)
+def _build_in_tmp_path(tmp_path, monkeypatch):
+    """Libraries are built in the test's tmp_path, never in the system temp folder."""
+    monkeypatch.setattr(Builder, "out_dir", tmp_path)
+
+
 class Builder:
     """A jaxpr under construction: size arguments (i64[] binders), array arguments, equations."""
+
+    out_dir = None   # set per test (_build_in_tmp_path)
 
     def __init__(self):
         self.invars: list[Var] = []
@@ -48,7 +56,8 @@ class Builder:
         """The jaxpr compiled and loaded: a function of (sizes..., arrays...) -> list of results."""
         closed = ClosedJaxpr(Jaxpr([], self.invars, list(outs), self.eqns), [])
         lowered = lower(closed)
-        so = build_shared_library(lowered.text, tempfile.mkdtemp(prefix="sprue-dyn-"), "main")
+        # a folder per library: dlopen returns the library already loaded from a path it has seen
+        so = build_shared_library(lowered.text, tempfile.mkdtemp(prefix="dyn-", dir=self.out_dir), "main")
 
         def spec(name, aval):
             return TensorSpec(name, aval.dtype, [d if isinstance(d, int) else None for d in aval.shape])
