@@ -157,7 +157,7 @@ def _for_loop(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
         return [*_casts(outs, types), *([status] if thread else [])]
 
     results = _counted(trip_count(lower, upper, step), _with_status(ctx, thread, list(init)), body,
-                       _with_status_type(thread, types), resizing=p["nimplicit"] > 0)
+                       _with_status_type(thread, types), resizing=p.get("nimplicit", 0) > 0)
     return _take_status(ctx, thread, results)
 
 
