@@ -90,7 +90,7 @@ import numpy as np
 from sprue.runtime import LibraryLoadError, Signature, load
 
 __all__ = ["FORMAT", "CompileCache", "Entry", "UntrustedCache", "cache_dir", "clear", "default_cache",
-           "key_components", "scratch_root", "stats"]
+           "key_components", "scratch_root", "build_folder", "stats"]
 
 
 class _LazyLog:
@@ -551,11 +551,28 @@ def scratch_root() -> Path:
     return locked_folder(tmp, BUILD_ROOT_PREFIX)
 
 
+_build_root: Path | None = None   # this process's scratch_root(), made at its first build
+_build_root_lock = threading.Lock()
+
+
+def build_folder(name: str) -> Path:
+    """A new folder `<name>-*` for one build outside the cache, in this process's build root (one
+    scratch_root() per process: deleted at exit, swept by the next process after a kill). Every
+    compilation outside the cache builds in one: qjit, sprue.load of StableHLO, `sprue compile`."""
+    global _build_root
+    with _build_root_lock:
+        if _build_root is None or not _build_root.is_dir():
+            _build_root = scratch_root()
+        return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=_build_root))
+
+
 def _forget_after_fork() -> None:
     """In a forked child: the parent's locks, folders and lock objects are not the child's (the
-    parent deletes its folders; a lock another thread held at the fork would stay held here)."""
-    global _stats_lock, _compiler_lock, _held_lock
+    parent deletes its folders; a lock another thread held at the fork would stay held here); the
+    child makes its own build root."""
+    global _stats_lock, _compiler_lock, _held_lock, _build_root, _build_root_lock
     _stats_lock, _compiler_lock, _held_lock = threading.Lock(), threading.Lock(), threading.Lock()
+    _build_root, _build_root_lock = None, threading.Lock()
     for fd, _ in _held.values():
         os.close(fd)   # the parent's lock stays: flock belongs to the shared open file description
     _held.clear()

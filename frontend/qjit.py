@@ -18,7 +18,6 @@ import functools
 import inspect
 import os
 import shutil
-import tempfile
 import threading
 import weakref
 from dataclasses import dataclass
@@ -165,25 +164,13 @@ def _size_of(dim: ImplicitDim, leaves, paths, fn_name: str) -> int:
     return size
 
 
-_BUILD_ROOT: Path | None = None   # compile_cache.scratch_root(): deleted at exit, swept after a kill
-_BUILD_LOCK = threading.Lock()
 _INSTANCES: "weakref.WeakSet[QJIT]" = weakref.WeakSet()
-
-
-def _scratch_dir(name: str) -> Path:
-    global _BUILD_ROOT
-    with _BUILD_LOCK:
-        if _BUILD_ROOT is None:
-            _BUILD_ROOT = compile_cache.scratch_root()
-        return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=_BUILD_ROOT))
 
 
 def _after_fork_in_child() -> None:
     """os.fork() copies only the calling thread: a lock another thread held (compiling) would stay
-    held in the child for ever. The locks here guard Python state only, so fresh ones are safe; the
-    child makes its own build root (the parent deletes its own at exit)."""
-    global _BUILD_ROOT, _BUILD_LOCK
-    _BUILD_ROOT, _BUILD_LOCK = None, threading.Lock()
+    held in the child for ever. The locks here guard Python state only, so fresh ones are safe (the
+    build root is compile_cache's, which makes the child its own)."""
     for f in list(_INSTANCES):
         f._lock = threading.Lock()
 
@@ -568,7 +555,7 @@ def out_dir_for(name: str, keep_intermediate) -> Path:
     elif keep_intermediate:
         d = Path.cwd() / "sprue_build" / name
     else:
-        return _scratch_dir(name)
+        return compile_cache.build_folder(name)
     d.mkdir(parents=True, exist_ok=True)
     return d
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from torch_mlir import ir, passmanager
 
+from sprue.compile_cache import build_folder
 from sprue.errors import ParseError, SprueError, SprueMemoryError
 from sprue.runtime.c_names import module_symbol_problem
 
@@ -417,8 +418,7 @@ class StableHLOFunction:
 
 def _out_dir() -> Path:
     """A fresh directory per load: dlopen returns an already-loaded library for a path it has seen."""
-    from sprue.qjit import _scratch_dir
-    return _scratch_dir("stablehlo")
+    return build_folder("stablehlo")
 
 
 def load_stablehlo(path_or_text: str | os.PathLike, *, keep_intermediate: str | os.PathLike | None = None

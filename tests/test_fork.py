@@ -61,7 +61,7 @@ LOCKS = {
     "mlir pass registration": "sys.modules['sprue.lowering.pipeline']._register_lock",
     "cffi parser": "sys.modules['cffi.cparser'].lock",
     "runtime object": "sys.modules['sprue.lowering.backend']._c_lock",
-    "build folder": "sys.modules['sprue.qjit']._BUILD_LOCK",
+    "build folder": "sys.modules['sprue.compile_cache']._build_root_lock",
     "held folders": "sys.modules['sprue.compile_cache']._held_lock",
     "cache stats": "sys.modules['sprue.compile_cache']._stats_lock",
     "cache facts": "sys.modules['sprue.compile_cache']._compiler_lock",
@@ -149,17 +149,17 @@ def test_uncached_child_builds_in_its_own_folder(tmp_path):
         import json, sys
         import numpy as np
         import sprue
-        qjit_module = sys.modules["sprue.qjit"]
+        cache_module = sys.modules["sprue.compile_cache"]
         f = sprue.qjit(lambda x: x + 1.0)
         assert np.allclose(f(np.ones(2)), 2.0)
-        parent_root = qjit_module._BUILD_ROOT
+        parent_root = cache_module._build_root
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(r)
             g = sprue.qjit(lambda x: x * 5.0)
             ok = np.allclose(g(np.ones(2)), 5.0) and np.allclose(f(np.ones(3)), 2.0)
-            os.write(w, str(qjit_module._BUILD_ROOT).encode())
+            os.write(w, str(cache_module._build_root).encode())
             sys.exit(0 if ok else 2)
         os.close(w)
         child_root = os.read(r, 4096).decode()

@@ -19,7 +19,7 @@ from sprue.api import make_jaxpr
 from sprue.lowering import backend
 from sprue.lowering.stablehlo import lower_jaxpr
 from sprue.pytree import tree_flatten
-from sprue.qjit import _scratch_dir
+from sprue.compile_cache import build_folder
 from sprue.runtime.dtypes import ELEMENT_TYPES
 
 def _descriptor(rank: int) -> str:
@@ -52,7 +52,7 @@ class Compiled:
 
     def _build_direct(self) -> None:
         self.text = lower_jaxpr(self.closed)
-        self._dir = _scratch_dir("lowering-test")   # in sprue's build root: deleted at exit
+        self._dir = build_folder("lowering-test")   # in sprue's build root: deleted at exit
         so = backend.build_shared_library(self.text, self._dir, "main")
         ranks = sorted({a.ndim for a in self.in_avals} | {a.ndim for a in self.out_avals})
         decls = [_descriptor(r) for r in ranks]

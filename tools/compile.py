@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from sprue.compile_cache import build_folder
+
 from .inputs import Kernel, kernel_from_jaxpr, kernel_name, read_kernel
 
 # --emit kind -> file name (for kernel `k`). Stage kinds name the text after that pipeline stage.
@@ -121,7 +123,7 @@ def build_kernel(kernel: Kernel, opts: Options, timer: Timer) -> dict[str, Path]
         write("llvm-ir", result.optimized_ir)
     if result.asm is not None:
         write("asm", result.asm)
-    with tempfile.TemporaryDirectory(prefix="sprue-cli-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="link-", dir=build_folder("cli")) as tmp:
         obj = Path(tmp) / f"{kernel.name}.o"
         obj.write_bytes(result.obj)
         if "obj" in opts.emit:
