@@ -189,7 +189,17 @@ def _diagnostics(err: ir.MLIRError) -> list[str]:
     return [f"{d.location}: {d.message}" for d in err.error_diagnostics]
 
 
+# No program has arrays of hundreds of axes, and MLIR's type parser takes time quadratic in the
+# rank (a 200,000-axis tensor type: minutes): such a type is refused before MLIR reads the text.
+MAX_RANK = 64
+_HIGH_RANK = re.compile(r"(?:(?:\d+|\?)\s*x\s*){%d,}" % (MAX_RANK + 1))
+
+
 def parse(ctx: ir.Context, text: str, name: str) -> ir.Module:
+    m = _HIGH_RANK.search(text)
+    if m:
+        raise StableHLOInputError(f"{name}:{_line_col(text, m.start())}: a tensor type of more than {MAX_RANK} axes"
+                                  f" (sprue compiles arrays of at most {MAX_RANK} axes)")
     try:
         return ir.Module.parse(text, ctx)
     except ir.MLIRError as err:

@@ -276,3 +276,21 @@ def test_ops_beyond_the_conformance_cases(signature: str, body: str, args: list,
     got = load_stablehlo(f"func.func @main{signature} {{\n{body}\n}}\n")(*args)
     assert np.asarray(got).dtype == np.asarray(expected).dtype
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("rank", [65, 200_000])
+def test_types_of_too_many_axes_are_refused_before_mlir_reads_them(rank) -> None:
+    # MLIR's type parser is quadratic in the rank: a fuzzed 200,000-axis type took minutes
+    dims = "x".join(["1"] * rank)
+    text = f"func.func @main(%a: tensor<{dims}xf32>) -> tensor<{dims}xf32> {{\n  return %a : tensor<{dims}xf32>\n}}\n"
+    with pytest.raises(StableHLOInputError, match=r"<text>:1:\d+: a tensor type of more than 64 axes"):
+        load_stablehlo(text)
+
+
+def test_a_type_of_64_axes_loads() -> None:
+    shape = (1,) * 62 + (2, 3)
+    dims = "x".join(map(str, shape))
+    f = load_stablehlo(f"func.func @main(%a: tensor<{dims}xf64>) -> tensor<{dims}xf64> {{\n"
+                       f"  %0 = stablehlo.add %a, %a : tensor<{dims}xf64>\n  return %0 : tensor<{dims}xf64>\n}}\n")
+    x = np.arange(6.0).reshape(shape)
+    np.testing.assert_array_equal(f(x), x + x)
