@@ -192,7 +192,8 @@ def _diagnostics(err: ir.MLIRError) -> list[str]:
 # No program has arrays of hundreds of axes, and MLIR's type parser takes time quadratic in the
 # rank (a 200,000-axis tensor type: minutes): such a type is refused before MLIR reads the text.
 MAX_RANK = 64
-_HIGH_RANK = re.compile(r"(?:(?:\d+|\?)\s*x\s*){%d,}" % (MAX_RANK + 1))
+# (Linear time: a match starts only where a run of digits starts, and never backtracks into one.)
+_HIGH_RANK = re.compile(r"(?<![\d?])(?:(?:\d++|\?)\s*+x\s*+){%d,}" % (MAX_RANK + 1))
 
 
 def parse(ctx: ir.Context, text: str, name: str) -> ir.Module:
