@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from sprue.runtime.dtypes import is_masked_array
 from sprue.runtime.results import format_bytes, human_bytes
 
 from . import dtypes
@@ -87,7 +88,7 @@ def aval_of_value(x) -> ShapedArray:
     """The abstract value of a concrete Python/numpy value."""
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
-    if isinstance(x, np.ma.MaskedArray):   # an operand or a captured constant: refused as qjit's arguments are
+    if is_masked_array(x):   # an operand or a captured constant: refused as qjit's arguments are
         raise SprueTypeError(f"a numpy masked array is not a valid operand (its mask would be dropped)"
                              f"{at(user_frame_summary())}: pass x.filled(fill_value) to replace the masked"
                              f" entries, or x.data to ignore the mask")

@@ -35,6 +35,7 @@ from .pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, t
 from .shapes import dim as dim_of, dim_vars_of
 from .source_info import user_frame_of
 from .tracing import _state as _trace_state, current_builder
+from sprue.runtime.dtypes import is_masked_array
 from sprue.runtime.fastcall import MISS, SINGLE, Array, Const, Scalar, Skip
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -541,7 +542,7 @@ def _refuse_masked(leaves, paths, fn_name: str) -> None:
     """A numpy masked array's mask would be dropped (the compiled code sees its data only): refuse
     it, as JAX does ("numpy masked arrays are not supported as direct inputs to JAX functions")."""
     for x, path in zip(leaves, paths):
-        if isinstance(x, np.ma.MaskedArray):
+        if is_masked_array(x):
             raise ArgumentTypeError(
                 f"{fn_name}(): argument '{path}' is a numpy masked array, which sprue does not take (its mask"
                 f" would be dropped): pass {path}.filled(fill_value) to replace the masked entries, or"

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from . import cffi_ops
+from .dtypes import is_masked_array
 from .signature import TensorSpec
 
 __all__ = ["ArgumentConverter", "ROW_MAJOR_STRIDES", "c_strides"]
@@ -180,7 +181,7 @@ class ArgumentConverter:
         return cls(f"argument {self.spec.name!r}: expected {self.spec.type_str}, got {got}")
 
     def _convert_slow(self, value: object, keep: list) -> Any:
-        if isinstance(value, np.ma.MaskedArray):
+        if is_masked_array(value):
             raise self._fail(TypeError, "a numpy masked array, whose mask would be dropped: pass .filled(fill_value)"
                                         " to replace the masked entries, or .data to ignore the mask")
         if isinstance(value, np.ndarray):

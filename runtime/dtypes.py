@@ -9,6 +9,7 @@ parses MLIR.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,3 +86,10 @@ def element_type_of(dtype: object) -> ElementType:
         known = ", ".join(str(e.dtype) for e in ELEMENT_TYPES)
         raise ValueError(f"unsupported dtype {dt}; supported: {known}")
     return et
+
+
+def is_masked_array(x: object) -> bool:
+    """Whether x is a numpy masked array, without importing numpy.ma (touching `np.ma` imports it,
+    ~40 ms): while no one has imported it, no masked array exists."""
+    ma = sys.modules.get("numpy.ma")
+    return ma is not None and isinstance(x, ma.MaskedArray)
