@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 # or its byte count overflows int64: each must be refused, at parse time or by the allocation check.
 HUGE_SIZES = [10 ** 6, 2 ** 31, 2 ** 32, 3 * 10 ** 9, 10 ** 11, 2 ** 40, 2 ** 62, 2 ** 63 - 1]
 DTYPES = ["f64", "f32", "i8", "i32", "bool"]
+ALLOCATOR_BYTES = [8 * 10 ** 9, 12 * 10 ** 9, 16 * 10 ** 9]
 ITEMSIZE = {"f64": 8, "f32": 4, "i8": 1, "i32": 4, "bool": 1}
 
 
@@ -63,6 +64,11 @@ def huge_program(draw) -> bytes:
         elements *= d
     if elements * ITEMSIZE[dtype] < 1 << 34:   # fits the worker after all (10**6 alone): make it not
         shape = (2 ** 40, *shape[1:])
+    if draw(st.integers(0, 2)) == 0:
+        # Larger than the worker's address space (6 GiB) but smaller than this machine's memory:
+        # no trace-time error, so the compiled code's allocation itself must fail cleanly.
+        total = draw(st.sampled_from(ALLOCATOR_BYTES)) // ITEMSIZE[dtype]
+        shape = (total,) if rank == 1 else (total // 1000, 1000) if rank == 2 else (2, total // 2000, 1000)
     t = f"{dtype}[{','.join(map(str, shape))}]"
     how = draw(st.sampled_from(["broadcast", "iota", "broadcast"]))
     if how == "iota" or shape[-1] != k:
