@@ -27,7 +27,8 @@ like size_t and int64_t, declarations only C++ makes), and the system headers th
 only the compilers know: `header_problems` asks them, compiling `static int <name>;` (after
 `#ifdef <name>` and `__has_include(<name.h>)`) for the name and its derived names after the C
 standard and common POSIX headers, with `cc` and, when there is one, `c++` (~0.2 s and ~0.5 s, run
-side by side; one probe for any number of names). `check_kernel_name(..., headers=True)` does both.
+side by side; one probe for any number of names; the answers are kept in the compile cache, see
+PROBE_CACHE_DIR). `check_kernel_name(..., headers=True)` does both.
 `module_symbol_problem` is the subset that matters for a symbol that never reaches a header (an
 internal function of a module: qjit's callees, a StableHLO file's entry).
 
@@ -38,15 +39,22 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import hashlib
+import json
+import logging
 import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 from typing import Sequence
 
 from sprue.errors import SprueValueError
+
+log = logging.getLogger("sprue.c_names")
 
 __all__ = ["C_KEYWORDS", "CXX_KEYWORDS", "KernelNameError", "check_kernel_name", "derived_names",
            "exported_by", "header_problem", "header_problems", "kernel_name_for", "kernel_name_problem", "module_symbol_problem", "safe_internal_symbol"]
@@ -269,12 +277,78 @@ def _probe_errors(names: Sequence[str]) -> dict[str, str]:
     return found
 
 
+# The probe's answers are kept on disk (each costs ~0.5 s of compiler time, on every `sprue compile`):
+# a JSON file {name: error or ""} per compiler identity (the compilers' paths, sizes and times, and
+# the include folder's time) in PROBE_CACHE_DIR, which the command line points into the compile
+# cache (None: no disk cache). Only a file this user owns and no one else may write is read: a
+# planted answer could let a clashing name through.
+PROBE_CACHE_DIR: str | None = None
+
+
+def _probe_identity(compilers: list[tuple[list[str], str]]) -> str:
+    facts: list = [_C_HEADERS, _C_ONLY_HEADERS, _BLOCK]
+    for cmd, _ in compilers:
+        st = os.stat(cmd[0])
+        facts.append([cmd, os.path.realpath(cmd[0]), st.st_size, st.st_mtime_ns])
+    try:
+        facts.append(os.stat("/usr/include").st_mtime_ns)
+    except OSError:
+        facts.append(None)
+    return hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:32]
+
+
+def _private_file(path: str) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _cached_probe_errors(names: Sequence[str]) -> dict[str, str]:
+    """_probe_errors, answered from PROBE_CACHE_DIR where it knows the names."""
+    folder = PROBE_CACHE_DIR
+    compilers = [(cmd, lang) for cmd, lang in ((_compiler("CC", "cc"), "c"), (_compiler("CXX", "c++"), "c++"))
+                 if cmd is not None]
+    if folder is None or not compilers:
+        return _probe_errors(names)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+        path = os.path.join(folder, _probe_identity(compilers) + ".json")
+    except OSError:
+        return _probe_errors(names)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return _probe_errors(names)
+    known: dict[str, str] = {}
+    if _private_file(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            if isinstance(data, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+                known = data
+        except (OSError, ValueError):
+            known = {}
+    missing = [n for n in names if n not in known]
+    if missing:
+        found = _probe_errors(missing)
+        known.update({n: found.get(n, "") for n in missing})
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(known, f)
+            os.replace(tmp, path)
+        except OSError as err:   # a read-only or full disk: the answers are still right, only not kept
+            log.debug("sprue: cannot keep the name probe's answers in %s (%s)", folder, err)
+    return {n: known[n] for n in names if known[n]}
+
+
 def header_problems(names: Sequence[str]) -> dict[str, str]:
     """{kernel name: why} for those of `names` that the system headers (as the C and C++ compilers
     see them) rule out, themselves or by a name the header derives from them. One probe for all."""
     derived = {n: [n] + [d for d in derived_names(n) if not d.startswith("_")] for n in names}
     probed = list(dict.fromkeys(d for ds in derived.values() for d in ds))
-    errors = _probe_errors(probed) if probed else {}
+    errors = _cached_probe_errors(probed) if probed else {}
     out = {}
     for n, ds in derived.items():
         culprit = next((d for d in ds if d in errors), None)

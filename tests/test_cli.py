@@ -2,6 +2,7 @@
 (0 ok, 1 an error in the input with a one-line `file[:line]: message`, 2 bad usage)."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -405,3 +406,21 @@ def test_foreign_stablehlo_is_refused_by_the_console_script(tmp_path, case):
     assert len(err.splitlines()) == 1, err
     assert re.match(rf"sprue: error: {re.escape(str(path))}{message}", err), err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_name_probes_answers_are_kept_where_only_this_user_may_write(tmp_path, monkeypatch):
+    from sprue.runtime import c_names
+    folder = tmp_path / "c_names"
+    monkeypatch.setattr(c_names, "PROBE_CACHE_DIR", str(folder))
+    assert "clashes with the system's C headers" in c_names.header_problems(["size_t", "zz_kernel"])["size_t"]
+    (kept,) = folder.glob("*.json")
+    assert json.loads(kept.read_text())["size_t"] and kept.stat().st_mode & 0o022 == 0
+    # a kept answer is used without asking the compilers again ...
+    kept.write_text(json.dumps({"zz_kernel": "cc: an answer kept before"}))
+    kept.chmod(0o600)
+    assert c_names.header_problems(["zz_kernel"]) == {
+        "zz_kernel": "it clashes with the system's C headers (cc: an answer kept before)"}
+    # ... but one that someone else could have written is not: the compilers are asked again
+    kept.write_text(json.dumps({"size_t": ""}))
+    kept.chmod(0o666)
+    assert "size_t" in c_names.header_problems(["size_t"])

@@ -5,12 +5,15 @@ its result shapes as C expressions over its size arguments.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from sprue.errors import SprueError
 from sprue.runtime import Signature, TensorSpec
+from sprue.compile_cache import cache_dir
+from sprue.runtime import c_names
 from sprue.runtime.c_names import check_kernel_name, kernel_name_for
 from sprue.runtime.header import c_identifier, unique_names
 
@@ -35,6 +38,8 @@ def kernel_name(path: Path, name: str | None) -> str:
     """--name, checked (a KernelNameError, a ValueError, saying why a name cannot be a C symbol:
     runtime/c_names.py; the system headers are asked too), else the input's stem as a C identifier
     (`my-kernel.v2.jaxpr` -> `my_kernel`; `main.mlir` -> `main_kernel`)."""
+    root = cache_dir()
+    c_names.PROBE_CACHE_DIR = None if root is None else os.path.join(os.fsdecode(root), "c_names")
     if name is not None:
         return check_kernel_name(name, "--name", headers=True)
     return kernel_name_for(path.name.split(".")[0], headers=True)
