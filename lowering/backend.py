@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import itertools
 import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -381,13 +383,70 @@ _c_pending: dict[tuple[tuple[str, ...], str], tuple[subprocess.Popen, Path, list
 _c_lock = threading.Lock()
 
 
+# ... and kept in the compile cache, so that a new process does not compile it again (~130 ms of
+# cc): `<cache>/runtime/<hash of the compiler's identity and the source>.o`, read only when this
+# user alone may write it (a planted object would run as this user, like a planted library).
+def _kept_object_path(key: tuple[tuple[str, ...], str]) -> Path | None:
+    from sprue.compile_cache import cache_dir   # deferred: the frontend package imports the lowering lazily
+    try:
+        root = cache_dir()
+        if root is None:
+            return None
+        st = os.stat(key[0][0])
+        ident = repr((key, os.path.realpath(key[0][0]), st.st_size, st.st_mtime_ns)).encode()
+        return Path(os.fsdecode(root)) / "runtime" / (hashlib.sha256(ident).hexdigest()[:32] + ".o")
+    except (OSError, UnicodeError):
+        return None
+
+
+def _only_mine(path: Path, kind) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _kept_object(key: tuple) -> bytes | None:
+    path = _kept_object_path(key)
+    if path is None or not _only_mine(path.parent, stat.S_ISDIR) or not _only_mine(path, stat.S_ISREG):
+        return None
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _keep_object(key: tuple, data: bytes) -> None:
+    path = _kept_object_path(key)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _only_mine(path.parent, stat.S_ISDIR):
+            return
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:   # a read-only or full disk: the object is still used, only not kept
+        return
+
+
 def _start_c_object(compiler: list[str], source: Path) -> tuple | None:
-    """Starts compiling `source` (into its .o beside it) unless its object is known or under way;
-    the key to wait for (_settle_c_object), or None."""
+    """Starts compiling `source` (into its .o beside it) unless its object is known, kept in the
+    compile cache, or under way; the key to wait for (_settle_c_object), or None."""
     key = (tuple(compiler), source.read_text())
     obj = source.with_suffix(".o")
     cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
     with _c_lock:
+        if key in _c_objects or key in _c_pending:
+            return None
+    kept = _kept_object(key)
+    with _c_lock:
+        if kept is not None:
+            _c_objects.setdefault(key, kept)
+            return None
         if key in _c_objects or key in _c_pending:
             return None
         try:
@@ -409,7 +468,8 @@ def _settle_c_object(key: tuple) -> bytes | None:
         if proc.returncode != 0 or not obj.is_file():
             return None
         data = _c_objects[key] = obj.read_bytes()
-        return data
+    _keep_object(key, data)
+    return data
 
 
 @contextlib.contextmanager
@@ -442,13 +502,20 @@ def _c_object(compiler: list[str], source: Path) -> Path:
     obj = source.with_suffix(".o")
     data = _settle_c_object(key)
     if data is None:
+        data = _kept_object(key)
+        if data is not None:
+            with _c_lock:
+                _c_objects.setdefault(key, data)
+    if data is None:
         cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise LinkError(f"compiling {source} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
                             f"{proc.stderr.strip()}")
+        data = obj.read_bytes()
         with _c_lock:
-            _c_objects[key] = obj.read_bytes()
+            _c_objects[key] = data
+        _keep_object(key, data)
     else:
         obj.write_bytes(data)
     return obj

@@ -644,3 +644,25 @@ def test_the_temp_folder_is_left_as_found(tmp_path, cached):
     assert _tree(temp) == []
     if cached:
         assert _tree(cache / ".tmp") == []
+
+
+def test_the_runtime_object_is_kept_only_where_this_user_alone_may_write(tmp_path, monkeypatch):
+    # the allocation runtime's object (lowering/allocation.py) is compiled once and kept in the cache;
+    # like a library, an object someone else could have written is never linked in
+    from sprue.lowering import backend
+    monkeypatch.setenv("SPRUE_CACHE_DIR", str(tmp_path / "cache"))
+    key = (tuple(backend.find_c_compiler()), "int sprue_test_kept(void) { return 7; }\n")
+    assert backend._kept_object(key) is None
+    backend._keep_object(key, b"the object's bytes")
+    path = backend._kept_object_path(key)
+    assert path.parent == tmp_path / "cache" / "runtime" and path.stat().st_mode & 0o077 == 0
+    assert backend._kept_object(key) == b"the object's bytes"
+    path.chmod(0o664)
+    assert backend._kept_object(key) is None
+    path.chmod(0o600)
+    path.parent.chmod(0o777)
+    assert backend._kept_object(key) is None
+    path.parent.chmod(0o700)
+    assert backend._kept_object(key) == b"the object's bytes"
+    monkeypatch.setenv("SPRUE_CACHE_DIR", "off")
+    assert backend._kept_object(key) is None
