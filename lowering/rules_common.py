@@ -236,6 +236,14 @@ def dtype_of(v: Value) -> np.dtype:
     return np.dtype(f"f{ir.FloatType(t).width // 8}")
 
 
+def axes_param(eqn, name: str) -> tuple[int, ...]:
+    """The axes param `name` of eqn, counted from 0: a primitive's shape rule takes negative axes
+    counted from the end (lax/_rules.py check_axes), and a jaxpr read from text may carry them."""
+    rank = max(eqn.invars[0].aval.ndim, 1)
+    value = eqn.params[name]
+    return tuple(a % rank for a in value) if isinstance(value, (tuple, list)) else (value % rank,)
+
+
 def shape_of(v: Value) -> tuple[int, ...]:
     """The static shape; DYNAMIC (a negative int) stands for each `?`."""
     return tuple(ir.RankedTensorType(v.type).shape)

@@ -13,7 +13,7 @@ from torch_mlir._mlir_libs import _stablehlo
 
 from .. import lax
 from ..core import Eqn
-from .rules_common import (LoweringContext, Size, Value, boolean, broadcast_in_dim, build_region, compare,
+from .rules_common import (LoweringContext, Size, Value, axes_param, boolean, broadcast_in_dim, build_region, compare,
                            constant, constant_like, convert, dims_of, dtype_of, ew, full, has_zero, highest, i64,
                            int_max, iota, is_float, is_nan, is_static, logical_and, logical_not, logical_or,
                            lowering_rules, lowest, op, op1, reduce, scalar_type, select, shape_of, size_value,
@@ -36,7 +36,7 @@ def _combiner(monoid: Monoid, dtype: np.dtype) -> Callable[[list[Value]], list[V
 
 def _reduction(monoid: Monoid):
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-        axes = eqn.params["axes"]
+        axes = axes_param(eqn, "axes")
         if not axes:
             return [x]
         dt = dtype_of(x)
@@ -69,7 +69,7 @@ def _arg_reduction(direction: str, init: Callable[[np.dtype], object]):
         return [select(pick_a, av, bv), select(pick_a, ai, bi)]
 
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-        (axis,) = eqn.params["axes"]
+        (axis,) = axes_param(eqn, "axes")
         index_dtype = np.dtype(eqn.params["index_dtype"])
         if has_zero(x):  # a kept axis is empty (the shape rule forbids an empty reduced one)
             return [full(0, index_dtype, ctx.sizes(eqn.outvars[0].aval.shape))]
@@ -99,7 +99,7 @@ def _cumulative(monoid: Monoid):
     lowers to a per-element branch; measured at n = 1e6, the loop is 4-7 times faster than
     unrolled static steps."""
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-        axis, reverse = eqn.params["axis"], eqn.params.get("reverse", False)
+        (axis,), reverse = axes_param(eqn, "axis"), eqn.params.get("reverse", False)
         n = shape_of(x)[axis]
         if 0 <= n <= 1 or has_zero(x):
             return [x]
@@ -186,9 +186,10 @@ def _lexicographic_less(args: list[Value], num_keys: int) -> Value:
 
 def _sort(ctx: LoweringContext, eqn: Eqn, *xs: Value) -> list[Value]:
     p = eqn.params
-    if 0 <= shape_of(xs[0])[p["dimension"]] <= 1 or has_zero(xs[0]):  # (a `?` dim is negative here)
+    (dimension,) = axes_param(eqn, "dimension")
+    if 0 <= shape_of(xs[0])[dimension] <= 1 or has_zero(xs[0]):  # (a `?` dim is negative here)
         return list(xs)
-    attrs = {"dimension": i64(p["dimension"]), "is_stable": boolean(p.get("is_stable", True))}
+    attrs = {"dimension": i64(dimension), "is_stable": boolean(p.get("is_stable", True))}
     sort_op = op("stablehlo.sort", xs, [x.type for x in xs], attrs, regions=1)
     arg_types = [t for x in xs for t in (scalar_type(dtype_of(x)),) * 2]
     build_region(sort_op, arg_types, lambda args: [_lexicographic_less(args, p.get("num_keys", 1))])

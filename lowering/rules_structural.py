@@ -17,8 +17,8 @@ import numpy as np
 
 from .. import lax
 from ..core import Eqn
-from .rules_common import (LoweringContext, Value, aval_type, broadcast_in_dim, compare, constant_like, dims_of,
-                           ew, i64, i64s, iota, is_static, lowering_rules, op1, reshape, shape_of, size_value, slice_,
+from .rules_common import (LoweringContext, Value, aval_type, axes_param, broadcast_in_dim, compare, constant_like,
+                           dims_of, ew, i64, i64s, iota, is_static, lowering_rules, op1, reshape, shape_of, size_value, slice_,
                            tensor_type, to_i64_index)
 
 
@@ -42,7 +42,7 @@ def _transpose(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
 
 
 def _rev(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    dims = eqn.params["dimensions"]
+    dims = axes_param(eqn, "dimensions")
     if not dims:
         return [x]
     return [op1("stablehlo.reverse", [x], _out_type(eqn), {"dimensions": i64s(dims)})]

@@ -226,3 +226,23 @@ def test_loaded_programs_take_their_dtypes_only(tmp_path):
         g(np.ma.masked_array(np.ones(3), mask=[1, 0, 0]))
     got = sprue.load(path, cast_arguments=True)(np.ones(3, np.float32))
     assert got.dtype == np.float64 and np.array_equal(got, [2.0, 2.0, 2.0])
+
+
+def test_negative_axes_in_a_read_jaxpr_count_from_the_end(tmp_path):
+    # the primitives' shape rules take axes counted from the end; their lowerings did not (a fuzzed
+    # jaxpr's reduce_sum[axes=(-1,)] failed an assertion of the lowering)
+    path = tmp_path / "negative_axes.jaxpr"
+    path.write_text("""{ lambda ; a:f64[3,4]. let
+    b:f64[3] = reduce_sum[axes=(-1,) out_sharding=None] a
+    c:f64[3,4] = sort[dimension=-1 is_stable=True num_keys=1] a
+    d:f64[3,4] = cumsum[axis=-1 reverse=False] a
+    e:i64[4] = argmax[axes=(-2,) index_dtype=int64] a
+    f:f64[3,4] = rev[dimensions=(-1,)] a
+  in (b, c, d, e, f) }""")
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    b, c, d, e, f = sprue.load(path)(x)
+    np.testing.assert_allclose(b, x.sum(-1))
+    np.testing.assert_array_equal(c, np.sort(x, -1))
+    np.testing.assert_allclose(d, np.cumsum(x, -1))
+    np.testing.assert_array_equal(e, np.argmax(x, 0))
+    np.testing.assert_array_equal(f, x[:, ::-1])
