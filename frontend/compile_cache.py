@@ -75,6 +75,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -555,6 +556,12 @@ _build_root: Path | None = None   # this process's scratch_root(), made at its f
 _build_root_lock = threading.Lock()
 
 
+def folder_name(name: str) -> str:
+    """`name` (a Python function's, any characters, any length) as part of a file name: other
+    characters than letters, digits, `_`, `.` and `-` become `_`, and at most 64 are kept."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64].lstrip(".") or "build"
+
+
 def build_folder(name: str) -> Path:
     """A new folder `<name>-*` for one build outside the cache, in this process's build root (one
     scratch_root() per process: deleted at exit, swept by the next process after a kill). Every
@@ -563,7 +570,7 @@ def build_folder(name: str) -> Path:
     with _build_root_lock:
         if _build_root is None or not _build_root.is_dir():
             _build_root = scratch_root()
-        return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=_build_root))
+        return Path(tempfile.mkdtemp(prefix=f"{folder_name(name)}-", dir=_build_root))
 
 
 def _forget_after_fork() -> None:

@@ -280,7 +280,8 @@ class QJIT:
                                 tuple(dynamic.values()), {}, names)
         out_dir = self._out_dir()
         # one file name per signature: dlopen returns an already-loaded library for a path it has seen
-        stem = self.name if not self._cache else f"{self.name}_{len(self._cache)}"
+        name = compile_cache.folder_name(self.name)   # (a file name: any Python name, any length)
+        stem = name if not self._cache else f"{name}_{len(self._cache)}"
         if self.keep_intermediate:
             (out_dir / f"{stem}.jaxpr").write_text(str(traced.closed_jaxpr) + "\n")
         n_implicit = len(traced.closed_jaxpr.jaxpr.invars) - len(traced.in_paths)
@@ -554,7 +555,7 @@ def out_dir_for(name: str, keep_intermediate) -> Path:
     if keep_intermediate and not isinstance(keep_intermediate, bool):
         d = Path(keep_intermediate)
     elif keep_intermediate:
-        d = Path.cwd() / "sprue_build" / name
+        d = Path.cwd() / "sprue_build" / compile_cache.folder_name(name)
     else:
         return compile_cache.build_folder(name)
     d.mkdir(parents=True, exist_ok=True)

@@ -188,12 +188,20 @@ def module_symbol_problem(name: str) -> str | None:
     return None
 
 
+# A file name has at most 255 bytes (NAME_MAX on Linux and macOS), and the longest one made from a
+# kernel's name is `<name>.bufferized.mlir` (--emit): names stay well below.
+MAX_NAME_LENGTH = 200
+
+
 def kernel_name_problem(name: str) -> str | None:
     """Why `name` cannot name a kernel (see the module docstring), or None. Everything but what
     only the C compilers know (the system headers' macros and typedefs: header_problems)."""
     why = _reserved(name)
     if why is not None:
         return why
+    if len(name) > MAX_NAME_LENGTH:
+        return (f"it is {len(name)} characters long; it names files too (lib<name>.so, <name>.h,"
+                f" <name>.bufferized.mlir), which allow at most {MAX_NAME_LENGTH}")
     if name.endswith("_"):
         return f"the header's {name}_results would contain '__', which C++ reserves"
     for symbol in [name] + [name + s for s in HEADER_SUFFIXES]:
@@ -403,6 +411,7 @@ def kernel_name_for(text: str, headers: bool = False) -> str:
     base = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_]+", "_", text)).strip("_") or "kernel"
     if base[0].isdigit():
         base = "kernel_" + base
+    base = base[:MAX_NAME_LENGTH - len("_kernel")].rstrip("_")
     why = "it cannot name a kernel"
     for candidate in (base, base + "_kernel"):
         why = kernel_name_problem(candidate) or (header_problem(candidate) if headers else None)

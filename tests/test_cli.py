@@ -424,3 +424,10 @@ def test_the_name_probes_answers_are_kept_where_only_this_user_may_write(tmp_pat
     kept.write_text(json.dumps({"size_t": ""}))
     kept.chmod(0o666)
     assert "size_t" in c_names.header_problems(["size_t"])
+
+
+def test_a_name_too_long_for_a_file_is_refused(tmp_path):
+    from sprue.runtime.c_names import KernelNameError, check_kernel_name, kernel_name_for
+    with pytest.raises(KernelNameError, match="it is 300 characters long; it names files too"):
+        check_kernel_name("k" * 300, "--name")
+    assert kernel_name_for("k" * 300) == "k" * 193   # made from a long file name: cut to fit

@@ -443,3 +443,14 @@ def test_none_arguments_in_arithmetic_are_sprue_errors_at_the_line():
     with pytest.raises(TypeError, match="object of type 'int' has no len") as info:   # no None: not rewrapped
         sprue.qjit(lambda x: x + len(3))(np.ones(2))
     assert not isinstance(info.value, sprue.SprueError)
+
+
+@pytest.mark.parametrize("name", ["x" * 300, "f\u00e9", "a.b/../c"])
+def test_any_python_name_compiles(name, monkeypatch):
+    # a function's name becomes part of file names: odd or long ones must not reach the file system
+    ns: dict = {}
+    exec("def f(a):\n    return a * 2.0 + 1.0", ns)
+    f = ns["f"]
+    f.__name__ = f.__qualname__ = name
+    monkeypatch.setenv("SPRUE_CACHE_DIR", "off")
+    np.testing.assert_array_equal(sprue.qjit(f)(np.arange(3.0)), np.arange(3.0) * 2.0 + 1.0)
