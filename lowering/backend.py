@@ -19,7 +19,6 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,8 @@ import numpy as np
 from sprue.errors import CompileError, SprueError, SprueValueError  # noqa: F401
 
 from . import pipeline as _pipeline
+from sprue.runtime.private_files import read_private, write_private
+
 from .allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
 from .pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from .targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
@@ -399,38 +400,15 @@ def _kept_object_path(key: tuple[tuple[str, ...], str]) -> Path | None:
         return None
 
 
-def _only_mine(path: Path, kind) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
 def _kept_object(key: tuple) -> bytes | None:
     path = _kept_object_path(key)
-    if path is None or not _only_mine(path.parent, stat.S_ISDIR) or not _only_mine(path, stat.S_ISREG):
-        return None
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
+    return None if path is None else read_private(path)
 
 
 def _keep_object(key: tuple, data: bytes) -> None:
     path = _kept_object_path(key)
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _only_mine(path.parent, stat.S_ISDIR):
-            return
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:   # a read-only or full disk: the object is still used, only not kept
-        return
+    if path is not None:
+        write_private(path, data)   # (not kept on a read-only or full disk: still used)
 
 
 def _start_c_object(compiler: list[str], source: Path) -> tuple | None:
@@ -464,7 +442,7 @@ def _settle_c_object(key: tuple) -> bytes | None:
         if data is not None or key not in _c_pending:
             return data
         proc, obj, cmd = _c_pending.pop(key)
-        err = proc.communicate()[1]
+        proc.communicate()
         if proc.returncode != 0 or not obj.is_file():
             return None
         data = _c_objects[key] = obj.read_bytes()

@@ -32,14 +32,14 @@ from typing import Any
 from torch_mlir import ir, passmanager
 
 from sprue.compile_cache import build_folder
-from sprue.errors import ParseError, SprueError, SprueMemoryError
+from sprue.errors import ParseError, SprueMemoryError
 from sprue.runtime.c_names import module_symbol_problem
 
 from .pipeline import LoweringError, make_context
 from .stablehlo_fixups import apply_fixups
 from .stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
 from .stablehlo_validate import (BYTECODE_MAGIC, bytecode_to_text, check_module, drop_dialect_attributes,
-                                 extract_resources, materialize_resources, refuse)
+                                 extract_resources, line_col as _line_col, materialize_resources, refuse)
 
 
 class StableHLOInputError(ParseError):
@@ -173,11 +173,6 @@ def check_sizes(module: ir.Module, name: str) -> None:
     if bad:
         raise (SprueMemoryError if overflows[0] else StableHLOInputError)(
             bad[0] + (": its size overflows the 64-bit byte count of an array" if overflows[0] else ""))
-
-
-def _line_col(text: str, pos: int) -> str:
-    line = text.count("\n", 0, pos) + 1
-    return f"{line}:{pos - (text.rfind(chr(10), 0, pos) + 1) + 1}"
 
 
 def prepare_text(text: str) -> str:

@@ -126,7 +126,8 @@ def unescape(s: str) -> str:
     return _ESCAPE.sub(one, s)
 
 
-def _line_col(text: str, pos: int) -> str:
+def line_col(text: str, pos: int) -> str:
+    """`line:column` (both from 1) of offset `pos` in `text`."""
     return f"{text.count(chr(10), 0, pos) + 1}:{pos - (text.rfind(chr(10), 0, pos) + 1) + 1}"
 
 
@@ -138,7 +139,7 @@ class _Metadata:
 
     def fail(self, what: str, pos: int | None = None) -> StableHLOUnsupportedError:
         pos = self.pos if pos is None else pos
-        lc = _line_col(self.text, pos)
+        lc = line_col(self.text, pos)
         return unsupported(f"{self.name}:{lc}: {what}", None, self.name, int(lc.split(":")[0]))
 
     def token(self) -> tuple[str, int]:
@@ -205,7 +206,7 @@ class _Metadata:
         key, at = self.key()
         self.expect(":")
         value, vat = self.token()
-        where_ = f"{self.name}:{_line_col(self.text, at)}"
+        where_ = f"{self.name}:{line_col(self.text, at)}"
         if key in self.blobs:
             raise self.fail(f"resource {key!r} is defined twice", at)
         if not (value.startswith('"0x') and value.endswith('"')):
@@ -697,5 +698,5 @@ def bytecode_to_text(data: bytes, name: str) -> str:
 
 
 __all__ = ["BYTECODE_MAGIC", "Blob", "DROPPED_NAMESPACES", "ResourceUse", "SHAPE_OPS", "bytecode_to_text",
-           "check_module", "drop_dialect_attributes", "extract_resources", "materialize_resources", "unescape",
-           "unsupported", "where"]
+           "check_module", "drop_dialect_attributes", "extract_resources", "line_col", "materialize_resources",
+           "unescape", "unsupported", "where"]

@@ -34,7 +34,6 @@ import re
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 
@@ -42,6 +41,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from sprue.errors import CompileError, SprueValueError
+from sprue.runtime.private_files import only_mine, read_private, write_private
 
 __all__ = ["GENERIC_CPU", "HOST_CPU", "TargetOptionError", "TargetTable", "check_target", "machine_cpu_and_features",
            "parse_features", "target_table", "usable_cpus"]
@@ -245,32 +245,21 @@ def _cache_file(triple: str) -> str | None:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError:
         return None
-    if not _private(folder, stat.S_ISDIR):
+    if not only_mine(folder, stat.S_ISDIR):
         return None
     version = ".".join(map(str, llvm.llvm_version_info))
     return os.path.join(folder, re.sub(r"[^A-Za-z0-9_.-]", "_", f"llvmlite-{llvmlite.__version__}-llvm-{version}-{triple}")
                         + ".json")
 
 
-def _private(path: str, kind) -> bool:
-    """`path` is of `kind`, owned by this user, and writable by no one else (a planted or shared
-    file could make a check pass that should fail, and the process die in LLVM after all)."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    owner_ok = not hasattr(os, "getuid") or st.st_uid == os.getuid()
-    return kind(st.st_mode) and owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
 def _load(path: str | None, triple: str) -> TargetTable | None:
-    if path is None or not _private(path, stat.S_ISREG):
+    kept = None if path is None else read_private(path)
+    if kept is None:
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(kept)
         cpus, features, probes = data["cpus"], data["features"], data["probes"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
     if not (isinstance(cpus, list) and isinstance(features, list) and isinstance(probes, dict)
             and all(isinstance(x, str) for x in (*cpus, *features, *probes, *probes.values())) and cpus):
@@ -279,22 +268,9 @@ def _load(path: str | None, triple: str) -> TargetTable | None:
 
 
 def _store(path: str | None, table: TargetTable) -> None:
-    if path is None:
-        return
-    data = {"triple": table.triple, "cpus": list(table.cpus), "features": list(table.features), "probes": table.probes}
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass   # already gone: nothing left to clean up
+    if path is not None:
+        write_private(path, json.dumps({"triple": table.triple, "cpus": list(table.cpus),
+                                        "features": list(table.features), "probes": table.probes}).encode())
 
 
 def target_table() -> TargetTable:

@@ -46,13 +46,13 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
-import tempfile
 from typing import Sequence
 
 from sprue.errors import SprueValueError
+
+from .private_files import read_private, write_private
 
 log = logging.getLogger("sprue.c_names")
 
@@ -305,14 +305,6 @@ def _probe_identity(compilers: list[tuple[list[str], str]]) -> str:
     return hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:32]
 
 
-def _private_file(path: str) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
 def _cached_probe_errors(names: Sequence[str]) -> dict[str, str]:
     """_probe_errors, answered from PROBE_CACHE_DIR where it knows the names."""
     folder = PROBE_CACHE_DIR
@@ -321,33 +313,24 @@ def _cached_probe_errors(names: Sequence[str]) -> dict[str, str]:
     if folder is None or not compilers:
         return _probe_errors(names)
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
         path = os.path.join(folder, _probe_identity(compilers) + ".json")
-    except OSError:
-        return _probe_errors(names)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    except OSError:   # a compiler gone meanwhile: the probe says so
         return _probe_errors(names)
     known: dict[str, str] = {}
-    if _private_file(path):
+    kept = read_private(path)
+    if kept is not None:
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-            if isinstance(data, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-                known = data
-        except (OSError, ValueError):
-            known = {}
+            data = json.loads(kept)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            known = data
     missing = [n for n in names if n not in known]
     if missing:
         found = _probe_errors(missing)
         known.update({n: found.get(n, "") for n in missing})
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(known, f)
-            os.replace(tmp, path)
-        except OSError as err:   # a read-only or full disk: the answers are still right, only not kept
-            log.debug("sprue: cannot keep the name probe's answers in %s (%s)", folder, err)
+        if not write_private(path, json.dumps(known).encode()):   # the answers are right, only not kept
+            log.debug("sprue: cannot keep the name probe's answers in %s", folder)
     return {n: known[n] for n in names if known[n]}
 
 
