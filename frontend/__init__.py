@@ -10,22 +10,22 @@
 Python function -> jaxpr -> StableHLO -> MLIR pipelines -> LLVM IR -> object -> shared library,
 called through a cffi runtime with memref descriptors.
 """
-from . import lax, numpy  # noqa: F401  (sprue.numpy also attaches the array methods to tracers)
-from .api import make_jaxpr
-from .control_flow import cond_decorator as cond, for_loop, while_loop_decorator as while_loop
-from .core import ClosedJaxpr, Jaxpr, ShapedArray
-from .errors import (ConcretizationError, SprueError, SprueMemoryError, SprueTypeError, SprueValueError,
-                     StableHLOUnsupportedError, UnsupportedError)
-from .hints import bool_, f32, f64, i8, i16, i32, i64, u8
-from .pytree import tree_flatten, tree_map, tree_unflatten
-from .qjit import QJIT, qjit
-from .saved import load, save
-from .transforms import grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
-from .cost import cost
-from .signatures import assert_shape
+from sprue import lax, numpy  # noqa: F401  (sprue.numpy also attaches the array methods to tracers)
+from sprue.api.traced import make_jaxpr
+from sprue.lax.control_flow.api import cond_decorator as cond, for_loop, while_loop_decorator as while_loop
+from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
+from sprue.base.errors import (ConcretizationError, SprueError, SprueMemoryError, SprueTypeError, SprueValueError,
+    StableHLOUnsupportedError, UnsupportedError)
+from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
+from sprue.base.pytree import tree_flatten, tree_map, tree_unflatten
+from sprue.api.qjit import QJIT, qjit
+from sprue.api.saved import load, save
+from sprue.api.transforms import grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
+from sprue.interp.cost import cost
+from sprue.api.signatures import assert_shape
 
 kernel = qjit   # a function compiled as its own function; inside traced code its calls are call equations
-from .jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
+from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
 
 __version__ = "0.1.0"
 

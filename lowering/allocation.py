@@ -47,7 +47,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sprue.errors import CompileError
+from sprue.base.errors import CompileError
 
 HUGE_PAGE_THRESHOLD = 4 << 20
 MAX_STACK_BUFFER = 64 << 10

@@ -30,14 +30,14 @@ from typing import Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
-from sprue.errors import CompileError, SprueError, SprueValueError  # noqa: F401
+from sprue.base.errors import CompileError, SprueError, SprueValueError  # noqa: F401
 
-from . import pipeline as _pipeline
+from sprue.lowering import pipeline as _pipeline
 from sprue.runtime.private_files import read_private, write_private
 
-from .allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
-from .pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
-from .targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
+from sprue.lowering.allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
+from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
+from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
 
 
 class CompilerNotFoundError(CompileError):
@@ -388,7 +388,7 @@ _c_lock = threading.Lock()
 # cc): `<cache>/runtime/<hash of the compiler's identity and the source>.o`, read only when this
 # user alone may write it (a planted object would run as this user, like a planted library).
 def _kept_object_path(key: tuple[tuple[str, ...], str]) -> Path | None:
-    from sprue.compile_cache import cache_dir   # deferred: the frontend package imports the lowering lazily
+    from sprue.api.compile_cache import cache_dir   # deferred: the frontend package imports the lowering lazily
     try:
         root = cache_dir()
         if root is None:

@@ -25,13 +25,13 @@ from torch_mlir._mlir_libs import _stablehlo
 # every LLVM dialect op (~40 ms of a first compilation), none of which we use.
 from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 
-from sprue.errors import CompileError, SprueError  # noqa: F401
+from sprue.base.errors import CompileError, SprueError  # noqa: F401
 
-from .fastmath import mark_reductions
-from .inplace import tie_loop_outputs
-from .matmul import tile_matmuls
-from .legalize import legalize
-from .mlir_util import LegalizeError
+from sprue.lowering.fastmath import mark_reductions
+from sprue.lowering.inplace import tie_loop_outputs
+from sprue.lowering.matmul import tile_matmuls
+from sprue.lowering.legalize import legalize
+from sprue.lowering.mlir_util import LegalizeError
 
 Dump = Callable[[str, str], None]
 

@@ -9,11 +9,11 @@ import re
 
 from torch_mlir import ir
 
-from .. import lax
-from ..runtime.c_names import safe_internal_symbol
-from ..core import Eqn
-from .rules_checks import contains_checks
-from .rules_common import LoweringContext, Value, aval_type, const_array, lowering_rules
+from sprue import lax
+from sprue.runtime.c_names import safe_internal_symbol
+from sprue.ir.core import Eqn
+from sprue.lowering.rules_checks import contains_checks
+from sprue.lowering.rules_common import LoweringContext, Value, aval_type, const_array, lowering_rules
 
 
 def _cast(v: Value, ty: ir.Type) -> Value:
@@ -39,7 +39,7 @@ def _symbol(ctx: LoweringContext, name: str) -> str:
 
 def _define(ctx: LoweringContext, closed, name: str) -> tuple[str, list, list]:
     """The private function for a callee (created at the first call); its name and types."""
-    from .stablehlo import _check_consts, _emit
+    from sprue.lowering.stablehlo import _check_consts, _emit
     jaxpr = closed.jaxpr
     arg_types = [aval_type(v.aval) for v in jaxpr.invars]
     result_types = [aval_type(v.aval) for v in jaxpr.outvars]
@@ -65,7 +65,7 @@ def _pjit(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
     closed, name = eqn.params["jaxpr"], eqn.params["name"]
     out_types = [aval_type(v.aval) for v in eqn.outvars]
     if contains_checks(closed.jaxpr):
-        from .stablehlo import _check_consts, lower_region_body
+        from sprue.lowering.stablehlo import _check_consts, lower_region_body
         consts = [const_array(c) for c in _check_consts(closed)]
         outs, ctx.status = lower_region_body(ctx, closed.jaxpr, consts, list(operands), ctx.status)
         return [_cast(o, t) for o, t in zip(outs, out_types)]

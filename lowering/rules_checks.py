@@ -17,11 +17,11 @@ import numpy as np
 from torch_mlir import ir
 from torch_mlir.dialects import arith, tensor
 
-from .. import lax
-from ..core import ClosedJaxpr, Eqn, Jaxpr
-from ..shapes import DimExpr, DimVar, dim_vars_of, format_dim
-from .rules_common import (LoweringContext, Value, compare, constant, convert, logical_and, logical_not, lowering_rules,
-                           select, unsupported)
+from sprue import lax
+from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr
+from sprue.ir.shapes import DimExpr, DimVar, dim_vars_of, format_dim
+from sprue.lowering.rules_common import (LoweringContext, Value, compare, constant, convert, logical_and,
+    logical_not, lowering_rules, select, unsupported)
 
 
 def _nested_jaxprs(params: dict) -> Iterable[Jaxpr]:

@@ -30,9 +30,9 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir.dialects import arith, tensor
 
-from ..core import Eqn, Primitive, ShapedArray
-from ..errors import UnsupportedError, at
-from ..shapes import DimExpr, DimVar
+from sprue.ir.core import Eqn, Primitive, ShapedArray
+from sprue.base.errors import UnsupportedError, at
+from sprue.ir.shapes import DimExpr, DimVar
 
 Value = ir.Value
 # A size: static (an int) or known at run time (its value, a tensor<i64>).

@@ -40,14 +40,14 @@ import numpy as np
 from torch_mlir import ir
 from torch_mlir.dialects import tensor
 
-from .. import lax
-from ..core import ClosedJaxpr, Eqn, Jaxpr
-from . import stablehlo
-from .legalize import COUNTED
-from .rules_checks import contains_checks
-from .rules_common import (LoweringContext, Value, aval_type, broadcast_in_dim, build_region, compare, constant,
-                           constant_like, convert, dims_of, dtype_of, ew, i64s, logical_and, lowering_rules, op,
-                           op1, reshape, scalar_type, select, size_value, slice_, tensor_type)
+from sprue import lax
+from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr
+from sprue.lowering import stablehlo
+from sprue.lowering.legalize import COUNTED
+from sprue.lowering.rules_checks import contains_checks
+from sprue.lowering.rules_common import (LoweringContext, Value, aval_type, broadcast_in_dim, build_region,
+    compare, constant, constant_like, convert, dims_of, dtype_of, ew, i64s, logical_and, lowering_rules, op, op1,
+    reshape, scalar_type, select, size_value, slice_, tensor_type)
 
 Status = Value | None
 

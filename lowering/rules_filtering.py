@@ -21,12 +21,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import lax
-from ..core import Eqn
-from .rules_common import (LoweringContext, Size, Value, aval_type, broadcast_in_dim, build_region, constant,
-                           constant_like, convert, dtype_of, ew, has_zero, i64s, lowering_rules, op, op1, reduce,
-                           reshape, shape_of, size_value, slice_, tensor_type)
-from .rules_control_flow import _counted
+from sprue import lax
+from sprue.ir.core import Eqn
+from sprue.lowering.rules_common import (LoweringContext, Size, Value, aval_type, broadcast_in_dim, build_region,
+    constant, constant_like, convert, dtype_of, ew, has_zero, i64s, lowering_rules, op, op1, reduce, reshape,
+    shape_of, size_value, slice_, tensor_type)
+from sprue.lowering.rules_control_flow import _counted
 
 
 def _slab(x: Value, i: Value, axis: int, sizes: Sequence[Size], shape: Sequence) -> Value:

@@ -33,16 +33,16 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir.dialects import arith, tensor
 
-from ..core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
-from ..errors import UnsupportedError, at
+from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from sprue.base.errors import UnsupportedError, at
 # Importing the rule modules fills the table.
-from . import rules_elementwise, rules_indexing, rules_math, rules_reductions, rules_structural  # noqa: F401
-from . import rules_calls, rules_checks  # noqa: F401
-from . import rules_control_flow  # noqa: F401  (its regions call back into lower_jaxpr_body below)
-from . import rules_filtering  # noqa: F401  (filter: a result size computed at run time)
-from .rules_checks import contains_checks, emit_entry_checks, entry_checks
-from .rules_common import (DYNAMIC, LoweringContext, Value, aval_type, build_region, const_array, constant,
-                           lowering_rules, op, select)
+from sprue.lowering import rules_elementwise, rules_indexing, rules_math, rules_reductions, rules_structural  # noqa: F401
+from sprue.lowering import rules_calls, rules_checks  # noqa: F401
+from sprue.lowering import rules_control_flow  # noqa: F401  (its regions call back into lower_jaxpr_body below)
+from sprue.lowering import rules_filtering  # noqa: F401  (filter: a result size computed at run time)
+from sprue.lowering.rules_checks import contains_checks, emit_entry_checks, entry_checks
+from sprue.lowering.rules_common import (DYNAMIC, LoweringContext, Value, aval_type, build_region, const_array,
+    constant, lowering_rules, op, select)
 
 __all__ = ["LoweredModule", "LoweringContext", "contains_checks", "lower", "lower_jaxpr", "lower_jaxpr_body",
            "lower_region_body", "lowering_rules", "make_context"]

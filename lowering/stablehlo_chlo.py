@@ -19,7 +19,7 @@ from typing import Callable
 from torch_mlir import ir
 from torch_mlir.dialects import arith, math, tensor
 
-from sprue.errors import UnsupportedError
+from sprue.base.errors import UnsupportedError
 
 
 class UnsupportedStableHLOOpError(UnsupportedError):

@@ -31,15 +31,15 @@ from typing import Any
 
 from torch_mlir import ir, passmanager
 
-from sprue.compile_cache import build_folder
-from sprue.errors import ParseError, SprueMemoryError
+from sprue.api.compile_cache import build_folder
+from sprue.base.errors import ParseError, SprueMemoryError
 from sprue.runtime.c_names import module_symbol_problem
 
-from .pipeline import LoweringError, make_context
-from .stablehlo_fixups import apply_fixups
-from .stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
-from .stablehlo_validate import (BYTECODE_MAGIC, bytecode_to_text, check_module, drop_dialect_attributes,
-                                 extract_resources, line_col as _line_col, materialize_resources, refuse)
+from sprue.lowering.pipeline import LoweringError, make_context
+from sprue.lowering.stablehlo_fixups import apply_fixups
+from sprue.lowering.stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
+from sprue.lowering.stablehlo_validate import (BYTECODE_MAGIC, bytecode_to_text, check_module,
+    drop_dialect_attributes, extract_resources, line_col as _line_col, materialize_resources, refuse)
 
 
 class StableHLOInputError(ParseError):

@@ -46,10 +46,10 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir._mlir_libs._mlir import register_type_caster
 
-from sprue.errors import ParseError, StableHLOUnsupportedError
+from sprue.base.errors import ParseError, StableHLOUnsupportedError
 
-from .legalize import COUNTED
-from .stablehlo_chlo import RULES as CHLO_RULES
+from sprue.lowering.legalize import COUNTED
+from sprue.lowering.stablehlo_chlo import RULES as CHLO_RULES
 
 # Ops outside stablehlo/chlo that sprue's own StableHLO stage emits (rules_common.size_value,
 # rules_calls, rules_control_flow): sizes read at run time and casts between static and `?` dims.

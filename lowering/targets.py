@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import llvmlite
 import llvmlite.binding as llvm
 
-from sprue.errors import CompileError, SprueValueError
+from sprue.base.errors import CompileError, SprueValueError
 from sprue.runtime.private_files import only_mine, read_private, write_private
 
 __all__ = ["GENERIC_CPU", "HOST_CPU", "TargetOptionError", "TargetTable", "check_target", "machine_cpu_and_features",
@@ -233,7 +233,7 @@ if hasattr(os, "register_at_fork"):
 
 def _cache_file(triple: str) -> str | None:
     """The disk cache of the table for `triple`, in a folder this user owns (created 0700), or None."""
-    from sprue.compile_cache import cache_dir   # deferred: the frontend package imports the lowering lazily
+    from sprue.api.compile_cache import cache_dir   # deferred: the frontend package imports the lowering lazily
     try:
         root = cache_dir()
     except (OSError, UnicodeError):

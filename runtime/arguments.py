@@ -42,16 +42,16 @@ crash or corrupt the interpreter rather than just change an array.
 
 from __future__ import annotations
 
-from sprue.errors import ArgumentTypeError, ArgumentValueError
+from sprue.base.errors import ArgumentTypeError, ArgumentValueError
 
 import math
 from typing import Any
 
 import numpy as np
 
-from . import cffi_ops
-from .dtypes import is_masked_array
-from .signature import TensorSpec
+from sprue.runtime import cffi_ops
+from sprue.runtime.dtypes import is_masked_array
+from sprue.runtime.signature import TensorSpec
 
 __all__ = ["ArgumentConverter", "ROW_MAJOR_STRIDES", "c_strides"]
 

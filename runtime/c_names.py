@@ -50,9 +50,9 @@ import subprocess
 import sys
 from typing import Sequence
 
-from sprue.errors import SprueValueError
+from sprue.base.errors import SprueValueError
 
-from .private_files import read_private, write_private
+from sprue.runtime.private_files import read_private, write_private
 
 log = logging.getLogger("sprue.c_names")
 

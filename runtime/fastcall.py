@@ -45,9 +45,9 @@ from typing import Any, Callable, Sequence
 import cffi
 import numpy as np
 
-from . import cffi_ops
-from .arguments import _PASS_BY_POINTER, ROW_MAJOR_STRIDES, c_strides
-from .dtypes import ELEMENT_TYPES, scalar_from_c
+from sprue.runtime import cffi_ops
+from sprue.runtime.arguments import _PASS_BY_POINTER, ROW_MAJOR_STRIDES, c_strides
+from sprue.runtime.dtypes import ELEMENT_TYPES, scalar_from_c
 
 __all__ = ["MISS", "LIST", "SINGLE", "Const", "Scalar", "Array", "DynArray", "Skip", "build_caller"]
 

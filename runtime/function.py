@@ -55,13 +55,14 @@ import numpy as np
 
 import cffi
 
-from . import cffi_ops, fastcall
-from .abi import c_interface
-from .arguments import ArgumentConverter
-from .results import ResultUnpacker, allocation_error
-from .shape_function import NoShapeFunctionError, ShapeFunction, format_dim, negative_size_error
-from .signature import Signature
-from sprue.errors import ArgumentTypeError, LibraryLoadError as _LibraryLoadError, SprueTypeError, SprueValueError
+from sprue.runtime import cffi_ops, fastcall
+from sprue.runtime.abi import c_interface
+from sprue.runtime.arguments import ArgumentConverter
+from sprue.runtime.results import ResultUnpacker, allocation_error
+from sprue.runtime.shape_function import NoShapeFunctionError, ShapeFunction, format_dim, negative_size_error
+from sprue.runtime.signature import Signature
+from sprue.base.errors import (ArgumentTypeError, LibraryLoadError as _LibraryLoadError, SprueTypeError,
+    SprueValueError)
 
 __all__ = ["CompiledFunction", "LibraryLoadError", "SIGNATURE_SUFFIX", "load", "save_signature", "signature_path"]
 

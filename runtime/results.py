@@ -39,11 +39,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import cffi_ops
-from .dtypes import scalar_from_c
-from .arguments import ROW_MAJOR_STRIDES, c_strides
-from .signature import TensorSpec
-from sprue.errors import RuntimeCheckError, SprueMemoryError
+from sprue.runtime import cffi_ops
+from sprue.runtime.dtypes import scalar_from_c
+from sprue.runtime.arguments import ROW_MAJOR_STRIDES, c_strides
+from sprue.runtime.signature import TensorSpec
+from sprue.base.errors import RuntimeCheckError, SprueMemoryError
 
 __all__ = ["MEMORY_CHECK", "ResultUnpacker", "RuntimeMemoryCheckError", "allocation_error", "format_bytes",
            "human_bytes"]

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from sprue.errors import SprueError, SprueValueError
+from sprue.base.errors import SprueError, SprueValueError
 
 __all__ = ["Arg", "DataDependentDim", "Div", "MinMax", "NoShapeFunctionError", "Poly", "ShapeFunction",
            "dim_to_c", "format_dim"]

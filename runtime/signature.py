@@ -37,8 +37,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .dtypes import ElementType, element_type, element_type_of
-from .shape_function import ShapeFunction
+from sprue.runtime.dtypes import ElementType, element_type, element_type_of
+from sprue.runtime.shape_function import ShapeFunction
 
 __all__ = ["TensorSpec", "Signature", "SIGNATURE_VERSION", "STATUS_SPEC"]
 

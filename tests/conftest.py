@@ -14,7 +14,7 @@ root: deleted at exit, and by the next session if this one is killed.
 import os
 import tempfile
 
-from sprue import compile_cache
+from sprue.api import compile_cache
 
 _SYSTEM_TEMP = tempfile.gettempdir()
 compile_cache.sweep(_SYSTEM_TEMP, "sprue-test-")

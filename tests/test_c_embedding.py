@@ -32,7 +32,7 @@ f64 = np.float64
 def _jaxpr_parser_works() -> bool:
     """The jaxpr parser is written concurrently; the CLI tests on .jaxpr files need it whole."""
     try:
-        from sprue.jaxpr_parser import parse_jaxpr
+        from sprue.io.jaxpr_parser import parse_jaxpr
         parse_jaxpr("{ lambda ; a:f64[]. let  in (a,) }")
         return True
     except Exception:   # missing module or a half-written parser: skip those tests
@@ -132,8 +132,8 @@ def test_c_identifiers():
 
 
 def test_dims_as_c_expressions():
-    from sprue.shape_functions import dim_formula
-    from sprue.shapes import DimVar, dim
+    from sprue.api.shape_functions import dim_formula
+    from sprue.ir.shapes import DimVar, dim
     vn, vm = DimVar("n"), DimVar("m")
     n, m = dim(vn), dim(vm)
     binder, names = {vn: 0, vm: 1}, ["n", "m"]

@@ -11,7 +11,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.qjit import _no_plan
+from sprue.api.qjit import _no_plan
 from sprue.runtime import fastcall
 
 

@@ -9,11 +9,11 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.errors import SprueValueError, UnsupportedError
+from sprue.base.errors import SprueValueError, UnsupportedError
 from sprue.lowering.stablehlo import lower, lower_jaxpr
 from sprue.runtime import STATUS_SPEC, Signature, TensorSpec
 from sprue.runtime.abi import c_interface
-from sprue.tracing import dim_value
+from sprue.trace.tracing import dim_value
 
 _FFI = cffi.FFI()
 

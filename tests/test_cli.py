@@ -13,7 +13,7 @@ import pytest
 
 import sprue
 from sprue.lowering.stablehlo import lower
-from sprue.saved import to_text
+from sprue.api.saved import to_text
 from sprue.tools.cli import EMIT_KINDS, main
 
 SPRUE = Path(sys.executable).parent / "sprue"

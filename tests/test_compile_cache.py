@@ -19,10 +19,10 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue import compile_cache
+from sprue.api import compile_cache
 from sprue.runtime import load
 
-qjit_module = sys.modules["sprue.qjit"]   # (sprue.qjit is the decorator)
+qjit_module = sys.modules["sprue.api.qjit"]   # (sprue.qjit is the decorator)
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_hit_keeps_checks_dynamic_sizes_and_shape_functions(cache, monkeypatch):
     """What the signature carries (check messages, implicit sizes, the shape function) comes back
     from the entry."""
     from sprue import lax
-    from sprue.errors import SprueValueError
+    from sprue.base.errors import SprueValueError
 
     def bounded(x, y, k):
         lax.check(lax.lt(k, 10), "k must be below 10")

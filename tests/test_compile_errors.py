@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import sprue
-from sprue import errors
+from sprue.base import errors
 from sprue.lowering import backend
 from sprue.lowering.backend import CompilerNotFoundError, LinkError, build_shared_library
 from sprue.lowering.pipeline import LoweringError

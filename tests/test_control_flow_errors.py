@@ -7,7 +7,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.errors import ConcretizationError, SprueTypeError, SprueValueError
+from sprue.base.errors import ConcretizationError, SprueTypeError, SprueValueError
 
 HERE = r"test_control_flow_errors\.py:\d+"
 X = np.arange(3.0)

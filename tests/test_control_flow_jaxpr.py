@@ -10,8 +10,8 @@ from torch_mlir._mlir_libs import _stablehlo
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.core import ClosedJaxpr
-from sprue.tracing import eval_jaxpr
+from sprue.ir.core import ClosedJaxpr
+from sprue.trace.tracing import eval_jaxpr
 
 
 def expect(text: str) -> str:

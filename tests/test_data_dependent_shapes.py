@@ -14,8 +14,8 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.core import ShapedArray
-from sprue.errors import ConcretizationError, SprueError, SprueTypeError, SprueValueError, UnsupportedError
+from sprue.ir.core import ShapedArray
+from sprue.base.errors import ConcretizationError, SprueError, SprueTypeError, SprueValueError, UnsupportedError
 from sprue.numpy._indexing import getitem
 
 SIZES = (0, 1, 4, 9)

@@ -11,7 +11,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.errors import SprueTypeError, SprueValueError
+from sprue.base.errors import SprueTypeError, SprueValueError
 
 from test_control_flow_bufferization import buffer_ops_in_loops, compile_and_read
 

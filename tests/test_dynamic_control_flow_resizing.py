@@ -11,11 +11,11 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.bodies import trace_body
-from sprue.core import ShapedArray
-from sprue.errors import SprueTypeError, SprueValueError
-from sprue.shapes import DimVar, dim
-from sprue.tracing import dim_value, eval_jaxpr
+from sprue.lax.control_flow.bodies import trace_body
+from sprue.ir.core import ShapedArray
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.shapes import DimVar, dim
+from sprue.trace.tracing import dim_value, eval_jaxpr
 
 SIZES = (0, 1, 3, 1000)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sprue.api import trace_function
-from sprue.core import ShapedArray
-from sprue.errors import SprueValueError
-from sprue.pytree import tree_flatten
-from sprue.tracing import eval_jaxpr
+from sprue.api.traced import trace_function
+from sprue.ir.core import ShapedArray
+from sprue.base.errors import SprueValueError
+from sprue.base.pytree import tree_flatten
+from sprue.trace.tracing import eval_jaxpr
 
 from dynamic_cases import CASES, SIZES, Case
 

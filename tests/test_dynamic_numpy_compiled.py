@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import sprue
-from sprue.errors import SprueValueError
-from sprue.pytree import tree_flatten
+from sprue.base.errors import SprueValueError
+from sprue.base.pytree import tree_flatten
 
 from dynamic_cases import CASES, SIZES, Case
 from test_dynamic_numpy import assert_matches

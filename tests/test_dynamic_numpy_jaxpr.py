@@ -12,10 +12,10 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.api import trace_function
-from sprue.core import ShapedArray
-from sprue.errors import SprueValueError
-from sprue.tracing import eval_jaxpr
+from sprue.api.traced import trace_function
+from sprue.ir.core import ShapedArray
+from sprue.base.errors import SprueValueError
+from sprue.trace.tracing import eval_jaxpr
 
 
 def trace(fn, *avals):

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from sprue import lax
-from sprue.api import trace_function
-from sprue.core import ShapedArray
-from sprue.errors import SprueValueError
+from sprue.api.traced import trace_function
+from sprue.ir.core import ShapedArray
+from sprue.base.errors import SprueValueError
 from sprue.numpy import _lax_dynamic
-from sprue.tracing import eval_jaxpr
+from sprue.trace.tracing import eval_jaxpr
 
 NOT_PROVABLE = r"not provably equal; sprue.lax needs provably equal sizes \(sprue.numpy inserts run-time checks"
 

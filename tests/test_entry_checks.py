@@ -15,10 +15,10 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.errors import RuntimeCheckError
+from sprue.base.errors import RuntimeCheckError
 from sprue.lowering.stablehlo import lower
 from sprue.runtime import load
-from sprue.saved import to_text
+from sprue.api.saved import to_text
 from sprue.tools.compile import Options, compile_file
 
 CC = os.environ.get("CC", "cc")

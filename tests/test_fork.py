@@ -149,7 +149,7 @@ def test_uncached_child_builds_in_its_own_folder(tmp_path):
         import json, sys
         import numpy as np
         import sprue
-        cache_module = sys.modules["sprue.compile_cache"]
+        cache_module = sys.modules["sprue.api.compile_cache"]
         f = sprue.qjit(lambda x: x + 1.0)
         assert np.allclose(f(np.ones(2)), 2.0)
         parent_root = cache_module._build_root

@@ -6,11 +6,11 @@ import pytest
 
 import sprue
 import sprue.lax as lax
-from sprue.core import Literal
-from sprue.errors import ConcretizationError, SprueError, SprueTypeError
-from sprue.pretty import encode_name
-from sprue.pytree import tree_flatten, tree_unflatten
-from sprue.tracing import eval_jaxpr
+from sprue.ir.core import Literal
+from sprue.base.errors import ConcretizationError, SprueError, SprueTypeError
+from sprue.ir.pretty import encode_name
+from sprue.base.pytree import tree_flatten, tree_unflatten
+from sprue.trace.tracing import eval_jaxpr
 
 
 def test_print_format_matches_jax():
@@ -113,8 +113,8 @@ def test_eager_lax_matches_numpy():
 
 def test_nested_jaxpr_params_print_inline():
     inner = sprue.make_jaxpr(lambda x: lax.sin(x))(1.0)
-    from sprue.core import Eqn, Jaxpr, Primitive, Var
-    from sprue.pretty import pp_jaxpr
+    from sprue.ir.core import Eqn, Jaxpr, Primitive, Var
+    from sprue.ir.pretty import pp_jaxpr
     p = Primitive("test_call_print")  # not registered: only printed
     a = Var(inner.in_avals[0]); b = Var(inner.out_avals[0])
     text = pp_jaxpr(Jaxpr([], [a], [b], [Eqn(p, [a], [b], {"jaxpr": inner, "name": "inner"})]))

@@ -6,7 +6,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.jaxpr_parser import parse_jaxpr
+from sprue.io.jaxpr_parser import parse_jaxpr
 
 
 def load(tmp_path, text, name="prog.jaxpr"):
@@ -451,7 +451,7 @@ def _jax_name(n):
 def test_jax_names_reach_in_inf_let_and_nan():
     """A chain of 9,000 equations named as JAX names them: `in` (the 221st), `inf`, `let`, `nan`
     are variables, as operands, as outputs, and as the last operand before the keyword `in`."""
-    from sprue.tracing import eval_jaxpr
+    from sprue.trace.tracing import eval_jaxpr
     n = 9000
     names = [_jax_name(i) for i in range(n + 2)]
     assert {"in", "inf", "let", "nan"} <= set(names)

@@ -15,11 +15,11 @@ import cffi
 import numpy as np
 
 import sprue
-from sprue.api import make_jaxpr
+from sprue.api.traced import make_jaxpr
 from sprue.lowering import backend
 from sprue.lowering.stablehlo import lower_jaxpr
-from sprue.pytree import tree_flatten
-from sprue.compile_cache import build_folder
+from sprue.base.pytree import tree_flatten
+from sprue.api.compile_cache import build_folder
 from sprue.runtime.dtypes import ELEMENT_TYPES
 
 def _descriptor(rank: int) -> str:

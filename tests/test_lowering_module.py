@@ -7,9 +7,9 @@ import pytest
 from torch_mlir import ir
 
 import sprue.lax as lax
-from sprue.api import make_jaxpr
-from sprue.core import Primitive, primitives, shape_rules
-from sprue.errors import UnsupportedError
+from sprue.api.traced import make_jaxpr
+from sprue.ir.core import Primitive, primitives, shape_rules
+from sprue.base.errors import UnsupportedError
 from sprue.lowering.stablehlo import lower_jaxpr, lowering_rules, make_context
 from test_lowering_harness import Compiled, check
 

@@ -202,7 +202,7 @@ def test_loaded_jaxpr_with_a_huge_static_shape_is_a_memory_error(tmp_path):
 
 
 def test_parsed_types_whose_byte_count_overflows_are_memory_errors():
-    from sprue.jaxpr_parser import parse_jaxpr
+    from sprue.io.jaxpr_parser import parse_jaxpr
     with pytest.raises(sprue.SprueMemoryError, match=r"<jaxpr>:1:14: the type i8\[9223372036854775807,2\]"):
         parse_jaxpr("{ lambda ; a:i8[9223372036854775807,2]. let  in (a,) }")
     parse_jaxpr("{ lambda ; a:i8[9223372036854775807]. let  in (a,) }")   # 2**63-1 bytes: no overflow
@@ -228,7 +228,7 @@ def test_a_failed_run_time_size_check_is_a_memory_error_too():
 # smaller than this machine's memory (the trace-time check passes): the call must end with a
 # SprueMemoryError naming the size and the line, free everything it allocated, and the next call work.
 needs_linux_memory = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or sprue.core.memory_bytes() < 8 << 30,
+    not sys.platform.startswith("linux") or sprue.ir.core.memory_bytes() < 8 << 30,
     reason="RLIMIT_AS is enforced on Linux only, and the test arrays (2 GB) must fit in this machine's memory")
 
 _LIMIT = """
@@ -371,7 +371,7 @@ def test_kernels_without_allocation_failures_return_status_zero_and_export_the_m
 
 
 def test_stack_buffers_that_could_overflow_the_stack_are_refused():
-    from sprue.errors import CompileError
+    from sprue.base.errors import CompileError
     from sprue.lowering.allocation import MAX_STACK_BUFFER, check_stack, type_bytes
     assert type_bytes("[4 x double]") == 32 and type_bytes("{ ptr, ptr, i64, [2 x i64], [2 x i64] }") == 56
     assert type_bytes("<8 x float>") == 32 and type_bytes("[3 x [5 x i1]]") == 15
@@ -387,7 +387,7 @@ def test_stack_buffers_that_could_overflow_the_stack_are_refused():
 
 def test_only_checkable_allocation_functions_reach_the_object():
     import llvmlite.binding as llvm
-    from sprue.errors import CompileError
+    from sprue.base.errors import CompileError
     from sprue.lowering.allocation import CHECKED, check_allocations
     llvm.initialize_native_target()
     decls = "".join(f"declare ptr @{n}(i64, i64)\n" for n in CHECKED if n != "free") + "declare void @free(ptr)\n"

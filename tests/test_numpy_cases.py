@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from numpy_cases import CASES, ERROR_CASES, assert_matches
-from sprue.api import trace_function
-from sprue.errors import SprueError
-from sprue.pytree import tree_flatten, tree_unflatten
-from sprue.tracing import Tracer, eval_jaxpr
+from sprue.api.traced import trace_function
+from sprue.base.errors import SprueError
+from sprue.base.pytree import tree_flatten, tree_unflatten
+from sprue.trace.tracing import Tracer, eval_jaxpr
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import sprue.numpy as jnp
-from sprue.api import make_jaxpr
-from sprue.errors import ConcretizationError, SprueError, SprueTypeError, SprueValueError, UnsupportedError
+from sprue.api.traced import make_jaxpr
+from sprue.base.errors import ConcretizationError, SprueError, SprueTypeError, SprueValueError, UnsupportedError
 
 HERE = "test_numpy_errors.py"
 f32 = np.float32

@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 
 from numpy_cases import AT_INDICES, STATIC_INDICES, X, assert_matches
-from sprue.api import trace_function
-from sprue.errors import SprueError
+from sprue.api.traced import trace_function
+from sprue.base.errors import SprueError
 from sprue.numpy._indexing import IndexUpdateHelper, getitem
-from sprue.tracing import Tracer, eval_jaxpr
+from sprue.trace.tracing import Tracer, eval_jaxpr
 
 
 def traced(fn, *args):
     t = trace_function(fn, args, {})
-    from sprue.pytree import tree_unflatten
+    from sprue.base.pytree import tree_unflatten
     return tree_unflatten(t.out_tree, eval_jaxpr(t.closed_jaxpr.jaxpr, t.closed_jaxpr.consts, *args))
 
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import sprue.numpy as jnp
-from sprue.api import make_jaxpr
+from sprue.api.traced import make_jaxpr
 from sprue.lax import GatherScatterMode
-from sprue.tracing import eval_jaxpr
+from sprue.trace.tracing import eval_jaxpr
 
 f32, f64, i32, i64 = np.float32, np.float64, np.int32, np.int64
 

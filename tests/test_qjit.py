@@ -9,7 +9,7 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.errors import ArgumentError, SprueError
+from sprue.base.errors import ArgumentError, SprueError
 
 
 def test_compiles_once_per_signature_and_reuses():

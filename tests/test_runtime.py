@@ -20,15 +20,8 @@ import cffi
 import numpy as np
 import pytest
 
-from sprue.runtime import (
-    CompiledFunction,
-    LibraryLoadError,
-    Signature,
-    TensorSpec,
-    element_type,
-    element_type_of,
-    load,
-)
+from sprue.runtime import (CompiledFunction, LibraryLoadError, Signature, TensorSpec, element_type,
+    element_type_of, load)
 from sprue.runtime.abi import c_interface
 from sprue.runtime.results import ResultUnpacker
 

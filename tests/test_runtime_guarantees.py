@@ -6,7 +6,7 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.errors import ArgumentError, ArgumentTypeError, ArgumentValueError, RuntimeCheckError, SprueError
+from sprue.base.errors import ArgumentError, ArgumentTypeError, ArgumentValueError, RuntimeCheckError, SprueError
 
 
 def affine(x, y):

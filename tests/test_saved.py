@@ -6,7 +6,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.saved import MAGIC, parse_saved
+from sprue.api.saved import MAGIC, parse_saved
 
 
 def _bits(a):
@@ -110,9 +110,9 @@ def test_single_output_is_bare_and_arg_count_checked(tmp_path):
 
 
 def test_string_params_are_quoted(tmp_path):
-    from sprue.core import ClosedJaxpr
+    from sprue.ir.core import ClosedJaxpr
     closed = sprue.make_jaxpr(lambda x: (lax.check(x[0] > 0, "x[0] must be > 0, got it wrong"), x + 1)[1])(np.ones(3))
-    text = sprue.saved.to_text(closed)
+    text = sprue.api.saved.to_text(closed)
     assert "message='x[0] must be > 0, got it wrong'" in text
     back, n_implicit, names = parse_saved(text)
     assert isinstance(back, ClosedJaxpr) and n_implicit == 0
@@ -173,8 +173,8 @@ def test_100_layer_mlp_round_trips(tmp_path):
 
 
 def test_10000_variable_program_round_trips():
-    from sprue.jaxpr_lexer import RESERVED_NAMES
-    from sprue.tracing import eval_jaxpr
+    from sprue.io.jaxpr_lexer import RESERVED_NAMES
+    from sprue.trace.tracing import eval_jaxpr
 
     def f(x, y):
         for i in range(5000):
@@ -183,7 +183,7 @@ def test_10000_variable_program_round_trips():
 
     x, y = np.array([1.0, -2.0]), np.array([0.25, 3.0])
     closed = sprue.make_jaxpr(f)(x, y)
-    text = sprue.saved.to_text(closed)
+    text = sprue.api.saved.to_text(closed)
     names = {line.split(":")[0].strip() for line in text.splitlines() if " = " in line}
     assert len(names) == 10000 and not names & RESERVED_NAMES
     back, n_implicit, arg_names = parse_saved(text)

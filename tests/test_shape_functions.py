@@ -17,10 +17,10 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import f64
-from sprue.errors import SprueError, SprueTypeError, SprueValueError
+from sprue.base.errors import SprueError, SprueTypeError, SprueValueError
 from sprue.runtime import NoShapeFunctionError, ShapeFunction, Signature, TensorSpec, load, signature_path
 from sprue.runtime.shape_function import Arg, DataDependentDim, Div, MinMax, Poly, dim_to_c, format_dim
-from sprue.shape_functions import shape_function_of
+from sprue.api.shape_functions import shape_function_of
 
 SIZES = (0, 1, 2, 3, 4, 5, 7, 10)
 

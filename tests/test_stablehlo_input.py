@@ -12,7 +12,7 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.errors import SprueError, UnsupportedError
+from sprue.base.errors import SprueError, UnsupportedError
 from sprue.lowering.stablehlo_input import StableHLOInputError, UnsupportedStableHLOOpError, load_stablehlo
 
 # jax.jit(f).lower(x, y).as_text() for f(x, y) = (erf(relu(sin(x))), sum(y)), with a Shardy mesh,

@@ -18,7 +18,7 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 
 import sprue
-from sprue.errors import ParseError, StableHLOUnsupportedError
+from sprue.base.errors import ParseError, StableHLOUnsupportedError
 from sprue.lowering import stablehlo_validate
 from sprue.lowering.pipeline import make_context
 from sprue.lowering.stablehlo_input import StableHLOInputError, load_stablehlo, prepare

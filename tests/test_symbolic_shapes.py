@@ -9,8 +9,8 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.errors import ShapeError
-from sprue.shapes import DimExpr, prove_equal
+from sprue.base.errors import ShapeError
+from sprue.ir.shapes import DimExpr, prove_equal
 
 HERE = r"[^ ]*test_symbolic_shapes\.py:\d+"
 

@@ -13,7 +13,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.ad_util import batch_rules, cost_rules, jvp_rules, vjp_rules
+from sprue.interp.ad_util import batch_rules, cost_rules, jvp_rules, vjp_rules
 from sprue.lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 
 EPS = 1e-6
@@ -500,7 +500,7 @@ def test_cost_indexing():
 
 def test_every_primitive_has_all_rules():
     from sprue.lax import indexing, reductions
-    from sprue.core import Primitive
+    from sprue.ir.core import Primitive
     prims = {v for m in (indexing, reductions) for v in vars(m).values() if isinstance(v, Primitive)}
     assert len(prims) == 18
     for p in prims:

@@ -13,8 +13,8 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.ad_util import batch_rules, cost_rules, jvp_rules, vjp_rules
-from sprue.errors import SprueValueError, UnsupportedError
+from sprue.interp.ad_util import batch_rules, cost_rules, jvp_rules, vjp_rules
+from sprue.base.errors import SprueValueError, UnsupportedError
 
 EPS = 1e-6
 RTOL = 1e-6

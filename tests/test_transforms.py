@@ -626,7 +626,7 @@ def test_has_aux_needs_a_pair():
 
 
 def test_a_primitive_without_rules_is_named():
-    from sprue.core import impl_rules, primitive, primitives, shape_rules
+    from sprue.ir.core import impl_rules, primitive, primitives, shape_rules
     p = primitive("mystery_op")
     shape_rules[p] = lambda x: x
     impl_rules[p] = lambda x: x
@@ -663,8 +663,8 @@ def test_vmap_axis_size_without_batched_arguments():
 
 
 def test_every_primitive_has_its_transformation_rules():
-    from sprue.ad_util import batch_rules, cost_rules, jvp_rules, nested_cost_rules, vjp_rules
-    from sprue.core import primitives
+    from sprue.interp.ad_util import batch_rules, cost_rules, jvp_rules, nested_cost_rules, vjp_rules
+    from sprue.ir.core import primitives
     missing = [f"{name}: {table}" for name, p in sorted(primitives.items()) 
                for table, rules in (("jvp", jvp_rules), ("vjp", vjp_rules), ("batch", batch_rules),
                                     ("cost", {**cost_rules, **nested_cost_rules}))

@@ -30,9 +30,9 @@ import numpy as np
 import sprue
 import sprue.numpy as jnp
 from numpy_cases import CASES, assert_matches
-from sprue.api import trace_function
-from sprue.pytree import tree_flatten, tree_unflatten
-from sprue.tracing import eval_jaxpr
+from sprue.api.traced import trace_function
+from sprue.base.pytree import tree_flatten, tree_unflatten
+from sprue.trace.tracing import eval_jaxpr
 
 BY_NAME = {c.name: c for c in CASES}
 

@@ -20,7 +20,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .compile import EMIT_FILES, Options, compile_file
+from sprue.tools.compile import EMIT_FILES, Options, compile_file
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 # Kinds --emit accepts (the .so and .h are always written).
@@ -67,7 +67,7 @@ def _doctor() -> int:
 def _targets() -> int:
     """Print the CPU names LLVM can generate code for on this machine's triple (each probed once,
     then cached: targets.py) and the feature names."""
-    from sprue.errors import SprueError
+    from sprue.base.errors import SprueError
     from sprue.lowering.targets import target_table, usable_cpus
     try:
         table = target_table()
@@ -144,7 +144,7 @@ def _diagnostic(err: BaseException, input_path: Path) -> str:
 
 
 def _compile(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from sprue.errors import SprueError
+    from sprue.base.errors import SprueError
     opts = Options(args.input, args.out_dir, args.name, _emit_kinds(parser, args.emit), args.opt_level,
                    args.target_cpu, args.verbose, args.target_features)
 

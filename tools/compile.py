@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sprue.compile_cache import build_folder
+from sprue.api.compile_cache import build_folder
 
-from .inputs import Kernel, kernel_from_jaxpr, kernel_name, read_kernel
+from sprue.tools.inputs import Kernel, kernel_from_jaxpr, kernel_name, read_kernel
 
 # --emit kind -> file name (for kernel `k`). Stage kinds name the text after that pipeline stage.
 EMIT_FILES: dict[str, str] = {
@@ -184,7 +184,7 @@ def header_text(kernel: Kernel) -> str:
     sig = kernel.signature
     if sig.shape_function is None:
         if kernel.closed_jaxpr is not None:
-            from sprue.shape_functions import shape_function_of
+            from sprue.api.shape_functions import shape_function_of
             sig = sig.with_shape_function(shape_function_of(kernel.closed_jaxpr))
         else:
             sig = sig.with_shape_function(sig.result_shape_function())

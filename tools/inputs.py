@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from sprue.errors import SprueError
+from sprue.base.errors import SprueError
 from sprue.runtime import Signature, TensorSpec
-from sprue.compile_cache import cache_dir
+from sprue.api.compile_cache import cache_dir
 from sprue.runtime import c_names
 from sprue.runtime.c_names import check_kernel_name, kernel_name_for
 from sprue.runtime.header import c_identifier, unique_names
@@ -86,14 +86,14 @@ def rename_entry(text: str, entry: str, name: str) -> str:
 def _read_jaxpr(path: Path, name: str) -> Kernel:
     text = path.read_text()
     try:
-        from sprue.saved import parse_saved
+        from sprue.api.saved import parse_saved
     except ImportError:
         parse_saved = None
     if parse_saved is not None:
         closed, n_implicit, explicit_names = parse_saved(text, str(path))
         return kernel_from_jaxpr(closed, name, path, explicit_names)
     try:
-        from sprue.jaxpr_parser import parse_jaxpr
+        from sprue.io.jaxpr_parser import parse_jaxpr
     except ImportError:
         raise InputError("reading jaxpr files needs sprue's jaxpr parser (sprue.jaxpr_parser), which this"
                          " installation does not have; compile a StableHLO .mlir file instead") from None
@@ -125,7 +125,7 @@ def _invar_names(jaxpr, explicit_names: list[str] | None) -> list[str]:
     """C names of the arguments: `explicit_names` for the trailing explicit ones when given; else a
     size argument is named after its dimension (`n`) and the others after their printed jaxpr
     names (a, b, ...), which is all a plain jaxpr file records."""
-    from sprue.pretty import encode_name
+    from sprue.ir.pretty import encode_name
     n_explicit = len(explicit_names) if explicit_names is not None else 0
     first_explicit = len(jaxpr.invars) - n_explicit
     bases = []

@@ -6,19 +6,19 @@ import builtins as _builtins
 
 import numpy as np
 
-from .. import dtypes as _dtypes
-from .control_flow import cond_p, for_loop_p, scan_p, while_p  # noqa: F401
-from .checks import check_p
-from .dot import dot_general_p
-from .elementwise import *  # noqa: F401,F403  (the *_p primitive objects)
-from .elementwise import RoundingMethod
-from .indexing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather_p,
-                       scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p)
-from .reductions import *  # noqa: F401,F403
-from .sorting import sort_p
-from .filtering import filter, filter_p  # noqa: F401  (data-dependent shapes: a fresh size per result)
-from .structural import *  # noqa: F401,F403
-from . import elementwise as _e, reductions as _r, structural as _s
+from sprue.base import dtypes as _dtypes
+from sprue.lax.control_flow.primitives import cond_p, for_loop_p, scan_p, while_p  # noqa: F401
+from sprue.lax.checks import check_p
+from sprue.lax.dot import dot_general_p
+from sprue.lax.elementwise import *  # noqa: F401,F403  (the *_p primitive objects)
+from sprue.lax.elementwise import RoundingMethod
+from sprue.lax.indexing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather_p,
+    scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p)
+from sprue.lax.reductions import *  # noqa: F401,F403
+from sprue.lax.sorting import sort_p
+from sprue.lax.filtering import filter, filter_p  # noqa: F401  (data-dependent shapes: a fresh size per result)
+from sprue.lax.structural import *  # noqa: F401,F403
+from sprue.lax import elementwise as _e, reductions as _r, structural as _s
 
 
 def _unary(p):
@@ -88,8 +88,8 @@ def clamp(lo, x, hi):
 def _split_dims(dims) -> tuple[tuple, list]:
     """(param, size operands): static sizes stay in the param; a size known only at run time is
     None there and its value becomes a trailing operand (JAX's dynamic-shape convention)."""
-    from ..shapes import DimExpr
-    from ..tracing import as_dim, dim_value
+    from sprue.ir.shapes import DimExpr
+    from sprue.trace.tracing import as_dim, dim_value
     param, operands = [], []
     for d in dims:
         if d is not None and not isinstance(d, DimExpr):
@@ -152,14 +152,14 @@ def bind_dynamic_update_slice(x, update, start_indices):
 def dynamic_slice(x, start_indices, slice_sizes):
     """x[start : start + size] per axis, starts clamped as JAX does. Sizes known only at run time
     are checked then, and never read outside x (see sprue.numpy._lax_dynamic)."""
-    from ..numpy._lax_dynamic import dynamic_slice as checked
+    from sprue.numpy._lax_dynamic import dynamic_slice as checked
     return checked(x, start_indices, slice_sizes)
 
 
 def dynamic_update_slice(x, update, start_indices):
     """x with `update` written at the clamped starts; sizes known only at run time are checked
     then, and never write outside x."""
-    from ..numpy._lax_dynamic import dynamic_update_slice as checked
+    from sprue.numpy._lax_dynamic import dynamic_update_slice as checked
     return checked(x, update, start_indices)
 
 
@@ -243,6 +243,6 @@ scatter_min = _scatterer(scatter_min_p); scatter_max = _scatterer(scatter_max_p)
 
 # Structured control flow (JAX's spelling); the primitives are in control_flow.py, the tracing of
 # bodies in sprue.control_flow. Imported last: that module uses the primitives defined above.
-from ..control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
-from . import control_flow_rules  # noqa: E402,F401  (their jvp/vjp/batching/cost rules)
-from .calls import pjit_p  # noqa: E402,F401  (calls of functions compiled as their own)
+from sprue.lax.control_flow.api import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
+from sprue.lax.control_flow import rules as control_flow_rules  # noqa: E402,F401  (their jvp/vjp/batching/cost rules)
+from sprue.lax.calls import pjit_p  # noqa: E402,F401  (calls of functions compiled as their own)

@@ -1,9 +1,9 @@
 """Small helpers shared by the primitive definitions."""
 from __future__ import annotations
 
-from ..core import ShapedArray, impl_rules, primitive, shape_rules
-from ..errors import SprueTypeError, SprueValueError
-from ..shapes import DimExpr, format_dim, lower_bound, prove_equal
+from sprue.ir.core import ShapedArray, impl_rules, primitive, shape_rules
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.shapes import DimExpr, format_dim, lower_bound, prove_equal
 
 
 def define(name: str, shape_rule, impl, *, multiple_results: bool = False):

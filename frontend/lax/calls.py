@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ad_util import batch_rules, jvp_rules, nested_cost_rules, vjp_rules
-from ..core import ClosedJaxpr
-from ..errors import SprueTypeError, SprueValueError
-from ..shapes import DimExpr, DimVar, prove_equal
-from ..tracing import eval_jaxpr, operand_dims_prims
-from ._rules import define
+from sprue.interp.ad_util import batch_rules, jvp_rules, nested_cost_rules, vjp_rules
+from sprue.ir.core import ClosedJaxpr
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.shapes import DimExpr, DimVar, prove_equal
+from sprue.trace.tracing import eval_jaxpr, operand_dims_prims
+from sprue.lax._rules import define
 
 
 def callee_mapping(jaxpr, operand_dims) -> dict[DimVar, object]:
@@ -26,7 +26,7 @@ def callee_mapping(jaxpr, operand_dims) -> dict[DimVar, object]:
 
 
 def _pjit_rule(*avals, jaxpr: ClosedJaxpr, name: str, operand_dims=None, **params):
-    from .control_flow import substitute
+    from sprue.lax.control_flow.primitives import substitute
     j = jaxpr.jaxpr
     if len(avals) != len(j.invars):
         raise SprueTypeError(f"pjit {name}: {len(avals)} operands for a callee of {len(j.invars)} parameters")
@@ -52,23 +52,23 @@ operand_dims_prims.add(pjit_p)
 
 # -- transformations go into the callee's body --------------------------------------------------------
 def _pjit_jvp(primals, tangents, *, jaxpr, name, **params):
-    from ..jvp import jvp_jaxpr
+    from sprue.interp.jvp import jvp_jaxpr
     return jvp_jaxpr(jaxpr.jaxpr, jaxpr.consts, primals, tangents)
 
 
 def _pjit_vjp(cts, primals, outs, *, jaxpr, name, **params):
-    from ..vjp import vjp_jaxpr
+    from sprue.interp.vjp import vjp_jaxpr
     _, backward = vjp_jaxpr(jaxpr.jaxpr, jaxpr.consts, primals)
     return backward(cts)
 
 
 def _pjit_batch(args, dims, *, jaxpr, name, **params):
-    from ..batching import batch_jaxpr
+    from sprue.interp.batching import batch_jaxpr
     return batch_jaxpr(jaxpr.jaxpr, jaxpr.consts, args, dims)
 
 
 def _pjit_cost(ctx, eqn, ins):
-    from ..cost import Lazy
+    from sprue.interp.cost import Lazy
     cj = eqn.params["jaxpr"]
     return ctx.jaxpr_cost(cj.jaxpr, [Lazy.known(c) for c in cj.consts], ins)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from ..errors import SprueTypeError, SprueValueError
-from ._rules import define
+from sprue.base import dtypes
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.lax._rules import define
 
 
 def _check_rule(ok, *, message):
@@ -32,8 +32,8 @@ check_p = define("check", _check_rule, _check_impl, multiple_results=True)
 # == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
 # check has a bool operand and no results: nothing to differentiate; batched, every batch
 # element's condition must hold (the message is the same for all of them).
-from ..ad_util import aval_of, batch_rules, cost_rules, jvp_rules, vjp_rules  # noqa: E402
-from ..cost import free  # noqa: E402
+from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, jvp_rules, vjp_rules  # noqa: E402
+from sprue.interp.cost import free  # noqa: E402
 
 
 def _check_jvp(primals, tangents, *, message):
@@ -42,7 +42,7 @@ def _check_jvp(primals, tangents, *, message):
 
 
 def _check_batch(args, dims, *, message):
-    from .. import lax
+    from sprue import lax
     (ok,), (d,) = args, dims
     check_p.bind(lax.reduce_and(ok, tuple(range(aval_of(ok).ndim))) if d is not None else ok, message=message)
     return [], []

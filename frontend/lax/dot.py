@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..errors import SprueTypeError, SprueValueError
-from ..shapes import format_dim
-from ._rules import define, require_equal, same_dtypes
+from sprue.base import dtypes
+from sprue.ir.core import ShapedArray
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.shapes import format_dim
+from sprue.lax._rules import define, require_equal, same_dtypes
 
 
 def _free(ndim, contract, batch):
@@ -69,13 +69,13 @@ dot_general_p = define("dot_general", _dot_general_rule, _dot_general_impl)
 # back to the operand's.
 import math  # noqa: E402
 
-from ..ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
-from ..batching import move_batch_axis  # noqa: E402
-from ..cost import numel  # noqa: E402
+from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
+from sprue.interp.batching import move_batch_axis  # noqa: E402
+from sprue.interp.cost import numel  # noqa: E402
 
 
 def _dot_general_jvp(primals, tangents, **params):
-    from .. import lax
+    from sprue import lax
     lhs, rhs = primals
     tl, tr = tangents
     out = dot_general_p.bind(lhs, rhs, **params)
@@ -93,7 +93,7 @@ def _dot_general_jvp(primals, tangents, **params):
 
 def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans: bool = False):
     """The cotangent of x in dot_general(x, y) (of y in dot_general(y, x) when swap_ans)."""
-    from .. import lax
+    from sprue import lax
     (xc, yc), (xb, yb) = dimension_numbers
     xa, ya = aval_of(x), aval_of(y)
     x_kept, y_kept = _free(xa.ndim, xc, xb), _free(ya.ndim, yc, yb)

@@ -7,11 +7,11 @@ import enum
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..shapes import prove_equal
-from ..errors import SprueTypeError, SprueValueError
-from ._rules import define, require_equal, same_dtypes, shapes_equal, weak
+from sprue.base import dtypes
+from sprue.ir.core import ShapedArray
+from sprue.ir.shapes import prove_equal
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.lax._rules import define, require_equal, same_dtypes, shapes_equal, weak
 
 FLOAT = "floating-point"
 NUM = "numeric"
@@ -298,7 +298,7 @@ convert_element_type_p = define("convert_element_type", _convert_rule, _convert_
 # -- symbolic sizes: integer scalar arithmetic on sizes keeps its symbolic value ----------------
 # (`jnp.ones(n + 1)` then has the type f64[n+1], provably equal to other n+1 sizes.)
 def _size_operand(x):
-    from ..tracing import Tracer
+    from sprue.trace.tracing import Tracer
     if isinstance(x, Tracer):
         return x.dim_expr if x.ndim == 0 and dtypes.is_int(x.dtype) else None
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
@@ -320,7 +320,7 @@ def _size_rule(combine):
 
 
 def _register_size_rules():
-    from ..tracing import dim_arith_rules
+    from sprue.trace.tracing import dim_arith_rules
     dim_arith_rules[add_p] = _size_rule(lambda a, b: a + b)
     dim_arith_rules[sub_p] = _size_rule(lambda a, b: a - b)
     dim_arith_rules[mul_p] = _size_rule(lambda a, b: a * b)
@@ -335,10 +335,10 @@ _register_size_rules()
 # Unary: d(x, y) is the derivative at x (y = the primal output, when it is cheaper to use);
 # jvp is t * d and vjp is ct * d. Binary rules handle a rank-0 operand against an array (a
 # rank-0 tangent is broadcast forward; an array cotangent is summed back into it).
-from ..ad_util import (Zero, aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_linear_in_first,  # noqa: E402
-                       jvp_rules, vjp_rules, zero_of)
-from ..batching import elementwise_batch_rule  # noqa: E402
-from ..cost import free, numel, per_output_element  # noqa: E402
+from sprue.interp.ad_util import (Zero, aval_of, batch_rules, cost_rules, instantiate, is_zero,
+    jvp_linear_in_first, jvp_rules, vjp_rules, zero_of)
+from sprue.interp.batching import elementwise_batch_rule  # noqa: E402
+from sprue.interp.cost import free, numel, per_output_element  # noqa: E402
 
 
 def _c(x, v):
@@ -352,14 +352,14 @@ def _mul(a, b):
 
 def _bcast_to(t, out):
     """Tangent t (maybe of a rank-0 operand) at the shape of `out`."""
-    from .. import lax
+    from sprue import lax
     ta, oa = aval_of(t), aval_of(out)
     return lax.broadcast_in_dim(t, oa.shape, ()) if ta.ndim == 0 and oa.ndim else t
 
 
 def _unbcast(ct, x):
     """Cotangent ct of an output, summed to the shape of operand x (rank 0 when x was)."""
-    from .. import lax
+    from sprue import lax
     if aval_of(x).ndim == 0 and aval_of(ct).ndim:
         return lax.reduce_sum(ct, tuple(range(aval_of(ct).ndim)))
     return ct
@@ -496,7 +496,7 @@ def _pow_dy(x, y, out):
 
 
 def _bcast_like(c, like):
-    from .. import lax
+    from sprue import lax
     return lax.broadcast_in_dim(c, aval_of(like).shape, ()) if aval_of(like).ndim else c
 
 
@@ -514,7 +514,7 @@ _binary_ad(atan2_p, lambda x, y, o: div_p.bind(y, _atan2_denominator(x, y)),
 def _minmax_weights(picks_x):
     """max/min: the derivative goes to the operand picked; ties split it evenly (as JAX)."""
     def weight(x, y, mine: bool):
-        from .. import lax
+        from sprue import lax
         a, b = (x, y) if mine else (y, x)
         shape_of = out_shape(x, y)
         win = picks_x(a, b)
@@ -529,13 +529,13 @@ def out_shape(x, y):
 
 
 def _full(v, like, shape):
-    from .. import lax
+    from sprue import lax
     c = _c(like, v)
     return lax.broadcast_in_dim(c, shape, ()) if shape else c
 
 
 def _b(pred, shape):
-    from .. import lax
+    from sprue import lax
     return lax.broadcast_in_dim(pred, shape, ()) if shape and aval_of(pred).ndim == 0 else pred
 
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray, SizeAval
-from ..errors import SprueTypeError, SprueValueError
-from ..shapes import DimVar, dim
-from ._rules import define, require_equal
+from sprue.base import dtypes
+from sprue.ir.core import ShapedArray, SizeAval
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.shapes import DimVar, dim
+from sprue.lax._rules import define, require_equal
 
 __all__ = ["filter_p"]
 
@@ -67,10 +67,10 @@ def filter(mask, *xs, axis: int = 0):
 
 
 # == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
-from ..ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
-from ..batching import batch_size, batched_all  # noqa: E402
-from ..cost import free  # noqa: E402
-from ..errors import UnsupportedError  # noqa: E402
+from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
+from sprue.interp.batching import batch_size, batched_all  # noqa: E402
+from sprue.interp.cost import free  # noqa: E402
+from sprue.base.errors import UnsupportedError  # noqa: E402
 
 
 def _filter_jvp(primals, tangents, *, axis):
@@ -88,8 +88,8 @@ def unfilter(ct, mask, axis: int):
     """The transpose of filter: ct (size count along axis) placed at the positions where mask is
     true, zeros elsewhere (size n along axis). Entry i of the result reads ct at cumsum(mask)[i] - 1,
     clamped (and from ct padded by one when count may be 0), then the mask selects it."""
-    from .. import lax
-    from ..numpy._dims import take_clamped
+    from sprue import lax
+    from sprue.numpy._dims import take_clamped
     pos = lax.sub(lax.cumsum(lax.convert_element_type(mask, np.int64), 0), np.int64(1))
     g = take_clamped(ct, axis, pos)
     shape = aval_of(g).shape

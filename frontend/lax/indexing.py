@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray, dynamic_dim_params
-from ..errors import SprueTypeError, SprueValueError
-from ..shapes import format_dim
-from ._rules import define, fits, is_one, require_equal, same_dtypes
+from sprue.base import dtypes
+from sprue.ir.core import ShapedArray, dynamic_dim_params
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.shapes import format_dim
+from sprue.lax._rules import define, fits, is_one, require_equal, same_dtypes
 
 
 class GatherScatterMode(enum.Enum):
@@ -217,11 +217,11 @@ scatter_max_p = define("scatter-max", _scatter_rule("scatter-max"), _scatter_imp
 # is a scatter-add into zeros with the matching dimension numbers, a scatter-add's updates get a
 # gather of the cotangent; the mode is kept (a gather's CLIP is a scatter's CLIP, and a scatter's
 # FILL_OR_DROP is a gather's FILL_OR_DROP with fill value 0: dropped windows have no derivative).
-from ..ad_util import (aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, resolved,  # noqa: E402
-                       vjp_rules, zero_of, zeros_like)
-from ..batching import batch_size, move_batch_axis  # noqa: E402
-from ..cost import free, numel  # noqa: E402
-from ..errors import UnsupportedError  # noqa: E402
+from sprue.interp.ad_util import (aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, resolved,
+    vjp_rules, zero_of, zeros_like)
+from sprue.interp.batching import batch_size, move_batch_axis  # noqa: E402
+from sprue.interp.cost import free, numel  # noqa: E402
+from sprue.base.errors import UnsupportedError  # noqa: E402
 
 _MODE_NAMES = {"clip": GatherScatterMode.CLIP, "fill": GatherScatterMode.FILL_OR_DROP,
                "drop": GatherScatterMode.FILL_OR_DROP, "promise_in_bounds": GatherScatterMode.PROMISE_IN_BOUNDS}
@@ -252,7 +252,7 @@ def _zero_fill(x):
 def bind_gather(operand, indices, dn, slice_sizes, mode, fill_value=None, indices_are_sorted=False,
                 unique_indices=False):
     """gather_p, with window sizes known only at run time passed as trailing operands."""
-    from .. import lax
+    from sprue import lax
     param, sizes = lax._split_dims(slice_sizes)
     return gather_p.bind(operand, indices, *sizes, dimension_numbers=dn, slice_sizes=param,
                          indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode,
@@ -287,7 +287,7 @@ def _gather_back(x, operand, indices, updates, dn, mode, fill=None):
 
 
 def _full(like, v, dtype=None):
-    from .. import lax
+    from sprue import lax
     a = aval_of(like)
     c = np.array(v, a.dtype if dtype is None else dtype)[()]
     return lax.broadcast_in_dim(c, a.shape, ()) if a.ndim else c
@@ -321,7 +321,7 @@ def _shift(dims, by=1) -> tuple:
 
 def _with_batch_counter(indices):
     """Indices batched on axis 0 with the batch position prepended to each index vector."""
-    from .. import lax
+    from sprue import lax
     ia = aval_of(indices)
     dt = ia.dtype if ia.dtype.itemsize == 8 else dtypes.int64
     if dt != ia.dtype:
@@ -360,7 +360,7 @@ batch_rules[gather_p], cost_rules[gather_p] = _gather_batch, free
 
 # -- take_along_axis: a gather of one element per position (used by cummax/cummin's rules) -----------
 def _along_axis_indices(idx, axis: int):
-    from .. import lax
+    from sprue import lax
     ia = aval_of(idx)
     nd, shape = ia.ndim, tuple(ia.shape)
     if ia.dtype != dtypes.int64:
@@ -416,7 +416,7 @@ def _scatter_winners(operand, indices, updates, dn, mode):
     """Which update elements a scatter keeps: with repeated indices one update wins each written
     element. Each scatter dimension's position is scattered as an id and read back (JAX's unique-ids
     trick, one id per scatter dimension); None when nothing can collide."""
-    from .. import lax
+    from sprue import lax
     ua = aval_of(updates)
     scatter_dims = [d for d in range(ua.ndim) if d not in dn.update_window_dims]
     if all(isinstance(ua.shape[d], int) and ua.shape[d] <= 1 for d in scatter_dims):
@@ -432,7 +432,7 @@ def _scatter_winners(operand, indices, updates, dn, mode):
 
 
 def _scatter_vjp(cts, primals, outs, *, dimension_numbers, mode=None, unique_indices=False, **params):
-    from .. import lax
+    from sprue import lax
     operand, indices, updates = primals
     dn, smode = dimension_numbers, _scatter_mode(mode)
     ct = instantiate(cts[0], outs[0])
@@ -450,7 +450,7 @@ def _scatter_vjp(cts, primals, outs, *, dimension_numbers, mode=None, unique_ind
 # scatter-mul: out[e] = x[e] * prod_{p -> e} u_p. The updates' derivative is the product of the
 # others (x[e] included): done as reduce_prod's, exact with zeros and repeated indices.
 def _mul_others(operand, indices, updates, dn, mode):
-    from .. import lax
+    from sprue import lax
     z = lax.eq(updates, _zero_fill(updates))
     zero = _full(updates, 0)
     us = lax.select(z, _full(updates, 1), updates)
@@ -464,7 +464,7 @@ def _mul_others(operand, indices, updates, dn, mode):
 
 
 def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, mode=None, **params):
-    from .. import lax
+    from sprue import lax
     operand, indices, updates = primals
     dn = dimension_numbers
     out = scatter_mul_p.bind(*primals, dimension_numbers=dn, mode=mode, **params)
@@ -480,7 +480,7 @@ def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, mode=None, **param
 
 
 def _scatter_mul_vjp(cts, primals, outs, *, dimension_numbers, mode=None, **params):
-    from .. import lax
+    from sprue import lax
     operand, indices, updates = primals
     dn, smode = dimension_numbers, _scatter_mode(mode)
     ct = instantiate(cts[0], outs[0])
@@ -493,7 +493,7 @@ def _scatter_mul_vjp(cts, primals, outs, *, dimension_numbers, mode=None, **para
 # (the operand's element and the updates written there), shared evenly among ties.
 def _extremum_weights(operand, indices, updates, out, dn, mode):
     """(operand weights, updates weights, number of winners per element, never 0)."""
-    from .. import lax
+    from sprue import lax
     dt = aval_of(operand).dtype
     w_operand = lax.convert_element_type(lax.eq(operand, out), dt)
     nan = np.array(np.nan, dt)[()]  # dropped updates read NaN back: they never win
@@ -505,7 +505,7 @@ def _extremum_weights(operand, indices, updates, out, dn, mode):
 
 def _scatter_extremum_ad(p):
     def jvp(primals, tangents, *, dimension_numbers, mode=None, **params):
-        from .. import lax
+        from sprue import lax
         operand, indices, updates = primals
         dn, smode = dimension_numbers, _scatter_mode(mode)
         out = p.bind(*primals, dimension_numbers=dn, mode=mode, **params)
@@ -518,7 +518,7 @@ def _scatter_extremum_ad(p):
         return out, lax.div(t, count)
 
     def vjp(cts, primals, outs, *, dimension_numbers, mode=None, **params):
-        from .. import lax
+        from sprue import lax
         operand, indices, updates = primals
         dn, smode = dimension_numbers, _scatter_mode(mode)
         ct = instantiate(cts[0], outs[0])

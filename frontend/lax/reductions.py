@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..errors import SprueTypeError, SprueValueError
-from ..shapes import prove_equal
-from ._rules import check_axes, define
+from sprue.base import dtypes
+from sprue.ir.core import ShapedArray
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.shapes import prove_equal
+from sprue.lax._rules import check_axes, define
 
 
 def _reduce_rule(name: str, logical: bool = False):
@@ -95,13 +95,13 @@ cummin_p = define("cummin", _cum_rule("cummin"), _cum_impl(lambda x, axis: np.mi
 
 
 # == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
-from ..ad_util import (aval_of, batch_rules, cost_rules, jvp_linear_in_first, jvp_rules, vjp_rules,  # noqa: E402
-                       zero_of)
-from ..cost import numel  # noqa: E402
+from sprue.interp.ad_util import (aval_of, batch_rules, cost_rules, jvp_linear_in_first, jvp_rules, vjp_rules,
+    zero_of)
+from sprue.interp.cost import numel  # noqa: E402
 
 
 def _reduce_sum_vjp(cts, primals, outs, *, axes, out_sharding=None):
-    from .. import lax
+    from sprue import lax
     xa = aval_of(primals[0])
     kept = tuple(i for i in range(xa.ndim) if i not in {a % max(xa.ndim, 1) for a in axes})
     return [lax.broadcast_in_dim(cts[0], xa.shape, kept)]
@@ -132,7 +132,7 @@ def _norm_axes(x, axes) -> tuple:
 
 def _back(v, xa, axes):
     """A reduced value v broadcast back to the operand's shape (the reduced axes restored)."""
-    from .. import lax
+    from sprue import lax
     kept = tuple(i for i in range(xa.ndim) if i not in axes)
     return lax.broadcast_in_dim(v, xa.shape, kept)
 
@@ -144,13 +144,13 @@ def _k(x, v):
 
 def _fill(x, v):
     """v at x's shape and dtype."""
-    from .. import lax
+    from sprue import lax
     xa = aval_of(x)
     return lax.broadcast_in_dim(_k(x, v), xa.shape, ()) if xa.ndim else _k(x, v)
 
 
 def _as_float(pred, like):
-    from .. import lax
+    from sprue import lax
     return lax.convert_element_type(pred, aval_of(like).dtype)
 
 
@@ -168,7 +168,7 @@ def _prod_of_others(x, axes):
     """d prod(x) / d x_i = the product of the other elements of x_i's slice: prod / x_i without
     zeros, the product of the nonzero elements at the only zero, 0 elsewhere (exact to first order
     with zeros; higher derivatives are exact away from zeros)."""
-    from .. import lax
+    from sprue import lax
     xa = aval_of(x)
     zero = _fill(x, 0)
     z = lax.eq(x, _k(x, 0))
@@ -181,7 +181,7 @@ def _prod_of_others(x, axes):
 
 
 def _reduce_prod_jvp(primals, tangents, *, axes, out_sharding=None):
-    from .. import lax
+    from sprue import lax
     x, t = primals[0], tangents[0]
     out = reduce_prod_p.bind(x, axes=axes, out_sharding=out_sharding)
     ax = _norm_axes(x, axes)
@@ -191,7 +191,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes, out_sharding=None):
 
 
 def _reduce_prod_vjp(cts, primals, outs, *, axes, out_sharding=None):
-    from .. import lax
+    from sprue import lax
     x = primals[0]
     ax = _norm_axes(x, axes)
     if not ax:
@@ -205,14 +205,14 @@ jvp_rules[reduce_prod_p], vjp_rules[reduce_prod_p] = _reduce_prod_jvp, _reduce_p
 # -- reduce_max / reduce_min: to the locations of the extremum, ties sharing evenly ----------------------
 def _extremum_locations(x, out, axes):
     """(indicator of the elements equal to the result, their count per result)."""
-    from .. import lax
+    from sprue import lax
     loc = _as_float(lax.eq(x, _back(out, aval_of(x), axes)), x)
     return loc, lax.reduce_sum(loc, axes)
 
 
 def _reduce_extremum_ad(p):
     def jvp(primals, tangents, *, axes, out_sharding=None):
-        from .. import lax
+        from sprue import lax
         x, t = primals[0], tangents[0]
         out = p.bind(x, axes=axes, out_sharding=out_sharding)
         ax = _norm_axes(x, axes)
@@ -222,7 +222,7 @@ def _reduce_extremum_ad(p):
         return out, lax.div(lax.reduce_sum(lax.mul(t, loc), ax), count)
 
     def vjp(cts, primals, outs, *, axes, out_sharding=None):
-        from .. import lax
+        from sprue import lax
         x = primals[0]
         ax = _norm_axes(x, axes)
         if not ax:
@@ -267,7 +267,7 @@ jvp_rules[cumsum_p], vjp_rules[cumsum_p] = jvp_linear_in_first(cumsum_p), _cumsu
 def _first_zero(x, axis, reverse):
     """For cumprod's derivative: (no zero yet at or before each position, in scan order; the first
     zero of each scan; x with its zeros made 1; the cumprod of x with its first zero made 1)."""
-    from .. import lax
+    from sprue import lax
     z = lax.eq(x, _k(x, 0))
     count = cumsum_p.bind(_as_float(z, x), axis=axis, reverse=reverse)
     before = lax.eq(count, _k(x, 0))
@@ -284,7 +284,7 @@ def _first_zero(x, axis, reverse):
 #        = sum_{i>=z} ct_i prod_{j<=i, j!=z} x_j   at z, and 0 after z.
 # Exact to first order with any zeros; higher derivatives are exact away from zeros.
 def _cumprod_jvp(primals, tangents, *, axis, reverse=False):
-    from .. import lax
+    from sprue import lax
     x, t = primals[0], tangents[0]
     y = cumprod_p.bind(x, axis=axis, reverse=reverse)
     before, first, xs, skip_first = _first_zero(x, axis, reverse)
@@ -295,7 +295,7 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse=False):
 
 
 def _cumprod_vjp(cts, primals, outs, *, axis, reverse=False):
-    from .. import lax
+    from sprue import lax
     x, ct, y = primals[0], cts[0], outs[0]
     before, first, xs, skip_first = _first_zero(x, axis, reverse)
     back = lambda v: cumsum_p.bind(v, axis=axis, reverse=not reverse)  # noqa: E731
@@ -310,7 +310,7 @@ jvp_rules[cumprod_p], vjp_rules[cumprod_p] = _cumprod_jvp, _cumprod_vjp
 def _cum_extremum_source(x, y, axis, reverse):
     """The index along `axis` of the element each running extremum y_i is (the latest one in scan
     order among equal values; a NaN is its own source)."""
-    from .. import lax
+    from sprue import lax
     xa = aval_of(x)
     pos = lax.broadcasted_iota(dtypes.int64, xa.shape, axis)
     record = lax.bitwise_or(lax.eq(x, y), lax.ne(x, x))
@@ -323,13 +323,13 @@ def _cum_extremum_source(x, y, axis, reverse):
 
 def _cum_extremum_ad(p):
     def jvp(primals, tangents, *, axis, reverse=False):
-        from .indexing import take_along_axis
+        from sprue.lax.indexing import take_along_axis
         x, t = primals[0], tangents[0]
         y = p.bind(x, axis=axis, reverse=reverse)
         return y, take_along_axis(t, _cum_extremum_source(x, y, axis, reverse), axis % aval_of(x).ndim)
 
     def vjp(cts, primals, outs, *, axis, reverse=False):
-        from .indexing import take_along_axis_transpose
+        from sprue.lax.indexing import take_along_axis_transpose
         x = primals[0]
         src = _cum_extremum_source(x, outs[0], axis, reverse)
         return [take_along_axis_transpose(cts[0], src, axis % aval_of(x).ndim)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SprueValueError
-from ._rules import check_axes, define, require_equal
+from sprue.base.errors import SprueValueError
+from sprue.lax._rules import check_axes, define, require_equal
 
 
 def _sort_rule(*xs, dimension, is_stable=True, num_keys=1):
@@ -41,11 +41,11 @@ sort_p = define("sort", _sort_rule, _sort_impl, multiple_results=True)
 # keys, so the permutation is the same), and the cotangents are permuted back by sorting them by
 # the permutation (an iota sorted along with the keys). Every rule binds sort itself, so the
 # rules compose (grad of grad) without needing gather or scatter.
-from .. import dtypes  # noqa: E402
-from ..ad_util import (aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, vjp_rules,  # noqa: E402
-                       zero_of)
-from ..batching import batched_all  # noqa: E402
-from ..cost import free  # noqa: E402
+from sprue.base import dtypes  # noqa: E402
+from sprue.interp.ad_util import (aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, vjp_rules,
+    zero_of)
+from sprue.interp.batching import batched_all  # noqa: E402
+from sprue.interp.cost import free  # noqa: E402
 
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable=True, num_keys=1):
@@ -60,7 +60,7 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable=True, num_keys=1):
 
 
 def _sort_vjp(cts, primals, outs, *, dimension, is_stable=True, num_keys=1):
-    from .. import lax
+    from sprue import lax
     needed = [k for k, c in enumerate(cts) if not is_zero(c) and dtypes.is_float(aval_of(primals[k]).dtype)]
     cache: list = []
 

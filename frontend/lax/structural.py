@@ -6,11 +6,12 @@ import math
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray, dynamic_dim_params
-from ..shapes import format_dim, lower_bound, prove_equal
-from ..errors import SprueTypeError, SprueValueError
-from ._rules import check_axes, define, fits, is_one, require_equal, same_dtypes, shapes_equal, surely_less
+from sprue.base import dtypes
+from sprue.ir.core import ShapedArray, dynamic_dim_params
+from sprue.ir.shapes import format_dim, lower_bound, prove_equal
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.lax._rules import (check_axes, define, fits, is_one, require_equal, same_dtypes, shapes_equal,
+    surely_less)
 
 
 def _fmt(shape) -> str:
@@ -239,14 +240,14 @@ dynamic_dim_params[iota_p] = "shape"
 # == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
 # Operands after the data operands are run-time sizes (dynamic_dim_params): they never have
 # tangents or cotangents; `resolved` gives the params with those sizes filled in.
-from ..ad_util import (Zero, aval_of, batch_rules, cost_rules, defjvp_linear, instantiate, is_zero,  # noqa: E402
-                       jvp_linear_in_first, jvp_rules, resolved, vjp_rules, zero_of, zeros_like)
-from ..batching import batch_size, batched_all, broadcast_batch  # noqa: E402
-from ..cost import free  # noqa: E402
+from sprue.interp.ad_util import (Zero, aval_of, batch_rules, cost_rules, defjvp_linear, instantiate, is_zero,
+    jvp_linear_in_first, jvp_rules, resolved, vjp_rules, zero_of, zeros_like)
+from sprue.interp.batching import batch_size, batched_all, broadcast_batch  # noqa: E402
+from sprue.interp.cost import free  # noqa: E402
 
 
 def _broadcast_in_dim_vjp(cts, primals, outs, **params):
-    from .. import lax
+    from sprue import lax
     (x,), rp = resolved(broadcast_in_dim_p, primals, params)
     ct, xa = cts[0], aval_of(x)
     bd = rp["broadcast_dimensions"]
@@ -260,8 +261,8 @@ def _broadcast_in_dim_vjp(cts, primals, outs, **params):
 
 
 def _broadcast_in_dim_batch(args, dims, **params):
-    from .. import lax
-    from ..errors import UnsupportedError
+    from sprue import lax
+    from sprue.base.errors import UnsupportedError
     if any(d is not None for d in dims[1:]):
         raise UnsupportedError("not batchable: broadcast_in_dim to a size that differs between batch elements")
     (x,), rp = resolved(broadcast_in_dim_p, args, params)
@@ -283,7 +284,7 @@ def _static(*dims) -> bool:
 
 def _start_value(s):
     """A start index (an int or a DimExpr) as an i64 operand."""
-    from ..tracing import dim_value
+    from sprue.trace.tracing import dim_value
     v = dim_value(s) if not isinstance(s, (int, np.integer)) else int(s)
     return np.int64(v) if isinstance(v, int) else v
 
@@ -296,7 +297,7 @@ def _window(x, starts, sizes, strides=None):
     """Elements starts[a] + j * strides[a], j < sizes[a], of every axis a: a lax.slice when every
     size is static, else (no DimExpr may appear in a static param) a dynamic_slice of spans
     sizes * strides from x padded by strides - 1, reshaped to pick every stride-th element."""
-    from .. import lax
+    from sprue import lax
     shape = aval_of(x).shape
     strides = tuple(strides or (1,) * len(shape))
     if _static(*shape, *starts, *sizes):
@@ -317,7 +318,7 @@ def _window(x, starts, sizes, strides=None):
 
 def _unwindow(ct, shape, starts, strides=None):
     """The transpose of _window: ct placed at starts + j * strides in zeros of `shape`."""
-    from .. import lax
+    from sprue import lax
     sizes = aval_of(ct).shape
     strides = tuple(strides or (1,) * len(shape))
     if _static(*shape, *starts, *sizes):
@@ -338,14 +339,14 @@ def _unwindow(ct, shape, starts, strides=None):
 
 
 def _i64(i):
-    from .. import lax
+    from sprue import lax
     return i if aval_of(i).dtype == np.int64 else lax.convert_element_type(i, np.int64)
 
 
 def _index_columns(idx, idims, size, with_batch: bool):
     """The start indices of a batch of windows as an i64[size, k] (the batch index first when
     with_batch); unbatched indices are broadcast."""
-    from .. import lax
+    from sprue import lax
     cols = [lax.broadcasted_iota(np.int64, (size, 1), 0)] if with_batch else []
     for i, d in zip(idx, idims):
         cols.append(lax.broadcast_in_dim(_i64(i), (size, 1), (0,) if d is not None else ()))
@@ -353,7 +354,7 @@ def _index_columns(idx, idims, size, with_batch: bool):
 
 
 def _sizes_unbatched(p, dims, n_data):
-    from ..errors import UnsupportedError
+    from sprue.base.errors import UnsupportedError
     if any(d is not None for d in dims[n_data:]):
         raise UnsupportedError(f"not batchable: {p.name} to a size that differs between batch elements"
                                f" (the size of an array cannot depend on the batch index)")
@@ -361,24 +362,24 @@ def _sizes_unbatched(p, dims, n_data):
 
 # -- reshape, transpose, squeeze, rev, copy ------------------------------------------------------
 def _reshape_vjp(cts, primals, outs, **params):
-    from .. import lax
+    from sprue import lax
     return [lax.reshape(cts[0], aval_of(primals[0]).shape)] + [None] * (len(primals) - 1)
 
 
 def _reshape_batch(args, dims, **params):
-    from .. import lax
+    from sprue import lax
     _sizes_unbatched(reshape_p, dims, 1)
     (x,), rp = resolved(reshape_p, args, params)
     return lax.reshape(x, (aval_of(x).shape[0], *rp["new_sizes"])), 0
 
 
 def _transpose_vjp(cts, primals, outs, *, permutation):
-    from .. import lax
+    from sprue import lax
     return [lax.transpose(cts[0], tuple(int(i) for i in np.argsort(permutation)))]
 
 
 def _transpose_batch(args, dims, *, permutation):
-    from .. import lax
+    from sprue import lax
     return lax.transpose(args[0], (0, *(p + 1 for p in permutation))), 0
 
 
@@ -391,7 +392,7 @@ def _axes_batch(p):
 
 
 def _squeeze_vjp(cts, primals, outs, *, dimensions):
-    from .. import lax
+    from sprue import lax
     return [lax.reshape(cts[0], aval_of(primals[0]).shape)]
 
 
@@ -430,7 +431,7 @@ def _concatenate_batch(args, dims, *, dimension):
 
 
 def _pad_vjp(cts, primals, outs, *, padding_config):
-    from .. import lax
+    from sprue import lax
     (ct,), (x, v) = cts, primals
     cache = []
 
@@ -449,7 +450,7 @@ def _pad_vjp(cts, primals, outs, *, padding_config):
 
 
 def _pad_batch(args, dims, *, padding_config):
-    from .. import lax
+    from sprue import lax
     x, v = args
     dx, dv = dims
     size = batch_size(args, dims)
@@ -486,22 +487,22 @@ jvp_rules[slice_p], vjp_rules[slice_p], batch_rules[slice_p] = jvp_linear_in_fir
 
 # -- dynamic_slice, dynamic_update_slice ---------------------------------------------------------
 def _dynamic_slice_vjp(cts, primals, outs, **params):
-    from .. import lax
+    from sprue import lax
     (x, *idx), _ = resolved(dynamic_slice_p, primals, params)
     return [lambda: lax.bind_dynamic_update_slice(zeros_like(x), cts[0], idx)] + [None] * (len(primals) - 1)
 
 
 def _gather(operand, indices, dn, slice_sizes):
-    from .. import lax
-    from .indexing import GatherScatterMode, gather_p
+    from sprue import lax
+    from sprue.lax.indexing import GatherScatterMode, gather_p
     param, sizes = lax._split_dims(slice_sizes)
     return gather_p.bind(operand, indices, *sizes, dimension_numbers=dn, slice_sizes=param, indices_are_sorted=False,
                          unique_indices=False, mode=GatherScatterMode.CLIP, fill_value=None)
 
 
 def _dynamic_slice_batch(args, dims, **params):
-    from .. import lax
-    from .indexing import GatherDimensionNumbers
+    from sprue import lax
+    from sprue.lax.indexing import GatherDimensionNumbers
     n = aval_of(args[0]).ndim - (dims[0] is not None)
     _sizes_unbatched(dynamic_slice_p, dims, 1 + n)
     (x, *idx), rp = resolved(dynamic_slice_p, args, params)
@@ -530,15 +531,15 @@ def _dus_jvp(primals, tangents):
 
 
 def _dus_vjp(cts, primals, outs):
-    from .. import lax
+    from sprue import lax
     (ct,), (x, u, *idx) = cts, primals
     return [lambda: lax.bind_dynamic_update_slice(ct, zeros_like(u), idx),
             lambda: lax.bind_dynamic_slice(ct, idx, aval_of(u).shape)] + [None] * len(idx)
 
 
 def _dus_batch(args, dims):
-    from .. import lax
-    from .indexing import GatherScatterMode, ScatterDimensionNumbers
+    from sprue import lax
+    from sprue.lax.indexing import GatherScatterMode, ScatterDimensionNumbers
     size = batch_size(args, dims)
     x, u, *idx = batched_all(args[:2], dims[:2], size) + list(args[2:])
     idims = dims[2:]

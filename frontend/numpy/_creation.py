@@ -10,15 +10,15 @@ import math
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..shapes import DimExpr
-from ..tracing import Tracer, current_builder
-from ._promote import (any_tracer, as_result, aval, broadcast_shapes, check_dtype, const, convert, describe,
-                       is_py_scalar, operand, operands, result_type, static_int, type_error,
-                       value_error)
-from ._promote import broadcast_to as _bcast
-from . import _creation_dynamic as _cd
-from . import _dims as _d
+from sprue.base import dtypes
+from sprue import lax
+from sprue.ir.shapes import DimExpr
+from sprue.trace.tracing import Tracer, current_builder
+from sprue.numpy._promote import (any_tracer, as_result, aval, broadcast_shapes, check_dtype, const, convert,
+    describe, is_py_scalar, operand, operands, result_type, static_int, type_error, value_error)
+from sprue.numpy._promote import broadcast_to as _bcast
+from sprue.numpy import _creation_dynamic as _cd
+from sprue.numpy import _dims as _d
 
 __all__ = ["array", "asarray", "astype", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "arange", "linspace", "logspace", "eye", "identity", "tri", "meshgrid"]
@@ -211,8 +211,8 @@ def arange(start, stop=None, step=None, dtype=None):
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     """numpy.linspace, with numpy's algorithm (iota * step + start, the last value set to stop);
     start and stop may be traced (and arrays); a traced or symbolic num: see _creation_dynamic."""
-    from ._ufuncs import _funcs as F
-    from ._shape import moveaxis
+    from sprue.numpy._ufuncs import _funcs as F
+    from sprue.numpy._shape import moveaxis
     if _cd.is_dynamic(num):
         return _cd.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     num = static_int("linspace", num, "num")
@@ -251,9 +251,9 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    from ._ufuncs import _funcs as F
+    from sprue.numpy._ufuncs import _funcs as F
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
-    from ._ufuncs import power
+    from sprue.numpy._ufuncs import power
     out = power(base, y)
     return astype(out, dtype) if dtype is not None else out
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..shapes import DimExpr
-from ..tracing import Tracer, as_dim
-from . import _dims as _d
-from ._promote import (aval, as_result, broadcast_shapes, broadcast_to, check_dtype, const, convert, operands, result_type,
-                       type_error, value_error)
+from sprue.base import dtypes
+from sprue import lax
+from sprue.ir.shapes import DimExpr
+from sprue.trace.tracing import Tracer, as_dim
+from sprue.numpy import _dims as _d
+from sprue.numpy._promote import (aval, as_result, broadcast_shapes, broadcast_to, check_dtype, const, convert,
+    operands, result_type, type_error, value_error)
 
 
 def is_dynamic(*vs) -> bool:
@@ -100,8 +101,8 @@ def arange(start, stop, step, dtype):
 def linspace(start, stop, num, endpoint, retstep, dtype, axis):
     """numpy.linspace with a traced or symbolic count: numpy's algorithm with its branches on the
     count (num - 1 == 0, a step that underflows to 0) taken at run time."""
-    from ._shape import moveaxis
-    from ._ufuncs import _funcs as F
+    from sprue.numpy._shape import moveaxis
+    from sprue.numpy._ufuncs import _funcs as F
     n = _d.size_arg("linspace", num, "the number of samples")
     _d.check_allocation("linspace", (n,), np.float64)
     start, stop = operands("linspace", start, stop)

@@ -19,13 +19,14 @@ import numpy as np
 
 from sprue.runtime.results import MEMORY_CHECK
 
-from .. import dtypes, lax
-from ..core import memory_bytes
-from ..errors import SprueMemoryError, SprueValueError
-from ..lax import GatherDimensionNumbers, GatherScatterMode, gather_p
-from ..shapes import DimExpr, DimVar, dim, format_dim, lower_bound, prove_equal  # noqa: F401 (prove_equal re-exported)
-from ..tracing import Tracer, as_dim, current_builder, dim_value
-from ._promote import aval, const, describe, loc, type_error, value_error
+from sprue.base import dtypes
+from sprue import lax
+from sprue.ir.core import memory_bytes
+from sprue.base.errors import SprueMemoryError, SprueValueError
+from sprue.lax import GatherDimensionNumbers, GatherScatterMode, gather_p
+from sprue.ir.shapes import DimExpr, DimVar, dim, format_dim, lower_bound, prove_equal  # noqa: F401 (prove_equal re-exported)
+from sprue.trace.tracing import Tracer, as_dim, current_builder, dim_value
+from sprue.numpy._promote import aval, const, describe, loc, type_error, value_error
 
 Dim = int | DimExpr
 

@@ -27,15 +27,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..errors import ConcretizationError, SprueError
-from ..lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
-from ..shapes import DimExpr
-from ..tracing import Tracer
-from . import _dims as _d
-from . import _slicing
-from ._promote import (aval, as_result, broadcast_to, const, convert, describe, loc, normalize_axis, operand,
-                       reshape, type_error, value_error)
+from sprue.base import dtypes
+from sprue import lax
+from sprue.base.errors import ConcretizationError, SprueError
+from sprue.lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from sprue.ir.shapes import DimExpr
+from sprue.trace.tracing import Tracer
+from sprue.numpy import _dims as _d
+from sprue.numpy import _slicing
+from sprue.numpy._promote import (aval, as_result, broadcast_to, const, convert, describe, loc, normalize_axis,
+    operand, reshape, type_error, value_error)
 
 __all__ = ["getitem", "IndexUpdateHelper", "take", "take_along_axis", "put_along_axis"]
 
@@ -109,7 +110,7 @@ def _classify(item):
             raise _index_error(f"{_INDEX_KINDS}; got a traced {item.aval.str_short()}")
         return _Entry("dyn" if item.ndim == 0 else "array", item)
     if isinstance(item, (list, tuple)):
-        from ._creation import _leaves, array
+        from sprue.numpy._creation import _leaves, array
         if any(isinstance(v, Tracer) for v in _leaves(item, [])):
             return _classify(array(item, fname="getitem"))
         item = np.asarray(item) if item else np.zeros((0,), np.int64)
@@ -438,7 +439,7 @@ def _index_shapes(arrays) -> tuple:
     """The broadcast shape of the index arrays (run-time checked where only run time can tell)."""
     arr_shapes = [tuple(aval(a).shape) if isinstance(a, Tracer) else tuple(np.shape(a)) for a in arrays]
     if any(_d.has_dynamic(s) for s in arr_shapes):
-        from ._promote import broadcast_shapes
+        from sprue.numpy._promote import broadcast_shapes
         return broadcast_shapes("getitem", *[a if isinstance(a, Tracer) or np.ndim(a) else np.int64(a)
                                              for a in arrays])
     try:
@@ -608,7 +609,7 @@ def scatter_update(x, idx, values, op: str, mode=None):
     _d.check_broadcast_to(fname, v, plan.out_shape, "values")
     v = reshape(broadcast_to(v, plan.out_shape), plan.result_shape)
     if plan.indices is None:  # the whole array: an elementwise op
-        from ._ufuncs import _funcs as F
+        from sprue.numpy._ufuncs import _funcs as F
         whole = {"set": lambda a, b: b, "add": F["add"], "multiply": F["multiply"], "min": F["minimum"],
                  "max": F["maximum"]}[op]
         return as_result(convert(broadcast_to(whole(x, v), xa.shape), xa.dtype))
@@ -639,7 +640,7 @@ class _IndexUpdateRef:
         return scatter_update(self.array, self.index, values, "add", mode)
 
     def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        from ._ufuncs import _funcs as F
+        from sprue.numpy._ufuncs import _funcs as F
         return scatter_update(self.array, self.index, F["negative"](values), "add", mode)
 
     def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
@@ -648,12 +649,12 @@ class _IndexUpdateRef:
     mul = multiply
 
     def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        from ._ufuncs import _funcs as F
+        from sprue.numpy._ufuncs import _funcs as F
         x = self.array
         return scatter_update(x, self.index, F["divide"](getitem(x, self.index, mode="clip"), values), "set", mode)
 
     def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        from ._ufuncs import power
+        from sprue.numpy._ufuncs import power
         x = self.array
         return scatter_update(x, self.index, power(getitem(x, self.index, mode="clip"), values), "set", mode)
 
@@ -682,7 +683,7 @@ class IndexUpdateHelper:
 def _index_operand(fname, indices):
     """Index arrays given as lists stay static numpy arrays (checked at trace time, like x[[0, 2]])."""
     if isinstance(indices, (list, tuple)):
-        from ._creation import _leaves
+        from sprue.numpy._creation import _leaves
         if not any(isinstance(v, Tracer) for v in _leaves(indices, [])):
             return np.asarray(indices) if len(indices) else np.zeros((0,), np.int64)
     return operand(fname, indices)
@@ -693,7 +694,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
          fill_value=None):
     """numpy.take. mode None/'raise' (static indices checked, traced ones clamped), 'clip' (clamped,
     no negative indices), 'wrap' (modulo the axis), or 'fill' (out of bounds give fill_value)."""
-    from ._ufuncs import _funcs as F
+    from sprue.numpy._ufuncs import _funcs as F
     if out is not None:
         raise type_error("take", "out= is not supported (sprue arrays are immutable)")
     a = operand("take", a)
@@ -710,7 +711,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
         _d.check(lax.ne(_d.value(n), np.int64(0)),
                  f"sprue.numpy.take: cannot do a non-empty take from an empty axis{loc()}", key=("nonempty", n))
     if mode == "clip":
-        from ._ufuncs import clip
+        from sprue.numpy._ufuncs import clip
         idx = clip(idx, 0, _d.dmax(n - 1, 0))
     elif mode == "wrap":
         idx = F["remainder"](idx, n)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..lax import GatherScatterMode, ScatterDimensionNumbers
-from ..tracing import Tracer
-from . import _dims as _d
-from ._promote import aval, convert, loc
+from sprue.base import dtypes
+from sprue import lax
+from sprue.lax import GatherScatterMode, ScatterDimensionNumbers
+from sprue.trace.tracing import Tracer
+from sprue.numpy import _dims as _d
+from sprue.numpy._promote import aval, convert, loc
 
 
 def _start(i):

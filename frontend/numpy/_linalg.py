@@ -5,11 +5,12 @@ from __future__ import annotations
 import builtins
 from collections import Counter
 
-from .. import dtypes, lax
-from . import _dims as _d
-from ._promote import (as_result, aval, broadcast_to, describe, normalize_axis, operands, promote,
-                       reshape, static_int, type_error, value_error)
-from ._ufuncs import _funcs as F
+from sprue.base import dtypes
+from sprue import lax
+from sprue.numpy import _dims as _d
+from sprue.numpy._promote import (as_result, aval, broadcast_to, describe, normalize_axis, operands, promote,
+    reshape, static_int, type_error, value_error)
+from sprue.numpy._ufuncs import _funcs as F
 
 __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "kron"]
 
@@ -97,7 +98,7 @@ def vdot(a, b, /):
 
 def vecdot(x1, x2, /, *, axis=-1):
     a, b = promote("vecdot", x1, x2, shape=False)
-    from ._reductions import sum as _sum
+    from sprue.numpy._reductions import sum as _sum
     return _sum(F["multiply"](a, b), axis=axis)
 
 
@@ -174,13 +175,13 @@ def _sum_labels(x, labels, drop):
     axes = tuple(i for i, l in enumerate(labels) if l in drop)
     if not axes:
         return x, labels
-    from ._reductions import _raw
+    from sprue.numpy._reductions import _raw
     return _raw("sum", x, axes), [l for l in labels if l not in drop]
 
 
 def _take_diagonals(x, labels):
     """Repeated labels within one operand ('ii->i', 'ii->'): take the diagonal."""
-    from ._shape import diagonal
+    from sprue.numpy._shape import diagonal
     while True:
         seen = {}
         rep = None
@@ -271,6 +272,6 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
     if perm != tuple(range(len(perm))):
         acc = lax.transpose(acc, perm)
     if preferred_element_type is not None:
-        from ._creation import astype
+        from sprue.numpy._creation import astype
         acc = astype(acc, preferred_element_type)
     return as_result(acc)

@@ -10,13 +10,14 @@ import math
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..shapes import DimExpr
-from ..tracing import Tracer
-from . import _dims as _d
-from ._indexing import _index_error, getitem
-from ._promote import (aval, as_result, const, describe, loc, normalize_axis, operand, reshape, static_int, type_error,
-                       value_error)
+from sprue.base import dtypes
+from sprue import lax
+from sprue.ir.shapes import DimExpr
+from sprue.trace.tracing import Tracer
+from sprue.numpy import _dims as _d
+from sprue.numpy._indexing import _index_error, getitem
+from sprue.numpy._promote import (aval, as_result, const, describe, loc, normalize_axis, operand, reshape,
+    static_int, type_error, value_error)
 
 __all__ = ["nonzero", "flatnonzero", "argwhere", "extract", "compress"]
 
@@ -74,7 +75,7 @@ def nonzero(a, *, size=None, fill_value=None):
 def flatnonzero(a, *, size=None, fill_value=None):
     """numpy.flatnonzero: the indices of the nonzero entries of ravel(a) (a size known at run time,
     or the static `size` as in nonzero)."""
-    from ._shape import ravel
+    from sprue.numpy._shape import ravel
     return nonzero(ravel(operand("flatnonzero", a)), size=size, fill_value=fill_value)[0]
 
 
@@ -122,7 +123,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     """numpy.compress: the slices of a along axis (of ravel(a) when axis is None) where the 1-d
     condition is true; its length is a size known at run time (or the static `size`, as in JAX).
     A condition shorter than the axis counts as False beyond its end."""
-    from ._shape import ravel
+    from sprue.numpy._shape import ravel
     if out is not None:
         raise type_error("compress", "out= is not supported (sprue arrays are immutable)")
     c = operand("compress", condition)
@@ -141,6 +142,6 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
 def extract(condition, arr, *, size=None, fill_value=0):
     """numpy.extract: the entries of ravel(arr) where ravel(condition) is nonzero (a size known at
     run time, or the static `size` as in JAX)."""
-    from ._shape import ravel
+    from sprue.numpy._shape import ravel
     return compress(ravel(_truth("extract", operand("extract", condition))), ravel(operand("extract", arr)),
                     size=size, fill_value=fill_value)

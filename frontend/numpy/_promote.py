@@ -10,13 +10,14 @@ import operator
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..core import ShapedArray, impl_rules
-from ..errors import SprueTypeError, SprueValueError, UnsupportedError, at
-from ..lax import elementwise as _e
-from ..source_info import user_frame_summary
-from ..shapes import DimExpr
-from ..tracing import Tracer
+from sprue.base import dtypes
+from sprue import lax
+from sprue.ir.core import ShapedArray, impl_rules
+from sprue.base.errors import SprueTypeError, SprueValueError, UnsupportedError, at
+from sprue.lax import elementwise as _e
+from sprue.base.source_info import user_frame_summary
+from sprue.ir.shapes import DimExpr
+from sprue.trace.tracing import Tracer
 
 PY_SCALARS = (bool, int, float)
 
@@ -71,7 +72,7 @@ def operand(fname: str, x):
     if isinstance(x, Tracer):
         return x
     if isinstance(x, DimExpr):  # a size used as a number (x.shape[0] * 2.0): its run-time value
-        from ._dims import weak_value
+        from sprue.numpy._dims import weak_value
         return weak_value(x)
     if is_py_scalar(x):
         if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**63:
@@ -84,7 +85,7 @@ def operand(fname: str, x):
                                     f"{', '.join(sorted(str(d) for d in dtypes.SUPPORTED))}")
         return x
     if isinstance(x, (list, tuple)):
-        from ._creation import array
+        from sprue.numpy._creation import array
         return array(x, fname=fname)
     raise type_error(fname, f"{type(x).__name__} object is not a valid array operand; expected an array, a"
                             f" Python or numpy scalar (bool, int, float), or a traced array")
@@ -208,7 +209,7 @@ def broadcast_shapes(fname: str, *xs) -> tuple:
     for i in range(nd):
         dims = [s[len(s) - nd + i] for s in shapes if len(s) - nd + i >= 0]
         if any(not isinstance(d, int) for d in dims):
-            from ._dims import broadcast_dim
+            from sprue.numpy._dims import broadcast_dim
             out.append(broadcast_dim(fname, dims, xs))
             continue
         dims = set(dims)
@@ -229,7 +230,7 @@ def broadcast_to(x, shape, keep_scalar: bool = False):
     if xs == shape or (keep_scalar and not xs and not isinstance(x, Tracer)):
         return x
     nd = len(shape)
-    from ._dims import needs_resize, resize_axis
+    from sprue.numpy._dims import needs_resize, resize_axis
     for i, d in enumerate(xs):
         if needs_resize(d, shape[nd - len(xs) + i]):
             x = resize_axis(x, i, shape[nd - len(xs) + i])

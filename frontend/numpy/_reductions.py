@@ -9,12 +9,13 @@ import math
 
 import numpy as np
 
-from .. import dtypes, lax
-from . import _dims as _d
-from ._promote import (as_result, aval, broadcast_to, check_dtype, const, convert, describe, loc, normalize_axes,
-                       normalize_axis, operand, reshape, type_error, value_error)
-from ._ufuncs import _funcs as F
-from ._ufuncs import where as _where
+from sprue.base import dtypes
+from sprue import lax
+from sprue.numpy import _dims as _d
+from sprue.numpy._promote import (as_result, aval, broadcast_to, check_dtype, const, convert, describe, loc,
+    normalize_axes, normalize_axis, operand, reshape, type_error, value_error)
+from sprue.numpy._ufuncs import _funcs as F
+from sprue.numpy._ufuncs import where as _where
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "ptp", "count_nonzero", "nansum",
@@ -333,7 +334,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """numpy.allclose as a bool array (a traced bool inside a trace: no Python `if` on it)."""
-    from ._ufuncs import isclose
+    from sprue.numpy._ufuncs import isclose
     return all(isclose(a, b, rtol, atol, equal_nan))
 
 

@@ -10,17 +10,18 @@ import math
 
 import numpy as np
 
-from .. import dtypes, lax
-from ._promote import (as_result, aval, convert, describe, normalize_axes, normalize_axis,
-                       is_py_scalar, operand, operands, result_type, static_int, static_shape, type_error, value_error)
-from ..shapes import DimExpr, format_dim
-from ..tracing import Tracer
-from . import _dims as _d
-from ._promote import broadcast_shapes as _bshapes
-from ._promote import loc as _loc
-from ._promote import broadcast_to as _bcast
-from ._promote import reshape as _reshape
-from ._ufuncs import where as _where
+from sprue.base import dtypes
+from sprue import lax
+from sprue.numpy._promote import (as_result, aval, convert, describe, normalize_axes, normalize_axis,
+    is_py_scalar, operand, operands, result_type, static_int, static_shape, type_error, value_error)
+from sprue.ir.shapes import DimExpr, format_dim
+from sprue.trace.tracing import Tracer
+from sprue.numpy import _dims as _d
+from sprue.numpy._promote import broadcast_shapes as _bshapes
+from sprue.numpy._promote import loc as _loc
+from sprue.numpy._promote import broadcast_to as _bcast
+from sprue.numpy._promote import reshape as _reshape
+from sprue.numpy._ufuncs import where as _where
 
 __all__ = ["reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
            "squeeze", "expand_dims", "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
@@ -209,7 +210,7 @@ def _arrays(fname, arrays):
 
 def _common(fname, xs, dtype):
     if dtype is not None:
-        from ._promote import check_dtype
+        from sprue.numpy._promote import check_dtype
         dt = check_dtype(fname, dtype)
     else:
         dt, _ = result_type(*xs)
@@ -393,7 +394,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    from ._reductions import sum as _sum
+    from sprue.numpy._reductions import sum as _sum
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
@@ -497,11 +498,11 @@ def repeat(a, repeats, axis=None):
         if isinstance(av.shape[ax], DimExpr):  # numpy needs one count per element: checked at run time
             _d.check(_d.eq_value(av.shape[ax], len(reps)), f"sprue.numpy.repeat: {len(reps)} repeats for axis"
                      f" {ax} of size {av.shape[ax]} in {describe(a)}{_loc()}")
-            from ._indexing import take
+            from sprue.numpy._indexing import take
             return take(_d.cut_axis(a, ax, len(reps)), np.repeat(np.arange(len(reps)), reps), axis=ax)
         if len(reps) != av.shape[ax]:
             raise value_error("repeat", f"{len(reps)} repeats for axis {ax} of size {av.shape[ax]} in {describe(a)}")
-        from ._indexing import take
+        from sprue.numpy._indexing import take
         return take(a, np.repeat(np.arange(av.shape[ax]), reps), axis=ax)
     r = static_int("repeat", repeats[0] if isinstance(repeats, (list, tuple, np.ndarray)) else repeats, "repeats")
     if r < 0:
@@ -564,7 +565,7 @@ def _split_dynamic(fname, a, ios, ax, strict):
     """split / array_split of an axis of run-time size n. Split points: numpy's slices a[lo:hi].
     Sections k: pieces of n // k (array_split: the first n % k one longer), each a dynamic_slice
     whose start and size are computed from n; split's n % k == 0 is a run-time check."""
-    from ._indexing import getitem
+    from sprue.numpy._indexing import getitem
     n = aval(a).shape[ax]
     lead = (slice(None),) * ax
     if isinstance(ios, (list, tuple, np.ndarray)):

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes, lax
-from . import _dims as _d
-from ..lax import sort_p
-from ._promote import as_result, aval, normalize_axis, operand, reshape, value_error
+from sprue.base import dtypes
+from sprue import lax
+from sprue.numpy import _dims as _d
+from sprue.lax import sort_p
+from sprue.numpy._promote import as_result, aval, normalize_axis, operand, reshape, value_error
 
 __all__ = ["sort", "argsort"]
 

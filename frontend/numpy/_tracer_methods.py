@@ -6,12 +6,12 @@ import types
 
 import numpy as np
 
-from ..shapes import DimExpr
-from ..tracing import Tracer
-from . import _creation, _indexing, _linalg, _reductions, _shape, _sorting, _ufuncs
-from . import _nonzero as _nonzero_mod
-from ..errors import SprueTypeError
-from ._promote import loc, type_error
+from sprue.ir.shapes import DimExpr
+from sprue.trace.tracing import Tracer
+from sprue.numpy import _creation, _indexing, _linalg, _reductions, _shape, _sorting, _ufuncs
+from sprue.numpy import _nonzero as _nonzero_mod
+from sprue.base.errors import SprueTypeError
+from sprue.numpy._promote import loc, type_error
 
 F = _ufuncs._funcs
 _OPERAND_TYPES = (Tracer, DimExpr, np.ndarray, np.generic, bool, int, float, list, tuple)

@@ -13,12 +13,13 @@ import functools
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..core import ShapedArray
-from ..lax import RoundingMethod
-from ..tracing import Tracer
-from ._promote import (aval, as_result, broadcast_shapes, broadcast_to, const, convert, describe, is_py_scalar,
-                       operand, operands, promote, type_error, value_error)
+from sprue.base import dtypes
+from sprue import lax
+from sprue.ir.core import ShapedArray
+from sprue.lax import RoundingMethod
+from sprue.trace.tracing import Tracer
+from sprue.numpy._promote import (aval, as_result, broadcast_shapes, broadcast_to, const, convert, describe,
+    is_py_scalar, operand, operands, promote, type_error, value_error)
 
 _DEFAULTS = (dtypes.bool_, dtypes.int64, dtypes.float64)
 
@@ -432,7 +433,7 @@ def where(condition, x=None, y=None, /):
     form is nonzero(condition): index arrays of a size computed at run time."""
     if x is None or y is None:
         if x is None and y is None:
-            from . import nonzero
+            from sprue.numpy import nonzero
             return nonzero(condition)
         raise type_error("where", "either both or neither of x and y must be given")
     c, x, y = operands("where", condition, x, y)

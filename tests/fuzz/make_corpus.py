@@ -104,7 +104,7 @@ def _programs():
 
 
 def _loads_jaxpr(text: str) -> bool:
-    from sprue.saved import parse_saved
+    from sprue.api.saved import parse_saved
     try:
         parse_saved(text, "<seed>")
         return True
@@ -158,8 +158,8 @@ def main() -> None:
                 per_op[op] = per_op.get(op, 0) + 1
                 n_s += 1
     # vocabularies
-    from sprue.core import primitives
-    from sprue.jaxpr_params import CALLS, IDENTITIES
+    from sprue.ir.core import primitives
+    from sprue.io.jaxpr_params import CALLS, IDENTITIES
     words = set(primitives) | set(CALLS) | set(IDENTITIES)
     for p in jd.glob("*.jaxpr"):
         words |= set(re.findall(r"\b([a-z_]+)=", p.read_text()))   # param names

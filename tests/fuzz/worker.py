@@ -58,8 +58,8 @@ os.environ.setdefault("SPRUE_NO_CACHE", "1")   # no compile-cache entries for fu
 import numpy as np  # noqa: E402
 
 import sprue  # noqa: E402
-from sprue.errors import SprueError  # noqa: E402
-from sprue import saved  # noqa: E402
+from sprue.base.errors import SprueError  # noqa: E402
+from sprue.api import saved  # noqa: E402
 
 _SUFFIX = {"jaxpr": ".jaxpr", "stablehlo": ".mlir", "huge": ".jaxpr", "options": ".json", "fork": ".json"}
 

@@ -1,0 +1,714 @@
+"""`sprue.qjit`: trace a function per call signature, compile it ahead of time to a native shared
+library, and call it through the cffi runtime.
+
+A signature is the pytree structure of the arguments, each leaf's shape/dtype/weak-type, and the
+values of static arguments. With type hints on every parameter the signature is fixed, the function
+compiles at decoration time, and calls that do not fit the hints raise instead of recompiling.
+
+Calls whose arguments are ndarrays and Python/numpy scalars (positionally, by keyword or by default)
+take a fast path after the first call with the same types, dtypes, shapes and static values: a
+caller generated for that signature (sprue.runtime.fastcall) checks exactly those and calls the
+kernel with preallocated descriptors, without binding, flattening or abstracting. Everything else
+(pytrees, array-likes, out=, calls while tracing, any mismatch) takes the general path, which
+raises every error. The fast path is safe for concurrent calls from several threads.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import shutil
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from sprue.api import compile_cache
+from sprue.api.traced import TracedFunction, abstractify, param_path, trace_function
+from sprue.ir.core import ShapedArray, allocation_sites
+from sprue.base.errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
+from sprue.api.hints import hint_to_avals, is_hint
+from sprue.base.pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
+from sprue.ir.shapes import dim as dim_of, dim_vars_of
+from sprue.base.source_info import user_frame_of
+from sprue.trace.tracing import _state as _trace_state, current_builder
+from sprue.runtime.dtypes import is_masked_array
+from sprue.runtime.fastcall import MISS, SINGLE, Array, Const, Scalar, Skip
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_PY_SCALARS = (float, int, bool)
+_MAX_PLANS = 1024   # fast-path entries per function (one per distinct argument shapes); then start over
+
+
+def _no_plan(args):
+    return MISS
+
+
+# -- static arguments ------------------------------------------------------------------------------
+# A static argument is compiled in, so two values may share a compilation only if the function
+# cannot tell them apart. == is not enough: 100 == np.int8(100), 3 == 3.0 == True, 0.0 == -0.0, and
+# (1, 2) == (1.0, 2); JAX keys static arguments by type and value too. And a value's hash is taken
+# when it is compiled: an object mutated since (its __hash__/__eq__ follow its fields) no longer
+# matches, though it is the same object.
+_EXACT_STATIC = (int, bool, str, bytes, type(None))   # exact types whose == tells values apart
+
+
+def static_key(value):
+    """A static argument's part of a cache key: its type and its value, recursively through tuples
+    (named tuples too) and frozensets; floats and complex numbers by their bits."""
+    t = type(value)
+    if isinstance(value, tuple):
+        return (t, tuple(static_key(v) for v in value))
+    if isinstance(value, frozenset):
+        return (t, frozenset(static_key(v) for v in value))
+    if t in (float, complex) or isinstance(value, (np.floating, np.complexfloating)):
+        return (t, np.asarray(value).tobytes())
+    return (t, value)
+
+
+def _unhashable_part(value):
+    """The first unhashable object inside a static argument (itself, or an item of a tuple)."""
+    if isinstance(value, (tuple, frozenset)):
+        for v in value:
+            try:
+                hash(v)
+            except TypeError:
+                return _unhashable_part(v)
+    return value
+
+
+def _static_matcher(value):
+    """`same(arg)` for the fast path: arg is what `value` was when it was compiled (static_key
+    equal, with the hash it had then). None where the fast path's own exact check suffices."""
+    t = type(value)
+    if t in _EXACT_STATIC:
+        return None
+    if t is float:
+        bits = value.hex()   # tells 0.0 from -0.0; == first, for speed
+        return lambda a: type(a) is float and (a == value and value != 0.0 or a.hex() == bits)
+    key = static_key(value)
+    h = hash(key)
+
+    def same(a):
+        try:
+            k = static_key(a)
+            return hash(k) == h and k == key
+        except TypeError:   # unhashable now: the general path raises the error that says so
+            return False
+    return same
+
+
+@dataclass
+class ImplicitDim:
+    """A size passed as an implicit argument: read from the axes of the explicit arguments that
+    carry it (all of which must agree)."""
+    name: str
+    sources: list[tuple[int, int]]   # (explicit leaf index, axis)
+
+
+@dataclass
+class Compiled:
+    """One compiled signature of a qjit'd function."""
+    traced: TracedFunction
+    stablehlo: str
+    library: Path
+    function: Callable  # the runtime's CompiledFunction: flat arrays in, flat results out
+    implicit: list[ImplicitDim]
+    signature: "FunctionSignature | None" = None   # from type hints with size expressions
+
+    def call(self, leaves: list, paths: list[str], fn_name: str, out=None) -> list:
+        args = self.flat_args(leaves, paths, fn_name)
+        if out is None:
+            return self.function(*args)
+        from sprue.api.shape_functions import flat_destinations
+        return self.function(*args, out=flat_destinations(out, self.traced.out_tree, fn_name))
+
+    def result_shapes(self, leaves: list, paths: list[str], fn_name: str) -> list:
+        """The flat results' shapes for these leaves, from the shape function (no kernel run)."""
+        return self.function.result_shapes(*self.flat_args(leaves, paths, fn_name))
+
+    def flat_args(self, leaves: list, paths: list[str], fn_name: str) -> list:
+        """The compiled function's flat arguments: the implicit sizes, then the leaves."""
+        if self.signature is not None:
+            return [*_sizes_from_signature(self.signature, leaves), *leaves]
+        if not self.implicit:
+            return leaves
+        return [*(_size_of(dim, leaves, paths, fn_name) for dim in self.implicit), *leaves]
+
+
+def _sizes_from_signature(sig: "FunctionSignature", leaves) -> list[int]:
+    """The implicit sizes of a hinted function, from its arguments' shapes: every size expression
+    is checked (`m*4` must divide, `n+1` must agree), with messages naming the parameter and axis."""
+    from sprue.api.signatures import match
+    shapes = [np.shape(x) for x in leaves]
+    b = match(sig.fn_name, sig.params, shapes, [s.dtype if s.dtype is not None else np.asarray(x).dtype
+                                                 for s, x in zip(sig.params, leaves)])
+    return [b.env[n] for n in sig.names]
+
+
+def _size_of(dim: ImplicitDim, leaves, paths, fn_name: str) -> int:
+    size, first = None, None
+    for leaf, axis in dim.sources:
+        shape = np.shape(leaves[leaf])
+        if len(shape) <= axis:
+            raise SprueValueError(f"{fn_name}(): argument '{paths[leaf]}' has shape {shape}, but axis {axis}"
+                                  f" should hold the size '{dim.name}'")
+        if size is None:
+            size, first = shape[axis], (leaf, axis)
+        elif shape[axis] != size:
+            raise SprueValueError(
+                f"{fn_name}(): size mismatch for '{dim.name}': argument '{paths[first[0]]}' axis {first[1]} has"
+                f" size {size}, but argument '{paths[leaf]}' axis {axis} has size {shape[axis]}")
+    return size
+
+
+_INSTANCES: "weakref.WeakSet[QJIT]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """os.fork() copies only the calling thread: a lock another thread held (compiling) would stay
+    held in the child for ever. The locks here guard Python state only, so fresh ones are safe (the
+    build root is compile_cache's, which makes the child its own)."""
+    for f in list(_INSTANCES):
+        f._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class QJIT:
+    """A function compiled ahead of time, once per call signature."""
+
+    def __init__(self, fn: Callable, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
+                 keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None,
+                 cast_arguments: bool = False):
+        if not callable(fn):
+            raise SprueTypeError(f"qjit expects a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = getattr(fn, "__name__", "function")
+        self.signature = inspect.signature(fn)
+        params = list(self.signature.parameters.values())
+        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        self.static_names: set[str] = set(names)
+        for n in nums:
+            if not -len(params) <= n < len(params) or params[n].kind not in _POSITIONAL:
+                raise SprueValueError(f"qjit({self.name}): static_argnums {n} is not a positional parameter")
+            self.static_names.add(params[n].name)
+        for n in names:
+            if n not in self.signature.parameters:
+                raise SprueValueError(f"qjit({self.name}): static_argnames '{n}' is not a parameter")
+        self.keep_intermediate = keep_intermediate
+        self.cast_arguments = bool(cast_arguments)
+        self.abstracted_axes = _check_abstracted_axes(abstracted_axes, self.name)
+        self.compile_count = 0  # how many times this function was traced and compiled
+        self._cache: dict[Any, Compiled] = {}
+        self._lock = threading.Lock()   # reset in a forked child (_after_fork_in_child)
+        _INSTANCES.add(self)
+        self._last: Compiled | None = None
+        self._fixed: Compiled | None = None
+        self._callees: dict = {}   # signature -> the traced callee of calls inside other traces
+        # The fast path (see __call__): positional calls whose arguments are plain arrays and scalars.
+        self._plans: dict = {}      # _fast_key(args) -> caller (runtime/fastcall.py) of one Compiled
+        self._mono: Callable = _no_plan   # the most recently used caller: tried first, no key built
+        self._positional = all(p.kind in _POSITIONAL for p in params)
+        self._nparams = len(params)
+        self._param_names = tuple(p.name for p in params)
+        self._static_pos = frozenset(i for i, p in enumerate(params) if p.name in self.static_names)
+        self._by_keyword = tuple(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+        self._defaults = tuple(p.default for p in params)
+        self.fsig = None
+        hints = self._hints()
+        if hints is not None:
+            from sprue.api.signatures import function_signature
+            self.fsig = function_signature(fn, self.name)
+            self._fixed = self._compile(hints, {})
+
+    # -- signatures -------------------------------------------------------------------------
+    def _hints(self) -> dict | None:
+        """Per-parameter abstract values when every parameter has a sprue type hint."""
+        params = self.signature.parameters.values()
+        if self.static_names or not params:
+            return None
+        out = {}
+        for p in params:
+            if p.kind not in _POSITIONAL or p.annotation is inspect.Parameter.empty or not is_hint(p.annotation):
+                return None
+            out[p.name] = hint_to_avals(p.annotation)
+        return out
+
+    def _bind(self, args, kwargs) -> tuple[dict, dict]:
+        """Split a call's arguments into (dynamic by name, static by name)."""
+        if not kwargs and self._positional and len(args) == self._nparams:   # what bind() would do
+            dynamic, static = {}, {}
+            for name, v in zip(self._param_names, args):
+                (static if name in self.static_names else dynamic)[name] = v
+            return dynamic, static
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise SprueTypeError(f"{self.name}(): {e}") from None
+        bound.apply_defaults()
+        dynamic, static = {}, {}
+        for k, v in bound.arguments.items():
+            (static if k in self.static_names else dynamic)[k] = v
+        return dynamic, static
+
+    def _static_key(self, static: dict):
+        key = []
+        for k in sorted(static):
+            try:
+                hash(static[k])
+            except TypeError as e:
+                bad = _unhashable_part(static[k])
+                inner = "" if bad is static[k] else f" (it holds a {type(bad).__name__})"
+                raise SprueTypeError(
+                    f"{self.name}(): static argument '{k}' must be hashable, got {type(static[k]).__name__}{inner}:"
+                    f" {e}. A static argument is compiled in and looked up by its value: pass a tuple for a"
+                    f" list, or make '{k}' a non-static argument for an array") from None
+            key.append((k, static_key(static[k])))
+        return tuple(key)
+
+    # -- compilation ------------------------------------------------------------------------
+    def _compile(self, dynamic: dict, static: dict) -> Compiled:
+        names = list(dynamic)   # parameters in positional order: the jaxpr's invars follow it
+        traced = trace_function(lambda *vals: self._call_user(dict(zip(names, vals)), static),
+                                tuple(dynamic.values()), {}, names)
+        out_dir = self._out_dir()
+        # one file name per signature: dlopen returns an already-loaded library for a path it has seen
+        name = compile_cache.folder_name(self.name)   # (a file name: any Python name, any length)
+        stem = name if not self._cache else f"{name}_{len(self._cache)}"
+        if self.keep_intermediate:
+            (out_dir / f"{stem}.jaxpr").write_text(str(traced.closed_jaxpr) + "\n")
+        n_implicit = len(traced.closed_jaxpr.jaxpr.invars) - len(traced.in_paths)
+        text, library, function, implicit = compile_closed_jaxpr(
+            traced.closed_jaxpr, n_implicit, list(traced.in_paths), out_dir, stem, bool(self.keep_intermediate))
+        self.compile_count += 1
+        return Compiled(traced, text, library, function, implicit, self.fsig if self.fsig and self.fsig.names else None)
+
+    def _call_user(self, dyn: dict, static: dict):
+        """The user's function on traced dynamic arguments and the static ones, by name."""
+        bound = inspect.BoundArguments(self.signature, {**static, **dyn})
+        ordered = {k: bound.arguments[k] for k in self.signature.parameters if k in bound.arguments}
+        bound.arguments = ordered
+        try:
+            out = self.fn(*bound.args, **bound.kwargs)
+        except TypeError as e:
+            nones = [] if isinstance(e, SprueError) else [p for k, v in dyn.items() for p in none_paths(v, k)]
+            if not nones:
+                raise
+            # `None * 2` on an argument that is None: Python's TypeError names neither the line nor why
+            raise SprueTypeError(
+                f"{self.name}(): {e}{at(user_frame_of(e.__traceback__))}: argument{'s' if len(nones) > 1 else ''}"
+                f" {', '.join(nones)} {'is' if len(nones) == 1 else 'are'} None, which reaches the function as None"
+                f" (an empty pytree), not as an array") from e
+        if self.fsig is not None and self.fsig.results is not None:
+            self._check_results(out)
+        return out
+
+    def _check_results(self, out) -> None:
+        """The return annotation, checked in the trace (run-time constraints become checks)."""
+        from sprue.api.signatures import Binding, check_results
+        from sprue.base.source_info import user_frame_summary
+        builder = current_builder()
+        env = dict(builder.named_dims)
+        binding = Binding(env, self.fsig.bound_at())
+        check_results(self.name, self.fsig.results, tree_flatten(out)[0], binding, where=user_frame_summary())
+
+    def _out_dir(self) -> Path:
+        return out_dir_for(self.name, self.keep_intermediate)
+
+    def _lookup(self, dynamic: dict, static: dict) -> tuple[Compiled, list]:
+        names = list(dynamic)
+        leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
+        paths = [_named_path(p, names) for p in paths]
+        _refuse_masked(leaves, paths, self.name)
+        if self._fixed is not None:
+            self._check_fits_hints(tree, leaves, paths)
+            return self._fixed, leaves
+        avals = tuple(abstractify(x, p) for x, p in zip(leaves, paths))
+        if self.abstracted_axes is not None:
+            avals = _abstract_axes(self.abstracted_axes, dynamic, tree, avals, self.name)
+        key = (self._static_key(static), tree, avals)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            with self._lock:
+                compiled = self._cache.get(key)
+                if compiled is None:
+                    compiled = self._compile(dict(zip(names, tree_unflatten(tree, avals))), static)
+                    self._cache[key] = compiled
+        return compiled, leaves
+
+    def _check_fits_hints(self, tree: TreeDef, leaves, paths):
+        hinted = self._fixed.traced.in_tree.children[0]  # in_tree is ((hints by position), {})
+        if tree != hinted:
+            raise SprueTypeError(f"{self.name}(): arguments {tree} do not match the type hints {hinted};"
+                                 f" functions compiled from type hints do not recompile")
+        if not self.cast_arguments:
+            self._check_hinted_dtypes(leaves, paths)
+
+    def _check_hinted_dtypes(self, leaves, paths) -> None:
+        """A hinted parameter takes arrays and numpy scalars of exactly its dtype (see
+        check_argument_dtypes); qjit(cast_arguments=True) converts safe casts instead."""
+        invars = self._fixed.traced.closed_jaxpr.jaxpr.invars
+        avals = [v.aval for v in invars[len(invars) - len(leaves):]]
+        specs = self.fsig.params if self.fsig is not None else [None] * len(leaves)
+        declared = [f"hinted sprue.{spec.type_text_for(a.dtype)}" if spec is not None and spec.dtype is not None
+                    else f"hinted {({'b': 'bool', 'i': 'int', 'f': 'float'}.get(a.dtype.kind, a.dtype.name))}"
+                    for spec, a in zip(specs, avals)]
+        check_argument_dtypes(self.name, leaves, paths, avals, declared,
+                              "or compile with qjit(cast_arguments=True) to convert")
+
+    # -- calling ------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        # The fast path: positional arguments that are ndarrays and Python/numpy scalars, with the
+        # types, dtypes, shapes and static values of a call that went through the general path
+        # before. Its caller (runtime/fastcall.py) checks exactly those and fills preallocated
+        # descriptors; the implicit sizes are constants of the shapes. Anything else, or MISS,
+        # takes the general path, which raises every error it always did.
+        if not _trace_state.stack:
+            full = args if not kwargs and len(args) == self._nparams else self._complete(args, kwargs)
+            if full is not None:
+                res = self._mono(full)
+                if res is not MISS:
+                    return res
+                key = self._fast_key(full)
+                if key is not None:
+                    try:
+                        plan = self._plans.get(key)
+                    except TypeError:   # an unhashable static argument: the general path says so
+                        plan = None
+                    if plan is not None:
+                        res = plan(full)
+                        if res is not MISS:
+                            self._mono, self._last = plan, plan.compiled
+                            return res
+        return self._call(args, kwargs)
+
+    def _complete(self, args: tuple, kwargs: dict) -> tuple | None:
+        """Every parameter's value in order, as signature.bind + apply_defaults would find them,
+        when all parameters are positional; None otherwise (and for any call bind refuses)."""
+        n = self._nparams
+        if not self._positional or len(args) > n or ("out" in kwargs and "out" not in self._param_names):
+            return None
+        rest, used = [], 0
+        for i in range(len(args), n):
+            name = self._param_names[i]
+            if name in kwargs:
+                if not self._by_keyword[i]:
+                    return None
+                rest.append(kwargs[name])
+                used += 1
+            elif self._defaults[i] is not inspect.Parameter.empty:
+                rest.append(self._defaults[i])
+            else:
+                return None
+        if used != len(kwargs):   # unknown names, or a parameter passed twice
+            return None
+        return args + tuple(rest)
+
+    def _call(self, args, kwargs):
+        """The general path of a call."""
+        if current_builder() is not None:
+            # called while tracing another function: a call equation (compiled as its own function)
+            from sprue.api.call_sites import call_in_trace
+            return call_in_trace(self, args, kwargs)
+        # out=: destinations shaped like the results (runtime/function.py), unless `out` is a parameter
+        out = kwargs.pop("out", None) if "out" not in self.signature.parameters else None
+        dynamic, static = self._bind(args, kwargs)
+        compiled, leaves = self._lookup(dynamic, static)
+        self._last = compiled
+        self._mono = _no_plan
+        full = None
+        if out is None:
+            full = args if not kwargs and len(args) == self._nparams else self._complete(args, kwargs)
+        if full is not None:
+            key = self._fast_key(full)
+            if key is not None:
+                args_list = compiled.flat_args(leaves, compiled.traced.in_paths, self.name)
+                plan = self._plan(full, key, compiled, args_list)
+                if plan is not None:
+                    self._mono = plan
+                outs = compiled.function(*args_list)
+                return tree_unflatten(compiled.traced.out_tree, outs)
+        outs = compiled.call(leaves, compiled.traced.in_paths, self.name, out)
+        return tree_unflatten(compiled.traced.out_tree, outs)
+
+    def _fast_key(self, args) -> tuple | None:
+        """The fast path's key of a positional call: per argument its static value's key
+        (static_key: type and value), or (dtype, shape) of an ndarray, or the type of a
+        Python/numpy scalar; None when some argument is anything else (a pytree, an array-like,
+        an ndarray subclass)."""
+        if len(args) != self._nparams or not self._positional:
+            return None
+        key = []
+        static = self._static_pos
+        for i, a in enumerate(args):
+            t = type(a)
+            if i in static:
+                key.append(static_key(a))
+            elif t is np.ndarray:
+                key.append((a.dtype, a.shape))
+            elif t in _PY_SCALARS or issubclass(t, np.generic):
+                key.append(t)
+            else:
+                return None
+        return tuple(key)
+
+    def _plan(self, args, key: tuple, compiled: Compiled, flat: list):
+        """Make and remember the fast caller for calls with this key (after the general path found
+        `compiled` and its flat arguments `flat` for `args`); None when the runtime has none."""
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        n_implicit = len(flat) - (len(args) - len(self._static_pos))
+        if not all(type(v) is int or isinstance(v, np.integer) for v in flat[:n_implicit]):
+            return None
+        kinds = [Const(int(v)) for v in flat[:n_implicit]]
+        for i, a in enumerate(args):
+            if i in self._static_pos:
+                kinds.append(Skip(a, _static_matcher(a)))
+            elif type(a) is np.ndarray:
+                kinds.append(Array(a.dtype, a.shape))
+            else:
+                kinds.append(Scalar(type(a)))
+        out_tree = compiled.traced.out_tree
+        finish = SINGLE if out_tree.kind == "leaf" else functools.partial(tree_unflatten, out_tree)
+        specialize = getattr(compiled.function, "specialize", None)
+        plan = None if specialize is None else specialize(kinds, finish)
+        if plan is None:
+            return None
+        plan.compiled = compiled
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = plan
+        return plan
+
+    def result_shapes(self, *args, **kwargs):
+        """The shapes of the results of `self(*args, **kwargs)`, shaped like the results, from the
+        compiled shape function without running the kernel (compiling first if no compiled
+        signature fits, as a call would). Raises NoShapeFunctionError when a result's size is
+        computed from data."""
+        dynamic, static = self._bind(args, kwargs)
+        compiled, leaves = self._lookup(dynamic, static)
+        shapes = compiled.result_shapes(leaves, compiled.traced.in_paths, self.name)
+        return tree_unflatten(compiled.traced.out_tree, shapes)
+
+    # -- inspection ---------------------------------------------------------------------------
+    def _latest(self, what: str) -> Compiled:
+        c = self._last or self._fixed
+        if c is None:
+            raise SprueValueError(f"{self.name}.{what} is not available yet: call the function once (or give"
+                                  f" every parameter a type hint) so that it is traced and compiled")
+        return c
+
+    @property
+    def jaxpr(self):
+        """The closed jaxpr of the most recent compilation."""
+        return self._latest("jaxpr").traced.closed_jaxpr
+
+    @property
+    def mlir(self) -> str:
+        """The StableHLO module of the most recent compilation."""
+        return self._latest("mlir").stablehlo
+
+    def __repr__(self):
+        return f"<sprue.qjit {self.name}>"
+
+
+def check_argument_dtypes(fn_name: str, leaves, paths, avals, declared: list[str], opt_in: str) -> None:
+    """Arrays and numpy scalars must have exactly the declared dtype (byte order aside): an f32 or
+    i64 array is not silently converted into an f64 parameter. Python scalars are weakly typed and
+    judged by value by the runtime (runtime/arguments.py); non-arrays are refused there too.
+    `declared[i]` says how leaf i is declared ("hinted sprue.f64[3]"); `opt_in` how to convert."""
+    for x, path, aval, decl in zip(leaves, paths, avals, declared):
+        if type(x) in _PY_SCALARS:
+            continue
+        dt = getattr(x, "dtype", None)
+        if not isinstance(dt, np.dtype) or dt.newbyteorder("=") == aval.dtype:
+            continue
+        what = "a numpy scalar" if isinstance(x, np.generic) else f"an array of shape {tuple(np.shape(x))}"
+        raise ArgumentTypeError(
+            f"{fn_name}(): argument '{path}' is {decl} but got {what} of dtype {dt.name}: sprue does not convert"
+            f" arguments silently; pass {path}.astype(np.{aval.dtype.name}), {opt_in} dtypes that cast safely"
+            f" (numpy's 'safe' casting: f32 or i32 into f64)")
+
+
+def _refuse_masked(leaves, paths, fn_name: str) -> None:
+    """A numpy masked array's mask would be dropped (the compiled code sees its data only): refuse
+    it, as JAX does ("numpy masked arrays are not supported as direct inputs to JAX functions")."""
+    for x, path in zip(leaves, paths):
+        if is_masked_array(x):
+            raise ArgumentTypeError(
+                f"{fn_name}(): argument '{path}' is a numpy masked array, which sprue does not take (its mask"
+                f" would be dropped): pass {path}.filled(fill_value) to replace the masked entries, or"
+                f" {path}.data to ignore the mask")
+
+
+def out_dir_for(name: str, keep_intermediate) -> Path:
+    """Where a compilation's files go: a scratch folder, or the kept-intermediates folder."""
+    if keep_intermediate and not isinstance(keep_intermediate, bool):
+        d = Path(keep_intermediate)
+    elif keep_intermediate:
+        d = Path.cwd() / "sprue_build" / compile_cache.folder_name(name)
+    else:
+        return compile_cache.build_folder(name)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: Path, stem: str,
+                         keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = "host",
+                         **build_options):
+    """Lower a closed jaxpr, build its shared library and load it (the path qjit and sprue.load
+    share). The first n_implicit invars are implicit sizes, read at call time from the axes of the
+    explicit arguments (named in_names). Returns (stablehlo text, library, function, implicit).
+
+    The library comes from the compile cache (compile_cache.py) when an entry for this jaxpr,
+    these names and build options exists (`opt_level`, `cpu` and any other keyword: all are
+    passed to lowering/backend.py build_shared_library, and all are part of the cache key): then
+    neither the MLIR bindings nor llvmlite are imported. Otherwise it is compiled into a new
+    entry, or, with keep_intermediate or the cache off, into `out_dir` as `<stem>.so`."""
+    from sprue.runtime import Signature, TensorSpec, load
+
+    jaxpr = closed.jaxpr
+    implicit = [ImplicitDim(v.dim.name, []) for v in jaxpr.invars[:n_implicit]]
+    by_var = {v.dim: d for v, d in zip(jaxpr.invars[:n_implicit], implicit)}
+    for leaf, v in enumerate(jaxpr.invars[n_implicit:]):
+        for axis, d in enumerate(v.aval.shape):
+            for dv in dim_vars_of(d):
+                if dv in by_var and d == dim_of(dv):
+                    by_var[dv].sources.append((leaf, axis))
+
+    options = {"opt_level": opt_level, "cpu": cpu, **build_options}
+    cache = None if keep_intermediate else compile_cache.default_cache()
+    key = None
+    if cache is not None:
+        components = compile_cache.key_components(closed, n_implicit, in_names, options)
+        key = None if components is None else compile_cache.key_of(components)
+        try:   # verified (sizes, sha256s, owner and mode) and loaded, or None
+            hit = None if key is None else cache.load(key, stem)
+        except compile_cache.UntrustedCache as e:
+            compile_cache.log.warning("sprue: not using the compile cache for %s: %s; compiling without it", stem, e)
+            hit, key = None, None
+        if hit is not None:
+            compile_cache.count("hits")
+            return hit[0].stablehlo, hit[0].library, _explained(hit[1], jaxpr), implicit
+        compile_cache.count("misses")
+
+    from sprue.lowering.backend import build_shared_library
+    from sprue.lowering.stablehlo import lower
+    from sprue.runtime import save_signature
+    from sprue.api.shape_functions import shape_function_of
+
+    names = [d.name for d in implicit] + list(in_names)
+    # With run-time checks (its own, or the entry checks of its sizes), @main returns a status first.
+    lowered = lower(closed, name="main", arg_names=names)
+    text = lowered.text
+    sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
+                    [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
+                     for i, a in enumerate(jaxpr.outvars)],
+                    status_messages=lowered.check_messages if lowered.has_status else None,
+                    shape_function=shape_function_of(jaxpr))
+    if key is not None:
+        try:
+            staging = cache.staging(key)
+        except OSError as e:
+            compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
+            key = None
+    if key is None:
+        library = build_shared_library(text, out_dir, name=stem, keep_intermediate=keep_intermediate, **options)
+        save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
+        return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
+    try:   # built in a private folder inside the cache, then published atomically
+        library = build_shared_library(text, staging, name="lib", **options)
+        save_signature(library, sig, "main", stem)
+        (staging / compile_cache.STABLEHLO).write_text(text)
+        try:
+            library = cache.commit(key, staging, {"name": stem}).library
+            library = compile_cache.loadable(library, out_dir / f"{stem}.so")
+        except (OSError, compile_cache.UntrustedCache) as e:
+            compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
+            library = Path(shutil.copy2(library, out_dir / f"{stem}.so"))
+            save_signature(library, sig, "main", stem)
+    finally:
+        cache.finish(staging)   # deleted unless published, and its lock released
+    return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
+
+
+def _explained(function, jaxpr):
+    """`function` (the runtime's CompiledFunction) naming, when an allocation fails while it runs,
+    the arrays of the jaxpr with that byte count and the source lines that make them."""
+    function.explain_allocation = functools.partial(allocation_sites, jaxpr)
+    return function
+
+
+def _runtime_shape(aval: ShapedArray) -> tuple:
+    return tuple(d if isinstance(d, int) else None for d in aval.shape)
+
+
+def _check_abstracted_axes(spec, fn_name: str):
+    """Catalyst's abstracted_axes: {axis: name} for every array argument, or a tuple with one
+    such dict (or None) per positional argument."""
+    if spec is None:
+        return None
+    entries = spec if isinstance(spec, (tuple, list)) else [spec]
+    for e in entries:
+        if e is None:
+            continue
+        if not isinstance(e, dict) or not all(isinstance(k, int) and isinstance(v, str) and v.isidentifier()
+                                               for k, v in e.items()):
+            raise SprueTypeError(f"qjit({fn_name}): abstracted_axes entries must be dicts {{axis: \"name\"}}"
+                                 f" (or None), got {e!r}")
+    return spec
+
+
+def _named_path(path: str, names: list[str]) -> str:
+    """'[1]['w']' (a path into the tuple of arguments) -> "params['w']"."""
+    end = path.index("]")
+    return names[int(path[1:end])] + path[end + 1:]
+
+
+def _abstract_axes(spec, dynamic: dict, tree: TreeDef, avals: tuple, fn_name: str) -> tuple:
+    """The leaves' avals with the abstracted axes' sizes replaced by their names."""
+    per_arg = list(spec) if isinstance(spec, (tuple, list)) else None
+    out, leaf = [], 0
+    for i, (name, value) in enumerate(dynamic.items()):   # leaves follow the parameters' order
+        n_leaves = len(tree_flatten(value)[0])
+        axes = spec if per_arg is None else (per_arg[i] if i < len(per_arg) else None)
+        for aval in avals[leaf:leaf + n_leaves]:
+            if axes and aval.ndim:
+                shape = list(aval.shape)
+                for axis, dim_name in axes.items():
+                    if not -aval.ndim <= axis < aval.ndim:
+                        raise SprueValueError(f"{fn_name}(): abstracted axis {axis} is out of range for"
+                                              f" argument '{name}' of shape {aval.shape}")
+                    shape[axis] = dim_name
+                aval = aval.update(shape=tuple(shape))
+            out.append(aval)
+        leaf += n_leaves
+    return tuple(out)
+
+
+def qjit(fn: Callable | None = None, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
+         keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None, cast_arguments: bool = False):
+    """Compile `fn` ahead of time. Usable as `@qjit` or `@qjit(static_argnums=..., ...)`.
+
+    `abstracted_axes` makes sizes dynamic (one compilation for every size): `{0: "n"}` for every
+    array argument, or a tuple with one dict per argument; a name used twice is one size.
+    A parameter with a type hint (`x: sprue.f64[3]`) takes arrays of exactly that dtype;
+    `cast_arguments=True` converts those whose dtype casts safely (f32 or i32 into f64), on each
+    call. Without hints there is no conversion: another dtype is another compilation.
+    `f.compile_count` counts the compilations."""
+    if fn is None:
+        return functools.partial(qjit, static_argnums=static_argnums, static_argnames=static_argnames,
+                                 keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes,
+                                 cast_arguments=cast_arguments)
+    return QJIT(fn, static_argnums=static_argnums, static_argnames=static_argnames,
+                keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes,
+                cast_arguments=cast_arguments)

@@ -1,0 +1,453 @@
+"""Evaluating a parsed jaxpr (sprue.jaxpr_parser's AST) by binding sprue's primitives under a trace.
+
+Every equation goes through `Primitive.bind`, so sprue's shape rules re-check the program and
+the result is a ClosedJaxpr built exactly like a traced one; each equation's declared output types
+are then compared with the computed ones. Calls (`pjit`, `closed_call`, `custom_jvp_call`, ...) are
+inlined; nested jaxprs of control flow are traced into ClosedJaxprs of their own.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sprue.base import dtypes
+from sprue.ir.core import ShapedArray, aval_of_value, primitives
+from sprue.base.errors import SprueError, SprueMemoryError
+from sprue.io.jaxpr_lexer import JaxprError, JaxprUnsupportedError
+from sprue.io.jaxpr_params import (ALIASES, CALLS, HARMLESS, IDENTITIES, NO_FILL, REQUIRED, RESET, convert_param,
+    convert_value, sprue_params)
+from sprue.io.jaxpr_parser import Binder, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
+from sprue.ir.shapes import DimExpr, dim_out_of_range, format_dim, prove_equal
+from sprue.trace.tracing import Tracer, as_dim, current_builder, trace_scope
+
+
+def _kind(dt) -> str:
+    return "b" if dtypes.is_bool(dt) else ("f" if dtypes.is_float(dt) else "i")
+
+
+def _lit_kind(text: str) -> str:
+    if text in ("True", "False"):
+        return "b"
+    if any(c in text for c in ".eE") or text.lstrip("-") in ("inf", "nan"):
+        return "f"
+    return "i"
+
+
+class Evaluator:
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self.filename = prog.filename
+
+    # -- errors -------------------------------------------------------------------------------
+    def error(self, msg: str, tok=None, cls=JaxprError):
+        return cls(msg, self.filename, tok.line if tok else 0, tok.col if tok else 0)
+
+    def unsupported(self, msg: str, tok=None):
+        return self.error(msg, tok, JaxprUnsupportedError)
+
+    # -- types --------------------------------------------------------------------------------
+    def dtype(self, t: TypeAST):
+        try:
+            return dtypes.from_short_name(t.dtype)
+        except SprueError:
+            raise self.unsupported(f"element type '{t.dtype}' is not supported by sprue", t.tok) from None
+
+    def dim(self, d, env):
+        kind = d[0]
+        if kind == "int":
+            return d[1]
+        if kind == "name":
+            v = env.get(d[1])
+            if v is None:
+                raise self.error(f"dimension '{d[1]}' is not a variable bound before this type", d[2])
+            if isinstance(v, Tracer):
+                return as_dim(v)
+            return int(v)
+        if kind == "neg":
+            return -self.dim(d[1], env)
+        a, b = self.dim(d[1], env), self.dim(d[2], env)
+        if kind == "add":
+            return a + b
+        if kind == "sub":
+            return a - b
+        if kind == "mul":
+            return a * b
+        if not isinstance(b, int) or b <= 0:
+            raise _DimError(f"the divisor of '{'//' if kind == 'floordiv' else '%'}' must be a positive integer,"
+                            f" got {b}")
+        if kind == "floordiv":
+            return a // b
+        return a % b
+
+    def shape(self, t: TypeAST, env) -> tuple:
+        """The dims of a type: each a non-negative int or a size expression (DimExpr); any other
+        value (a negative size, a division by zero, an expression sprue cannot represent) is a
+        JaxprError at the type."""
+        out = []
+        for k, d in enumerate(t.dims):
+            try:
+                v = self.dim(d, env)
+            except JaxprError:
+                raise
+            except (_DimError, SprueError, ArithmeticError, TypeError, ValueError) as e:
+                raise self.error(f"dimension {k} of the type {t.dtype}[...]: {e}", t.tok) from None
+            if isinstance(v, bool) or not isinstance(v, (int, DimExpr)):
+                raise self.error(f"dimension {k} of the type {t.dtype}[...] is not a size (it evaluates to"
+                                 f" {type(v).__name__})", t.tok)
+            if isinstance(v, int) and v < 0:
+                raise self.error(f"dimension {k} of the type {t.dtype}[...] is negative ({v})", t.tok)
+            if dim_out_of_range(v) is not None:   # sizes are int64 (shapes.MAX_DIM)
+                raise self.error(f"dimension {k} of the type {t.dtype}[...] does not fit in int64"
+                                 f" ({format_dim(v)})", t.tok)
+            out.append(v)
+        return tuple(out)
+
+    def aval(self, t: TypeAST | None, env, binder_tok=None) -> ShapedArray:
+        if t is None:
+            raise self.unsupported("a variable without a type (JAX before 0.4 printed untyped jaxprs); sprue"
+                                   " reads typed jaxprs only", binder_tok)
+        return ShapedArray(self.shape(t, env), self.dtype(t))
+
+    def check_type(self, what: str, t: TypeAST | None, value, env, tok):
+        if t is None:
+            return
+        actual = value.aval if isinstance(value, Tracer) else aval_of_value(value)
+        declared = self.aval(t, env)
+        ok = actual.dtype == declared.dtype and actual.ndim == declared.ndim and all(
+            (a == b) or prove_equal(a, b) is True for a, b in zip(actual.shape, declared.shape))
+        if not ok:
+            raise self.error(f"{what} is declared {_fmt(declared)} but sprue computes {_fmt(actual)}", tok)
+
+    # -- atoms --------------------------------------------------------------------------------
+    def literal(self, lit: Lit, dtype=None):
+        if lit.type is not None:
+            if lit.type.dims:
+                raise self.error("a literal must be a scalar", lit.tok)
+            dtype = self.dtype(lit.type)
+        kind = _lit_kind(lit.text)
+        if dtype is None:
+            dtype = {"b": dtypes.bool_, "f": dtypes.float64, "i": dtypes.int64}[kind]
+        if kind == "b":
+            value = lit.text == "True"
+        elif kind == "f":
+            value = float(lit.text)
+        else:
+            value = int(lit.text)
+        try:
+            if dtypes.is_int(dtype) and kind == "f":
+                if not float(value).is_integer():
+                    raise ValueError
+                value = int(value)
+            with np.errstate(over="raise"):
+                return np.asarray(value, dtype)[()] if not dtypes.is_int(dtype) else _int_scalar(value, dtype)
+        except (ValueError, OverflowError, FloatingPointError):
+            raise self.error(f"literal {lit.text} does not fit {dtypes.short_name(dtype)}", lit.tok) from None
+
+    def args(self, e, env):
+        vals, untyped = [], []
+        for a in e.args:
+            if isinstance(a, VarRef):
+                if a.name not in env:
+                    raise self.error(f"variable '{a.name}' is not defined", a.tok)
+                vals.append(env[a.name])
+            elif a.type is None:
+                untyped.append(len(vals))
+                vals.append(None)
+            else:
+                vals.append(self.literal(a))
+        for i in untyped:   # older JAX printed literals untyped: take the type from the equation
+            lit = e.args[i]
+            kind = _lit_kind(lit.text)
+            cands = [np.dtype(v.aval.dtype) if isinstance(v, Tracer) else np.asarray(v).dtype
+                     for v in vals if v is not None]
+            cands += [self.dtype(b.type) for b in e.outs if b.type is not None]
+            dt = next((d for d in cands if _kind(d) == kind), None)
+            if dt is None and kind == "i":
+                dt = next((d for d in cands if _kind(d) == "f"), None)
+            vals[i] = self.literal(lit, dt)
+        return vals
+
+    # -- jaxprs -------------------------------------------------------------------------------
+    def shared(self, name_or_ast, tok=None) -> JaxprAST | None:
+        if isinstance(name_or_ast, JaxprAST):
+            return name_or_ast
+        if isinstance(name_or_ast, Ident):
+            return self.prog.shared.get(name_or_ast.name)
+        return None
+
+    def no_consts(self, ast: JaxprAST, what: str):
+        if ast.constvars:
+            raise self.error(f"{what} has constvars ({', '.join(b.name or '_' for b in ast.constvars)}) whose"
+                             f" values the text does not give", ast.tok)
+
+    def trace_closed(self, ast: JaxprAST):
+        """A nested jaxpr as a ClosedJaxpr (no consts), traced in a scope of its own."""
+        self.no_consts(ast, "a nested jaxpr")
+        with trace_scope() as b:
+            env = {}
+            for binder in ast.invars:
+                t = b.new_arg(self.aval(binder.type, env, binder.tok))
+                if binder.name is not None:
+                    env[binder.name] = t
+            outs = self.run(ast, env)
+            closed = b.finish(outs)
+        if closed.consts:
+            raise self.error("a nested jaxpr uses values from outside it", ast.tok)
+        return closed
+
+    def inline(self, ast: JaxprAST, args, tok):
+        """A called jaxpr's outputs for the given operands, its equations added to the current trace."""
+        self.no_consts(ast, "a called jaxpr")
+        if len(args) != len(ast.invars):
+            raise self.error(f"the called jaxpr takes {len(ast.invars)} operands, got {len(args)}", tok)
+        env = {}
+        for binder, a in zip(ast.invars, args):
+            if binder.name is not None:
+                env[binder.name] = a
+        for binder, a in zip(ast.invars, args):
+            self.check_type(f"parameter '{binder.name}'", binder.type, a, env, binder.tok)
+        return self.run(ast, env)
+
+    def run(self, ast: JaxprAST, env: dict) -> list:
+        for e in ast.eqns:
+            self.eqn(e, env)
+        outs = []
+        for a in ast.outs:
+            if isinstance(a, VarRef):
+                if a.name not in env:
+                    raise self.error(f"variable '{a.name}' is not defined", a.tok)
+                outs.append(env[a.name])
+            else:
+                outs.append(self.literal(a))
+        return outs
+
+    # -- equations ----------------------------------------------------------------------------
+    def eqn(self, e, env):
+        args = self.args(e, env)
+        builder = current_builder()
+        n0 = len(builder.eqns)
+        try:
+            outs = self.apply(e, args, env)
+        except JaxprError:
+            raise
+        except SprueMemoryError as ex:   # an array too large for memory stays a MemoryError, located in the text
+            raise SprueMemoryError(f"{self.filename}:{e.tok.line}:{e.tok.col}: {ex}") from None
+        except SprueError as ex:
+            raise self.error(f"{e.prim}: {ex}", e.tok) from None
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, StopIteration, ArithmeticError) as ex:
+            # a rule met operands or params it cannot take (wrong arity, a malformed param)
+            raise self.error(f"{e.prim} cannot take these operands/params ({len(args)} operands,"
+                             f" params {sorted(e.params)}): {type(ex).__name__}: {ex}", e.tok) from None
+        for k, v in enumerate(outs):
+            bad = _bad_dim(v.aval.shape) if isinstance(v, Tracer) else None
+            if bad is not None:
+                raise self.error(f"{e.prim}: output {k} would have the size {bad!r}, not a non-negative integer"
+                                 f" (check the params {sorted(e.params)})", e.tok)
+        where = f"{self.filename}:{e.tok.line}"
+        for eq in builder.eqns[n0:]:
+            if not (eq.source_info or "").startswith(f"{self.filename}:"):
+                eq.source_info = where
+        if len(outs) != len(e.outs) and e.outs:
+            raise self.error(f"{e.prim} gives {len(outs)} results, the text declares {len(e.outs)}", e.tok)
+        for b, v in zip(e.outs, outs):
+            if b.name is not None:
+                env[b.name] = v
+        for k, (b, v) in enumerate(zip(e.outs, outs)):
+            self.check_type(f"output {k} of {e.prim}", b.type, v, env, b.tok)
+
+    def apply(self, e, args, env) -> list:
+        name = e.prim
+        if name in CALLS:
+            ast = self._called(e)
+            return self.inline(ast, args, e.tok)
+        if name in IDENTITIES:
+            return list(args)
+        if name == "expand_dims":
+            from sprue import lax
+            return [lax.reshape(args[0], self._out_shape(e, env))]
+        if name == "split":
+            return self._split(e, args)
+        if name == "pow" and len(args) == 2:
+            args = self._same_dtype_exponent(args)
+        p = primitives.get(ALIASES.get(name, name))
+        if p is None:
+            raise self.unsupported(f"unknown primitive '{name}'", e.tok)
+        params = self.params(p, e, env)
+        out = p.bind(*args, **params)
+        return list(out) if p.multiple_results else [out]
+
+    def _called(self, e) -> JaxprAST:
+        key = CALLS[e.prim]
+        for k in (key, "jaxpr", "call_jaxpr", "fun_jaxpr"):
+            if k in e.params:
+                ast = self.shared(e.params[k].value)
+                if ast is None:
+                    raise self.error(f"{e.prim}: param {k} is not a jaxpr (or the name of a shared one)",
+                                     e.params[k].tok)
+                return ast
+        raise self.error(f"{e.prim} has no '{key}' param", e.tok)
+
+    def _out_shape(self, e, env):
+        if len(e.outs) != 1 or e.outs[0].type is None:
+            raise self.error(f"{e.prim}: the output type is needed to know its shape", e.tok)
+        return self.shape(e.outs[0].type, env)
+
+    def _split(self, e, args):
+        from sprue import lax
+        sizes = self._convert(e, "sizes")
+        axis = self._convert(e, "axis")
+        x = args[0]
+        axis = axis % x.ndim
+        outs, start = [], 0
+        for s in sizes:
+            lo = [0] * x.ndim
+            hi = list(x.shape)
+            lo[axis], hi[axis] = start, start + s
+            outs.append(lax.slice(x, lo, hi))
+            start += s
+        return outs
+
+    def _same_dtype_exponent(self, args):
+        from sprue import lax
+        x, y = args
+        dx = x.aval.dtype if isinstance(x, Tracer) else np.asarray(x).dtype
+        dy = y.aval.dtype if isinstance(y, Tracer) else np.asarray(y).dtype
+        if dx != dy:
+            y = lax.convert_element_type(y, dx) if isinstance(y, Tracer) else np.asarray(y, dx)[()]
+        return [x, y]
+
+    def _convert(self, e, k):
+        if k not in e.params:
+            raise self.error(f"{e.prim} needs the param '{k}'", e.tok)
+        prm = e.params[k]
+        v = convert_value(prm.value, self._jaxpr_value, self.error)
+        return convert_param(e.prim, k, v, prm.tok, self.error)
+
+    def _jaxpr_value(self, v):
+        ast = self.shared(v)
+        return None if ast is None else self.trace_closed(ast)
+
+    def params(self, p, e, env) -> dict:
+        spec = sprue_params(p)
+        out = {}
+        for k, prm in e.params.items():
+            if k in spec:
+                if k not in RESET:
+                    out[k] = self._convert(e, k)
+            elif k in HARMLESS or prm.value is None:
+                continue
+            else:
+                raise self.unsupported(f"{e.prim}: unknown param '{k}' (sprue's {p.name} takes"
+                                       f" {', '.join(sorted(spec)) or 'no params'})", prm.tok)
+        for k, d in spec.items():
+            if k in out:
+                continue
+            if d is not REQUIRED:
+                if k not in NO_FILL:
+                    out[k] = d
+            elif k in ("shape", "new_sizes"):
+                shape = self._out_shape(e, env)
+                if not all(isinstance(s, int) for s in shape):
+                    raise self.error(f"{e.prim}: the param '{k}' is missing", e.tok)
+                out[k] = shape
+            elif k == "dtype" and len(e.outs) == 1 and e.outs[0].type is not None:
+                out[k] = self.dtype(e.outs[0].type)
+            else:
+                raise self.error(f"{e.prim}: the param '{k}' is missing", e.tok)
+        return out
+
+
+def _bad_dim(shape):
+    """The first dim of a computed shape that is not a size (a float, a negative int, ...), or None."""
+    for d in shape:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer, DimExpr)) or \
+                (not isinstance(d, DimExpr) and d < 0):
+            return d
+    return None
+
+
+class _DimError(Exception):
+    """A dimension expression that is not a size (reported as a JaxprError at its type)."""
+
+
+def _int_scalar(value: int, dtype):
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise OverflowError
+    return np.asarray(value, dtype)[()]
+
+
+def _fmt(aval: ShapedArray) -> str:
+    return aval.str_short()
+
+
+def _implicit_names(ast: JaxprAST) -> list[str]:
+    """Leading i64[] invars that name a dimension of a later invar: implicit size arguments."""
+    mentioned = set()
+
+    def walk(d):
+        if d[0] == "name":
+            mentioned.add(d[1])
+        elif d[0] != "int":
+            for x in d[1:]:
+                if isinstance(x, tuple):
+                    walk(x)
+    for b in ast.invars:
+        for d in (b.type.dims if b.type else []):
+            walk(d)
+    out = []
+    for b in ast.invars:
+        if b.name in mentioned and b.type is not None and b.type.dtype == "i64" and not b.type.dims:
+            out.append(b.name)
+        else:
+            break
+    return out
+
+
+def build(prog: Program, consts=None, implicit=None):
+    """The program's main jaxpr as a ClosedJaxpr and its number of implicit size arguments.
+
+    consts: the constvars' values in order (None: the text carries none); implicit: {name: dim
+    name} of the leading invars that are implicit sizes (None: inferred from the invars' types)."""
+    ev = Evaluator(prog)
+    ast = prog.main
+    if ast.constvars and consts is None:
+        names = ", ".join(b.name or "_" for b in ast.constvars)
+        raise ev.error(
+            f"the jaxpr has constvars ({names}) but the text carries no values for them: JAX's printer drops"
+            f" the values of constants. Save the program with sprue.save (which stores them), or make the"
+            f" constants arguments of the function (pass them in instead of closing over them) before"
+            f" printing its jaxpr", ast.tok)
+    consts = list(consts or [])
+    if len(consts) != len(ast.constvars):
+        raise ev.error(f"the jaxpr has {len(ast.constvars)} constvars but {len(consts)} values were given", ast.tok)
+    if implicit is None:
+        implicit = {n: n for n in _implicit_names(ast)}
+    names = [b.name for b in ast.invars]
+    if list(implicit) != names[:len(implicit)]:
+        raise ev.error(f"the implicit size arguments {list(implicit)} must be the leading invars", ast.tok)
+    try:
+        return _build(ev, ast, consts, implicit)
+    except RecursionError:
+        raise ev.error("the program nests too deeply for sprue to evaluate", ast.tok) from None
+
+
+def _build(ev: Evaluator, ast: JaxprAST, consts: list, implicit: dict):
+    with trace_scope() as b:
+        env = {}
+        for binder, value in zip(ast.constvars, consts):
+            value = np.asarray(value)
+            ev.check_type(f"constant '{binder.name}'", binder.type, value, env, binder.tok)
+            if binder.name is not None:
+                env[binder.name] = value
+        for binder in ast.invars:
+            t = b.new_arg(ev.aval(binder.type, env, binder.tok))
+            if binder.name is not None:
+                env[binder.name] = t
+                if binder.name in implicit and t.jvar.dim is not None:
+                    t.jvar.dim.name = implicit[binder.name]
+        outs = ev.run(ast, env)
+        closed = b.finish(outs)
+    return closed, len(implicit)
+
+
+__all__ = ["build", "Evaluator", "DimExpr", "Binder"]

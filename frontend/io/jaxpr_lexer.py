@@ -1,0 +1,154 @@
+"""Tokens of JAX's jaxpr text format, and the errors of reading jaxpr text.
+
+The printed form (JAX 0.4 .. 0.10, and sprue's own printer, sprue.pretty) is free-form: whitespace
+and line breaks may appear between any two tokens. Tokens:
+
+    NAME    a  f64  scatter-add  np.int64  GatherScatterMode.CLIP  True  inf  nan
+    NUM     2  -1  2.0  1e-05  -inf
+    STR     'text'  "text"
+    OPAQUE  <function f at 0x7f...>  <lambda>   (reprs JAX prints in angle brackets)
+    PUNCT   { } [ ] ( ) , ; : = . * + - // %
+
+`#` starts a comment that runs to the end of the line (sprue.save's header lives in comments).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sprue.base.errors import ParseError, SprueValueError, UnsupportedError
+
+
+class JaxprError(ParseError):
+    """A jaxpr text that cannot be turned into a program; the message starts with file:line:col."""
+
+    def __init__(self, message: str, filename: str = "<jaxpr>", line: int = 0, col: int = 0):
+        self.filename, self.line, self.col, self.detail = filename, line, col, message
+        super().__init__(f"{filename}:{line}:{col}: {message}" if line else f"{filename}: {message}")
+
+
+class JaxprSyntaxError(JaxprError):
+    """A jaxpr text that does not follow the grammar of JAX's printed jaxprs."""
+
+
+class JaxprUnsupportedError(JaxprError, UnsupportedError):
+    """A well-formed jaxpr that uses a primitive or a param sprue does not compile."""
+
+
+# Words the reader gives a meaning of their own: the jaxpr keywords, the names that read as literals
+# in an atom's place, and the dropped output. sprue's printer never names a variable with one of these
+# (sprue.pretty.encode_name skips them); JAX's printer does not avoid them (jax/_src/core.py,
+# JaxprPpContext: names come from _encode_digits_alphabetic, skipping only shared jaxprs' names), so
+# the 221st variable of a JAX jaxpr is `in` and the parser reads these as variables wherever the
+# grammar allows a variable there (sprue.jaxpr_parser).
+KEYWORDS = frozenset({"lambda", "let", "in"})
+LITERAL_NAMES = frozenset({"True", "False", "inf", "nan"})
+RESERVED_NAMES = KEYWORDS | LITERAL_NAMES | {"_", "None"}
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str   # NAME NUM STR OPAQUE PUNCT EOF
+    text: str
+    line: int
+    col: int
+
+    def __repr__(self):
+        return f"{self.kind}({self.text!r}@{self.line}:{self.col})"
+
+
+_SCATTER = re.compile(r"scatter-(?:add|mul|min|max|apply|sub)\b")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_NUM = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?|\d+)", re.ASCII)
+_MAX_NUM_LEN = 400   # longer numbers are rejected: no dtype holds them (and int() refuses > 4300 digits)
+_NEG_SPECIAL = re.compile(r"-(?:inf|nan)\b")
+_PUNCT2 = ("//",)
+_PUNCT1 = set("{}[](),;:=.*+-%")
+
+
+def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:
+    toks: list[Token] = []
+    i, n, line, line_start = 0, len(text), 1, 0
+    while i < n:
+        c = text[i]
+        col = i - line_start + 1
+        if c == "\n":
+            i += 1
+            line += 1
+            line_start = i
+            continue
+        if c.isspace():
+            i += 1
+            continue
+        if c == "#":
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        m = _SCATTER.match(text, i)
+        if m:
+            toks.append(Token("NAME", m.group(), line, col))
+            i = m.end()
+            continue
+        m = _NEG_SPECIAL.match(text, i)
+        if m:
+            toks.append(Token("NUM", m.group(), line, col))
+            i = m.end()
+            continue
+        m = _NAME.match(text, i)   # ASCII letters only: c.isalpha() is true of 'é' too
+        if m:
+            toks.append(Token("NAME", m.group(), line, col))
+            i = m.end()
+            continue
+        m = _NUM.match(text, i) if c in "-.0123456789" else None
+        if m and (c != "-" or text[i + 1] in "0123456789") and (c != "." or not toks or toks[-1].text != "]"):
+            if len(m.group()) > _MAX_NUM_LEN:
+                raise JaxprSyntaxError(f"a number of {len(m.group())} characters (more than {_MAX_NUM_LEN})",
+                                       filename, line, col)
+            toks.append(Token("NUM", m.group(), line, col))
+            i = m.end()
+            continue
+        if c in "'\"":
+            j, buf = i + 1, []
+            while j < n and text[j] != c:
+                if text[j] == "\\" and j + 1 < n:
+                    buf.append({"n": "\n", "t": "\t"}.get(text[j + 1], text[j + 1]))
+                    j += 2
+                    continue
+                if text[j] == "\n":
+                    line += 1
+                    line_start = j + 1
+                buf.append(text[j])
+                j += 1
+            if j >= n:
+                raise JaxprSyntaxError("unterminated string", filename, line, col)
+            toks.append(Token("STR", "".join(buf), line, col))
+            i = j + 1
+            continue
+        if c == "<":
+            depth, j = 0, i
+            while j < n:
+                if text[j] == "<":
+                    depth += 1
+                elif text[j] == ">":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif text[j] == "\n":
+                    break
+                j += 1
+            if j >= n or text[j] != ">":
+                raise JaxprSyntaxError("unterminated '<...>'", filename, line, col)
+            toks.append(Token("OPAQUE", text[i:j + 1], line, col))
+            i = j + 1
+            continue
+        if text.startswith("//", i):
+            toks.append(Token("PUNCT", "//", line, col))
+            i += 2
+            continue
+        if c in _PUNCT1:
+            toks.append(Token("PUNCT", c, line, col))
+            i += 1
+            continue
+        raise JaxprSyntaxError(f"unexpected character {c!r}", filename, line, col)
+    toks.append(Token("EOF", "", line, i - line_start + 1))
+    return toks

@@ -1,0 +1,324 @@
+"""The jaxpr language: abstract values, variables, literals, equations, jaxprs, primitives.
+
+A primitive is one object; everything about it lives in tables keyed by it (autodidax style):
+`shape_rules` (abstract evaluation), `impl_rules` (the numpy reference used eagerly), and, in
+sprue.lowering, its StableHLO lowering. Later transformations add their own tables the same way.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from sprue.runtime.dtypes import is_masked_array
+from sprue.runtime.results import format_bytes, human_bytes
+
+from sprue.base import dtypes
+from sprue.base.errors import SprueMemoryError, SprueTypeError, at
+from sprue.ir.shapes import Dim, DimExpr, format_dim  # a dim is an int or a symbolic DimExpr (shapes.py)
+from sprue.base.source_info import user_frame_summary
+
+Shape = tuple
+
+
+class ShapedArray:
+    """The abstract value of an array: its shape and dtype. `weak_type` marks Python scalars."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: Sequence[Dim], dtype, weak_type: bool = False):
+        # numpy integers (sizes computed with numpy) are plain ints in types
+        self.shape = tuple(int(d) if isinstance(d, np.integer) else d for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> "ShapedArray":
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def str_short(self, name_of=repr) -> str:
+        """`f64[3,n]`; name_of names dimension variables (the printer passes binder names)."""
+        return f"{dtypes.short_name(self.dtype)}[{','.join(format_dim(d, name_of) for d in self.shape)}]"
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapedArray) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()}{', weak' if self.weak_type else ''})"
+
+
+class SizeAval(ShapedArray):
+    """The abstract value a shape rule gives an output that is a new size (the final length of an
+    array a loop resized): an i64 scalar whose variable binds the fresh dimension variable `binds`,
+    which the rule's other outputs may mention (`f64[binds]`). The tracer turns it into a plain
+    i64[] Var with `dim` set; in eager mode it is just i64[]."""
+
+    __slots__ = ("binds",)
+
+    def __init__(self, binds):
+        super().__init__((), np.int64)
+        self.binds = binds
+
+
+def aval_of_value(x) -> ShapedArray:
+    """The abstract value of a concrete Python/numpy value."""
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
+    if is_masked_array(x):   # an operand or a captured constant: refused as qjit's arguments are
+        raise SprueTypeError(f"a numpy masked array is not a valid operand (its mask would be dropped)"
+                             f"{at(user_frame_summary())}: pass x.filled(fill_value) to replace the masked"
+                             f" entries, or x.data to ignore the mask")
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
+    raise SprueTypeError(f"{type(x).__name__} is not an array or a numeric scalar")
+
+
+# -- arrays too large to exist -------------------------------------------------------------------
+# numpy and the compiled code count bytes in int64 (sizes are `index`/i64 in MLIR): no array may
+# hold more, or its size computation wraps around and a small allocation gets written past its end.
+MAX_ARRAY_BYTES = 2 ** 63 - 1
+
+
+@functools.lru_cache(maxsize=1)
+def memory_bytes() -> int:
+    """This machine's physical memory. No array may be larger: its allocation fails or, where the
+    kernel overcommits memory, the process is killed once the pages are touched."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):   # no sysconf names (not POSIX): 64 TiB
+        return 2 ** 46
+
+
+def too_large_message(shape, dtype, nbytes: int) -> str:
+    """What is wrong with an array of nbytes bytes that cannot exist (see check_fits_in_memory)."""
+    shape_text = "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    what = f"an array of shape {shape_text} and dtype {name} would take {format_bytes(nbytes)}"
+    if nbytes > MAX_ARRAY_BYTES:
+        return f"{what}: its size overflows the 64-bit byte count of an array (at most 2**63-1 bytes)"
+    return f"{what}: more than this machine's memory ({human_bytes(memory_bytes())})"
+
+
+def check_fits_in_memory(aval: ShapedArray, made_by: str, where: str | None) -> None:
+    """Raises SprueMemoryError when aval has a static shape whose byte count overflows int64 or
+    exceeds this machine's memory (made_by names the operation, where the user's source line).
+    A shape with a size known only at run time passes (that size may be 0): sprue.numpy checks
+    such sizes at run time (numpy/_dims.py check_allocation), and every allocation of the
+    compiled code is checked when it is made (lowering/backend.py)."""
+    n = aval.dtype.itemsize
+    for d in aval.shape:
+        if type(d) is not int:
+            return
+        n *= d
+    if n > MAX_ARRAY_BYTES or n > memory_bytes():
+        raise SprueMemoryError(f"{too_large_message(aval.shape, aval.dtype, n)}; it is made by {made_by}"
+                               f"{at(where)}. Make it smaller, or compute it in pieces (a loop over blocks).")
+
+
+def check_static_type(dtype_name: str, dims: Sequence[int], where: str) -> None:
+    """Raises SprueMemoryError for a type read from text (a jaxpr's `f64[...]`) whose static shape
+    has a byte count that overflows int64; `where` (file:line:col) starts the message. Only the
+    overflow: an argument's type describes the caller's array, and the arrays a program makes are
+    checked against this machine's memory when its equations are traced (check_fits_in_memory)."""
+    if any(d < 0 for d in dims):
+        return   # a negative size: the reader reports it
+    try:
+        dtype = dtypes.from_short_name(dtype_name)
+    except SprueTypeError:   # not an element type sprue knows (the reader reports it): count 1 byte
+        dtype = dtype_name
+    n = (dtype.itemsize if isinstance(dtype, np.dtype) else 1) * math.prod(dims)
+    if n > MAX_ARRAY_BYTES:
+        raise SprueMemoryError(f"{where}: the type {dtype_name}[{','.join(map(str, dims))}]:"
+                               f" {too_large_message(dims, dtype, n)}")
+
+
+# MLIR rounds an aligned allocation's size up to a multiple of its alignment (16 to 64 bytes in
+# sprue's kernels; finalize-memref-to-llvm): a failed allocation of n bytes is for an array of
+# between n - ALIGNMENT_SLACK and n bytes.
+ALIGNMENT_SLACK = 4096
+
+
+def allocation_sites(jaxpr: "Jaxpr", nbytes: int) -> str | None:
+    """What an allocation of nbytes that failed in jaxpr's compiled code was for: the arrays (of
+    static shape, made by its equations, nested jaxprs included) of that byte count, allowing for
+    MLIR's rounding, and the source lines making them; None when no such array is found (a size
+    known only at run time, or a temporary of the lowering). The closest size wins."""
+    found: dict[int, list[tuple[ShapedArray, str | None]]] = {}
+
+    def walk(j: "Jaxpr") -> None:
+        for e in j.eqns:
+            for v in e.outvars:
+                a = v.aval
+                if a.is_static and a.ndim:
+                    n = math.prod(a.shape) * a.dtype.itemsize
+                    if n <= nbytes < n + ALIGNMENT_SLACK:
+                        found.setdefault(n, []).append((a, e.source_info))
+            for p in e.params.values():
+                for sub in (p if isinstance(p, (tuple, list)) else (p,)):
+                    if isinstance(sub, ClosedJaxpr):
+                        walk(sub.jaxpr)
+                    elif isinstance(sub, Jaxpr):
+                        walk(sub)
+    walk(jaxpr)
+    if not found:
+        return None
+    arrays = found[max(found)]
+    shapes = list(dict.fromkeys(a.str_short() for a, _ in arrays))
+    lines = list(dict.fromkeys(w for _, w in arrays if w))
+    what = f"an array {' or '.join(shapes[:3])}" + (" made at " + "; at ".join(lines[:3]) if lines else "")
+    return what + (f" (and {len(lines) - 3} more places)" if len(lines) > 3 else "")
+
+
+class Var:
+    """A jaxpr variable. Its printed name is given by the printer, not stored. `dim` is set when
+    the variable binds a dimension variable (it holds that size at run time, an i64 scalar)."""
+
+    __slots__ = ("aval", "suffix", "dim")
+
+    def __init__(self, aval: ShapedArray, suffix: str = "", dim=None):
+        self.aval = aval
+        self.suffix = suffix
+        self.dim = dim
+
+    def __repr__(self):
+        return f"Var(id={id(self) & 0xffff:x}):{self.aval.str_short()}"
+
+
+class DropVar(Var):
+    """An equation output nobody uses, printed `_`."""
+
+    __slots__ = ()
+
+
+class Literal:
+    """A scalar constant kept inline in an equation (printed `2.0:f64[]`)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val!r})"
+
+
+Atom = Var | Literal
+
+
+@dataclass
+class Eqn:
+    primitive: "Primitive"
+    invars: list[Atom]
+    outvars: list[Var]
+    params: dict[str, Any]
+    source_info: str | None = None  # "file.py:12 (fn)": where the user's code made this equation
+
+
+@dataclass
+class Jaxpr:
+    constvars: list[Var]
+    invars: list[Var]
+    outvars: list[Atom]
+    eqns: list[Eqn]
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outvars]
+
+    def __str__(self):
+        from sprue.ir.pretty import pp_jaxpr
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+@dataclass
+class ClosedJaxpr:
+    """A jaxpr with values for its constvars: numpy arrays (or, transiently during tracing of a
+    nested function, tracers of an enclosing trace — the closure-converted captures)."""
+
+    jaxpr: Jaxpr
+    consts: list = field(default_factory=list)
+
+    @property
+    def in_avals(self):
+        return self.jaxpr.in_avals
+
+    @property
+    def out_avals(self):
+        return self.jaxpr.out_avals
+
+    @property
+    def eqns(self):
+        return self.jaxpr.eqns
+
+    def __str__(self):
+        from sprue.ir.pretty import pp_jaxpr
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+
+class Primitive:
+    """A primitive operation. Its rules live in the tables below, keyed by the object."""
+
+    def __init__(self, name: str, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def bind(self, *args, **params):
+        from sprue.trace.tracing import bind
+        return bind(self, args, params)
+
+    def __repr__(self):
+        return self.name
+
+
+# Rule tables keyed by Primitive.
+# shape_rules[p](*avals, **params) -> ShapedArray (or a list when p.multiple_results)
+shape_rules: dict[Primitive, Callable[..., Any]] = {}
+# impl_rules[p](*numpy_values, **params) -> numpy value(s): the eager reference semantics
+impl_rules: dict[Primitive, Callable[..., Any]] = {}
+
+# dynamic_dim_params[p] = "shape": the param of p that may hold None entries, one per dimension
+# known only at run time, whose sizes are p's trailing i64 operands (JAX's dynamic-shape convention:
+# `broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0 a`). Rules see the param resolved.
+dynamic_dim_params: dict[Primitive, str] = {}
+
+primitives: dict[str, Primitive] = {}
+
+
+def primitive(name: str, *, multiple_results: bool = False) -> Primitive:
+    """Create and register a primitive by its JAX name."""
+    p = Primitive(name, multiple_results)
+    primitives[name] = p
+    return p
