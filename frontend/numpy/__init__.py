@@ -9,23 +9,25 @@ from __future__ import annotations
 
 import numpy as _np
 
+from sprue.numpy import _avals, _promote
+from sprue.numpy._avals import SprueIndexError  # noqa: F401
 from sprue.numpy._creation import *  # noqa: F401,F403
 from sprue.numpy._creation import SCALAR_TYPES as _SCALAR_TYPES
 from sprue.numpy._indexing import put_along_axis, take, take_along_axis  # noqa: F401
-from sprue.numpy._nonzero import argwhere, compress, extract, flatnonzero, nonzero  # noqa: F401  (data-dependent sizes)
-from sprue.numpy._indexing import SprueIndexError  # noqa: F401
 from sprue.numpy._linalg import *  # noqa: F401,F403
+from sprue.numpy._nonzero import argwhere, compress, extract, flatnonzero, nonzero, where  # noqa: F401  (data-dependent sizes)
 from sprue.numpy._reductions import *  # noqa: F401,F403
 from sprue.numpy._shape import *  # noqa: F401,F403
 from sprue.numpy._sorting import *  # noqa: F401,F403
+from sprue.numpy._tracer_methods import install_dim_operators as _install_dim_operators
+from sprue.numpy._tracer_methods import install_tracer_methods as _install_tracer_methods
 from sprue.numpy._ufuncs import *  # noqa: F401,F403
 from sprue.numpy._ufuncs import _funcs as _ufunc_table
-from sprue.numpy import _tracer_methods  # noqa: F401  (installs the Tracer operators and methods)
-from sprue.numpy._tracer_methods import Tracer as _Tracer
-
 
 globals().update(_ufunc_table)
 globals().update(_SCALAR_TYPES)
+_install_tracer_methods()     # traced arrays get their operators and methods (x + y, x[i], x.sum())
+_install_dim_operators()      # sizes (x.shape[0]) in arithmetic with arrays
 
 # constants and dtype utilities, as numpy's
 pi = _np.pi
@@ -50,12 +52,10 @@ bool_ = _SCALAR_TYPES["bool_"]
 
 def result_type(*arrays_and_dtypes):
     """numpy.result_type with sprue's operands (Python scalars weak)."""
-    from sprue.numpy import _promote
     ops = [x if not isinstance(x, (_np.dtype, type, str)) else _np.zeros((), _np.dtype(x)) for x in arrays_and_dtypes]
     return _promote.result_type(*_promote.operands("result_type", *ops))[0]
 
 
 def can_cast(from_, to, casting="safe"):
-    from sprue.numpy import _promote
-    src = _promote.aval(from_).dtype if not isinstance(from_, (_np.dtype, type, str)) else from_
+    src = _avals.aval(from_).dtype if not isinstance(from_, (_np.dtype, type, str)) else from_
     return _np.can_cast(_np.dtype(src), _np.dtype(to), casting)

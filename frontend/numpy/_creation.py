@@ -1,5 +1,6 @@
-"""Array creation: array/asarray, zeros/ones/full/empty (and *_like), arange, linspace, eye,
-identity, tri, meshgrid, astype, and the scalar types (float32(x), ...) usable as dtypes.
+"""Array creation: asarray (array itself is in _promote: an operand given as a list is one),
+zeros/ones/full/empty (and *_like), arange, linspace, eye, identity, tri, meshgrid, astype, and the
+scalar types (float32(x), ...) usable as dtypes.
 Values come from lax (broadcast_in_dim of a literal, iota). A size may be a traced integer (it
 becomes a dimension, checked non-negative at run time) or a size of an array (x.shape[0] + 1);
 arange and linspace with traced bounds or counts are in _creation_dynamic."""
@@ -10,95 +11,30 @@ import math
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
-from sprue.ir.shapes import DimExpr
-from sprue.trace.tracing import Tracer, current_builder
-from sprue.numpy._promote import (any_tracer, as_result, aval, broadcast_shapes, check_dtype, const, convert,
-    describe, is_py_scalar, operand, operands, result_type, static_int, type_error, value_error)
-from sprue.numpy._promote import broadcast_to as _bcast
+from sprue.base import dtypes
 from sprue.numpy import _creation_dynamic as _cd
 from sprue.numpy import _dims as _d
+from sprue.numpy._avals import any_tracer, aval, const, describe, is_py_scalar, type_error, value_error
+from sprue.numpy._promote import (
+    array,
+    as_result,
+    broadcast_shapes,
+    check_dtype,
+    convert,
+    operand,
+    operands,
+    result_type,
+    static_int,
+)
+from sprue.numpy._promote import broadcast_to as _bcast
+from sprue.numpy._shape import moveaxis
+from sprue.numpy._ufuncs import _funcs as F
+from sprue.numpy._ufuncs import power
+from sprue.trace.tracing import Tracer
 
 __all__ = ["array", "asarray", "astype", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "arange", "linspace", "logspace", "eye", "identity", "tri", "meshgrid"]
-
-
-def _const_tracer(x):
-    """Inside a trace, a numpy array made by array()/asarray() becomes a traced array standing for
-    its jaxpr constant, so it has the traced-array methods (`.at`, ...). Eagerly it stays numpy."""
-    b = current_builder()
-    if b is None or isinstance(x, Tracer) or np.ndim(x) == 0:
-        return x
-    var = b.atom(x)
-    return Tracer(b, var.aval, var)
-
-
-def _leaves(obj, out):
-    if isinstance(obj, (list, tuple)):
-        for o in obj:
-            _leaves(o, out)
-    else:
-        out.append(obj)
-    return out
-
-
-def _strong_dtype(fname, x):
-    x = _d.value(x) if isinstance(x, DimExpr) else operand(fname, x)
-    return aval(x).dtype
-
-
-def _build(fname, obj, dt):
-    """A nested list/tuple holding traced arrays: convert the leaves, stack level by level."""
-    if not isinstance(obj, (list, tuple)):
-        return convert(operand(fname, obj), dt)
-    if not obj:
-        raise value_error(fname, "an empty list inside a list of traced arrays")
-    parts = [_build(fname, o, dt) for o in obj]
-    shapes = {aval(p).shape for p in parts}
-    if len(shapes) != 1:
-        raise value_error(fname, f"inhomogeneous nested sequence: elements of shapes {describe(*parts)}")
-    (shape,) = shapes
-    parts = [lax.broadcast_in_dim(p, (1,) + shape, tuple(range(1, len(shape) + 1))) for p in parts]
-    return parts[0] if len(parts) == 1 else lax.concatenate(parts, 0)
-
-
-def array(object, dtype=None, *, copy=True, order="K", ndmin=0, fname="array"):
-    """numpy.array: nested lists of scalars, numpy arrays and traced arrays. Python scalars inside
-    lists are strong, as in numpy (array([1.0, x_f32]) is float64)."""
-    dt = check_dtype(fname, dtype) if dtype is not None else None
-    if isinstance(object, DimExpr):  # a size (x.shape[0]): numpy makes the Python int an int64 array
-        object = _d.value(object)
-    if isinstance(object, Tracer):
-        out = object if dt is None else convert(object, dt)
-    elif isinstance(object, (list, tuple)):
-        leaves = _leaves(object, [])
-        if any_tracer(*leaves) or builtins.any(isinstance(v, DimExpr) for v in leaves):
-            if dt is None:
-                dt = np.result_type(*[_strong_dtype(fname, v) for v in leaves])
-                dt = check_dtype(fname, dt)
-            out = _build(fname, object, dt)
-        else:
-            out = _static_array(fname, object, dt)
-    elif is_py_scalar(object) or isinstance(object, (np.ndarray, np.generic)):
-        out = _static_array(fname, operand(fname, object), dt)
-    else:
-        raise type_error(fname, f"cannot make an array from a {type(object).__name__} object")
-    nd = static_int(fname, ndmin, "ndmin")
-    if aval(out).ndim < nd:
-        out = lax.reshape(out, (1,) * (nd - aval(out).ndim) + aval(out).shape)
-    return _const_tracer(as_result(out))
-
-
-def _static_array(fname, obj, dt):
-    try:
-        arr = np.array(obj)
-    except (ValueError, TypeError) as e:
-        raise value_error(fname, f"cannot make an array from this sequence: {e}") from None
-    if arr.dtype == object or arr.dtype not in dtypes.SUPPORTED:
-        raise type_error(fname, f"elements of dtype {arr.dtype} are not supported; sprue compiles "
-                                f"{', '.join(sorted(str(d) for d in dtypes.SUPPORTED))}")
-    return arr if dt is None or arr.dtype == dt else convert(arr, dt)
 
 
 def asarray(a, dtype=None, order=None, *, copy=None):
@@ -211,8 +147,6 @@ def arange(start, stop=None, step=None, dtype=None):
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     """numpy.linspace, with numpy's algorithm (iota * step + start, the last value set to stop);
     start and stop may be traced (and arrays); a traced or symbolic num: see _creation_dynamic."""
-    from sprue.numpy._ufuncs import _funcs as F
-    from sprue.numpy._shape import moveaxis
     if _cd.is_dynamic(num):
         return _cd.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     num = static_int("linspace", num, "num")
@@ -251,9 +185,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    from sprue.numpy._ufuncs import _funcs as F
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
-    from sprue.numpy._ufuncs import power
     out = power(base, y)
     return astype(out, dtype) if dtype is not None else out
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
+from sprue.base import dtypes
 from sprue.ir.shapes import DimExpr
-from sprue.trace.tracing import Tracer, as_dim
 from sprue.numpy import _dims as _d
-from sprue.numpy._promote import (aval, as_result, broadcast_shapes, broadcast_to, check_dtype, const, convert,
-    operands, result_type, type_error, value_error)
+from sprue.numpy._avals import aval, const, type_error, value_error
+from sprue.numpy._promote import as_result, broadcast_shapes, broadcast_to, check_dtype, convert, operands, result_type
+from sprue.numpy._shape import moveaxis
+from sprue.numpy._ufuncs import _funcs as F
+from sprue.trace.tracing import Tracer, as_dim
 
 
 def is_dynamic(*vs) -> bool:
@@ -101,8 +103,6 @@ def arange(start, stop, step, dtype):
 def linspace(start, stop, num, endpoint, retstep, dtype, axis):
     """numpy.linspace with a traced or symbolic count: numpy's algorithm with its branches on the
     count (num - 1 == 0, a step that underflows to 0) taken at run time."""
-    from sprue.numpy._shape import moveaxis
-    from sprue.numpy._ufuncs import _funcs as F
     n = _d.size_arg("linspace", num, "the number of samples")
     _d.check_allocation("linspace", (n,), np.float64)
     start, stop = operands("linspace", start, stop)

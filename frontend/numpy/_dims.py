@@ -2,7 +2,7 @@
 run-time checks, and the memory-safe resizing that stands in for numpy's broadcasting when two sizes
 can only be compared at run time.
 
-A dim is an int or a DimExpr (sprue.shapes). Arithmetic that stays a polynomial (n + 1, 2 * n,
+A dim is an int or a DimExpr (sprue.ir.shapes). Arithmetic that stays a polynomial (n + 1, 2 * n,
 n // 2) stays symbolic, so the sizes it makes are provably equal to others. What is not a
 polynomial (min(n, 5), numpy's broadcast of n against m) is computed at run time and becomes a
 fresh dimension variable bound by the computed i64 value. Within one trace the same computation
@@ -17,16 +17,15 @@ from fractions import Fraction
 
 import numpy as np
 
-from sprue.runtime.results import MEMORY_CHECK
-
-from sprue.base import dtypes
 from sprue import lax
-from sprue.ir.core import memory_bytes
+from sprue.base import dtypes
 from sprue.base.errors import SprueMemoryError, SprueValueError
+from sprue.ir.core import memory_bytes
+from sprue.ir.shapes import DimExpr, DimVar, dim, format_dim, prove_equal
 from sprue.lax import GatherDimensionNumbers, GatherScatterMode, gather_p
-from sprue.ir.shapes import DimExpr, DimVar, dim, format_dim, lower_bound, prove_equal  # noqa: F401 (prove_equal re-exported)
+from sprue.numpy._avals import aval, const, describe, loc, type_error, value_error
+from sprue.runtime.results import MEMORY_CHECK
 from sprue.trace.tracing import Tracer, as_dim, current_builder, dim_value
-from sprue.numpy._promote import aval, const, describe, loc, type_error, value_error
 
 Dim = int | DimExpr
 

@@ -27,26 +27,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
-from sprue.base.errors import ConcretizationError, SprueError
+from sprue.base import dtypes
+from sprue.base.errors import ConcretizationError
+from sprue.ir.shapes import DimExpr, format_dim, prove_equal
 from sprue.lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
-from sprue.ir.shapes import DimExpr
-from sprue.trace.tracing import Tracer
 from sprue.numpy import _dims as _d
 from sprue.numpy import _slicing
-from sprue.numpy._promote import (aval, as_result, broadcast_to, const, convert, describe, loc, normalize_axis,
-    operand, reshape, type_error, value_error)
+from sprue.numpy._avals import SprueIndexError, aval, const, describe, index_error, loc, type_error, value_error
+from sprue.numpy._promote import (
+    array,
+    as_result,
+    broadcast_shapes,
+    broadcast_to,
+    convert,
+    nested_leaves,
+    normalize_axis,
+    operand,
+    reshape,
+)
+from sprue.numpy._ufuncs import _funcs as F
+from sprue.numpy._ufuncs import clip, power
+from sprue.trace.tracing import Tracer
 
 __all__ = ["getitem", "IndexUpdateHelper", "take", "take_along_axis", "put_along_axis"]
-
-
-class SprueIndexError(SprueError, IndexError):
-    """An index out of bounds, or of a kind numpy does not accept."""
-
-
-def _index_error(msg: str) -> SprueIndexError:
-    return SprueIndexError(f"{msg}{loc()}")
 
 
 _INDEX_KINDS = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean"
@@ -72,9 +76,9 @@ def _mask_update_error():
 
 
 def _mask_unsupported(why: str) -> SprueIndexError:
-    return _index_error(f"boolean-mask indexing with a traced mask {why} is not supported; supported are one"
-                        f" mask combined with slices, ints, None and Ellipsis (x[mask], x[:, mask], x[mask, 1:]),"
-                        f" or jnp.where(mask, x, fill) to keep the shape")
+    return index_error(f"boolean-mask indexing with a traced mask {why} is not supported; supported are one"
+                       f" mask combined with slices, ints, None and Ellipsis (x[mask], x[:, mask], x[mask, 1:]),"
+                       f" or jnp.where(mask, x, fill) to keep the shape")
 
 
 def _classify(item):
@@ -83,46 +87,57 @@ def _classify(item):
     if item is Ellipsis:
         return _Entry("ellipsis")
     if isinstance(item, slice):
-        parts = []
-        for k, v in enumerate((item.start, item.stop, item.step)):
-            if isinstance(v, Tracer) and k == 2:
-                raise type_error("getitem", f"slice steps must be static ints, got a traced {v.aval.str_short()}")
-            if isinstance(v, (Tracer, DimExpr)):  # a traced bound or a size: see _slicing
-                if isinstance(v, Tracer) and (v.ndim or not dtypes.is_int(v.dtype)):
-                    raise _index_error(f"slice indices must be integer scalars, got a traced {v.aval.str_short()}")
-                parts.append(v)
-                continue
-            try:
-                parts.append(None if v is None else operator.index(v))
-            except TypeError:
-                raise _index_error(f"slice indices must be integers or None, got {type(v).__name__}") from None
-        return _Entry("slice", slice(*parts))
+        return _classify_slice(item)
     if isinstance(item, (bool, np.bool_)):
-        raise _index_error("boolean scalar indices (x[True]) are not supported; use x[None] or jnp.where")
+        raise index_error("boolean scalar indices (x[True]) are not supported; use x[None] or jnp.where")
     if isinstance(item, (int, np.integer)):
         return _Entry("int", int(item))
     if isinstance(item, Tracer):
-        if dtypes.is_bool(item.dtype):
-            if item.ndim == 0:
-                raise _index_error("boolean scalar indices (x[True]) are not supported; use x[None] or jnp.where")
-            return _Entry("tmask", item)  # a traced mask: the result size is computed at run time (filter)
-        if not dtypes.is_int(item.dtype):
-            raise _index_error(f"{_INDEX_KINDS}; got a traced {item.aval.str_short()}")
-        return _Entry("dyn" if item.ndim == 0 else "array", item)
+        return _classify_tracer(item)
     if isinstance(item, (list, tuple)):
-        from sprue.numpy._creation import _leaves, array
-        if any(isinstance(v, Tracer) for v in _leaves(item, [])):
+        if any(isinstance(v, Tracer) for v in nested_leaves(item)):
             return _classify(array(item, fname="getitem"))
         item = np.asarray(item) if item else np.zeros((0,), np.int64)
     if isinstance(item, np.ndarray):
-        if item.dtype == np.bool_:
-            if item.ndim == 0:
-                raise _index_error("boolean scalar indices (x[True]) are not supported; use x[None] or jnp.where")
-            return _Entry("mask", item)
-        if not dtypes.is_int(item.dtype):
-            raise _index_error(f"{_INDEX_KINDS}; got an array of dtype {item.dtype}")
-        return _Entry("int", int(item)) if item.ndim == 0 else _Entry("array", item)
-    raise _index_error(f"{_INDEX_KINDS}; got {type(item).__name__}")
+        return _classify_array(item)
+    raise index_error(f"{_INDEX_KINDS}; got {type(item).__name__}")
+
+
+def _classify_slice(item: slice) -> _Entry:
+    parts = []
+    for k, v in enumerate((item.start, item.stop, item.step)):
+        if isinstance(v, Tracer) and k == 2:
+            raise type_error("getitem", f"slice steps must be static ints, got a traced {v.aval.str_short()}")
+        if isinstance(v, (Tracer, DimExpr)):  # a traced bound or a size: see _slicing
+            if isinstance(v, Tracer) and (v.ndim or not dtypes.is_int(v.dtype)):
+                raise index_error(f"slice indices must be integer scalars, got a traced {v.aval.str_short()}")
+            parts.append(v)
+            continue
+        try:
+            parts.append(None if v is None else operator.index(v))
+        except TypeError:
+            raise index_error(f"slice indices must be integers or None, got {type(v).__name__}") from None
+    return _Entry("slice", slice(*parts))
+
+
+def _classify_tracer(item: Tracer) -> _Entry:
+    if dtypes.is_bool(item.dtype):
+        if item.ndim == 0:
+            raise index_error("boolean scalar indices (x[True]) are not supported; use x[None] or jnp.where")
+        return _Entry("tmask", item)  # a traced mask: the result size is computed at run time (filter)
+    if not dtypes.is_int(item.dtype):
+        raise index_error(f"{_INDEX_KINDS}; got a traced {item.aval.str_short()}")
+    return _Entry("dyn" if item.ndim == 0 else "array", item)
+
+
+def _classify_array(item: np.ndarray) -> _Entry:
+    if item.dtype == np.bool_:
+        if item.ndim == 0:
+            raise index_error("boolean scalar indices (x[True]) are not supported; use x[None] or jnp.where")
+        return _Entry("mask", item)
+    if not dtypes.is_int(item.dtype):
+        raise index_error(f"{_INDEX_KINDS}; got an array of dtype {item.dtype}")
+    return _Entry("int", int(item)) if item.ndim == 0 else _Entry("array", item)
 
 
 def _normalize(shape, idx) -> list[_Entry]:
@@ -132,11 +147,11 @@ def _normalize(shape, idx) -> list[_Entry]:
         idx = (idx,)
     entries = [_classify(i) for i in idx]
     if builtins.sum(e.kind == "ellipsis" for e in entries) > 1:
-        raise _index_error("an index can only have a single ellipsis ('...')")
+        raise index_error("an index can only have a single ellipsis ('...')")
     used = builtins.sum(e.value.ndim if e.kind in ("mask", "tmask") else 1 for e in entries
                         if e.kind not in ("none", "ellipsis"))
     if used > len(shape):
-        raise _index_error(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
+        raise index_error(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
     fill = [_Entry("slice", slice(None)) for _ in range(len(shape) - used)]
     if any(e.kind == "ellipsis" for e in entries):
         k = next(i for i, e in enumerate(entries) if e.kind == "ellipsis")
@@ -156,8 +171,8 @@ def _normalize(shape, idx) -> list[_Entry]:
                              f" match indexed array along axis {dim + k}; size of corresponding boolean axis is"
                              f" {m.shape[k]}{loc()}")
                 elif m.shape[k] != shape[dim + k]:
-                    raise _index_error(f"boolean index did not match indexed array along axis {dim + k}; size of axis"
-                                       f" is {shape[dim + k]} but size of corresponding boolean axis is {m.shape[k]}")
+                    raise index_error(f"boolean index did not match indexed array along axis {dim + k}; size of axis"
+                                      f" is {shape[dim + k]} but size of corresponding boolean axis is {m.shape[k]}")
             for k, nz in enumerate(np.nonzero(m)):
                 out.append(_Entry("array", nz.astype(np.int64), dim + k))
             dim += m.ndim
@@ -177,13 +192,13 @@ def _fit_mask(m, shape, dim: int):
     differs, a run-time check when only run time can compare), with those axes' very sizes."""
     for k in range(m.ndim):
         n, d = shape[dim + k], aval(m).shape[k]
-        same = _d.prove_equal(d, n)
+        same = prove_equal(d, n)
         if same:
             continue
-        msg = (f"boolean index did not match indexed array along axis {dim + k}; size of axis is {_d.format_dim(n)}"
-               f" but size of corresponding boolean axis is {_d.format_dim(d)}")
+        msg = (f"boolean index did not match indexed array along axis {dim + k}; size of axis is {format_dim(n)}"
+               f" but size of corresponding boolean axis is {format_dim(d)}")
         if same is False:
-            raise _index_error(msg)
+            raise index_error(msg)
         _d.check(_d.eq_value(d, n), f"sprue.numpy.getitem: {msg}{loc()}", key=("mask", d, n))
         m = _d.cut_axis(m, k, n)  # clamped: never reads outside the mask, should the check fail
     return m
@@ -201,7 +216,7 @@ def _check_static(n, dim: int, values: np.ndarray):
     bad = (values < -n) | (values >= n)
     if np.any(bad):
         v = int(np.asarray(values)[bad].flat[0])
-        raise _index_error(f"index {v} is out of bounds for axis {dim} with size {n}")
+        raise index_error(f"index {v} is out of bounds for axis {dim} with size {n}")
 
 
 def _wrap_negative(i, n):
@@ -327,7 +342,7 @@ def _basic(x, entries):
         y = lax.slice(y, starts, limits, strides if builtins.any(s != 1 for s in strides) else None)
     if dyn:
         if any(d == 0 for d in (shape[e.dim] for e in dyn)):
-            raise _index_error("index into an axis of size 0")
+            raise index_error("index into an axis of size 0")
         idt = np.result_type(*[e.value.dtype for e in dyn])
         ys = aval(y).shape
         idx = [const(idt, 0)] * len(ys)
@@ -398,7 +413,7 @@ def _static_index_axis(y, e: _Entry):
         y = lax.bind_dynamic_slice(y, idx, tuple(1 if k == ax else d for k, d in enumerate(shape)))
     else:
         if n == 0:
-            raise _index_error("index into an axis of size 0")
+            raise index_error("index into an axis of size 0")
         idx = [const(e.value.dtype, 0)] * len(shape)
         idx[ax] = _wrap_negative(e.value, n)
         y = lax.bind_dynamic_slice(y, idx, tuple(1 if k == ax else d for k, d in enumerate(shape)))
@@ -439,14 +454,13 @@ def _index_shapes(arrays) -> tuple:
     """The broadcast shape of the index arrays (run-time checked where only run time can tell)."""
     arr_shapes = [tuple(aval(a).shape) if isinstance(a, Tracer) else tuple(np.shape(a)) for a in arrays]
     if any(_d.has_dynamic(s) for s in arr_shapes):
-        from sprue.numpy._promote import broadcast_shapes
         return broadcast_shapes("getitem", *[a if isinstance(a, Tracer) or np.ndim(a) else np.int64(a)
                                              for a in arrays])
     try:
         return np.broadcast_shapes(*arr_shapes) if arr_shapes else ()
     except ValueError:
-        raise _index_error("shape mismatch: indexing arrays could not be broadcast together with shapes "
-                           + " ".join(str(s) for s in arr_shapes)) from None
+        raise index_error("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                          + " ".join(str(s) for s in arr_shapes)) from None
 
 
 def _plan(shape, entries, check: bool, clamp: str | None = None) -> _Plan:
@@ -459,21 +473,7 @@ def _plan(shape, entries, check: bool, clamp: str | None = None) -> _Plan:
     has_array = any(e.kind == "array" for e in entries)
     adv = [k for k, e in enumerate(entries) if e.kind == "array" or (has_array and e.kind in ("int", "dyn"))]
     B = _index_shapes([entries[k].value for k in adv])
-    adjacent = bool(adv) and adv == list(range(adv[0], adv[-1] + 1))
-    # the result layout, in order: ("B",) advanced block, ("S", k) strided slice batch dim,
-    # ("W", k) window dim, ("N",) new axis
-    layout = [("B",)] if adv and not adjacent else []
-    for k, e in enumerate(entries):
-        if e.kind == "sep":
-            continue
-        if e.kind == "none":
-            layout.append(("N",))
-        elif k in adv or e.kind in ("int", "dyn"):
-            if adjacent and k == adv[0]:
-                layout.append(("B",))
-        else:
-            step = 1 if e.value.step is None else e.value.step
-            layout.append(("W", k) if step == 1 else ("S", k))
+    layout = _layout(entries, adv)
     batch_shape, batch_pos, pos = [], {}, 0
     for item in layout:
         if item[0] == "B":
@@ -531,7 +531,7 @@ def _plan(shape, entries, check: bool, clamp: str | None = None) -> _Plan:
             if check:
                 _check_static(n, e.dim, np.asarray(i))
         elif n == 0:
-            raise _index_error(f"index into axis {e.dim} of size 0")
+            raise index_error(f"index into axis {e.dim} of size 0")
         i = _wrap_negative(i, n)
         if isinstance(n, DimExpr) and clamp is not None:
             i, padded = _clamp_for_pad(i, n, clamp)
@@ -546,6 +546,26 @@ def _plan(shape, entries, check: bool, clamp: str | None = None) -> _Plan:
     indices = _stack(comps, batch_shape) if comps else None
     return _Plan(indices, tuple(offset_dims), tuple(sorted(collapsed)), tuple(start_map), tuple(slice_sizes),
                  tuple(result_shape), tuple(out_shape), comps, pad_dims)
+
+
+def _layout(entries, adv: list[int]) -> list[tuple]:
+    """The result's axes, in order: ("B",) the advanced (broadcast index) block — at the first
+    advanced index when they are adjacent in the index, else first —, ("S", k) the batch dim of a
+    strided slice, ("W", k) a window dim, ("N",) a new axis."""
+    adjacent = bool(adv) and adv == list(range(adv[0], adv[-1] + 1))
+    layout = [("B",)] if adv and not adjacent else []
+    for k, e in enumerate(entries):
+        if e.kind == "sep":
+            continue
+        if e.kind == "none":
+            layout.append(("N",))
+        elif k in adv or e.kind in ("int", "dyn"):
+            if adjacent and k == adv[0]:
+                layout.append(("B",))
+        else:
+            step = 1 if e.value.step is None else e.value.step
+            layout.append(("W", k) if step == 1 else ("S", k))
+    return layout
 
 
 def _slice_size(s: slice, n):
@@ -609,7 +629,6 @@ def scatter_update(x, idx, values, op: str, mode=None):
     _d.check_broadcast_to(fname, v, plan.out_shape, "values")
     v = reshape(broadcast_to(v, plan.out_shape), plan.result_shape)
     if plan.indices is None:  # the whole array: an elementwise op
-        from sprue.numpy._ufuncs import _funcs as F
         whole = {"set": lambda a, b: b, "add": F["add"], "multiply": F["multiply"], "min": F["minimum"],
                  "max": F["maximum"]}[op]
         return as_result(convert(broadcast_to(whole(x, v), xa.shape), xa.dtype))
@@ -640,7 +659,6 @@ class _IndexUpdateRef:
         return scatter_update(self.array, self.index, values, "add", mode)
 
     def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        from sprue.numpy._ufuncs import _funcs as F
         return scatter_update(self.array, self.index, F["negative"](values), "add", mode)
 
     def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
@@ -649,12 +667,10 @@ class _IndexUpdateRef:
     mul = multiply
 
     def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        from sprue.numpy._ufuncs import _funcs as F
         x = self.array
         return scatter_update(x, self.index, F["divide"](getitem(x, self.index, mode="clip"), values), "set", mode)
 
     def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        from sprue.numpy._ufuncs import power
         x = self.array
         return scatter_update(x, self.index, power(getitem(x, self.index, mode="clip"), values), "set", mode)
 
@@ -683,8 +699,7 @@ class IndexUpdateHelper:
 def _index_operand(fname, indices):
     """Index arrays given as lists stay static numpy arrays (checked at trace time, like x[[0, 2]])."""
     if isinstance(indices, (list, tuple)):
-        from sprue.numpy._creation import _leaves
-        if not any(isinstance(v, Tracer) for v in _leaves(indices, [])):
+        if not any(isinstance(v, Tracer) for v in nested_leaves(indices)):
             return np.asarray(indices) if len(indices) else np.zeros((0,), np.int64)
     return operand(fname, indices)
 
@@ -694,7 +709,6 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
          fill_value=None):
     """numpy.take. mode None/'raise' (static indices checked, traced ones clamped), 'clip' (clamped,
     no negative indices), 'wrap' (modulo the axis), or 'fill' (out of bounds give fill_value)."""
-    from sprue.numpy._ufuncs import _funcs as F
     if out is not None:
         raise type_error("take", "out= is not supported (sprue arrays are immutable)")
     a = operand("take", a)
@@ -711,7 +725,6 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
         _d.check(lax.ne(_d.value(n), np.int64(0)),
                  f"sprue.numpy.take: cannot do a non-empty take from an empty axis{loc()}", key=("nonempty", n))
     if mode == "clip":
-        from sprue.numpy._ufuncs import clip
         idx = clip(idx, 0, _d.dmax(n - 1, 0))
     elif mode == "wrap":
         idx = F["remainder"](idx, n)

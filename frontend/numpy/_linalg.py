@@ -5,11 +5,14 @@ from __future__ import annotations
 import builtins
 from collections import Counter
 
-from sprue.base import dtypes
 from sprue import lax
 from sprue.numpy import _dims as _d
-from sprue.numpy._promote import (as_result, aval, broadcast_to, describe, normalize_axis, operands, promote,
-    reshape, static_int, type_error, value_error)
+from sprue.numpy._avals import aval, describe, type_error, value_error
+from sprue.numpy._creation import astype
+from sprue.numpy._promote import as_result, broadcast_to, normalize_axis, operands, promote, reshape, static_int
+from sprue.numpy._reductions import lax_reduce
+from sprue.numpy._reductions import sum as _sum
+from sprue.numpy._shape import diagonal
 from sprue.numpy._ufuncs import _funcs as F
 
 __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "kron"]
@@ -98,7 +101,6 @@ def vdot(a, b, /):
 
 def vecdot(x1, x2, /, *, axis=-1):
     a, b = promote("vecdot", x1, x2, shape=False)
-    from sprue.numpy._reductions import sum as _sum
     return _sum(F["multiply"](a, b), axis=axis)
 
 
@@ -175,13 +177,11 @@ def _sum_labels(x, labels, drop):
     axes = tuple(i for i, l in enumerate(labels) if l in drop)
     if not axes:
         return x, labels
-    from sprue.numpy._reductions import _raw
-    return _raw("sum", x, axes), [l for l in labels if l not in drop]
+    return lax_reduce("sum", x, axes), [l for l in labels if l not in drop]
 
 
 def _take_diagonals(x, labels):
     """Repeated labels within one operand ('ii->i', 'ii->'): take the diagonal."""
-    from sprue.numpy._shape import diagonal
     while True:
         seen = {}
         rep = None
@@ -198,26 +198,10 @@ def _take_diagonals(x, labels):
         labels = [m for k, m in enumerate(labels) if k not in (i, j)] + [l]
 
 
-def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, preferred_element_type=None):
-    """numpy.einsum: diagonals of repeated labels, sums of private labels, then pairwise
-    dot_general contractions left to right, and a final transpose to the output order."""
-    fname = "einsum"
-    if out is not None:
-        raise type_error(fname, "out= is not supported (sprue arrays are immutable)")
-    if not isinstance(subscripts, str):
-        raise type_error(fname, "the subscripts must be a string (the interleaved operand/sublist form is not"
-                                " supported)")
-    if not operands_:
-        raise value_error(fname, "needs at least one operand")
-    xs = promote(fname, *operands_, shape=False)
-    subs = subscripts.replace(" ", "")
-    ins, arrow, out_spec = subs.partition("->")
-    in_specs = ins.split(",")
-    if len(in_specs) != len(xs):
-        raise value_error(fname, f"{len(in_specs)} subscripts for {len(xs)} operands in {subscripts!r}")
-    ell_counts: list = []
-    specs = [_parse_spec(fname, s, aval(x).ndim, ell_counts) for s, x in zip(in_specs, xs)]
-    n_ell = builtins.max(ell_counts, default=0)
+def _output_labels(fname, subscripts: str, specs: list, n_ell: int) -> list:
+    """The output's labels: as given after '->' (the ellipsis dims where '...' stands), else numpy's
+    implicit output, the ellipsis dims then the labels used once, sorted."""
+    _, arrow, out_spec = subscripts.replace(" ", "").partition("->")
     if arrow:
         if "..." in out_spec:
             left, right = out_spec.split("...", 1)
@@ -239,7 +223,11 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
     for l in out_labels:
         if l not in all_labels:
             raise value_error(fname, f"output label {l!r} does not appear in the inputs of {subscripts!r}")
-    # sizes, with numpy's broadcasting of size-1 dimensions
+    return out_labels
+
+
+def _label_sizes(fname, specs: list, xs: list) -> dict:
+    """The size of each label, with numpy's broadcasting of size-1 dimensions."""
     sizes: dict = {}
     for s, x in zip(specs, xs):
         for l, d in zip(s, aval(x).shape):
@@ -250,6 +238,29 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
                 raise value_error(fname, f"label {l if isinstance(l, str) else '...'!r} has sizes {sizes[l]} and {d}"
                                          f" in {describe(*xs)}")
             sizes[l] = d if sizes.get(l, 1) == 1 else sizes[l]
+    return sizes
+
+
+def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, preferred_element_type=None):
+    """numpy.einsum: diagonals of repeated labels, sums of private labels, then pairwise
+    dot_general contractions left to right, and a final transpose to the output order."""
+    fname = "einsum"
+    if out is not None:
+        raise type_error(fname, "out= is not supported (sprue arrays are immutable)")
+    if not isinstance(subscripts, str):
+        raise type_error(fname, "the subscripts must be a string (the interleaved operand/sublist form is not"
+                                " supported)")
+    if not operands_:
+        raise value_error(fname, "needs at least one operand")
+    xs = promote(fname, *operands_, shape=False)
+    in_specs = subscripts.replace(" ", "").partition("->")[0].split(",")
+    if len(in_specs) != len(xs):
+        raise value_error(fname, f"{len(in_specs)} subscripts for {len(xs)} operands in {subscripts!r}")
+    ell_counts: list = []
+    specs = [_parse_spec(fname, s, aval(x).ndim, ell_counts) for s, x in zip(in_specs, xs)]
+    n_ell = builtins.max(ell_counts, default=0)
+    out_labels = _output_labels(fname, subscripts, specs, n_ell)
+    sizes = _label_sizes(fname, specs, xs)
     xs = [broadcast_to(x, tuple(sizes[l] for l in s)) for s, x in zip(specs, xs)]
     ops = []
     for k, (x, s) in enumerate(zip(xs, specs)):
@@ -272,6 +283,5 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
     if perm != tuple(range(len(perm))):
         acc = lax.transpose(acc, perm)
     if preferred_element_type is not None:
-        from sprue.numpy._creation import astype
         acc = astype(acc, preferred_element_type)
     return as_result(acc)

@@ -1,4 +1,5 @@
-"""Data-dependent shapes: nonzero, flatnonzero, argwhere, extract, compress.
+"""Data-dependent shapes: nonzero, flatnonzero, argwhere, extract, compress, and where (whose
+one-argument form is nonzero).
 
 The results have a size only run time knows (the number of true/nonzero entries): the `filter`
 primitive (sprue.lax.filtering) computes it and makes it a fresh dimension, which every result of
@@ -10,16 +11,18 @@ import math
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
-from sprue.ir.shapes import DimExpr
-from sprue.trace.tracing import Tracer
+from sprue.base import dtypes
+from sprue.ir.shapes import DimExpr, format_dim, prove_equal
 from sprue.numpy import _dims as _d
-from sprue.numpy._indexing import _index_error, getitem
-from sprue.numpy._promote import (aval, as_result, const, describe, loc, normalize_axis, operand, reshape,
-    static_int, type_error, value_error)
+from sprue.numpy._avals import aval, const, describe, index_error, loc, type_error, value_error
+from sprue.numpy._indexing import getitem
+from sprue.numpy._promote import as_result, normalize_axis, operand, reshape, static_int
+from sprue.numpy._shape import ravel
+from sprue.numpy._ufuncs import where_xy
+from sprue.trace.tracing import Tracer
 
-__all__ = ["nonzero", "flatnonzero", "argwhere", "extract", "compress"]
+__all__ = ["nonzero", "flatnonzero", "argwhere", "extract", "compress", "where"]
 
 
 def _truth(fname: str, a):
@@ -75,7 +78,6 @@ def nonzero(a, *, size=None, fill_value=None):
 def flatnonzero(a, *, size=None, fill_value=None):
     """numpy.flatnonzero: the indices of the nonzero entries of ravel(a) (a size known at run time,
     or the static `size` as in nonzero)."""
-    from sprue.numpy._shape import ravel
     return nonzero(ravel(operand("flatnonzero", a)), size=size, fill_value=fill_value)[0]
 
 
@@ -100,7 +102,7 @@ def _fit_condition(fname: str, c, n, axis: int):
     longer one may only have False beyond n (numpy's IndexError otherwise; a run-time check when
     the condition is traced)."""
     nc = aval(c).shape[0]
-    if _d.prove_equal(nc, n):
+    if prove_equal(nc, n):
         return c
     i = lax.iota(dtypes.int64, n)
     fitted = lax.bitwise_and(_d.take_clamped(c, 0, i), lax.lt(i, _d.value(nc) if isinstance(nc, DimExpr) else
@@ -110,10 +112,10 @@ def _fit_condition(fname: str, c, n, axis: int):
         kept = lax.reduce_sum(lax.convert_element_type(fitted, dtypes.int64), (0,))
         ok = lax.eq(count, kept)
         msg = (f"sprue.numpy.{fname}: the condition has a true entry at an index out of bounds for axis {axis}"
-               f" with size {_d.format_dim(n)}")
+               f" with size {format_dim(n)}")
         if not isinstance(ok, Tracer):
             if not bool(ok):
-                raise _index_error(msg[len(f"sprue.numpy.{fname}: "):])
+                raise index_error(msg[len(f"sprue.numpy.{fname}: "):])
         else:
             _d.check(ok, msg + loc())
     return fitted
@@ -123,7 +125,6 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     """numpy.compress: the slices of a along axis (of ravel(a) when axis is None) where the 1-d
     condition is true; its length is a size known at run time (or the static `size`, as in JAX).
     A condition shorter than the axis counts as False beyond its end."""
-    from sprue.numpy._shape import ravel
     if out is not None:
         raise type_error("compress", "out= is not supported (sprue arrays are immutable)")
     c = operand("compress", condition)
@@ -142,6 +143,15 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
 def extract(condition, arr, *, size=None, fill_value=0):
     """numpy.extract: the entries of ravel(arr) where ravel(condition) is nonzero (a size known at
     run time, or the static `size` as in JAX)."""
-    from sprue.numpy._shape import ravel
     return compress(ravel(_truth("extract", operand("extract", condition))), ravel(operand("extract", arr)),
                     size=size, fill_value=fill_value)
+
+
+def where(condition, x=None, y=None, /):
+    """numpy.where(condition, x, y): select with numpy's promotion and broadcasting. The one-argument
+    form is nonzero(condition): index arrays of a size computed at run time."""
+    if x is None or y is None:
+        if x is None and y is None:
+            return nonzero(condition)
+        raise type_error("where", "either both or neither of x and y must be given")
+    return where_xy(condition, x, y)

@@ -1,5 +1,6 @@
 """Operands of sprue.numpy functions: checking them, numpy's dtype promotion (NEP 50, Python
-scalars weak), broadcasting, and conversion — all on abstract values, with lax ops for the data.
+scalars weak), broadcasting, and conversion — all on abstract values, with lax ops for the data —
+and numpy.array, which makes an operand of nested lists (an operand given as a list is one).
 
 An *operand* is a Tracer, a numpy array or scalar, or a Python bool/int/float (weak). Nothing here
 computes on a traced value with numpy: numpy only sees dtypes, shapes and static constants.
@@ -10,61 +11,15 @@ import operator
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
-from sprue.ir.core import ShapedArray, impl_rules
-from sprue.base.errors import SprueTypeError, SprueValueError, UnsupportedError, at
-from sprue.lax import elementwise as _e
-from sprue.base.source_info import user_frame_summary
+from sprue.base import dtypes
+from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.core import impl_rules
 from sprue.ir.shapes import DimExpr
-from sprue.trace.tracing import Tracer
-
-PY_SCALARS = (bool, int, float)
-
-
-def loc() -> str:
-    """' (at file.py:12 (fn))' for the user's innermost frame."""
-    return at(user_frame_summary())
-
-
-def type_error(fname: str, msg: str) -> SprueTypeError:
-    return SprueTypeError(f"sprue.numpy.{fname}: {msg}{loc()}")
-
-
-def value_error(fname: str, msg: str) -> SprueValueError:
-    return SprueValueError(f"sprue.numpy.{fname}: {msg}{loc()}")
-
-
-def unsupported(fname: str, msg: str) -> UnsupportedError:
-    return UnsupportedError(f"sprue.numpy.{fname}: {msg}{loc()}")
-
-
-def is_py_scalar(x) -> bool:
-    return isinstance(x, PY_SCALARS) and not isinstance(x, np.generic)
-
-
-def is_tracer(x) -> bool:
-    return isinstance(x, Tracer)
-
-
-def any_tracer(*xs) -> bool:
-    return any(isinstance(x, Tracer) for x in xs)
-
-
-def aval(x) -> ShapedArray:
-    """The abstract value of an operand (checked by `operand`)."""
-    if isinstance(x, Tracer):
-        return x.aval
-    if is_py_scalar(x):
-        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
-    return ShapedArray(np.shape(x), x.dtype)
-
-
-def describe(*xs) -> str:
-    """'f64[3] and f64[4]' / 'f64[3], i32[] and bool[2]' for error messages."""
-    parts = [aval(x).str_short() if isinstance(x, (Tracer, np.ndarray, np.generic)) or is_py_scalar(x)
-             else type(x).__name__ for x in xs]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+from sprue.lax import elementwise as _e
+from sprue.numpy import _dims as _d
+from sprue.numpy._avals import any_tracer, aval, describe, is_py_scalar, loc, type_error, value_error
+from sprue.trace.tracing import Tracer, current_builder
 
 
 def operand(fname: str, x):
@@ -72,8 +27,7 @@ def operand(fname: str, x):
     if isinstance(x, Tracer):
         return x
     if isinstance(x, DimExpr):  # a size used as a number (x.shape[0] * 2.0): its run-time value
-        from sprue.numpy._dims import weak_value
-        return weak_value(x)
+        return _d.weak_value(x)
     if is_py_scalar(x):
         if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**63:
             raise value_error(fname, f"Python int {x} does not fit in int64")
@@ -85,7 +39,6 @@ def operand(fname: str, x):
                                     f"{', '.join(sorted(str(d) for d in dtypes.SUPPORTED))}")
         return x
     if isinstance(x, (list, tuple)):
-        from sprue.numpy._creation import array
         return array(x, fname=fname)
     raise type_error(fname, f"{type(x).__name__} object is not a valid array operand; expected an array, a"
                             f" Python or numpy scalar (bool, int, float), or a traced array")
@@ -148,11 +101,6 @@ def normalize_axes(fname: str, axis, ndim: int, x=None) -> tuple[int, ...]:
     return (normalize_axis(fname, axis, ndim, x),)
 
 
-def const(dtype, value):
-    """A typed scalar constant (a strong literal in a jaxpr: `1:i32[]`)."""
-    return np.array(value, dtype)[()]
-
-
 def convert(x, dtype, weak: bool = False, strip_weak: bool = False):
     """x as `dtype`. Python scalars stay weak literals when `weak`; numpy values are converted
     statically with lax's reference semantics; tracers get a convert_element_type."""
@@ -209,8 +157,7 @@ def broadcast_shapes(fname: str, *xs) -> tuple:
     for i in range(nd):
         dims = [s[len(s) - nd + i] for s in shapes if len(s) - nd + i >= 0]
         if any(not isinstance(d, int) for d in dims):
-            from sprue.numpy._dims import broadcast_dim
-            out.append(broadcast_dim(fname, dims, xs))
+            out.append(_d.broadcast_dim(fname, dims, xs))
             continue
         dims = set(dims)
         dims.discard(1)
@@ -230,10 +177,9 @@ def broadcast_to(x, shape, keep_scalar: bool = False):
     if xs == shape or (keep_scalar and not xs and not isinstance(x, Tracer)):
         return x
     nd = len(shape)
-    from sprue.numpy._dims import needs_resize, resize_axis
     for i, d in enumerate(xs):
-        if needs_resize(d, shape[nd - len(xs) + i]):
-            x = resize_axis(x, i, shape[nd - len(xs) + i])
+        if _d.needs_resize(d, shape[nd - len(xs) + i]):
+            x = _d.resize_axis(x, i, shape[nd - len(xs) + i])
     if aval(x).shape == shape:
         return x
     return lax.broadcast_in_dim(x, shape, tuple(range(nd - len(xs), nd)))
@@ -256,3 +202,83 @@ def reshape(x, shape):
     if aval(x).shape == shape:
         return x
     return lax.reshape(x, shape)
+
+
+# -- numpy.array: nested lists of scalars, numpy arrays and traced arrays ----------------------------
+def _const_tracer(x):
+    """Inside a trace, a numpy array made by array()/asarray() becomes a traced array standing for
+    its jaxpr constant, so it has the traced-array methods (`.at`, ...). Eagerly it stays numpy."""
+    b = current_builder()
+    if b is None or isinstance(x, Tracer) or np.ndim(x) == 0:
+        return x
+    var = b.atom(x)
+    return Tracer(b, var.aval, var)
+
+
+def nested_leaves(obj, out=None) -> list:
+    """The scalars and arrays of a nested list/tuple, in order."""
+    out = [] if out is None else out
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            nested_leaves(o, out)
+    else:
+        out.append(obj)
+    return out
+
+
+def _strong_dtype(fname, x):
+    x = _d.value(x) if isinstance(x, DimExpr) else operand(fname, x)
+    return aval(x).dtype
+
+
+def _build(fname, obj, dt):
+    """A nested list/tuple holding traced arrays: convert the leaves, stack level by level."""
+    if not isinstance(obj, (list, tuple)):
+        return convert(operand(fname, obj), dt)
+    if not obj:
+        raise value_error(fname, "an empty list inside a list of traced arrays")
+    parts = [_build(fname, o, dt) for o in obj]
+    shapes = {aval(p).shape for p in parts}
+    if len(shapes) != 1:
+        raise value_error(fname, f"inhomogeneous nested sequence: elements of shapes {describe(*parts)}")
+    (shape,) = shapes
+    parts = [lax.broadcast_in_dim(p, (1,) + shape, tuple(range(1, len(shape) + 1))) for p in parts]
+    return parts[0] if len(parts) == 1 else lax.concatenate(parts, 0)
+
+
+def array(object, dtype=None, *, copy=True, order="K", ndmin=0, fname="array"):
+    """numpy.array: nested lists of scalars, numpy arrays and traced arrays. Python scalars inside
+    lists are strong, as in numpy (array([1.0, x_f32]) is float64)."""
+    dt = check_dtype(fname, dtype) if dtype is not None else None
+    if isinstance(object, DimExpr):  # a size (x.shape[0]): numpy makes the Python int an int64 array
+        object = _d.value(object)
+    if isinstance(object, Tracer):
+        out = object if dt is None else convert(object, dt)
+    elif isinstance(object, (list, tuple)):
+        leaves = nested_leaves(object)
+        if any_tracer(*leaves) or any(isinstance(v, DimExpr) for v in leaves):
+            if dt is None:
+                dt = np.result_type(*[_strong_dtype(fname, v) for v in leaves])
+                dt = check_dtype(fname, dt)
+            out = _build(fname, object, dt)
+        else:
+            out = _static_array(fname, object, dt)
+    elif is_py_scalar(object) or isinstance(object, (np.ndarray, np.generic)):
+        out = _static_array(fname, operand(fname, object), dt)
+    else:
+        raise type_error(fname, f"cannot make an array from a {type(object).__name__} object")
+    nd = static_int(fname, ndmin, "ndmin")
+    if aval(out).ndim < nd:
+        out = lax.reshape(out, (1,) * (nd - aval(out).ndim) + aval(out).shape)
+    return _const_tracer(as_result(out))
+
+
+def _static_array(fname, obj, dt):
+    try:
+        arr = np.array(obj)
+    except (ValueError, TypeError) as e:
+        raise value_error(fname, f"cannot make an array from this sequence: {e}") from None
+    if arr.dtype == object or arr.dtype not in dtypes.SUPPORTED:
+        raise type_error(fname, f"elements of dtype {arr.dtype} are not supported; sprue compiles "
+                                f"{', '.join(sorted(str(d) for d in dtypes.SUPPORTED))}")
+    return arr if dt is None or arr.dtype == dt else convert(arr, dt)

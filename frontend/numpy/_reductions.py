@@ -9,13 +9,24 @@ import math
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
+from sprue.base import dtypes
+from sprue.ir.shapes import prove_equal
 from sprue.numpy import _dims as _d
-from sprue.numpy._promote import (as_result, aval, broadcast_to, check_dtype, const, convert, describe, loc,
-    normalize_axes, normalize_axis, operand, reshape, type_error, value_error)
+from sprue.numpy._avals import aval, const, describe, loc, type_error, value_error
+from sprue.numpy._promote import (
+    as_result,
+    broadcast_to,
+    check_dtype,
+    convert,
+    normalize_axes,
+    normalize_axis,
+    operand,
+    reshape,
+)
 from sprue.numpy._ufuncs import _funcs as F
-from sprue.numpy._ufuncs import where as _where
+from sprue.numpy._ufuncs import isclose
+from sprue.numpy._ufuncs import where_xy as _where
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "ptp", "count_nonzero", "nansum",
@@ -42,7 +53,7 @@ def _keep(r, shape, axes, keepdims):
     return as_result(r)
 
 
-def _raw(kind: str, x, axes):
+def lax_reduce(kind: str, x, axes):
     """One lax reduction (bool sums and maxima are reduce_or, products and minima reduce_and)."""
     if not axes:
         return x
@@ -75,7 +86,7 @@ def _sum_like(fname, kind, a, axis, dtype, out, keepdims, initial, where):
     x = convert(a, dt, strip_weak=True)
     if where is not None:
         x, _ = _mask(fname, x, where, 0 if kind == "sum" else 1)
-    r = _raw(kind, x, axes)
+    r = lax_reduce(kind, x, axes)
     if initial is not None:
         r = (F["add"] if kind == "sum" else F["multiply"])(r, convert(initial, dt))
     return _keep(convert(r, dt), av.shape, axes, keepdims)
@@ -106,7 +117,7 @@ def _extremum(fname, kind, a, axis, out, keepdims, initial, where):
     x = convert(a, av.dtype, strip_weak=True)
     if where is not None:
         x, _ = _mask(fname, x, where, initial)
-    r = _raw(kind, x, axes)
+    r = lax_reduce(kind, x, axes)
     if initial is not None:
         r = F[op](r, convert(initial, av.dtype))
     return _keep(r, av.shape, axes, keepdims)
@@ -138,7 +149,7 @@ def _logical(fname, kind, a, axis, out, keepdims, where):
     x = convert(a, dtypes.bool_, strip_weak=True)
     if where is not None:
         x, _ = _mask(fname, x, where, kind == "and")
-    return _keep(_raw(kind, x, axes), av.shape, axes, keepdims)
+    return _keep(lax_reduce(kind, x, axes), av.shape, axes, keepdims)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
@@ -166,7 +177,7 @@ def _count(fname, x, axes, where, comp):
         count = math.prod(shape[i] for i in axes)
         return x, const(comp, count) if isinstance(count, int) else convert(_d.value(count), comp)
     x, w = _mask(fname, x, where, 0)
-    return x, _raw("sum", convert(w, comp), axes)
+    return x, lax_reduce("sum", convert(w, comp), axes)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
@@ -176,7 +187,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     axes = normalize_axes("mean", axis, av.ndim, a)
     comp, dt = _float_acc("mean", a, dtype, True)
     x, n = _count("mean", convert(a, comp, strip_weak=True), axes, where, comp)
-    r = lax.div(_raw("sum", x, axes), n)
+    r = lax.div(lax_reduce("sum", x, axes), n)
     return _keep(convert(r, dt), av.shape, axes, keepdims)
 
 
@@ -200,7 +211,7 @@ def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean_, correction, s
     comp, dt = _float_acc(fname, a, dtype, False)
     x, n = _count(fname, convert(a, comp, strip_weak=True), axes, where, comp)
     keep_shape = tuple(1 if i in axes else d for i, d in enumerate(av.shape))
-    m = reshape(lax.div(_raw("sum", x, axes), n), keep_shape)
+    m = reshape(lax.div(lax_reduce("sum", x, axes), n), keep_shape)
     d = F["subtract"](x, m)
     if where is not None:
         d, _ = _mask(fname, d, where, 0)
@@ -208,7 +219,7 @@ def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean_, correction, s
         dof = const(comp, builtins.max(n - ddof, 0))
     else:
         dof = F["maximum"](F["subtract"](n, ddof), const(comp, 0))
-    r = lax.div(_raw("sum", lax.mul(d, d), axes), dof)
+    r = lax.div(lax_reduce("sum", lax.mul(d, d), axes), dof)
     if sqrt:
         r = lax.sqrt(r)
     return _keep(convert(r, dt), av.shape, axes, keepdims)
@@ -334,14 +345,13 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """numpy.allclose as a bool array (a traced bool inside a trace: no Python `if` on it)."""
-    from sprue.numpy._ufuncs import isclose
     return all(isclose(a, b, rtol, atol, equal_nan))
 
 
 def array_equal(a1, a2, equal_nan=False):
     a1, a2 = operand("array_equal", a1), operand("array_equal", a2)
     s1, s2 = aval(a1).shape, aval(a2).shape
-    if len(s1) != len(s2) or builtins.any(p is False for p in map(_d.prove_equal, s1, s2)):
+    if len(s1) != len(s2) or builtins.any(p is False for p in map(prove_equal, s1, s2)):
         return np.asarray(False)
     # sizes only run time can compare: equal shapes is part of the answer, and the values are
     # compared on the common part (both cut to the smaller size, which never reads outside either)

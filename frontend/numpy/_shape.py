@@ -10,18 +10,30 @@ import math
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
-from sprue.numpy._promote import (as_result, aval, convert, describe, normalize_axes, normalize_axis,
-    is_py_scalar, operand, operands, result_type, static_int, static_shape, type_error, value_error)
-from sprue.ir.shapes import DimExpr, format_dim
-from sprue.trace.tracing import Tracer
+from sprue.base import dtypes
+from sprue.ir.shapes import DimExpr, format_dim, prove_equal
 from sprue.numpy import _dims as _d
+from sprue.numpy._avals import aval, describe, is_py_scalar, loc, type_error, value_error
+from sprue.numpy._indexing import getitem, take
+from sprue.numpy._promote import (
+    as_result,
+    check_dtype,
+    convert,
+    normalize_axes,
+    normalize_axis,
+    operand,
+    operands,
+    result_type,
+    static_int,
+    static_shape,
+)
 from sprue.numpy._promote import broadcast_shapes as _bshapes
-from sprue.numpy._promote import loc as _loc
 from sprue.numpy._promote import broadcast_to as _bcast
 from sprue.numpy._promote import reshape as _reshape
-from sprue.numpy._ufuncs import where as _where
+from sprue.numpy._reductions import sum as _sum
+from sprue.numpy._ufuncs import where_xy as _where
+from sprue.trace.tracing import Tracer
 
 __all__ = ["reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
            "squeeze", "expand_dims", "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
@@ -89,7 +101,7 @@ def _reshape_dynamic(a, dims, order):
         if isinstance(known, int) and known == 0:
             raise value_error("reshape", message)
         if not isinstance(known, int) and _d.maybe_zero(known):  # numpy cannot infer -1 beside a 0
-            _d.check(lax.ne(_d.value(known), np.int64(0)), f"sprue.numpy.reshape: {message}{_loc()}")
+            _d.check(lax.ne(_d.value(known), np.int64(0)), f"sprue.numpy.reshape: {message}{loc()}")
         q = _d.exact_div(av.size, known)
         if q is not None or isinstance(known, int):
             q = av.size // known if q is None else q
@@ -100,7 +112,7 @@ def _reshape_dynamic(a, dims, order):
         dims[dims.index(-1)] = q
     dims = tuple(dims)
     total = math.prod(dims)
-    same = _d.prove_equal(total, av.size)
+    same = prove_equal(total, av.size)
     if same is False:
         raise value_error("reshape", message)
     if order == "F":
@@ -109,7 +121,7 @@ def _reshape_dynamic(a, dims, order):
     elif order not in ("C", "A"):
         raise value_error("reshape", f"order must be 'C' or 'F', got {order!r}")
     if same is None:
-        _d.check(_d.eq_value(total, av.size), f"sprue.numpy.reshape: {message}{_loc()}")
+        _d.check(_d.eq_value(total, av.size), f"sprue.numpy.reshape: {message}{loc()}")
         a = _d.cut_axis(_reshape(a, (av.size,)), 0, total)
     r = _reshape(a, dims)
     return as_result(transpose(r) if order == "F" and len(dims) > 1 else r)
@@ -179,7 +191,7 @@ def squeeze(a, axis=None):
         for d in dims:
             if isinstance(av.shape[d], DimExpr):  # checked to be 1 at run time, then made a static 1
                 _d.check(_d.eq_value(av.shape[d], 1), f"sprue.numpy.squeeze: cannot select an axis to squeeze"
-                         f" out which has size not equal to one (axis {d} of {describe(a)}){_loc()}")
+                         f" out which has size not equal to one (axis {d} of {describe(a)}){loc()}")
                 a = _d.cut_axis(a, d, 1)
             elif av.shape[d] != 1:
                 raise value_error("squeeze", f"cannot select an axis to squeeze out which has size not equal to one"
@@ -210,7 +222,6 @@ def _arrays(fname, arrays):
 
 def _common(fname, xs, dtype):
     if dtype is not None:
-        from sprue.numpy._promote import check_dtype
         dt = check_dtype(fname, dtype)
     else:
         dt, _ = result_type(*xs)
@@ -263,7 +274,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     shapes = {aval(x).shape for x in xs}
     if len(shapes) != 1:
         if len({len(s) for s in shapes}) != 1 or builtins.any(
-                p is False for s in shapes for p in map(_d.prove_equal, s, aval(xs[0]).shape)):
+                p is False for s in shapes for p in map(prove_equal, s, aval(xs[0]).shape)):
             raise value_error("stack", f"all input arrays must have the same shape, got {describe(*xs)}")
         xs = _unify_axes("stack", xs, range(aval(xs[0]).ndim),
                          f"all input arrays must have the same shape, got {describe(*xs)}")
@@ -394,7 +405,6 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    from sprue.numpy._reductions import sum as _sum
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
@@ -497,12 +507,10 @@ def repeat(a, repeats, axis=None):
         reps = [static_int("repeat", r, "repeats") for r in repeats]
         if isinstance(av.shape[ax], DimExpr):  # numpy needs one count per element: checked at run time
             _d.check(_d.eq_value(av.shape[ax], len(reps)), f"sprue.numpy.repeat: {len(reps)} repeats for axis"
-                     f" {ax} of size {av.shape[ax]} in {describe(a)}{_loc()}")
-            from sprue.numpy._indexing import take
+                     f" {ax} of size {av.shape[ax]} in {describe(a)}{loc()}")
             return take(_d.cut_axis(a, ax, len(reps)), np.repeat(np.arange(len(reps)), reps), axis=ax)
         if len(reps) != av.shape[ax]:
             raise value_error("repeat", f"{len(reps)} repeats for axis {ax} of size {av.shape[ax]} in {describe(a)}")
-        from sprue.numpy._indexing import take
         return take(a, np.repeat(np.arange(av.shape[ax]), reps), axis=ax)
     r = static_int("repeat", repeats[0] if isinstance(repeats, (list, tuple, np.ndarray)) else repeats, "repeats")
     if r < 0:
@@ -565,7 +573,6 @@ def _split_dynamic(fname, a, ios, ax, strict):
     """split / array_split of an axis of run-time size n. Split points: numpy's slices a[lo:hi].
     Sections k: pieces of n // k (array_split: the first n % k one longer), each a dynamic_slice
     whose start and size are computed from n; split's n % k == 0 is a run-time check."""
-    from sprue.numpy._indexing import getitem
     n = aval(a).shape[ax]
     lead = (slice(None),) * ax
     if isinstance(ios, (list, tuple, np.ndarray)):
@@ -578,7 +585,7 @@ def _split_dynamic(fname, a, ios, ax, strict):
     q, r = n // k, n % k
     if strict:
         _d.check(_d.eq_value(r, 0), f"sprue.numpy.{fname}: array split does not result in an equal division"
-                                     f" ({format_dim(n)} into {k}){_loc()}")
+                                     f" ({format_dim(n)} into {k}){loc()}")
     out = []
     for i in range(k):
         if strict:

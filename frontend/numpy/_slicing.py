@@ -22,12 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
+from sprue.base import dtypes
 from sprue.ir.shapes import DimExpr
-from sprue.trace.tracing import Tracer, as_dim
 from sprue.numpy import _dims as _d
-from sprue.numpy._promote import aval, convert, loc, type_error
+from sprue.numpy._avals import aval, index_error, loc, type_error
+from sprue.numpy._promote import convert
+from sprue.numpy._reductions import lax_reduce
+from sprue.trace.tracing import Tracer, as_dim
 
 
 def is_traced_bound(v) -> bool:
@@ -85,8 +87,7 @@ def bounds(s: slice, n) -> Bounds:
         raise type_error("getitem", "slice steps must be static ints")
     step = int(step)
     if step == 0:
-        from sprue.numpy._indexing import _index_error
-        raise _index_error("slice step cannot be zero")
+        raise index_error("slice step cannot be zero")
     fwd = step > 0
     A = _raw(s.start, n, 0, fwd)
     B = _raw(s.stop, n, n, fwd)
@@ -179,8 +180,7 @@ def index_axis(x, ax: int, i):
         need = i + 1 if i >= 0 else -i  # numpy: -n <= i < n
         if _d.le(need, n) is not True:
             if _d.le(need, n) is False:
-                from sprue.numpy._indexing import _index_error
-                raise _index_error(f"index {i} is out of bounds for axis {ax} with size {n}")
+                raise index_error(f"index {i} is out of bounds for axis {ax} with size {n}")
             _d.check(lax.ge(_val(n), np.int64(need)),
                      f"sprue.numpy.getitem: index {i} is out of bounds for axis {ax} with size {n}{loc()}",
                      key=("inbounds", n, need))
@@ -189,5 +189,4 @@ def index_axis(x, ax: int, i):
     starts = [np.int64(0)] * len(shape)
     starts[ax] = start
     y = lax.bind_dynamic_slice(x, starts, tuple(one if k == ax else d for k, d in enumerate(shape)))
-    from sprue.numpy._reductions import _raw as _reduce
-    return _reduce("max", y, (ax,))
+    return lax_reduce("max", y, (ax,))

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
-from sprue.numpy import _dims as _d
+from sprue.base import dtypes
 from sprue.lax import sort_p
-from sprue.numpy._promote import as_result, aval, normalize_axis, operand, reshape, value_error
+from sprue.numpy import _dims as _d
+from sprue.numpy._avals import aval, value_error
+from sprue.numpy._promote import as_result, normalize_axis, operand, reshape
 
 __all__ = ["sort", "argsort"]
 

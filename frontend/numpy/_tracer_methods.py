@@ -1,17 +1,18 @@
 """The numpy array API on traced arrays: operators, properties and methods set on
-sprue.tracing.Tracer when sprue.numpy is imported (`x + y`, `x[i]`, `x.T`, `x.sum()`, `x.at[i].set(v)`)."""
+sprue.trace.tracing.Tracer when sprue.numpy is imported (`x + y`, `x[i]`, `x.T`, `x.sum()`, `x.at[i].set(v)`):
+sprue.numpy's __init__ calls install_tracer_methods and install_dim_operators."""
 from __future__ import annotations
 
 import types
 
 import numpy as np
 
+from sprue.base.errors import SprueTypeError
 from sprue.ir.shapes import DimExpr
-from sprue.trace.tracing import Tracer
 from sprue.numpy import _creation, _indexing, _linalg, _reductions, _shape, _sorting, _ufuncs
 from sprue.numpy import _nonzero as _nonzero_mod
-from sprue.base.errors import SprueTypeError
-from sprue.numpy._promote import loc, type_error
+from sprue.numpy._avals import loc, type_error
+from sprue.trace.tracing import Tracer
 
 F = _ufuncs._funcs
 _OPERAND_TYPES = (Tracer, DimExpr, np.ndarray, np.generic, bool, int, float, list, tuple)
@@ -93,7 +94,7 @@ _METHODS = {
 }
 
 
-def install():
+def install_tracer_methods():
     slots = {n for n, v in vars(Tracer).items() if isinstance(v, types.MemberDescriptorType)}
     clash = slots & (set(_METHODS) | {"T", "mT", "at", "real", "imag", "itemsize", "nbytes"})
     assert not clash, f"sprue.numpy methods would overwrite Tracer slots {clash}"
@@ -162,7 +163,3 @@ def install_dim_operators():
                     ("floordiv", F["floor_divide"]), ("mod", F["remainder"]), ("pow", _ufuncs.power)):
         setattr(DimExpr, f"__{name}__", _dim_operator(f"__{name}__", f, False))
         setattr(DimExpr, f"__r{name}__", _dim_operator(f"__r{name}__", f, True))
-
-
-install()
-install_dim_operators()

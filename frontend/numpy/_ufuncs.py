@@ -13,13 +13,12 @@ import functools
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
+from sprue.base import dtypes
 from sprue.ir.core import ShapedArray
 from sprue.lax import RoundingMethod
-from sprue.trace.tracing import Tracer
-from sprue.numpy._promote import (aval, as_result, broadcast_shapes, broadcast_to, const, convert, describe,
-    is_py_scalar, operand, operands, promote, type_error, value_error)
+from sprue.numpy._avals import aval, const, describe, is_py_scalar, type_error, value_error
+from sprue.numpy._promote import as_result, broadcast_shapes, broadcast_to, convert, operand, operands, promote
 
 _DEFAULTS = (dtypes.bool_, dtypes.int64, dtypes.float64)
 
@@ -344,7 +343,7 @@ for _n, _row in BINARY.items():
 for _a, _n in ALIASES.items():
     _funcs[_a] = _funcs[_n]
 globals().update(_funcs)
-__all__ = sorted(_funcs) + ["power", "pow", "divmod", "round", "around", "clip", "where", "isclose",
+__all__ = sorted(_funcs) + ["power", "pow", "divmod", "round", "around", "clip", "isclose",
                             "fix", "nan_to_num", "real", "imag"]
 
 
@@ -428,14 +427,9 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
     return as_result(a)
 
 
-def where(condition, x=None, y=None, /):
-    """numpy.where(condition, x, y): select with numpy's promotion and broadcasting. The one-argument
-    form is nonzero(condition): index arrays of a size computed at run time."""
-    if x is None or y is None:
-        if x is None and y is None:
-            from sprue.numpy import nonzero
-            return nonzero(condition)
-        raise type_error("where", "either both or neither of x and y must be given")
+def where_xy(condition, x, y, /):
+    """numpy.where(condition, x, y): select with numpy's promotion and broadcasting. (The public
+    numpy.where, whose one-argument form is nonzero, is in _nonzero.)"""
     c, x, y = operands("where", condition, x, y)
     shape = broadcast_shapes("where", c, x, y)
     c = convert(c, dtypes.bool_)
@@ -467,9 +461,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if not dtypes.is_float(dt):
         return as_result(x)
     info = np.finfo(dt)
-    x = where(F["isnan"](x), nan, x)
-    x = where(F["equal"](x, np.inf), info.max if posinf is None else posinf, x)
-    return where(F["equal"](x, -np.inf), info.min if neginf is None else neginf, x)
+    x = where_xy(F["isnan"](x), nan, x)
+    x = where_xy(F["equal"](x, np.inf), info.max if posinf is None else posinf, x)
+    return where_xy(F["equal"](x, -np.inf), info.min if neginf is None else neginf, x)
 
 
 def real(x, /):
