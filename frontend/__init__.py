@@ -11,21 +11,30 @@ Python function -> jaxpr -> StableHLO -> MLIR pipelines -> LLVM IR -> object -> 
 called through a cffi runtime with memref descriptors.
 """
 from sprue import lax, numpy  # noqa: F401  (sprue.numpy also attaches the array methods to tracers)
-from sprue.api.traced import make_jaxpr
-from sprue.lax.control_flow.api import cond_decorator as cond, for_loop, while_loop_decorator as while_loop
-from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
-from sprue.base.errors import (ConcretizationError, SprueError, SprueMemoryError, SprueTypeError, SprueValueError,
-    StableHLOUnsupportedError, UnsupportedError)
+from sprue.api.costs import cost
 from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
-from sprue.base.pytree import tree_flatten, tree_map, tree_unflatten
 from sprue.api.qjit import QJIT, qjit
 from sprue.api.saved import load, save
-from sprue.api.transforms import grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
-from sprue.interp.cost import cost
 from sprue.api.signatures import assert_shape
+from sprue.api.traced import make_jaxpr
+from sprue.api.transforms import grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
+from sprue.base.errors import (
+    ConcretizationError,
+    SprueError,
+    SprueMemoryError,
+    SprueTypeError,
+    SprueValueError,
+    StableHLOUnsupportedError,
+    UnsupportedError,
+)
+from sprue.base.pytree import tree_flatten, tree_map, tree_unflatten
+from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
+from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
+from sprue.lax.control_flow.api import cond_decorator as cond
+from sprue.lax.control_flow.api import for_loop
+from sprue.lax.control_flow.api import while_loop_decorator as while_loop
 
 kernel = qjit   # a function compiled as its own function; inside traced code its calls are call equations
-from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
 
 __version__ = "0.1.0"
 

@@ -125,7 +125,7 @@ def _invar_names(jaxpr, explicit_names: list[str] | None) -> list[str]:
     """C names of the arguments: `explicit_names` for the trailing explicit ones when given; else a
     size argument is named after its dimension (`n`) and the others after their printed jaxpr
     names (a, b, ...), which is all a plain jaxpr file records."""
-    from sprue.ir.pretty import encode_name
+    from sprue.ir.core import encode_name
     n_explicit = len(explicit_names) if explicit_names is not None else 0
     first_explicit = len(jaxpr.invars) - n_explicit
     bases = []

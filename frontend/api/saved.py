@@ -78,7 +78,7 @@ def _implicit_count(jaxpr: Jaxpr) -> int:
 
 def to_text(closed: ClosedJaxpr, n_implicit: int | None = None, arg_names=None) -> str:
     """The saved-program text of a closed jaxpr (see the module docstring)."""
-    from sprue.ir.pretty import encode_name, pp_jaxpr
+    from sprue.ir.core import encode_name, pp_jaxpr
     jaxpr = closed.jaxpr
     if n_implicit is None:
         n_implicit = _implicit_count(jaxpr)

@@ -32,8 +32,9 @@ from typing import Any, Callable
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.ir.core import Primitive, ShapedArray, aval_of_value
 from sprue.base.errors import UnsupportedError
+from sprue.ir.core import Primitive, ShapedArray, aval_of_value
+from sprue.trace.tracing import Tracer, lax_ops, resolve_dynamic_dims
 
 jvp_rules: dict[Primitive, Callable] = {}
 vjp_rules: dict[Primitive, Callable] = {}
@@ -58,7 +59,6 @@ class Zero:
 
 def aval_of(x) -> ShapedArray:
     """The abstract value of a tracer or a concrete value."""
-    from sprue.trace.tracing import Tracer
     if isinstance(x, (Tracer, Zero)):
         return x.aval
     return aval_of_value(x)
@@ -75,11 +75,10 @@ def differentiable(x) -> bool:
 
 def zeros_like_aval(aval: ShapedArray):
     """An array of zeros of type aval (shapes may be symbolic: their sizes are run-time operands)."""
-    from sprue import lax
     zero = np.zeros((), aval.dtype)
     if not aval.shape:
         return zero
-    return lax.broadcast_in_dim(zero, aval.shape, ())
+    return lax_ops.broadcast_in_dim(zero, aval.shape, ())
 
 
 def zeros_like(x):
@@ -97,12 +96,11 @@ def instantiate(t, like=None):
 
 def add_tangents(a, b):
     """a + b where either may be a symbolic zero."""
-    from sprue import lax
     if is_zero(a):
         return b
     if is_zero(b):
         return a
-    return lax.add(a, b)
+    return lax_ops.add(a, b)
 
 
 def zero_of(x) -> Zero:
@@ -154,7 +152,6 @@ def resolved(p: Primitive, args, params: dict) -> tuple[list, dict]:
     """For a primitive with a dynamic-dims param (`shape=(None, 3)` + trailing size operands): the
     data operands, and the params with each None replaced by its size (an int or a DimExpr), ready
     for the sprue.lax wrappers, which split them again."""
-    from sprue.trace.tracing import resolve_dynamic_dims
     avals = [aval_of(a) for a in args]
     data, rp = resolve_dynamic_dims(p, args, avals, params)
     return list(args[:len(data)]), rp

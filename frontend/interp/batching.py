@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from sprue.interp.ad_util import aval_of, batch_rules, not_transformable
-from sprue.ir.core import Jaxpr, Literal, Var
 from sprue.base.errors import UnsupportedError
+from sprue.interp.ad_util import aval_of, batch_rules, not_transformable
 from sprue.interp.jvp import _located
+from sprue.ir.core import Jaxpr, Literal, Var
+from sprue.trace.tracing import bind, lax_ops
 
 
 def batch_jaxpr(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -> tuple[list, list]:
@@ -32,7 +33,6 @@ def batch_jaxpr(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) 
         env[v] = x
         if d is not None:
             denv[v] = 0
-    from sprue.trace.tracing import bind
     for eqn in jaxpr.eqns:
         xs = [read(a) for a in eqn.invars]
         ds = [read_dim(a) for a in eqn.invars]
@@ -69,16 +69,14 @@ def batch_size(args: Sequence, dims: Sequence):
 def broadcast_batch(x, size, out_shape=None):
     """Unbatched x as a batched value: x broadcast along a new leading axis of `size` (and, when
     out_shape is given, to that per-example shape, x being rank 0 or of that shape)."""
-    from sprue import lax
     aval = aval_of(x)
     shape = tuple(aval.shape) if out_shape is None else tuple(out_shape)
     dims = tuple(range(1 + len(shape) - aval.ndim, 1 + len(shape)))
-    return lax.broadcast_in_dim(x, (size, *shape), dims)
+    return lax_ops.broadcast_in_dim(x, (size, *shape), dims)
 
 
 def move_batch_axis(x, d, size, to: int = 0):
     """x batched at dim d (None: unbatched, then broadcast) with its batch axis moved to `to`."""
-    from sprue import lax
     if d is None:
         x = broadcast_batch(x, size)
         d = 0
@@ -88,7 +86,7 @@ def move_batch_axis(x, d, size, to: int = 0):
         return x
     perm = [i for i in range(nd) if i != d]
     perm.insert(to, d)
-    return lax.transpose(x, perm)
+    return lax_ops.transpose(x, perm)
 
 
 def batched_all(args: Sequence, dims: Sequence, size=None) -> list:
@@ -119,8 +117,7 @@ def elementwise_batch_rule(p, scalar_ok=lambda i: True):
             elif d is None:
                 xs.append(broadcast_batch(x, size))
             elif nd < len(shape):                  # a batched scalar against arrays
-                from sprue import lax
-                xs.append(lax.broadcast_in_dim(x, (size, *shape), (0,)))
+                xs.append(lax_ops.broadcast_in_dim(x, (size, *shape), (0,)))
             else:
                 xs.append(x)
         out = p.bind(*xs, **params)

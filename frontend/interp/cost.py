@@ -15,11 +15,12 @@ import math
 from typing import Sequence
 
 from sprue.base import dtypes
-from sprue.interp.ad_util import cost_rules, nested_cost_rules, not_transformable
-from sprue.ir.core import Jaxpr, Literal, ShapedArray, Var
 from sprue.base.errors import SprueValueError
+from sprue.interp.ad_util import cost_rules, nested_cost_rules, not_transformable
 from sprue.interp.jvp import _located
-from sprue.ir.shapes import DimExpr
+from sprue.ir.core import Jaxpr, Literal, ShapedArray, Var
+from sprue.ir.shapes import DimExpr, substitute
+from sprue.trace.tracing import bind
 
 
 class DataDependentCost(SprueValueError):
@@ -69,7 +70,6 @@ class Lazy:
 
 def _outputs(eqn, ins: list[Lazy]) -> list[Lazy]:
     """Lazy outputs of an equation: evaluated (eagerly, with numpy) when first needed."""
-    from sprue.trace.tracing import bind
     box: list = []
 
     def run():
@@ -102,7 +102,6 @@ class CostContext:
         def concrete(aval: ShapedArray) -> ShapedArray:
             if aval.is_static:
                 return aval
-            from sprue.lax.control_flow.primitives import substitute
             mapping = {}
             for d in aval.shape:
                 for dv in (d.dim_vars() if isinstance(d, DimExpr) else ()):
@@ -155,26 +154,5 @@ def per_input_element(in_avals, out_avals, **params) -> int:
     return numel(in_avals[0]) if in_avals and dtypes.is_float(in_avals[0].dtype) else 0
 
 
-def cost(fn):
-    """`sprue.cost(f)(*args, **kwargs)`: the estimated floating-point operations of f at args
-    (arrays, or ShapedArrays for an estimate that needs no values)."""
-    import functools
-    from sprue.api.traced import trace_function
-    from sprue.base.pytree import tree_flatten
-
-    @functools.wraps(fn)
-    def counted(*args, **kwargs):
-        traced = trace_function(fn, args, kwargs)
-        leaves, _ = tree_flatten((tuple(args), dict(kwargs)))
-        jaxpr = traced.closed_jaxpr.jaxpr
-        vals = [Lazy.abstract(v.aval) if isinstance(x, ShapedArray) else Lazy.known(x, v.aval)
-                for v, x in zip(jaxpr.invars[len(jaxpr.invars) - len(leaves):], leaves)]
-        implicit = [Lazy.abstract(v.aval) for v in jaxpr.invars[:len(jaxpr.invars) - len(leaves)]]
-        consts = [Lazy.known(c) for c in traced.closed_jaxpr.consts]
-        flops, _ = CostContext().jaxpr_cost(jaxpr, consts, [*implicit, *vals])
-        return flops
-    return counted
-
-
-__all__ = ["cost", "CostContext", "Lazy", "DataDependentCost", "ProbeNeedsValues", "free", "per_output_element",
+__all__ = ["CostContext", "Lazy", "DataDependentCost", "ProbeNeedsValues", "free", "per_output_element",
            "per_input_element", "numel"]

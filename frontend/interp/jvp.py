@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from sprue.base import dtypes
+from sprue.base.errors import SprueError, UnsupportedError, at
 from sprue.interp.ad_util import Zero, aval_of, is_zero, jvp_rules, not_transformable, zero_of
 from sprue.ir.core import Jaxpr, Literal, Var
-from sprue.base.errors import SprueError, UnsupportedError, at
 from sprue.trace.tracing import bind
 
 

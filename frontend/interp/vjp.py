@@ -13,11 +13,20 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from sprue.base import dtypes
-from sprue.interp.ad_util import (Zero, add_tangents, aval_of, is_zero, not_transformable, vjp_fwd_rules,
-    vjp_rules, zero_of)
-from sprue.ir.core import Jaxpr, Literal, Var
 from sprue.base.errors import UnsupportedError
+from sprue.interp.ad_util import (
+    Zero,
+    add_tangents,
+    aval_of,
+    is_zero,
+    not_transformable,
+    vjp_fwd_rules,
+    vjp_rules,
+    zero_of,
+)
 from sprue.interp.jvp import _located
+from sprue.ir.core import Jaxpr, Literal, Var
+from sprue.trace.tracing import bind
 
 
 def vjp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, active_inputs: Sequence[bool] | None = None
@@ -37,7 +46,6 @@ def vjp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, active_inputs: 
         env[v] = x
         if (active_inputs is None or active_inputs[k]) and dtypes.is_float(aval_of(x).dtype):
             active.add(v)
-    from sprue.trace.tracing import bind
     for i, eqn in enumerate(jaxpr.eqns):
         ps = [read(a) for a in eqn.invars]
         is_active = any(isinstance(a, Var) and a in active for a in eqn.invars)

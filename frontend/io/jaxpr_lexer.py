@@ -1,6 +1,6 @@
 """Tokens of JAX's jaxpr text format, and the errors of reading jaxpr text.
 
-The printed form (JAX 0.4 .. 0.10, and sprue's own printer, sprue.pretty) is free-form: whitespace
+The printed form (JAX 0.4 .. 0.10, and sprue's own printer, sprue.ir.core) is free-form: whitespace
 and line breaks may appear between any two tokens. Tokens:
 
     NAME    a  f64  scatter-add  np.int64  GatherScatterMode.CLIP  True  inf  nan
@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from sprue.base.errors import ParseError, SprueValueError, UnsupportedError
+from sprue.ir.core import KEYWORDS, LITERAL_NAMES, RESERVED_NAMES  # noqa: F401  (the reader's words: beside the printer)
 
 
 class JaxprError(ParseError):
@@ -33,17 +34,6 @@ class JaxprSyntaxError(JaxprError):
 
 class JaxprUnsupportedError(JaxprError, UnsupportedError):
     """A well-formed jaxpr that uses a primitive or a param sprue does not compile."""
-
-
-# Words the reader gives a meaning of their own: the jaxpr keywords, the names that read as literals
-# in an atom's place, and the dropped output. sprue's printer never names a variable with one of these
-# (sprue.pretty.encode_name skips them); JAX's printer does not avoid them (jax/_src/core.py,
-# JaxprPpContext: names come from _encode_digits_alphabetic, skipping only shared jaxprs' names), so
-# the 221st variable of a JAX jaxpr is `in` and the parser reads these as variables wherever the
-# grammar allows a variable there (sprue.jaxpr_parser).
-KEYWORDS = frozenset({"lambda", "let", "in"})
-LITERAL_NAMES = frozenset({"True", "False", "inf", "nan"})
-RESERVED_NAMES = KEYWORDS | LITERAL_NAMES | {"_", "None"}
 
 
 @dataclass(frozen=True)

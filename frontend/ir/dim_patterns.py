@@ -150,45 +150,10 @@ def parse_dim_pattern(text: str, where: str = "a size", loc: str | None = None) 
         num, name, punct = m.groups()
         if punct == "**":
             raise fail("'**' is not allowed")
-        top = stack[-1]
         if want_operand:
-            if num is not None or name is not None:
-                if num is not None:
-                    try:
-                        v = int(num, 0)
-                    except ValueError:
-                        raise fail(f"'{num}' is not an int") from None
-                    if v > MAX_DIM:
-                        raise fail(f"{num} does not fit in int64 (sizes are at most 2**63-1)")
-                    top.operand(("int", v))
-                else:
-                    if keyword.iskeyword(name):
-                        raise fail(f"'{name}' is not allowed")
-                    top.operand(("name", name))
-                want_operand = False
-            elif punct == "-":
-                top.neg = not top.neg
-            elif punct == "+":
-                pass   # unary plus
-            elif punct == "(":
-                if len(stack) > MAX_NESTING:
-                    raise fail(f"parentheses nested more than {MAX_NESTING} deep")
-                stack.append(_Frame())
-            else:
-                raise fail(f"expected a name, an int or '(' before '{punct}'")
-            continue
-        if punct in ("*", "//", "%"):
-            top.op, want_operand = punct, True
-        elif punct in ("+", "-"):
-            top.end_term()
-            top.sign, want_operand = (1 if punct == "+" else -1), True
-        elif punct == ")":
-            if len(stack) == 1:
-                raise fail("unbalanced ')'")
-            stack.pop()
-            stack[-1].operand(top.result())
+            want_operand = not _read_operand(stack, num, name, punct, fail)
         else:
-            raise fail(f"expected an operator after '{src[:pos - len(m.group(0))].strip()[-20:]}'")
+            want_operand = _read_operator(stack, punct, fail, src, m.start())
     if want_operand:
         raise fail("it ends without an operand" if src else "it is empty")
     if len(stack) > 1:
@@ -196,6 +161,55 @@ def parse_dim_pattern(text: str, where: str = "a size", loc: str | None = None) 
     tree = stack[0].result()
     _check_divisors(tree, fail)
     return DimPattern(src, tree)
+
+
+def _read_operand(stack: list[_Frame], num: str | None, name: str | None, punct: str | None, fail) -> bool:
+    """Read one token where an operand is expected: True when it was one (an int or a name), False
+    for a prefix (unary minus or plus, an opening parenthesis)."""
+    top = stack[-1]
+    if num is not None:
+        try:
+            v = int(num, 0)
+        except ValueError:
+            raise fail(f"'{num}' is not an int") from None
+        if v > MAX_DIM:
+            raise fail(f"{num} does not fit in int64 (sizes are at most 2**63-1)")
+        top.operand(("int", v))
+        return True
+    if name is not None:
+        if keyword.iskeyword(name):
+            raise fail(f"'{name}' is not allowed")
+        top.operand(("name", name))
+        return True
+    if punct == "-":
+        top.neg = not top.neg
+    elif punct == "(":
+        if len(stack) > MAX_NESTING:
+            raise fail(f"parentheses nested more than {MAX_NESTING} deep")
+        stack.append(_Frame())
+    elif punct != "+":   # (a unary plus changes nothing)
+        raise fail(f"expected a name, an int or '(' before '{punct}'")
+    return False
+
+
+def _read_operator(stack: list[_Frame], punct: str | None, fail, src: str, start: int) -> bool:
+    """Read one token (at src[start:]) where an operator is expected: True when an operand must
+    follow (a binary operator), False after a closing parenthesis."""
+    top = stack[-1]
+    if punct in ("*", "//", "%"):
+        top.op = punct
+        return True
+    if punct in ("+", "-"):
+        top.end_term()
+        top.sign = 1 if punct == "+" else -1
+        return True
+    if punct == ")":
+        if len(stack) == 1:
+            raise fail("unbalanced ')'")
+        stack.pop()
+        stack[-1].operand(top.result())
+        return False
+    raise fail(f"expected an operator after '{src[:start].strip()[-20:]}'")
 
 
 def _check_divisors(tree, fail) -> None:

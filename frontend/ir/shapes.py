@@ -15,10 +15,10 @@ const of a nested jaxpr (a captured outer size). Types print with the binders' n
 """
 from __future__ import annotations
 
-import numpy as np
-
 import itertools
 from typing import Callable, Union
+
+import numpy as np
 
 from sprue.base.errors import ShapeError, SprueTypeError, SprueValueError, at
 
@@ -359,3 +359,22 @@ def check_dims_fit(shape, what: str, where: str | None = None) -> None:
 
 def dim(v: DimVar) -> DimExpr:
     return DimExpr.var(v)
+
+
+def substitute(d: Dim, mapping: dict[DimVar, Dim]) -> Dim:
+    """The dim d with each dimension variable in `mapping` replaced by its image."""
+    if isinstance(d, int) or not (d.dim_vars() & mapping.keys()):
+        return d
+    total: Dim = 0
+    for mono, coef in d.terms:
+        term: Dim = coef
+        for atom, power in mono:
+            if isinstance(atom, DimVar):
+                value = mapping.get(atom, dim(atom))
+            else:
+                inner = substitute(atom.expr, mapping)
+                value = inner // atom.c if atom.op == "floordiv" else inner % atom.c
+            for _ in range(power):
+                term = term * value
+        total = total + term
+    return total

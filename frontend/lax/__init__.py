@@ -19,6 +19,7 @@ from sprue.lax.sorting import sort_p
 from sprue.lax.filtering import filter, filter_p  # noqa: F401  (data-dependent shapes: a fresh size per result)
 from sprue.lax.structural import *  # noqa: F401,F403
 from sprue.lax import elementwise as _e, reductions as _r, structural as _s
+from sprue.trace.tracing import lax_ops as _lax_ops
 
 
 def _unary(p):
@@ -246,3 +247,9 @@ scatter_min = _scatterer(scatter_min_p); scatter_max = _scatterer(scatter_max_p)
 from sprue.lax.control_flow.api import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
 from sprue.lax.control_flow import rules as control_flow_rules  # noqa: E402,F401  (their jvp/vjp/batching/cost rules)
 from sprue.lax.calls import pjit_p  # noqa: E402,F401  (calls of functions compiled as their own)
+
+
+# the operations the tracer and the transformation interpreters stage (sprue.trace.tracing.LaxOps)
+_lax_ops.add, _lax_ops.mul, _lax_ops.div, _lax_ops.rem = add, mul, div, rem
+_lax_ops.convert_element_type, _lax_ops.broadcast_in_dim = convert_element_type, broadcast_in_dim
+_lax_ops.transpose = transpose

@@ -5,19 +5,21 @@
 The operands are the callee's parameters: first the sizes that bind its dimension variables, then
 its arrays. The shape rule substitutes the caller's sizes for the callee's variables in the
 callee's result types — seed 003's test C: an argument i8[k,16] gives i32[k*4] — and rejects
-arguments whose shapes provably do not fit (the call site, sprue.calls, has already turned the
+arguments whose shapes provably do not fit (the call site, sprue.api.call_sites, has already turned the
 constraints only run time can decide into checks). Transformations transform the callee's body.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from sprue.interp.ad_util import batch_rules, jvp_rules, nested_cost_rules, vjp_rules
-from sprue.ir.core import ClosedJaxpr
 from sprue.base.errors import SprueTypeError, SprueValueError
-from sprue.ir.shapes import DimExpr, DimVar, prove_equal
-from sprue.trace.tracing import eval_jaxpr, operand_dims_prims
+from sprue.interp.ad_util import batch_rules, jvp_rules, nested_cost_rules, vjp_rules
+from sprue.interp.batching import batch_jaxpr
+from sprue.interp.cost import Lazy
+from sprue.interp.jvp import jvp_jaxpr
+from sprue.interp.vjp import vjp_jaxpr
+from sprue.ir.core import ClosedJaxpr
+from sprue.ir.shapes import DimVar, prove_equal, substitute
 from sprue.lax._rules import define
+from sprue.trace.tracing import eval_jaxpr, operand_dims_prims
 
 
 def callee_mapping(jaxpr, operand_dims) -> dict[DimVar, object]:
@@ -26,7 +28,6 @@ def callee_mapping(jaxpr, operand_dims) -> dict[DimVar, object]:
 
 
 def _pjit_rule(*avals, jaxpr: ClosedJaxpr, name: str, operand_dims=None, **params):
-    from sprue.lax.control_flow.primitives import substitute
     j = jaxpr.jaxpr
     if len(avals) != len(j.invars):
         raise SprueTypeError(f"pjit {name}: {len(avals)} operands for a callee of {len(j.invars)} parameters")
@@ -52,23 +53,19 @@ operand_dims_prims.add(pjit_p)
 
 # -- transformations go into the callee's body --------------------------------------------------------
 def _pjit_jvp(primals, tangents, *, jaxpr, name, **params):
-    from sprue.interp.jvp import jvp_jaxpr
     return jvp_jaxpr(jaxpr.jaxpr, jaxpr.consts, primals, tangents)
 
 
 def _pjit_vjp(cts, primals, outs, *, jaxpr, name, **params):
-    from sprue.interp.vjp import vjp_jaxpr
     _, backward = vjp_jaxpr(jaxpr.jaxpr, jaxpr.consts, primals)
     return backward(cts)
 
 
 def _pjit_batch(args, dims, *, jaxpr, name, **params):
-    from sprue.interp.batching import batch_jaxpr
     return batch_jaxpr(jaxpr.jaxpr, jaxpr.consts, args, dims)
 
 
 def _pjit_cost(ctx, eqn, ins):
-    from sprue.interp.cost import Lazy
     cj = eqn.params["jaxpr"]
     return ctx.jaxpr_cost(cj.jaxpr, [Lazy.known(c) for c in cj.consts], ins)
 
@@ -78,4 +75,4 @@ vjp_rules[pjit_p] = _pjit_vjp
 batch_rules[pjit_p] = _pjit_batch
 nested_cost_rules[pjit_p] = _pjit_cost
 
-__all__ = ["pjit_p", "callee_mapping", "DimExpr", "np"]
+__all__ = ["pjit_p", "callee_mapping"]

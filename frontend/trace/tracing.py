@@ -14,11 +14,27 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.ir.core import (ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, SizeAval, Var, aval_of_value,
-    check_fits_in_memory, dynamic_dim_params, impl_rules, shape_rules)
-from sprue.ir.shapes import Dim, DimVar, check_dims_fit, dim as dim_of, dim_out_of_range, dim_vars_of
 from sprue.base.errors import ConcretizationError, SprueError, SprueTypeError, at
 from sprue.base.source_info import user_frame_summary
+from sprue.ir.core import (
+    ClosedJaxpr,
+    Eqn,
+    Jaxpr,
+    Literal,
+    Primitive,
+    ShapedArray,
+    SizeAval,
+    Var,
+    aval_of_value,
+    check_fits_in_memory,
+    dynamic_dim_params,
+    impl_rules,
+    shape_rules,
+    trace_hooks,
+)
+from sprue.ir.dim_patterns import parse_dim_pattern
+from sprue.ir.shapes import Dim, DimVar, check_dims_fit, dim_out_of_range, dim_vars_of
+from sprue.ir.shapes import dim as dim_of
 
 
 class _TraceState(threading.local):
@@ -249,6 +265,9 @@ def bind(prim: Primitive, args: Sequence, params: dict):
     return builder.add_eqn(prim, args, params)
 
 
+trace_hooks.bind = bind   # Primitive.bind (sprue.ir.core) applies a primitive with it
+
+
 def eval_eager(prim: Primitive, args: Sequence, params: dict):
     """Run the numpy reference rule; abstract-evaluate first so errors match the traced path."""
     avals = [aval_of_value(a) for a in args]
@@ -311,6 +330,24 @@ def resolve_dynamic_dims(prim: Primitive, args: Sequence, avals: list, params: d
 dim_arith_rules: dict[Primitive, Callable] = {}
 
 
+class LaxOps:
+    """The few sprue.lax operations that the layers below lax stage themselves: the tracer computes
+    sizes as values (dim_value, as_dim: add, mul, div, rem, convert_element_type) and the
+    transformation interpreters (sprue.interp) make zeros and move batch axes (broadcast_in_dim,
+    transpose, add). sprue.lax, a layer above both, fills `lax_ops` when it is imported."""
+
+    add: Callable[[Any, Any], Any]
+    mul: Callable[[Any, Any], Any]
+    div: Callable[[Any, Any], Any]
+    rem: Callable[[Any, Any], Any]
+    convert_element_type: Callable[[Any, Any], Any]
+    broadcast_in_dim: Callable[[Any, Sequence, Sequence[int]], Any]
+    transpose: Callable[[Any, Sequence[int]], Any]
+
+
+lax_ops = LaxOps()
+
+
 def bind_dim(t: Tracer, dv: DimVar):
     """Make tracer t the binder of the dimension variable dv."""
     t.jvar.dim = dv
@@ -327,8 +364,7 @@ def as_dim(x) -> Dim:
                                  f"{at(user_frame_summary())}")
         if x.dim_expr is None:
             if x.dtype != dtypes.int64:
-                from sprue import lax
-                y = lax.convert_element_type(x, dtypes.int64)
+                y = lax_ops.convert_element_type(x, dtypes.int64)
                 bind_dim(y, DimVar())
                 x.dim_expr = y.dim_expr
             else:
@@ -354,20 +390,20 @@ def dim_value(d: Dim):
         atom = d.terms[0][0][0][0]
         if isinstance(atom, DimVar):
             return atom.tracer  # a dimension variable: its binder (captured if from an outer trace)
-    from sprue import lax
     total = None
     for mono, coef in d.terms:
         term = None
         for atom, power in mono:
             if not isinstance(atom, DimVar):
                 inner = dim_value(atom.expr)
-                val = lax.div(inner, np.int64(atom.c)) if atom.op == "floordiv" else lax.rem(inner, np.int64(atom.c))
+                divide = lax_ops.div if atom.op == "floordiv" else lax_ops.rem
+                val = divide(inner, np.int64(atom.c))
             else:
                 val = atom.tracer
             for _ in range(power):
-                term = val if term is None else lax.mul(term, val)
-        term = np.int64(coef) if term is None else (term if coef == 1 else lax.mul(term, np.int64(coef)))
-        total = term if total is None else lax.add(total, term)
+                term = val if term is None else lax_ops.mul(term, val)
+        term = np.int64(coef) if term is None else (term if coef == 1 else lax_ops.mul(term, np.int64(coef)))
+        total = term if total is None else lax_ops.add(total, term)
     if isinstance(total, Tracer):
         total.dim_expr = d
         if builder is not None:
@@ -398,7 +434,6 @@ def trace_flat(fn: Callable, in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
     becomes a dimension variable whose size is an implicit i64 argument, placed before the explicit
     ones (the seed's expanded argument list: `{ lambda ; a:i64[] b:f64[a,3]. ... }`); the axes are
     typed by the expressions (`i8[a,4*b]`). The names stay known to the trace (sprue.assert_shape)."""
-    from sprue.ir.dim_patterns import parse_dim_pattern
     with trace_scope() as b:
         names: dict[str, DimVar] = {}
         for aval in in_avals:

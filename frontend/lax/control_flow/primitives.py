@@ -36,7 +36,7 @@ import numpy as np
 from sprue.base import dtypes
 from sprue.ir.core import ClosedJaxpr, ShapedArray, SizeAval, Var
 from sprue.base.errors import SprueTypeError, SprueValueError, UnsupportedError, at
-from sprue.ir.shapes import Dim, DimExpr, DimVar, dim
+from sprue.ir.shapes import Dim, DimExpr, DimVar, dim, substitute
 from sprue.base.source_info import user_frame_summary
 from sprue.trace.tracing import eval_jaxpr
 from sprue.lax._rules import define
@@ -82,25 +82,6 @@ def _int_scalar(name: str, what: str, a: ShapedArray) -> None:
 
 
 # -- dimensions of loop carries ----------------------------------------------------------------------
-def substitute(d: Dim, mapping: dict[DimVar, Dim]) -> Dim:
-    """The dim d with each dimension variable in `mapping` replaced by its image."""
-    if isinstance(d, int) or not (d.dim_vars() & mapping.keys()):
-        return d
-    total: Dim = 0
-    for mono, coef in d.terms:
-        term: Dim = coef
-        for atom, power in mono:
-            if isinstance(atom, DimVar):
-                value = mapping.get(atom, dim(atom))
-            else:
-                inner = substitute(atom.expr, mapping)
-                value = inner // atom.c if atom.op == "floordiv" else inner % atom.c
-            for _ in range(power):
-                term = term * value
-        total = total + term
-    return total
-
-
 def _implicit_vars(name: str, params: Sequence[Var]) -> list[DimVar]:
     """The dimension variables that a body's implicit size parameters bind."""
     out = []
