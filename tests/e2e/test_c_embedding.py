@@ -16,15 +16,14 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.runtime import Signature, TensorSpec
+from sprue.runtime import Signature, TensorSpec, c_names
+from sprue.runtime.c_names import KernelNameError, header_problems, kernel_name_problem
 from sprue.runtime.header import HeaderSpec, c_header, c_identifier
-from sprue.tools.compile import Options, compile_jaxpr
 from sprue.runtime.shape_function import dim_to_c
+from sprue.tools.compile import Options, compile_jaxpr
+from tests.helpers.system import CC, REPO, SPRUE
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "c_host"
-SPRUE = Path(sys.executable).parent / "sprue"
-CC = os.environ.get("CC", "cc")
 CFLAGS = ["-std=c99", "-Wall", "-Werror", "-pedantic"]
 f64 = np.float64
 
@@ -412,9 +411,6 @@ def test_find_package_and_sprue_add_kernel_with_stablehlo(tmp_path):
 
 
 # -- kernel names: what is accepted makes a header that compiles and links (issue 20, item 3) --------------
-from sprue.runtime import c_names  # noqa: E402  (appended section)
-from sprue.runtime.c_names import KernelNameError, header_problems, kernel_name_problem  # noqa: E402
-
 CXX = os.environ.get("CXX", "c++")
 # Typed from the standards (C23 6.4.1, C++23 [lex.key], [lex.name] table 4), not taken from the code under test.
 STANDARD_KEYWORDS = """auto break case char const continue default do double else enum extern float for goto if inline
@@ -598,7 +594,7 @@ import sys
 import numpy as np
 import sprue
 import sprue.numpy as jnp
-from sprue.lowering.stablehlo_input import load_stablehlo
+from sprue.api.driver import load_stablehlo
 x = np.arange(1.0, 4.0)
 for name in sys.argv[1:]:
     ns = {"jnp": jnp}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import sprue
-from numpy_cases import CASES, assert_matches
+from tests.helpers.numpy_cases import CASES, assert_matches
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 # SPRUE_COMPILED_PER_NAME=100000 compiles every case (about 10 minutes)

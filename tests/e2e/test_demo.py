@@ -1,18 +1,16 @@
 """The issue's acceptance program: softmax + matmul + reduction over a dict of inputs."""
 import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 
 import sprue
 import sprue.numpy as jnp
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.system import REPO
 
 
 def test_demo_runs_and_matches_numpy(capsys):
-    spec = importlib.util.spec_from_file_location("demo", ROOT / "examples" / "demo.py")
+    spec = importlib.util.spec_from_file_location("demo", REPO / "examples" / "demo.py")
     demo = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(demo)
     demo.main()  # asserts against numpy itself

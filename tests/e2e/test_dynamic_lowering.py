@@ -9,8 +9,8 @@ import sprue
 import sprue.numpy as jnp
 from sprue import lax
 from sprue.lowering.stablehlo import lower
+from tests.helpers.arrays import SIZES
 
-SIZES = (0, 1, 3, 1000)
 rng = np.random.default_rng(0)
 
 

@@ -1,4 +1,4 @@
-"""The cases of tests/dynamic_cases.py compiled once with their abstracted axes (sprue.qjit) and run
+"""The cases of tests/helpers/dynamic_cases.py compiled once with their abstracted axes (sprue.qjit) and run
 at every size: results as numpy's, a failed run-time check raised as SprueValueError, one
 compilation for all sizes."""
 from __future__ import annotations
@@ -8,9 +8,7 @@ import pytest
 import sprue
 from sprue.base.errors import SprueValueError
 from sprue.base.pytree import tree_flatten
-
-from dynamic_cases import CASES, SIZES, Case
-from test_dynamic_numpy import assert_matches
+from tests.helpers.dynamic_cases import CASES, SIZES, Case, assert_leaves_match
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's own warnings on empty means
@@ -26,5 +24,5 @@ def test_compiled_matches_numpy_at_every_size(case: Case):
                 f(*args)
             continue
         got, _ = tree_flatten(f(*args))
-        assert_matches(got, want)
+        assert_leaves_match(got, want)
     assert f.compile_count == 1

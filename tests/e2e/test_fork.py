@@ -2,7 +2,7 @@
 
 fork() copies only the calling thread: a lock another thread holds at that moment stays held in
 the child for ever. sprue's locks that guard Python state are replaced in the child
-(qjit._after_fork_in_child, compile_cache._forget_after_fork); those that guard native state
+(qjit._after_fork_in_child, compile_cache._forget_after_fork, build_folders._forget_after_fork); those that guard native state
 (LLVM's, llvmlite's, MLIR's pass registration, cffi's parser) make the fork wait for the section
 in progress (lowering/backend.py, runtime/function.py). Each scenario runs in its own interpreter,
 so that a deadlocked child is a timeout of that script, not a stuck test run."""
@@ -61,10 +61,10 @@ LOCKS = {
     "mlir pass registration": "sys.modules['sprue.lowering.pipeline']._register_lock",
     "cffi parser": "sys.modules['cffi.cparser'].lock",
     "runtime object": "sys.modules['sprue.lowering.backend']._c_lock",
-    "build folder": "sys.modules['sprue.compile_cache']._build_root_lock",
-    "held folders": "sys.modules['sprue.compile_cache']._held_lock",
-    "cache stats": "sys.modules['sprue.compile_cache']._stats_lock",
-    "cache facts": "sys.modules['sprue.compile_cache']._compiler_lock",
+    "build folder": "sys.modules['sprue.runtime.build_folders']._build_root_lock",
+    "held folders": "sys.modules['sprue.runtime.build_folders']._held_lock",
+    "cache stats": "sys.modules['sprue.api.compile_cache']._stats_lock",
+    "cache facts": "sys.modules['sprue.api.compile_cache']._compiler_lock",
     "function": "shared._lock",
 }
 
@@ -149,7 +149,7 @@ def test_uncached_child_builds_in_its_own_folder(tmp_path):
         import json, sys
         import numpy as np
         import sprue
-        cache_module = sys.modules["sprue.api.compile_cache"]
+        cache_module = sys.modules["sprue.runtime.build_folders"]
         f = sprue.qjit(lambda x: x + 1.0)
         assert np.allclose(f(np.ones(2)), 2.0)
         parent_root = cache_module._build_root

@@ -8,5 +8,5 @@ and the StableHLO input (sprue.load of a .mlir file).
     campaign.py     the long run (`make fuzz`); failing inputs go to regressions/
     make_corpus.py  regenerates corpus/ (seeds: jaxprs from the tests and sprue.save, StableHLO
                     from the conformance cases and sprue's own lowering)
-    regressions/    every input that failed once; tests/test_fuzz_short.py replays them all
+    regressions/    every input that failed once; test_fuzz_short.py (part of `make test`) replays them all
 """

@@ -27,10 +27,11 @@ import sys
 import time
 from pathlib import Path
 
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hyp_seed
+
+# Run as a script (`make fuzz`): the package `fuzz` is found beside this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from hypothesis import HealthCheck, Phase, given, seed as hyp_seed, settings  # noqa: E402
-
 from fuzz import harness, strategies  # noqa: E402
 
 

@@ -16,7 +16,7 @@ Outcomes:
     HANG    no answer within the timeout
 
 `run_case(kind, data, timeout)` is the module-level shortcut on a shared harness. Failing inputs are
-kept with `save_regression` as regressions/<kind>-<sha1>.<ext> (tests/test_fuzz_short.py replays them).
+kept with `save_regression` as regressions/<kind>-<sha1>.<ext> (test_fuzz_short.py replays them).
 """
 from __future__ import annotations
 
@@ -93,9 +93,9 @@ class WorkerDied(Exception):
 class Worker:
     """One child process running worker.py."""
 
-    def __init__(self, level: str = "lower"):
+    def __init__(self, level: str = "lower", temp_root: Path | None = None):
         self.level = level
-        self.tmp = Path(tempfile.mkdtemp(prefix="sprue-fuzz-"))
+        self.tmp = Path(tempfile.mkdtemp(prefix="sprue-fuzz-", dir=temp_root))
         self.stderr_path = self.tmp / "stderr.txt"
         self.proc: subprocess.Popen | None = None
         self.started = 0
@@ -249,10 +249,11 @@ class Worker:
 class Harness:
     """A worker per level, restarted as needed. Use as a context manager."""
 
-    def __init__(self, level: str = "lower"):
+    def __init__(self, level: str = "lower", temp_root: Path | None = None):
+        """temp_root: where the worker's folder goes (default: the system temp folder)."""
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}")
-        self.worker = Worker(level)
+        self.worker = Worker(level, temp_root)
         self.cases = 0
 
     def run_case(self, kind: str, data: bytes, timeout: float = 10.0) -> Result:

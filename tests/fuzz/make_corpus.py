@@ -29,7 +29,7 @@ MAX_BYTES = 4096
 
 def _test_jaxprs() -> list[tuple[str, str]]:
     out = []
-    for f in sorted(TESTS.glob("test_*.py")):
+    for f in sorted(TESTS.rglob("test_*.py"), key=lambda f: f.name):   # by name, as when tests/ was flat
         tree = ast.parse(f.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "{ lambda" in node.value:
@@ -104,7 +104,7 @@ def _programs():
 
 
 def _loads_jaxpr(text: str) -> bool:
-    from sprue.api.saved import parse_saved
+    from sprue.io.saved_format import parse_saved
     try:
         parse_saved(text, "<seed>")
         return True
@@ -158,8 +158,8 @@ def main() -> None:
                 per_op[op] = per_op.get(op, 0) + 1
                 n_s += 1
     # vocabularies
-    from sprue.ir.core import primitives
     from sprue.io.jaxpr_params import CALLS, IDENTITIES
+    from sprue.ir.core import primitives
     words = set(primitives) | set(CALLS) | set(IDENTITIES)
     for p in jd.glob("*.jaxpr"):
         words |= set(re.findall(r"\b([a-z_]+)=", p.read_text()))   # param names

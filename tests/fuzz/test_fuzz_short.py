@@ -9,24 +9,19 @@ FUZZ_SHORT_EXAMPLES (default 250 per reader) sizes the batch. The classes of tes
 smaller batch (FUZZ_SHORT_CLASS_EXAMPLES, default 12).
 """
 import os
-import sys
-from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
 
-pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fuzz import harness, strategies  # noqa: E402
+from tests.fuzz import harness, strategies
 
 EXAMPLES = int(os.environ.get("FUZZ_SHORT_EXAMPLES", "250"))
 TIMEOUT = 30.0   # per case: generous, a loaded CI machine must not turn a slow case into a "hang"
 
 
 @pytest.fixture(scope="module")
-def h():
-    with harness.Harness("lower") as h:
+def h(tmp_path_factory):
+    with harness.Harness("lower", temp_root=tmp_path_factory.mktemp("fuzz")) as h:
         yield h
 
 

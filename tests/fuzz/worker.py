@@ -19,10 +19,12 @@ exception escaping the compiler, which the harness counts as a crash.
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import resource
 import shutil
+import signal
 import struct
 import sys
 import tempfile
@@ -44,8 +46,6 @@ except (ValueError, OSError):
     pass
 
 # The harness sends SIGUSR1 before killing a hung case: the Python stacks go to stderr (the note).
-import faulthandler  # noqa: E402
-import signal  # noqa: E402
 faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 _REPLY = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -55,11 +55,13 @@ _REQUEST = os.fdopen(os.dup(0), "rb", buffering=0)
 
 os.environ.setdefault("SPRUE_NO_CACHE", "1")   # no compile-cache entries for fuzzed programs
 
+# Imported only now, under the memory bound and with fd 1 already moved away from the reply pipe:
+# nothing a library writes while it loads can corrupt a reply.
 import numpy as np  # noqa: E402
 
 import sprue  # noqa: E402
-from sprue.base.errors import SprueError  # noqa: E402
 from sprue.api import saved  # noqa: E402
+from sprue.base.errors import SprueError  # noqa: E402
 
 _SUFFIX = {"jaxpr": ".jaxpr", "stablehlo": ".mlir", "huge": ".jaxpr", "options": ".json", "fork": ".json"}
 
@@ -115,8 +117,8 @@ def _jaxpr_case(path: Path, level: str, stage: _Stage) -> None:
     closed, n_implicit, names = saved.parse_saved(text, str(path))
     if level == "parse":
         return
-    from sprue.lowering.stablehlo import lower
     from sprue.lowering.pipeline import lower_to_llvm_ir
+    from sprue.lowering.stablehlo import lower
     stage.name = "lower-stablehlo"
     lowered = lower(closed, name="main")
     stage.name = "lower-llvm"
@@ -169,6 +171,7 @@ _HOST_C = '#include "{name}.h"\nint main(void) {{ return 0; }}\n'
 
 def _options_case(path: Path, level: str, stage: _Stage) -> None:
     import subprocess
+
     from sprue.tools.compile import Options, compile_file
     opts = json.loads(path.read_text())
     out = path.parent / "options_out"
@@ -197,6 +200,7 @@ def _fork_case(path: Path, level: str, stage: _Stage) -> None:
     and exit 0 within CHILD_SECONDS (a child that inherited a lock held by a compiling thread hangs)."""
     import threading
     import time
+
     import sprue.numpy as jnp
     plan = json.loads(path.read_text())
     stop = threading.Event()

@@ -1,5 +1,6 @@
 """sprue.numpy programs on dynamically-shaped arrays, for the eager check against numpy
-(tests/test_dynamic_numpy.py) and the compiled path (`sprue.qjit(case.fn, abstracted_axes=case.axes)`).
+(tests/frontend/numpy/test_dynamic_numpy.py) and the compiled path
+(tests/e2e/test_dynamic_numpy_compiled.py: `sprue.qjit(case.fn, abstracted_axes=case.axes)`).
 
 Each case: a name, `fn` (written over sprue.numpy), `make_args(n)` (the arguments at size n),
 `axes` (qjit's abstracted_axes: which axes of the array arguments are dynamic), and `ref`, the
@@ -15,6 +16,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 import sprue.numpy as jnp
+from sprue.base.pytree import tree_flatten
 
 SIZES = (0, 1, 2, 5)
 
@@ -240,3 +242,19 @@ CASES = [
     case("at_traced_set", lambda xp, x, i: x.at[i].set(-1.0), lambda n: (_rng(n, n), 2), N,
          ref=lambda x, i: _at_set(x, i, -1.0) if -x.shape[0] <= i < x.shape[0] else x),
 ]
+
+
+def assert_leaves_match(got: list, want):
+    """got (sprue's result leaves) equals want (numpy's result, a value or a tuple) leaf by leaf in
+    shape, dtype and value (floats to 1e-12)."""
+    want_leaves, _ = tree_flatten(want if isinstance(want, (tuple, list)) else (want,))
+    assert len(got) == len(want_leaves)
+    for g, w in zip(got, want_leaves):
+        w = np.asarray(w)
+        g = np.asarray(g)
+        assert g.shape == w.shape, (g.shape, w.shape)
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(g, w)

@@ -5,10 +5,12 @@ u8 bool) go through sprue.qjit, end to end. The others (f16, u16, u32, u64) are 
 make_jaxpr, lowered with `lower_jaxpr`, built with the real backend, and called through their
 C interface `_mlir_ciface_main` directly. The reference is the same function run eagerly: with no
 trace active, sprue.lax runs the numpy reference rules, which define the semantics the lowering
-must match.
+must match. Used by tests/lowering/test_lowering_*.py.
 """
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Callable, Sequence
 
 import cffi
@@ -16,11 +18,11 @@ import numpy as np
 
 import sprue
 from sprue.api.traced import make_jaxpr
+from sprue.base.pytree import tree_flatten
 from sprue.lowering import backend
 from sprue.lowering.stablehlo import lower_jaxpr
-from sprue.base.pytree import tree_flatten
-from sprue.api.compile_cache import build_folder
-from sprue.runtime.dtypes import ELEMENT_TYPES
+from sprue.runtime.element_types import ELEMENT_TYPES
+
 
 def _descriptor(rank: int) -> str:
     extra = f" int64_t sizes[{rank}]; int64_t strides[{rank}];" if rank else ""
@@ -28,6 +30,10 @@ def _descriptor(rank: int) -> str:
 
 
 _RUNTIME_DTYPES = {et.dtype for et in ELEMENT_TYPES}
+
+# Where the libraries called directly are built: a folder of pytest's temporary folder, set for the
+# session by tests/lowering/conftest.py.
+build_root: Path | None = None
 
 
 class Compiled:
@@ -52,7 +58,8 @@ class Compiled:
 
     def _build_direct(self) -> None:
         self.text = lower_jaxpr(self.closed)
-        self._dir = build_folder("lowering-test")   # in sprue's build root: deleted at exit
+        # a folder per library: dlopen returns the library already loaded from a path it has seen
+        self._dir = tempfile.mkdtemp(prefix="main-", dir=build_root)
         so = backend.build_shared_library(self.text, self._dir, "main")
         ranks = sorted({a.ndim for a in self.in_avals} | {a.ndim for a in self.out_avals})
         decls = [_descriptor(r) for r in ranks]
@@ -131,11 +138,3 @@ def check(fn: Callable, *args, rtol: float | None = None, atol: float = 0.0,
     for i, (g, w) in enumerate(zip(got, want)):
         assert_same(g, w, rtol, atol, what=f"{getattr(fn, '__name__', 'fn')} output {i}")
     return got
-
-
-def test_harness_round_trips_every_dtype():
-    """The harness itself: identity and a copy through compiled code keep values bit for bit."""
-    for dt in ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint64", "uint32",
-               "uint16", "uint8", "bool"]:
-        x = (np.arange(12).reshape(3, 4) % 3).astype(dt)
-        check(lambda a, s: (a, s), x, np.asarray(x[1, 2]))

@@ -1,8 +1,8 @@
 """Checks of sprue's transformations (jvp, vjp, vmap, grad-of-grad, qjit(grad)) on the cases of
-numpy_cases, shared by test_transform_numpy_cases.py and usable from a REPL to reproduce a failure:
+numpy_cases, shared by tests/frontend/interp/test_transform_numpy_cases.py and usable from a REPL
+(in the repository's root) to reproduce a failure:
 
-    import sys; sys.path.insert(0, "tests")
-    import transform_check as tc
+    from tests.helpers import transform_check as tc
     tc.check_jvp(tc.BY_NAME["sin[f64[7]]"])
 
 Each check either returns normally (passed), raises AssertionError (wrong result), raises
@@ -29,10 +29,10 @@ import numpy as np
 
 import sprue
 import sprue.numpy as jnp
-from numpy_cases import CASES, assert_matches
 from sprue.api.traced import trace_function
 from sprue.base.pytree import tree_flatten, tree_unflatten
 from sprue.trace.tracing import eval_jaxpr
+from tests.helpers.numpy_cases import CASES, assert_matches
 
 BY_NAME = {c.name: c for c in CASES}
 

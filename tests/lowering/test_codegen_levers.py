@@ -76,7 +76,7 @@ import sprue
 from sprue.errors import SprueValueError
 from sprue.lowering import backend
 from sprue.lowering.stablehlo import lower
-from sprue.api.qjit import compile_closed_jaxpr
+from sprue.api.driver import compile_closed_jaxpr
 closed = sprue.make_jaxpr(lambda x: x * 2.0 + 1.0)(np.ones(3))
 text = lower(closed).text
 out = sys.argv[1]

@@ -1,6 +1,5 @@
 """Compiler failures are sprue errors naming the stage, with the failing IR saved to a file whose
 path is in the message; and the exception hierarchy of sprue.errors."""
-import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,10 @@ NO_LOWERING = GOOD.replace("stablehlo.add %arg0, %arg0 : tensor<3xf64>",
                            "stablehlo.custom_call @nowhere(%arg0) : (tensor<3xf64>) -> tensor<3xf64>")
 
 
+# the failing IR these tests provoke is saved under their tmp_path, not in the session's temp folder
+pytestmark = pytest.mark.usefixtures("system_temp_in_tmp_path")
+
+
 def _saved(err) -> str:
     assert err.ir_path and f"the failing IR is saved in {err.ir_path}" in str(err)
     return Path(err.ir_path).read_text()
@@ -39,7 +42,7 @@ def test_a_failed_mlir_stage_names_the_stage_and_saves_the_ir(tmp_path):
 def test_an_llvm_failure_is_a_compile_error_with_the_llvm_ir(tmp_path, monkeypatch):
     def broken(*a, **k):
         raise RuntimeError("LLVM ERROR: simulated")
-    monkeypatch.setattr(backend, "optimize_and_emit", broken)
+    monkeypatch.setattr(backend, "codegen", broken)
     with pytest.raises(errors.CompileError) as info:
         build_shared_library(GOOD, tmp_path, "k")
     assert info.value.stage == "llvm" and "simulated" in str(info.value)
@@ -95,7 +98,7 @@ def test_the_hierarchy():
 
 def test_shape_errors_of_signatures_are_shape_errors():
     @sprue.qjit
-    def f(x: sprue.f64["n"], y: sprue.f64["n"]):
+    def f(x: sprue.f64["n"], y: sprue.f64["n"]):  # noqa: F821
         return x + y
     import numpy as np
     with pytest.raises(errors.ShapeError):

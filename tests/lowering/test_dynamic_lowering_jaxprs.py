@@ -10,11 +10,11 @@ import pytest
 
 from sprue import lax
 from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from sprue.ir.shapes import DimVar, dim
 from sprue.lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from sprue.lowering.backend import build_shared_library
 from sprue.lowering.stablehlo import lower
 from sprue.runtime import Signature, TensorSpec, load
-from sprue.ir.shapes import DimVar, dim
 
 rng = np.random.default_rng(1)
 

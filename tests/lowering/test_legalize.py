@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from test_pipeline import compile_kernel
+from tests.helpers.stablehlo_kernels import compile_kernel
 
 # ---------------------------------------------------------------------------
 # sort

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import sprue.lax as lax
-from test_lowering_harness import Compiled, assert_same, check
+from tests.helpers.lowering_harness import Compiled, assert_same, check
 
 FLOATS = ["float64", "float32"]
 SIGNED = ["int64", "int32", "int16", "int8"]

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 import sprue.lax as lax
-from sprue.lax import GatherDimensionNumbers as GDN, GatherScatterMode as Mode, ScatterDimensionNumbers as SDN
-from test_lowering_harness import Compiled, assert_same
+from sprue.lax import GatherDimensionNumbers as GDN
+from sprue.lax import GatherScatterMode as Mode
+from sprue.lax import ScatterDimensionNumbers as SDN
+from tests.helpers.lowering_harness import Compiled, assert_same
 
 MODES = [Mode.CLIP, Mode.FILL_OR_DROP, Mode.PROMISE_IN_BOUNDS]
 

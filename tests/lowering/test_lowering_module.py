@@ -8,14 +8,14 @@ from torch_mlir import ir
 
 import sprue.lax as lax
 from sprue.api.traced import make_jaxpr
-from sprue.ir.core import Primitive, primitives, shape_rules
 from sprue.base.errors import UnsupportedError
-from sprue.lowering.stablehlo import lower_jaxpr, lowering_rules, make_context
-from test_lowering_harness import Compiled, check
+from sprue.ir.core import Primitive, primitives, shape_rules
+from sprue.lowering.stablehlo import lower_jaxpr, lowering_rules, make_builder_context
+from tests.helpers.lowering_harness import Compiled, check
 
 
 def parse(text: str) -> ir.Module:
-    ctx = make_context()
+    ctx = make_builder_context()
     with ctx:
         module = ir.Module.parse(text)
         assert module.operation.verify()

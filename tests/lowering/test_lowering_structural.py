@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import sprue.lax as lax
-from test_lowering_harness import Compiled, check
+from tests.helpers.lowering_harness import Compiled, check
 
 DTYPES = ["float64", "float32", "int64", "int32", "uint8", "bool"]
 

@@ -87,7 +87,6 @@ def test_sizes_too_large_for_memory_or_overflowing_are_errors_not_crashes():
         print(f(3, 4).shape, g(5).shape, h(3).shape)
     """)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = proc.stdout.split()
     assert proc.stdout.count("ok") == 6, proc.stdout
     assert "(3, 4) (5,) (3, 3)" in proc.stdout
 
@@ -387,6 +386,7 @@ def test_stack_buffers_that_could_overflow_the_stack_are_refused():
 
 def test_only_checkable_allocation_functions_reach_the_object():
     import llvmlite.binding as llvm
+
     from sprue.base.errors import CompileError
     from sprue.lowering.allocation import CHECKED, check_allocations
     llvm.initialize_native_target()

@@ -1,8 +1,5 @@
-"""Pipeline and backend: StableHLO text -> .so, called through cffi.
-
-`compile_kernel` (also used by test_legalize.py) builds a module with
-sprue.lowering.backend and calls `_mlir_ciface_main` with memref
-descriptors built here, so these tests do not depend on sprue.runtime.
+"""Pipeline and backend: StableHLO text -> .so, called through cffi (tests/helpers/stablehlo_kernels.py:
+the descriptors are built there, so these tests do not depend on sprue.runtime).
 """
 
 from __future__ import annotations
@@ -10,7 +7,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import cffi
 import numpy as np
 import pytest
 from torch_mlir import ir
@@ -18,89 +14,7 @@ from torch_mlir import ir
 from sprue.lowering import backend, pipeline
 from sprue.lowering.backend import CompilerNotFoundError, build_shared_library
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
-
-_DTYPES = {"f64": np.float64, "f32": np.float32, "i64": np.int64, "i32": np.int32,
-           "i1": np.bool_, "ui32": np.uint32, "i8": np.int8}
-
-
-def _signature(src: str) -> tuple[list[tuple[int, np.dtype]], list[tuple[int, np.dtype]]]:
-    """(rank, dtype) of main's arguments and results, read from the module."""
-    ctx = pipeline.make_context()
-    with ctx:
-        module = ir.Module.parse(src)
-        main = next(op for op in module.body.operations
-                    if op.operation.name == "func.func"
-                    and ir.StringAttr(op.attributes["sym_name"]).value == "main")
-        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-
-        def spec(t: ir.Type) -> tuple[int, np.dtype]:
-            t = ir.RankedTensorType(t)
-            return t.rank, np.dtype(_DTYPES[str(t.element_type)])
-        return [spec(t) for t in ftype.inputs], [spec(t) for t in ftype.results]
-
-
-def _descriptor_decl(rank: int) -> str:
-    dims = f" int64_t sizes[{rank}]; int64_t strides[{rank}];" if rank else ""
-    return f"typedef struct {{ void *allocated; void *aligned; int64_t offset;{dims} }} memref{rank};"
-
-
-class Kernel:
-    """A compiled `main`: call it with numpy arrays, get numpy arrays back."""
-
-    def __init__(self, so_path: Path, src: str):
-        self.args, self.results = _signature(src)
-        ranks = sorted({r for r, _ in self.args + self.results})
-        self.ffi = cffi.FFI()
-        fields = " ".join(f"memref{r} r{i};" for i, (r, _) in enumerate(self.results))
-        n_params = 1 + len(self.args)
-        self.ffi.cdef("\n".join(_descriptor_decl(r) for r in ranks) + f"""
-            typedef struct {{ {fields} }} results_t;
-            void _mlir_ciface_main({", ".join(["void *"] * n_params)});
-            void free(void *);""")
-        self.lib = self.ffi.dlopen(str(so_path))
-        self.libc = self.ffi.dlopen(None)
-
-    def _in_descriptor(self, a: np.ndarray, rank: int):
-        d = self.ffi.new(f"memref{rank} *")
-        ptr = self.ffi.cast("void *", a.ctypes.data)
-        d.allocated, d.aligned, d.offset = ptr, ptr, 0
-        for i in range(rank):
-            d.sizes[i] = a.shape[i]
-            d.strides[i] = a.strides[i] // a.itemsize
-        return d
-
-    def _take(self, d, rank: int, dtype: np.dtype) -> np.ndarray:
-        """Copies a returned buffer into numpy and frees it (we own it)."""
-        shape = [d.sizes[i] for i in range(rank)]
-        strides = [d.strides[i] for i in range(rank)]
-        out = np.zeros(shape, dtype)
-        if out.size:
-            # Elements from `aligned` up to the last one the descriptor reaches.
-            extent = d.offset + 1 + sum((n - 1) * st for n, st in zip(shape, strides))
-            raw = np.frombuffer(self.ffi.buffer(self.ffi.cast("char *", d.aligned),
-                                                extent * dtype.itemsize), dtype)
-            view = np.lib.stride_tricks.as_strided(
-                raw[d.offset:], shape, [st * dtype.itemsize for st in strides])
-            out = view.copy()
-        self.libc.free(d.allocated)
-        return out
-
-    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        assert len(arrays) == len(self.args)
-        keep = [np.ascontiguousarray(a, dtype=dt) for a, (_, dt) in zip(arrays, self.args)]
-        descs = [self._in_descriptor(a, r) for a, (r, _) in zip(keep, self.args)]
-        res = self.ffi.new("results_t *")
-        # One result: the first argument points at its descriptor; several: at
-        # a struct of descriptors.  Both are the same address of results_t.
-        self.lib._mlir_ciface_main(res, *descs)
-        return [self._take(getattr(res, f"r{i}"), r, dt) for i, (r, dt) in enumerate(self.results)]
-
-
-def compile_kernel(src: str, out_dir: Path, **kwargs) -> Kernel:
-    return Kernel(build_shared_library(src, out_dir, **kwargs), src)
-
-
-# ---------------------------------------------------------------------------
+from tests.helpers.stablehlo_kernels import compile_kernel
 
 ELEMENTWISE = """
 func.func @main(%a: tensor<4x3xf64>, %b: tensor<4x3xf64>) -> tensor<4x3xf64> {
@@ -213,7 +127,7 @@ def test_pass_failure_carries_mlir_diagnostics() -> None:
 
 
 def _parsed(src: str):
-    ctx = pipeline.make_context()
+    ctx = pipeline.make_pipeline_context()
     with ctx, ir.Location.unknown():
         return pipeline.parse_module(ctx, src)
 
@@ -316,6 +230,7 @@ def test_llvm22_float_literals_become_parseable_by_llvmlite():
 
     import llvmlite.binding as llvm
     import numpy as np
+
     from sprue.lowering.backend import llvmlite_compatible
     f64_bits = int(np.float64(0.6).view(np.uint64))
     f32_bits = int(np.float32(0.1).view(np.uint32))

@@ -12,8 +12,9 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
+from sprue.api.driver import load_stablehlo
 from sprue.base.errors import SprueError, UnsupportedError
-from sprue.lowering.stablehlo_input import StableHLOInputError, UnsupportedStableHLOOpError, load_stablehlo
+from sprue.lowering.stablehlo_input import StableHLOInputError, UnsupportedStableHLOOpError
 
 # jax.jit(f).lower(x, y).as_text() for f(x, y) = (erf(relu(sin(x))), sum(y)), with a Shardy mesh,
 # sharding attributes, a @Sharding custom call, an outlined private function and locations.

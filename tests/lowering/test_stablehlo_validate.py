@@ -18,10 +18,11 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 
 import sprue
+from sprue.api.driver import load_stablehlo
 from sprue.base.errors import ParseError, StableHLOUnsupportedError
 from sprue.lowering import stablehlo_validate
-from sprue.lowering.pipeline import make_context
-from sprue.lowering.stablehlo_input import StableHLOInputError, load_stablehlo, prepare
+from sprue.lowering.pipeline import make_pipeline_context
+from sprue.lowering.stablehlo_input import StableHLOInputError, prepare
 
 
 def _main(signature: str, body: str, tail: str = "") -> str:
@@ -408,7 +409,7 @@ def test_resource_uses_are_checked(body: str, match: str) -> None:
 
 # -- bytecode ------------------------------------------------------------------------------------------
 def _bytecode(text: str, portable: bool) -> bytes:
-    ctx = make_context()
+    ctx = make_pipeline_context()
     ctx.allow_unregistered_dialects = True
     with ctx:
         if portable:

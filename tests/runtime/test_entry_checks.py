@@ -5,7 +5,6 @@ arguments it takes (and, compiled for C, with its static sizes) before it reads 
 readable, so that a read past an array's end kills the program instead of passing unseen."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -16,12 +15,12 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue.base.errors import RuntimeCheckError
+from sprue.io.saved_format import to_text
 from sprue.lowering.stablehlo import lower
 from sprue.runtime import load
-from sprue.api.saved import to_text
 from sprue.tools.compile import Options, compile_file
+from tests.helpers.system import CC
 
-CC = os.environ.get("CC", "cc")
 f64 = np.float64
 
 RMS_SIZE = "argument x (f64[n]): sizes[0] of its descriptor differs from the size argument n; they must be equal"

@@ -20,10 +20,10 @@ import cffi
 import numpy as np
 import pytest
 
-from sprue.runtime import (CompiledFunction, LibraryLoadError, Signature, TensorSpec, element_type,
-    element_type_of, load)
+from sprue.runtime import CompiledFunction, LibraryLoadError, Signature, TensorSpec, element_type, element_type_of, load
 from sprue.runtime.abi import c_interface
 from sprue.runtime.results import ResultUnpacker
+from tests.helpers.system import rss_bytes
 
 # ---------------------------------------------------------------------------
 # Compiling StableHLO to a shared library (test helper)
@@ -648,11 +648,6 @@ BIG_SIG = Signature(
 )
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
 def test_many_calls_do_not_grow_rss(build):
     f = load(build(BIG).so, signature=BIG_SIG)
@@ -661,11 +656,11 @@ def test_many_calls_do_not_grow_rss(build):
     for _ in range(500):
         f(x, y)
     gc.collect()
-    before = _rss_bytes()
+    before = rss_bytes()
     for _ in range(10_000):
         s, r = f(x, y)
     gc.collect()
-    grown = _rss_bytes() - before
+    grown = rss_bytes() - before
     # A leak of one 32 KiB result per call would be over 300 MiB.
     assert grown < 16 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over 10^4 calls"
     np.testing.assert_array_equal(s, x * y)

@@ -7,6 +7,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue.base.errors import ArgumentError, ArgumentTypeError, ArgumentValueError, RuntimeCheckError, SprueError
+from tests.helpers.system import rss_bytes
 
 
 def affine(x, y):
@@ -59,20 +60,15 @@ def test_inputs_are_never_written():
     np.testing.assert_array_equal(x, before)
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * 4096
-
-
 def test_many_calls_keep_memory_flat():
     f = sprue.qjit(lambda x: (x * 2.0, jnp.sum(x)))
     x = np.ones(1000)          # each call returns 8 kB: 10**5 leaked results would be 800 MB
     for _ in range(10_000):
         f(x)
-    before = _rss_bytes()
+    before = rss_bytes()
     for _ in range(100_000):
         f(x)
-    grown = _rss_bytes() - before
+    grown = rss_bytes() - before
     assert grown < 64 * 2 ** 20, f"RSS grew by {grown / 2 ** 20:.1f} MB over 10^5 calls"
 
 

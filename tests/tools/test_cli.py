@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 import sprue
+from sprue.io.saved_format import to_text
 from sprue.lowering.stablehlo import lower
-from sprue.api.saved import to_text
 from sprue.tools.cli import EMIT_KINDS, main
-
-SPRUE = Path(sys.executable).parent / "sprue"
+from tests.helpers.system import SPRUE
 
 
 def matmul(a, b):

@@ -148,7 +148,7 @@ def test_the_last_compiled_signature_follows_the_fast_path():
 # -- same errors ----------------------------------------------------------------------------------
 def test_hinted_dtype_rank_and_size_errors_match_the_general_path():
     @sprue.qjit
-    def f(x: sprue.f64["n", 3], y: sprue.f64["n"]):
+    def f(x: sprue.f64["n", 3], y: sprue.f64["n"]):  # noqa: F821
         return x.sum(axis=1) + y
     x, y = np.ones((4, 3)), np.ones(4)
     f(x, y), f(x, y)                                       # the fast caller exists
@@ -166,7 +166,7 @@ def test_hinted_dtype_rank_and_size_errors_match_the_general_path():
 
 def test_size_expression_errors_match_the_general_path():
     @sprue.qjit
-    def pair(x: sprue.f64["n"], y: sprue.f64["n+1"]):
+    def pair(x: sprue.f64["n"], y: sprue.f64["n+1"]):  # noqa: F821
         return x + y[1:]
     pair(np.ones(3), np.ones(4)), pair(np.ones(3), np.ones(4))
     e = same_error(pair, np.ones(3), np.ones(3))

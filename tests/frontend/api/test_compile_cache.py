@@ -10,7 +10,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -19,10 +18,8 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.api import compile_cache
+from sprue.api import compile_cache, driver
 from sprue.runtime import load
-
-qjit_module = sys.modules["sprue.api.qjit"]   # (sprue.qjit is the decorator)
 
 
 @pytest.fixture
@@ -179,7 +176,7 @@ def test_changed_build_options_miss(cache, tmp_path):
     f(X)
     closed = f.jaxpr
     s = Stats()
-    compile_ = qjit_module.compile_closed_jaxpr
+    compile_ = driver.compile_closed_jaxpr
     for options in ({"opt_level": 2}, {"cpu": "generic"}, {"opt_level": 2}):
         _, library, fn, _ = compile_(closed, 0, ["x"], tmp_path, "p", **options)
         np.testing.assert_allclose(fn(X)[0], poly_ref(X))
@@ -308,7 +305,7 @@ SCRIPT = """
 import json, sys, time
 import numpy as np
 import sprue, sprue.numpy as jnp
-from sprue import compile_cache
+from sprue.api import compile_cache
 
 BARRIER = {barrier!r}
 if BARRIER:   # hold every process at commit until all have built: they then race to publish

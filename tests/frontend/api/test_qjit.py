@@ -1,7 +1,6 @@
 """sprue.qjit end to end: compile once per signature, pytrees, static args, closures, hints,
 inspection, intermediate stages, and the errors users meet."""
 import math
-import re
 import traceback
 
 import numpy as np
@@ -350,7 +349,7 @@ def test_hinted_parameters_take_their_dtype_only():
     assert f.compile_count == 1
 
     @sprue.qjit(cast_arguments=True)
-    def g(x: sprue.f64["n"]):
+    def g(x: sprue.f64["n"]):  # noqa: F821
         return x / 3
 
     got = g(np.array([1, 2, 4], np.float32))   # converted (a safe cast), as asked
@@ -361,7 +360,7 @@ def test_hinted_parameters_take_their_dtype_only():
         g(np.ones(2, np.complex128))
 
     @sprue.qjit
-    def h(d: {"a": sprue.f32[2], "b": sprue.i8[2]}):
+    def h(d: {"a": sprue.f32[2], "b": sprue.i8[2]}):  # noqa: F821
         return d["a"] * 2, d["b"] + 1
     with pytest.raises(ArgumentError, match=r"argument 'd\['b'\]' is hinted sprue.i8\[2\] but got an array of"
                        r" shape \(2,\) of dtype int64"):

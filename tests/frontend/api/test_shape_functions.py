@@ -17,10 +17,10 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import f64
+from sprue.api.shape_functions import shape_function_of
 from sprue.base.errors import SprueError, SprueTypeError, SprueValueError
 from sprue.runtime import NoShapeFunctionError, ShapeFunction, Signature, TensorSpec, load, signature_path
 from sprue.runtime.shape_function import Arg, DataDependentDim, Div, MinMax, Poly, dim_to_c, format_dim
-from sprue.api.shape_functions import shape_function_of
 
 SIZES = (0, 1, 2, 3, 4, 5, 7, 10)
 
@@ -440,8 +440,8 @@ def shapes_kernel(x):
 
 
 def test_the_c_header_renders_the_same_shape_function(tmp_path):
-    from sprue.tools.compile import Options, compile_jaxpr
     from sprue.runtime.header import HeaderSpec, c_header
+    from sprue.tools.compile import Options, compile_jaxpr
     closed = sprue.make_jaxpr(shapes_kernel)(sprue.ShapedArray(("n",), np.float64))
     written = compile_jaxpr(closed, Options(Path("shapes.jaxpr"), tmp_path))
     header = written["h"].read_text()

@@ -16,7 +16,7 @@ HERE = r"[^ ]*test_symbolic_shapes\.py:\d+"
 
 
 @sprue.qjit
-def ff(x: sprue.i8["n", "m*4"]) -> sprue.i32["n*m"]:
+def ff(x: sprue.i8["n", "m*4"]) -> sprue.i32["n*m"]:  # noqa: F821
     """Seed 003's 'fast flatten': keeps every 4th column and flattens."""
     return jnp.reshape(x.astype(np.int32)[:, ::4], (-1,))
 
@@ -72,7 +72,7 @@ def test_b_rank_and_dtype_mismatch():
 
 def test_b_provably_unequal_sizes():
     @sprue.qjit
-    def pair(x: sprue.f64["n"], y: sprue.f64["n+1"]):
+    def pair(x: sprue.f64["n"], y: sprue.f64["n+1"]):  # noqa: F821
         return x + y[1:]
 
     def caller(a):
@@ -108,7 +108,7 @@ def test_c_symbolic_shapes_propagate_simplified():
 
 def test_calls_compose_and_the_callee_is_traced_once():
     @sprue.qjit
-    def double(x: sprue.f64["n"]) -> sprue.f64["2*n"]:
+    def double(x: sprue.f64["n"]) -> sprue.f64["2*n"]:  # noqa: F821
         return jnp.concatenate([x, x])
 
     @sprue.qjit(abstracted_axes={0: "k"})
@@ -301,11 +301,11 @@ def test_return_annotation_checked_at_compile_time_and_run_time():
     with pytest.raises(sprue.SprueValueError, match=re.escape(
             "wrong(): the result of type f64[n+1] does not fit f64[n]: in axis 0, the size n is not n+1")):
         @sprue.qjit
-        def wrong(x: sprue.f64["n"]) -> sprue.f64["n+1"]:
+        def wrong(x: sprue.f64["n"]) -> sprue.f64["n+1"]:  # noqa: F821
             return x * 2.0
 
     @sprue.qjit
-    def maybe(x: sprue.f64["n"]) -> sprue.f64["n"]:
+    def maybe(x: sprue.f64["n"]) -> sprue.f64["n"]:  # noqa: F821
         return jnp.concatenate([x, x])    # 2n == n only when n == 0: checked at run time
     assert maybe(np.ones(0)).shape == (0,)
     with pytest.raises(sprue.SprueValueError, match=re.escape("maybe(): the result of type f64[n] does not fit"
@@ -316,7 +316,7 @@ def test_return_annotation_checked_at_compile_time_and_run_time():
 def test_unbound_size_names_are_rejected_at_decoration():
     with pytest.raises(sprue.SprueTypeError, match=re.escape("f: the size n in argument 'x' (f64[n+1]) is not bound")):
         @sprue.qjit
-        def f(x: sprue.f64["n+1"]):
+        def f(x: sprue.f64["n+1"]):  # noqa: F821
             return x
 
 
@@ -342,7 +342,7 @@ def test_a_caller_of_a_kernel_with_constants_saves_and_loads(tmp_path):
     w = np.arange(3.0)
 
     @sprue.qjit
-    def k(x: sprue.f64["n", 3]) -> sprue.f64["n"]:
+    def k(x: sprue.f64["n", 3]) -> sprue.f64["n"]:  # noqa: F821
         return x @ w            # w: a constant of the callee, hoisted into the call's operands
 
     @sprue.qjit
@@ -359,7 +359,7 @@ def test_a_1000_term_size_expression_is_read_without_recursion():
     terms = "+".join(["a"] * 1000)
 
     @sprue.qjit
-    def f(x: sprue.f64["a"], y: sprue.f64[terms]):
+    def f(x: sprue.f64["a"], y: sprue.f64[terms]):  # noqa: F821
         return jnp.sum(y) + x[0]
 
     assert f(np.ones(2), np.ones(2000)) == 2001.0

@@ -1,5 +1,5 @@
 """Every transformation on sprue.numpy, systematically, over the cases of numpy_cases that take
-float64 arrays (the checks themselves are in transform_check.py):
+float64 arrays (the checks themselves are in tests/helpers/transform_check.py):
 
 1. test_jvp: sprue.jvp vs central finite differences of the numpy reference (float64 outputs);
 2. test_vjp: the dot-product identity <ct, J t> == <vjp(ct), t> between sprue.jvp and sprue.vjp;
@@ -26,8 +26,8 @@ import warnings
 import numpy as np
 import pytest
 
-import transform_check as tc
-from numpy_cases import CASES
+from tests.helpers import transform_check as tc
+from tests.helpers.numpy_cases import CASES
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -15,84 +15,13 @@ import sprue.numpy as jnp
 from sprue import lax
 from sprue.interp.ad_util import batch_rules, cost_rules, jvp_rules, vjp_rules
 from sprue.lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
-
-EPS = 1e-6
-
-
-def randn(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape)
+from tests.helpers.rule_checks import check_jvp, check_vjp, check_vmap, close, fd_grad, randn
 
 
 def distinct(*shape, seed=0):
     """Values far apart (no ties, even after a finite-difference step), in random order."""
     n = int(np.prod(shape))
     return (np.random.default_rng(seed).permutation(n) * 0.37 - n * 0.15).reshape(shape)
-
-
-def close(a, b, rtol=1e-6, atol=1e-8):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
-
-
-def is_float(x):
-    return np.issubdtype(np.asarray(x).dtype, np.floating)
-
-
-def fd_jvp(ref, args, tangents):
-    plus = [a + EPS * t if t is not None else a for a, t in zip(args, tangents)]
-    minus = [a - EPS * t if t is not None else a for a, t in zip(args, tangents)]
-    return (np.asarray(ref(*plus), np.float64) - np.asarray(ref(*minus), np.float64)) / (2 * EPS)
-
-
-def _restrict(f, args):
-    """f as a function of its float arguments only (the others fixed), and those arguments."""
-    diff = [k for k, a in enumerate(args) if is_float(a)]
-
-    def g(*d):
-        full = list(args)
-        for k, v in zip(diff, d):
-            full[k] = v
-        return f(*full)
-    return g, diff
-
-
-def check_jvp(f, ref, args, seed=1):
-    g, diff = _restrict(f, args)
-    ts = [randn(*np.shape(args[k]), seed=seed + k) for k in diff]
-    out, tout = sprue.jvp(g, tuple(args[k] for k in diff), tuple(ts))
-    close(out, ref(*args), rtol=1e-12)
-    full = [None] * len(args)
-    for k, t in zip(diff, ts):
-        full[k] = t
-    close(tout, fd_jvp(ref, args, full), rtol=1e-6, atol=1e-7)
-    assert np.shape(tout) == np.shape(out) and np.asarray(tout).dtype == np.asarray(out).dtype
-
-
-def check_vjp(f, ref, args, seed=7):
-    g, diff = _restrict(f, args)
-    prim = [args[k] for k in diff]
-    out, vjp_fn = sprue.vjp(g, *prim)
-    ct = randn(*np.shape(out), seed=seed)
-    grads = vjp_fn(ct)
-    for gr, p in zip(grads, prim):
-        assert np.shape(gr) == np.shape(p) and np.asarray(gr).dtype == np.asarray(p).dtype
-    ts = [randn(*np.shape(p), seed=seed + 10 + k) for k, p in enumerate(prim)]
-    _, tout = sprue.jvp(g, tuple(prim), tuple(ts))
-    lhs = sum(np.vdot(gr, t) for gr, t in zip(grads, ts))
-    close(lhs, np.vdot(ct, tout), rtol=1e-10)
-    full = [None] * len(args)
-    for k, t in zip(diff, ts):
-        full[k] = t
-    close(lhs, np.vdot(ct, fd_jvp(ref, args, full)), rtol=1e-6, atol=1e-7)
-
-
-def fd_grad(ref_scalar, x):
-    """The gradient of a scalar numpy function by central differences, coordinate by coordinate."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = EPS
-        g[i] = (ref_scalar(x + e) - ref_scalar(x - e)) / (2 * EPS)
-    return g
 
 
 # -- numpy references ---------------------------------------------------------------------------------
@@ -301,15 +230,6 @@ def test_integer_outputs_have_zero_tangents():
 
 
 # -- vmap -----------------------------------------------------------------------------------------------
-def check_vmap(f, ref, args, in_axes):
-    got = sprue.vmap(f, in_axes=in_axes)(*args)
-    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
-    want = np.stack([ref(*[a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, in_axes)])
-                     for b in range(size)])
-    assert np.shape(got) == want.shape
-    close(got, want, rtol=1e-12)
-
-
 VMAP_REDUCTIONS = [
     ("prod", lambda x: jnp.prod(x, axis=0), lambda x: np.prod(x, axis=0), with_zeros(randn(4, 3, 2), [(0, 1, 0)])),
     ("lax_reduce_prod", lambda x: lax.reduce_prod(x, (1,)), lambda x: np.prod(x, axis=1), randn(4, 3, 2)),
@@ -499,8 +419,8 @@ def test_cost_indexing():
 
 
 def test_every_primitive_has_all_rules():
-    from sprue.lax import indexing, reductions
     from sprue.ir.core import Primitive
+    from sprue.lax import indexing, reductions
     prims = {v for m in (indexing, reductions) for v in vars(m).values() if isinstance(v, Primitive)}
     assert len(prims) == 18
     for p in prims:

@@ -13,111 +13,9 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.interp.ad_util import batch_rules, cost_rules, jvp_rules, vjp_rules
 from sprue.base.errors import SprueValueError, UnsupportedError
-
-EPS = 1e-6
-RTOL = 1e-6
-
-
-def rng(seed=0):
-    return np.random.default_rng(seed)
-
-
-def randn(*shape, seed=0):
-    return rng(seed).standard_normal(shape)
-
-
-def is_float(x):
-    return np.issubdtype(np.asarray(x).dtype, np.floating)
-
-
-# -- generic checks --------------------------------------------------------------------------------
-def fd_jvp(ref, args, tangents):
-    """Central finite difference of the numpy reference along the tangents (None: held fixed)."""
-    plus = [a + EPS * t if t is not None else a for a, t in zip(args, tangents)]
-    minus = [a - EPS * t if t is not None else a for a, t in zip(args, tangents)]
-    hi, lo = ref(*plus), ref(*minus)
-    if isinstance(hi, (tuple, list)):
-        return [(np.asarray(h) - np.asarray(m)) / (2 * EPS) for h, m in zip(hi, lo)]
-    return (np.asarray(hi) - np.asarray(lo)) / (2 * EPS)
-
-
-def random_tangents(args, seed=1):
-    return [randn(*np.shape(a), seed=seed + k) if is_float(a) else None for k, a in enumerate(args)]
-
-
-def close(a, b, rtol=RTOL, atol=1e-8):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
-
-
-def check_jvp(f, ref, args):
-    ts = random_tangents(args)
-    diff = [k for k, a in enumerate(args) if is_float(a)]
-
-    def g(*d):
-        full = list(args)
-        for k, v in zip(diff, d):
-            full[k] = v
-        return f(*full)
-    out, tout = sprue.jvp(g, tuple(args[k] for k in diff), tuple(ts[k] for k in diff))
-    want = ref(*args)
-    fd = fd_jvp(ref, args, ts)
-    if isinstance(want, (tuple, list)):
-        for o, w, t, d in zip(out, want, tout, fd):
-            close(o, w)
-            if is_float(w):
-                close(t, d)
-                assert np.asarray(t).dtype == np.asarray(w).dtype
-    else:
-        close(out, want)
-        close(tout, fd)
-        assert np.shape(tout) == np.shape(want) and np.asarray(tout).dtype == np.asarray(want).dtype
-
-
-def check_vjp(f, ref, args, seed=7):
-    """The dot-product identity against sprue.jvp, and the cotangents against finite differences."""
-    diff = [k for k, a in enumerate(args) if is_float(a)]
-
-    def g(*d):
-        full = list(args)
-        for k, v in zip(diff, d):
-            full[k] = v
-        return f(*full)
-    prim = [args[k] for k in diff]
-    out, vjp_fn = sprue.vjp(g, *prim)
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    cts = [randn(*np.shape(o), seed=seed + j) if is_float(o) else np.zeros(np.shape(o), np.asarray(o).dtype)
-           for j, o in enumerate(outs)]
-    grads = vjp_fn(type(out)(cts) if isinstance(out, (tuple, list)) else cts[0])
-    for gr, p in zip(grads, prim):
-        assert np.shape(gr) == np.shape(p) and np.asarray(gr).dtype == np.asarray(p).dtype
-    ts = random_tangents(prim, seed=3)
-    _, tout = sprue.jvp(g, tuple(prim), tuple(ts))
-    touts = list(tout) if isinstance(tout, (tuple, list)) else [tout]
-    lhs = sum(np.vdot(gr, t) for gr, t in zip(grads, ts))
-    rhs = sum(np.vdot(c, t) for c, t, o in zip(cts, touts, outs) if is_float(o))
-    close(lhs, rhs)
-    # against finite differences of the numpy reference: <ct, fd(t)>
-    full_ts = [None] * len(args)
-    for k, t in zip(diff, ts):
-        full_ts[k] = t
-    fd = fd_jvp(ref, args, full_ts)
-    fds = list(fd) if isinstance(fd, list) else [fd]
-    close(lhs, sum(np.vdot(c, d) for c, d, o in zip(cts, fds, outs) if is_float(o)), rtol=1e-5)
-
-
-def check_vmap(f, ref, args, in_axes):
-    got = sprue.vmap(f, in_axes=in_axes)(*args)
-    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
-    per = []
-    for b in range(size):
-        per.append(ref(*[np.take(a, b, axis=ax) if ax is not None else a for a, ax in zip(args, in_axes)]))
-    if isinstance(per[0], (tuple, list)):
-        for j in range(len(per[0])):
-            close(got[j], np.stack([p[j] for p in per]), rtol=1e-12)
-    else:
-        close(got, np.stack(per), rtol=1e-12)
+from sprue.interp.ad_util import batch_rules, cost_rules, jvp_rules, vjp_rules
+from tests.helpers.rule_checks import EPS, check_jvp, check_vjp, check_vmap, close, fd_grad, fd_jvp, is_float, randn
 
 
 class Case:
@@ -244,7 +142,7 @@ def _batched_args(case, axes, size=3):
             stack = np.stack([np.asarray(a) + randn(*np.shape(a), seed=20 + 5 * k + b) for b in range(size)], ax)
         else:  # integers: indices in and out of range
             stack = np.stack([np.asarray(a) + (b - 1) * 2 for b in range(size)], ax) if np.ndim(a) == 0 else \
-                np.stack([rng(b).permutation(np.asarray(a)) for b in range(size)], ax)
+                np.stack([np.random.default_rng(b).permutation(np.asarray(a)) for b in range(size)], ax)
         out.append(stack.astype(np.asarray(a).dtype))
     return out
 
@@ -504,20 +402,11 @@ def _mixed_np(x):
     return np.sum(np.sort(y, axis=1) * np.arange(1.0, 4.0)) + np.sum(y[:1] ** 2)
 
 
-def _fd_grad(ref, x):
-    g = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[k] = 1.0
-        g.flat[k] = fd_jvp(ref, [x], [e])
-    return g
-
-
 def test_mixed_grad_eager_and_qjit():
     x = randn(12, seed=21)
     close(_mixed(x), _mixed_np(x), rtol=1e-12)
     eager = sprue.grad(_mixed)(x)
-    close(eager, _fd_grad(_mixed_np, x), rtol=1e-5, atol=1e-7)
+    close(eager, fd_grad(_mixed_np, x), rtol=1e-5, atol=1e-7)
     close(sprue.qjit(sprue.grad(_mixed))(x), eager, rtol=1e-12)
     close(sprue.grad(sprue.qjit(_mixed))(x), eager, rtol=1e-12)
     xs = randn(3, 12, seed=22)
@@ -549,7 +438,7 @@ def test_grad_with_dynamic_shapes():
     g = sprue.qjit(sprue.grad(_dyn), abstracted_axes={0: "n"})
     for n in (1, 2, 5, 8):
         x = randn(n, seed=30 + n)
-        want = _fd_grad(_dyn_np, x)
+        want = fd_grad(_dyn_np, x)
         close(sprue.grad(_dyn)(x), want, rtol=1e-5, atol=1e-7)
         close(g(x), want, rtol=1e-5, atol=1e-7)
     assert g.compile_count == 1
@@ -577,14 +466,14 @@ def test_dynamic_slices_under_grad_and_vmap():
     g = sprue.qjit(sprue.grad(f), abstracted_axes=({0: "n"}, None))
     for n, i in ((3, 0), (5, 1), (7, 9), (6, -3)):
         x = randn(n, seed=n)
-        want = _fd_grad(lambda x: f_np(x, i), x)
+        want = fd_grad(lambda x: f_np(x, i), x)
         close(sprue.grad(f)(x, np.int64(i)), want, rtol=1e-5, atol=1e-7)
         close(g(x, np.int64(i)), want, rtol=1e-5, atol=1e-7)
     # batched start indices: a gather / scatter per batch
     xs, idx = randn(4, 6), np.array([0, 2, 5, -1])
     vs = sprue.qjit(sprue.vmap(sprue.grad(f)))(xs, idx)
     for x, i, v in zip(xs, idx, vs):
-        close(v, _fd_grad(lambda x: f_np(x, i), x), rtol=1e-5, atol=1e-7)
+        close(v, fd_grad(lambda x: f_np(x, i), x), rtol=1e-5, atol=1e-7)
 
 
 def test_dynamic_pad_and_strided_slice_grads():
@@ -599,7 +488,7 @@ def test_dynamic_pad_and_strided_slice_grads():
     g = sprue.qjit(sprue.grad(f), abstracted_axes={0: "n"})
     for n in (2, 3, 6):
         x = randn(n, seed=50 + n)
-        close(g(x), _fd_grad(f_np, x), rtol=1e-5, atol=1e-7)
+        close(g(x), fd_grad(f_np, x), rtol=1e-5, atol=1e-7)
 
 
 def test_batched_start_indices_over_a_dynamic_batch():
@@ -622,8 +511,8 @@ def test_batched_start_indices_over_a_dynamic_batch():
     gx, gu = h(xs, us, idx)
     for k in range(3):
         ref = lambda x, u: np.sum(np.sin(f_np(x, u, idx[k])))  # noqa: E731
-        close(gx[k], _fd_grad(lambda x: ref(x, us[k]), xs[k]), rtol=1e-5, atol=1e-7)
-        close(gu[k], _fd_grad(lambda u: ref(xs[k], u), us[k]), rtol=1e-5, atol=1e-7)
+        close(gx[k], fd_grad(lambda x: ref(x, us[k]), xs[k]), rtol=1e-5, atol=1e-7)
+        close(gu[k], fd_grad(lambda u: ref(xs[k], u), us[k]), rtol=1e-5, atol=1e-7)
 
 
 def test_mixed_second_derivatives():

@@ -7,19 +7,9 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
+from tests.helpers.rule_checks import close, fd_grad
 
 RNG = np.random.default_rng(7)
-
-
-def fd_grad(f, x, eps=1e-6):
-    """Central finite-difference gradient of a scalar function of one float64 array."""
-    x = np.asarray(x, np.float64)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[idx] = eps
-        g[idx] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
-    return g
 
 
 def fd_jac(f, x, eps=1e-6):
@@ -32,10 +22,6 @@ def fd_jac(f, x, eps=1e-6):
         e[idx] = eps
         jac[(...,) + idx] = (np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps)
     return jac
-
-
-def close(a, b, rtol=1e-6, atol=1e-8):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
 
 
 X = np.linspace(0.2, 1.4, 5)

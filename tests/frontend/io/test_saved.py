@@ -6,7 +6,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.api.saved import MAGIC, parse_saved
+from sprue.io.saved_format import MAGIC, parse_saved
 
 
 def _bits(a):
@@ -60,7 +60,7 @@ def test_dynamic_signature_with_abstracted_axes(tmp_path):
 
 def test_dynamic_signature_with_hints(tmp_path):
     @sprue.qjit
-    def f(x: sprue.f64["n", 3], y: sprue.f64["n"]):
+    def f(x: sprue.f64["n", 3], y: sprue.f64["n"]):  # noqa: F821
         return jnp.sum(x, axis=1) * y
 
     path = sprue.save(f, tmp_path / "hints.jaxpr")
@@ -112,7 +112,7 @@ def test_single_output_is_bare_and_arg_count_checked(tmp_path):
 def test_string_params_are_quoted(tmp_path):
     from sprue.ir.core import ClosedJaxpr
     closed = sprue.make_jaxpr(lambda x: (lax.check(x[0] > 0, "x[0] must be > 0, got it wrong"), x + 1)[1])(np.ones(3))
-    text = sprue.api.saved.to_text(closed)
+    text = sprue.io.saved_format.to_text(closed)
     assert "message='x[0] must be > 0, got it wrong'" in text
     back, n_implicit, names = parse_saved(text)
     assert isinstance(back, ClosedJaxpr) and n_implicit == 0
@@ -138,9 +138,9 @@ def test_bad_header(tmp_path):
 
 
 def test_mlir_files_go_to_the_stablehlo_reader(tmp_path, monkeypatch):
-    import sprue.lowering.stablehlo_input as shi
+    import sprue.api.driver as driver
     seen = []
-    monkeypatch.setattr(shi, "load_stablehlo", lambda path: seen.append(path) or "loaded")
+    monkeypatch.setattr(driver, "load_stablehlo", lambda path: seen.append(path) or "loaded")
     p = tmp_path / "m.txt"
     p.write_text("module {\n  func.func @main() {\n    return\n  }\n}\n")
     (tmp_path / "x.mlir").write_text("")
@@ -183,7 +183,7 @@ def test_10000_variable_program_round_trips():
 
     x, y = np.array([1.0, -2.0]), np.array([0.25, 3.0])
     closed = sprue.make_jaxpr(f)(x, y)
-    text = sprue.api.saved.to_text(closed)
+    text = sprue.io.saved_format.to_text(closed)
     names = {line.split(":")[0].strip() for line in text.splitlines() if " = " in line}
     assert len(names) == 10000 and not names & RESERVED_NAMES
     back, n_implicit, arg_names = parse_saved(text)

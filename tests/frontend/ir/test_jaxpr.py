@@ -6,10 +6,9 @@ import pytest
 
 import sprue
 import sprue.lax as lax
-from sprue.ir.core import Literal
 from sprue.base.errors import ConcretizationError, SprueError, SprueTypeError
-from sprue.ir.core import encode_name
 from sprue.base.pytree import tree_flatten, tree_unflatten
+from sprue.ir.core import Literal, encode_name
 from sprue.trace.tracing import eval_jaxpr
 
 
@@ -113,8 +112,7 @@ def test_eager_lax_matches_numpy():
 
 def test_nested_jaxpr_params_print_inline():
     inner = sprue.make_jaxpr(lambda x: lax.sin(x))(1.0)
-    from sprue.ir.core import Eqn, Jaxpr, Primitive, Var
-    from sprue.ir.core import pp_jaxpr
+    from sprue.ir.core import Eqn, Jaxpr, Primitive, Var, pp_jaxpr
     p = Primitive("test_call_print")  # not registered: only printed
     a = Var(inner.in_avals[0]); b = Var(inner.out_avals[0])
     text = pp_jaxpr(Jaxpr([], [a], [b], [Eqn(p, [a], [b], {"jaxpr": inner, "name": "inner"})]))

@@ -274,7 +274,7 @@ def test_branches_promote_weak_python_scalars():
 
 # -- scan ---------------------------------------------------------------------------------------------
 def _scan_reference(f, init, xs, reverse=False):
-    carry, ys = init, []
+    carry = init
     order = range(len(xs))[::-1] if reverse else range(len(xs))
     out = {}
     for k in order:

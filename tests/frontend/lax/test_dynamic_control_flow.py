@@ -12,20 +12,8 @@ import sprue
 import sprue.numpy as jnp
 from sprue import lax
 from sprue.base.errors import SprueTypeError, SprueValueError
-
-from test_control_flow_bufferization import buffer_ops_in_loops, compile_and_read
-
-SIZES = (0, 1, 3, 1000)
-
-
-def vec(n: int, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed * 7919 + n).random(n)
-
-
-def agree(got, want) -> None:
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+from tests.helpers.arrays import SIZES, agree, vec
+from tests.helpers.bufferization import buffer_ops_in_loops, compile_and_read
 
 
 def check_sizes(fn: Callable, ref: Callable, make: Callable[[int], tuple], axes=None, sizes=SIZES,

@@ -11,23 +11,12 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.lax.control_flow.bodies import trace_body
-from sprue.ir.core import ShapedArray
 from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.core import ShapedArray
 from sprue.ir.shapes import DimVar, dim
+from sprue.lax.control_flow.bodies import trace_body
 from sprue.trace.tracing import dim_value, eval_jaxpr
-
-SIZES = (0, 1, 3, 1000)
-
-
-def vec(n: int, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed * 7919 + n).random(n)
-
-
-def agree(got, want) -> None:
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+from tests.helpers.arrays import SIZES, agree, vec
 
 
 def check_calls(fn, ref, calls, axes=None):

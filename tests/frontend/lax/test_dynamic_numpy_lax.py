@@ -10,16 +10,12 @@ import pytest
 
 from sprue import lax
 from sprue.api.traced import trace_function
-from sprue.ir.core import ShapedArray
 from sprue.base.errors import SprueValueError
 from sprue.numpy import _lax_dynamic
 from sprue.trace.tracing import eval_jaxpr
+from tests.helpers.jaxprs import f64
 
 NOT_PROVABLE = r"not provably equal; sprue.lax needs provably equal sizes \(sprue.numpy inserts run-time checks"
-
-
-def f64(*shape) -> ShapedArray:
-    return ShapedArray(shape, np.float64)
 
 
 def types(fn, *avals) -> list[str]:

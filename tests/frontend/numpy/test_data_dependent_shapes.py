@@ -14,9 +14,10 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.ir.core import ShapedArray
 from sprue.base.errors import ConcretizationError, SprueError, SprueTypeError, SprueValueError, UnsupportedError
+from sprue.ir.core import ShapedArray
 from sprue.numpy._indexing import getitem
+from tests.helpers.arrays import agree
 
 SIZES = (0, 1, 4, 9)
 FRACTIONS = (0.0, 0.5, 1.0)   # of true entries: none, some, all
@@ -42,17 +43,6 @@ def signed(shape, frac: float, seed=0) -> np.ndarray:
     """An array whose positive entries are where data()'s mask is true."""
     x, m = data(shape, frac, seed)
     return np.where(m, np.abs(x) + 0.1, -np.abs(x) - 0.1)
-
-
-def agree(got, want) -> None:
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want), (got, want)
-        for g, w in zip(got, want):
-            agree(g, w)
-        return
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 def check_all(fn, ref, calls, axes=None):

@@ -1,5 +1,5 @@
 """sprue.numpy on dynamically-shaped arrays, checked against numpy itself: every case of
-tests/dynamic_cases.py is traced once with its abstracted axes (sizes known only at run time),
+tests/helpers/dynamic_cases.py is traced once with its abstracted axes (sizes known only at run time),
 then its jaxpr is evaluated eagerly (each primitive re-bound with concrete values) at several
 sizes, including 0 and 1. Where numpy raises at a size, sprue's run-time checks must raise
 SprueValueError; elsewhere the results match numpy's in shape, dtype and value."""
@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 
 from sprue.api.traced import trace_function
-from sprue.ir.core import ShapedArray
 from sprue.base.errors import SprueValueError
-from sprue.base.pytree import tree_flatten
+from sprue.ir.core import ShapedArray
 from sprue.trace.tracing import eval_jaxpr
-
-from dynamic_cases import CASES, SIZES, Case
+from tests.helpers.dynamic_cases import CASES, SIZES, Case, assert_leaves_match
 
 
 def abstract(args: tuple, axes) -> list:
@@ -51,20 +49,6 @@ class Traced:
         return eval_jaxpr(cj.jaxpr, cj.consts, *sizes, *leaves)
 
 
-def assert_matches(got: list, want):
-    want_leaves, _ = tree_flatten(want if isinstance(want, (tuple, list)) else (want,))
-    assert len(got) == len(want_leaves)
-    for g, w in zip(got, want_leaves):
-        w = np.asarray(w)
-        g = np.asarray(g)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
-        else:
-            np.testing.assert_array_equal(g, w)
-
-
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's own warnings on empty means
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_matches_numpy_at_every_size(case: Case):
@@ -77,4 +61,4 @@ def test_matches_numpy_at_every_size(case: Case):
             with pytest.raises(SprueValueError):
                 traced(*args)
             continue
-        assert_matches(traced(*args), want)
+        assert_leaves_match(traced(*args), want)

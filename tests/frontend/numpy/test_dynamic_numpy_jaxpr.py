@@ -13,21 +13,13 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue.api.traced import trace_function
-from sprue.ir.core import ShapedArray
 from sprue.base.errors import SprueValueError
 from sprue.trace.tracing import eval_jaxpr
+from tests.helpers.jaxprs import f64, prims
 
 
 def trace(fn, *avals):
     return trace_function(fn, avals, {}).closed_jaxpr
-
-
-def f64(*shape) -> ShapedArray:
-    return ShapedArray(shape, np.float64)
-
-
-def prims(cj) -> list[str]:
-    return [e.primitive.name for e in cj.eqns]
 
 
 def out_types(cj) -> list[str]:

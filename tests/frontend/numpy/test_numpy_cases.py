@@ -5,11 +5,11 @@ import warnings
 import numpy as np
 import pytest
 
-from numpy_cases import CASES, ERROR_CASES, assert_matches
 from sprue.api.traced import trace_function
 from sprue.base.errors import SprueError
 from sprue.base.pytree import tree_flatten, tree_unflatten
 from sprue.trace.tracing import Tracer, eval_jaxpr
+from tests.helpers.numpy_cases import CASES, ERROR_CASES, assert_matches
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

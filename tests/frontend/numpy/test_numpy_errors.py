@@ -174,7 +174,7 @@ def test_reduction_errors():
 
 
 def test_static_arguments_must_be_static():
-    # traced integer scalars are sizes (dynamic shapes: tests/test_dynamic_numpy*.py); axes,
+    # traced integer scalars are sizes (dynamic shapes: tests/frontend/numpy/test_dynamic_numpy*.py); axes,
     # steps and non-integer sizes must still be static
     with pytest.raises(SprueTypeError) as info:
         line = next_line()

@@ -3,11 +3,11 @@ ints, slices, None, Ellipsis and (static or traced) integer arrays, and the .at 
 import numpy as np
 import pytest
 
-from numpy_cases import AT_INDICES, STATIC_INDICES, X, assert_matches
 from sprue.api.traced import trace_function
 from sprue.base.errors import SprueError
 from sprue.numpy._indexing import IndexUpdateHelper, getitem
 from sprue.trace.tracing import Tracer, eval_jaxpr
+from tests.helpers.numpy_cases import AT_INDICES, STATIC_INDICES, X, assert_matches
 
 
 def traced(fn, *args):

@@ -8,12 +8,9 @@ import sprue.numpy as jnp
 from sprue.api.traced import make_jaxpr
 from sprue.lax import GatherScatterMode
 from sprue.trace.tracing import eval_jaxpr
+from tests.helpers.jaxprs import prims
 
 f32, f64, i32, i64 = np.float32, np.float64, np.int32, np.int64
-
-
-def prims(cj):
-    return [e.primitive.name for e in cj.eqns]
 
 
 def test_python_scalar_becomes_typed_literal():

@@ -1,0 +1,23 @@
+"""Arrays for the tests of dynamically-shaped programs, and the comparison of a result with numpy's."""
+import numpy as np
+
+# The sizes a program compiled once for a dynamic size is run at: empty, one element, a few, and
+# more than any vector width or unrolling.
+SIZES = (0, 1, 3, 1000)
+
+
+def vec(n: int, seed: int = 0) -> np.ndarray:
+    """f64[n], uniform in [0, 1), the same for the same (n, seed)."""
+    return np.random.default_rng(seed * 7919 + n).random(n)
+
+
+def agree(got, want) -> None:
+    """got equals want (a value or a tuple of values) in shape, dtype and value (to 1e-12)."""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), (got, want)
+        for g, w in zip(got, want):
+            agree(g, w)
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
