@@ -15,7 +15,7 @@ from sprue.api.costs import cost
 from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
 from sprue.api.qjit import QJIT, qjit
 from sprue.api.saved import load, save
-from sprue.api.signatures import assert_shape
+from sprue.api.shape_signatures import assert_shape
 from sprue.api.traced import make_jaxpr
 from sprue.api.transforms import grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
 from sprue.base.errors import (

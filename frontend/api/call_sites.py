@@ -4,7 +4,7 @@ A qjit'd function called while another function is being traced is not inlined: 
 `pjit` equation whose callee is traced once per signature and compiled as its own function.
  - A function whose every parameter has a type hint has a fixed signature (sizes named and
    related: `i8["n", "m*4"]`); its callee jaxpr is the one traced at decoration. The caller's
-   argument shapes are matched against the signature (signatures.match): constraints that
+   argument shapes are matched against the signature (shape_signatures.match): constraints that
    provably hold leave nothing behind, provably violated ones are compile-time errors at the
    call's line, and the others become run-time checks in the caller.
  - Any other qjit'd function is traced for the caller's argument types, with each symbolic size of
@@ -14,14 +14,14 @@ The result types are the callee's with the caller's sizes substituted (seed 003 
 """
 from __future__ import annotations
 
+from sprue.api.shape_signatures import emit_runtime_checks, match
 from sprue.api.traced import abstractify, trace_function
-from sprue.ir.core import ClosedJaxpr, Jaxpr
 from sprue.base.errors import SprueTypeError, at
-from sprue.lax.calls import pjit_p
-from sprue.base.pytree import tree_flatten, tree_flatten_with_path, tree_unflatten
-from sprue.ir.shapes import DimExpr
-from sprue.api.signatures import emit_runtime_checks, match
+from sprue.base.pytree import tree_flatten_with_path, tree_unflatten
 from sprue.base.source_info import user_frame_summary
+from sprue.ir.core import ClosedJaxpr, Jaxpr
+from sprue.ir.shapes import DimExpr
+from sprue.lax.calls import pjit_p
 from sprue.trace.tracing import Tracer, dim_value
 
 
@@ -81,4 +81,4 @@ def _hoisted(q, closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
     return entry[1], list(closed.consts)
 
 
-__all__ = ["call_in_trace", "tree_flatten"]
+__all__ = ["call_in_trace"]

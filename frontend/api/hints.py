@@ -5,7 +5,7 @@
 
 `sprue.f64[3, 4]` is a float64 array of shape (3, 4); a string is a dimension known only at run
 time: a name ("n"; the same name twice is the same size) or an expression over names
-("m*4", "n+1", "(n+3)//4"; see dim_patterns.py for what binds a name and what is checked);
+("m*4", "n+1", "(n+3)//4"; see sprue.ir.dim_patterns for what binds a name and what is checked);
 `int`, `float`, `bool` are Python scalars. A return annotation is checked against the results."""
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.ir.core import ShapedArray
-from sprue.ir.dim_patterns import parse_dim_pattern
 from sprue.base.errors import SprueTypeError, at
 from sprue.base.pytree import tree_flatten
-from sprue.ir.shapes import MAX_DIM
 from sprue.base.source_info import user_frame_summary
+from sprue.ir.core import ShapedArray
+from sprue.ir.dim_patterns import parse_dim_pattern
+from sprue.ir.shapes import MAX_DIM
 
 
 @dataclass(frozen=True)

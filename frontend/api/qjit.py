@@ -142,7 +142,7 @@ class Compiled:
 def _sizes_from_signature(sig: "FunctionSignature", leaves) -> list[int]:
     """The implicit sizes of a hinted function, from its arguments' shapes: every size expression
     is checked (`m*4` must divide, `n+1` must agree), with messages naming the parameter and axis."""
-    from sprue.api.signatures import match
+    from sprue.api.shape_signatures import match
     shapes = [np.shape(x) for x in leaves]
     b = match(sig.fn_name, sig.params, shapes, [s.dtype if s.dtype is not None else np.asarray(x).dtype
                                                  for s, x in zip(sig.params, leaves)])
@@ -224,7 +224,7 @@ class QJIT:
         self.fsig = None
         hints = self._hints()
         if hints is not None:
-            from sprue.api.signatures import function_signature
+            from sprue.api.shape_signatures import function_signature
             self.fsig = function_signature(fn, self.name)
             self._fixed = self._compile(hints, {})
 
@@ -312,7 +312,7 @@ class QJIT:
 
     def _check_results(self, out) -> None:
         """The return annotation, checked in the trace (run-time constraints become checks)."""
-        from sprue.api.signatures import Binding, check_results
+        from sprue.api.shape_signatures import Binding, check_results
         from sprue.base.source_info import user_frame_summary
         builder = current_builder()
         env = dict(builder.named_dims)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sprue.runtime.shape_function import Arg, DataDependentDim, Div, MinMax, Poly, ShapeFunction
-
+from sprue.base.errors import SprueTypeError, at
+from sprue.base.pytree import tree_flatten
 from sprue.ir.core import ClosedJaxpr, Jaxpr, Literal
-from sprue.base.errors import at
 from sprue.ir.shapes import DimExpr, DimVar, InconclusiveDimensionError, dim, dim_vars_of, lower_bound
+from sprue.runtime.shape_function import Arg, DataDependentDim, Div, MinMax, Poly, ShapeFunction
 
 __all__ = ["shape_function_of", "dim_formula", "flat_destinations"]
 
@@ -197,7 +197,6 @@ def flat_destinations(out, out_tree, fn_name: str) -> list:
     """The `out=` of a qjit'd call as the flat list of destinations the runtime takes (one per flat
     result): `out` shaped like the results, or a flat list/tuple of one array per result (as the
     runtime takes it), or a bare array when there is one result."""
-    from sprue.base.pytree import tree_flatten
     leaves, tree = tree_flatten(out)
     if tree == out_tree:
         return leaves
@@ -206,6 +205,5 @@ def flat_destinations(out, out_tree, fn_name: str) -> list:
         return list(out)
     if n == 1 and isinstance(out, np.ndarray):
         return [out]
-    from sprue.base.errors import SprueTypeError
     raise SprueTypeError(f"{fn_name}(): out= must have the structure of the results, {out_tree}, or be a flat"
                          f" list of {n} arrays (one per result); got {tree}")

@@ -4,14 +4,14 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.ir.core import ClosedJaxpr, ShapedArray
 from sprue.base.errors import SprueTypeError
 from sprue.base.pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
+from sprue.ir.core import ClosedJaxpr, ShapedArray
 from sprue.ir.shapes import DimExpr
 from sprue.trace.tracing import Tracer, dim_value, trace_flat
 
@@ -48,7 +48,7 @@ def trace_function(fn: Callable, args: Sequence, kwargs: dict, arg_names: Sequen
                    ) -> TracedFunction:
     """Trace fn(*args, **kwargs) with every leaf abstracted; non-array leaves raise."""
     leaves, paths, in_tree = tree_flatten_with_path((tuple(args), dict(kwargs)))
-    paths = [_pretty_path(p, arg_names) for p in paths]
+    paths = [pretty_path(p, arg_names) for p in paths]
     in_avals = [abstractify(x, p) for x, p in zip(leaves, paths)]
     out_tree_box = []
 
@@ -70,7 +70,7 @@ def trace_function(fn: Callable, args: Sequence, kwargs: dict, arg_names: Sequen
     return TracedFunction(closed, in_tree, paths, out_tree_box[0])
 
 
-def _pretty_path(path: str, names: Sequence[str] | None) -> str:
+def pretty_path(path: str, names: Sequence[str] | None) -> str:
     """'[0][1]['w']' (args tuple, then kwargs dict) -> "y['w']" using the parameter names."""
     if path.startswith("[0]["):
         i_end = path.index("]", 4)

@@ -1,8 +1,8 @@
 """The transformations' public API (JAX's conventions, pytrees everywhere): jvp, vjp, grad,
-value_and_grad, jacfwd, jacrev, hessian, vmap. (`cost` is in cost.py.)
+value_and_grad, jacfwd, jacrev, hessian, vmap. (`cost` is in costs.py.)
 
-Each traces the user's function to a jaxpr (api.trace_function) and runs an interpreter over it
-(jvp.py, vjp.py, batching.py) whose rules bind primitives: eagerly with numpy values, or into the
+Each traces the user's function to a jaxpr (traced.trace_function) and runs an interpreter over it
+(sprue.interp: jvp, vjp, batching) whose rules bind primitives: eagerly with numpy values, or into the
 enclosing trace — so every transformation composes with every other and with qjit, at any depth.
 
 Lazy jit (seed 002): a transformation applied to a qjit'd function transforms its body, and the
@@ -15,17 +15,20 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+import sprue.numpy as jnp
+from sprue.api.qjit import QJIT
+from sprue.api.traced import parameter_names, pretty_path, trace_function
 from sprue.base import dtypes
-from sprue.interp.ad_util import Zero, aval_of, instantiate, is_zero, zeros_like
-from sprue.api.traced import parameter_names, trace_function
-from sprue.interp.batching import batch_jaxpr, broadcast_batch, move_batch_axis
-from sprue.ir.core import ShapedArray
 from sprue.base.errors import SprueTypeError, SprueValueError, at
-from sprue.interp.jvp import jvp_jaxpr
 from sprue.base.pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from sprue.base.source_info import user_frame_summary
-from sprue.trace.tracing import current_builder
+from sprue.interp.ad_util import Zero, aval_of, instantiate, is_zero, zeros_like
+from sprue.interp.batching import batch_jaxpr, broadcast_batch, move_batch_axis
+from sprue.interp.jvp import jvp_jaxpr
 from sprue.interp.vjp import vjp_jaxpr
+from sprue.ir.core import ShapedArray
+from sprue.ir.shapes import prove_equal
+from sprue.trace.tracing import current_builder
 
 
 def _name(fn) -> str:
@@ -46,12 +49,10 @@ def _trace(fn: Callable, args: Sequence, kwargs: dict | None = None):
 
 def _qjit_of(fn):
     """The QJIT object when fn is a qjit'd function called outside any trace (lazy jit applies)."""
-    from sprue.api.qjit import QJIT
     return fn if isinstance(fn, QJIT) and current_builder() is None else None
 
 
 def _lazy_jit(transformed: Callable, q, same_signature: bool = True):
-    from sprue.api.qjit import QJIT
     return QJIT(transformed, static_argnames=tuple(q.static_names) if same_signature else (),
                 keep_intermediate=q.keep_intermediate, abstracted_axes=q.abstracted_axes if same_signature else None)
 
@@ -59,7 +60,6 @@ def _lazy_jit(transformed: Callable, q, same_signature: bool = True):
 def _cached_transform(q, key, make: Callable):
     cache = q.__dict__.setdefault("_transformed", {})
     if key not in cache:
-        from sprue.api.qjit import QJIT
         cache[key] = QJIT(make(), keep_intermediate=q.keep_intermediate)
     return cache[key]
 
@@ -318,13 +318,11 @@ def vmap(fn: Callable, in_axes=0, out_axes=0, axis_size: int | None = None):
 
 
 def _same_size(a, b) -> bool:
-    from sprue.ir.shapes import prove_equal
     return prove_equal(a, b) is True if not (isinstance(a, int) and isinstance(b, int)) else a == b
 
 
 def _pretty(path: str, names) -> str:
-    from sprue.api.traced import _pretty_path
-    return f"'{_pretty_path(path, names)}'"
+    return f"'{pretty_path(path, names)}'"
 
 
 # -- jacobians ----------------------------------------------------------------------------------
@@ -367,7 +365,6 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
 
     @functools.wraps(fn)
     def jacfwd_fn(*args):
-        import sprue.numpy as jnp
         nums, diff = _diff_args(fn, args, argnums)
         x_leaves, x_tree = tree_flatten(diff)
         sizes = _sizes(x_leaves)
@@ -411,7 +408,6 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
 
     @functools.wraps(fn)
     def jacrev_fn(*args):
-        import sprue.numpy as jnp
         nums, diff = _diff_args(fn, args, argnums)
         x_leaves, x_tree = tree_flatten(diff)
         _jac_dtype(x_leaves)

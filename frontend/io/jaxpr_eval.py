@@ -1,4 +1,4 @@
-"""Evaluating a parsed jaxpr (sprue.jaxpr_parser's AST) by binding sprue's primitives under a trace.
+"""Evaluating a parsed jaxpr (the AST of jaxpr_ast, made by jaxpr_parser) by binding sprue's primitives under a trace.
 
 Every equation goes through `Primitive.bind`, so sprue's shape rules re-check the program and
 the result is a ClosedJaxpr built exactly like a traced one; each equation's declared output types
@@ -9,13 +9,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from sprue import lax
 from sprue.base import dtypes
-from sprue.ir.core import ShapedArray, aval_of_value, primitives
 from sprue.base.errors import SprueError, SprueMemoryError
+from sprue.io.jaxpr_ast import Binder, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
 from sprue.io.jaxpr_lexer import JaxprError, JaxprUnsupportedError
-from sprue.io.jaxpr_params import (ALIASES, CALLS, HARMLESS, IDENTITIES, NO_FILL, REQUIRED, RESET, convert_param,
-    convert_value, sprue_params)
-from sprue.io.jaxpr_parser import Binder, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
+from sprue.io.jaxpr_params import (
+    ALIASES,
+    CALLS,
+    HARMLESS,
+    IDENTITIES,
+    NO_FILL,
+    REQUIRED,
+    RESET,
+    convert_param,
+    convert_value,
+    sprue_params,
+)
+from sprue.ir.core import ShapedArray, aval_of_value, primitives
 from sprue.ir.shapes import DimExpr, dim_out_of_range, format_dim, prove_equal
 from sprue.trace.tracing import Tracer, as_dim, current_builder, trace_scope
 
@@ -262,7 +273,6 @@ class Evaluator:
         if name in IDENTITIES:
             return list(args)
         if name == "expand_dims":
-            from sprue import lax
             return [lax.reshape(args[0], self._out_shape(e, env))]
         if name == "split":
             return self._split(e, args)
@@ -292,7 +302,6 @@ class Evaluator:
         return self.shape(e.outs[0].type, env)
 
     def _split(self, e, args):
-        from sprue import lax
         sizes = self._convert(e, "sizes")
         axis = self._convert(e, "axis")
         x = args[0]
@@ -307,7 +316,6 @@ class Evaluator:
         return outs
 
     def _same_dtype_exponent(self, args):
-        from sprue import lax
         x, y = args
         dx = x.aval.dtype if isinstance(x, Tracer) else np.asarray(x).dtype
         dy = y.aval.dtype if isinstance(y, Tracer) else np.asarray(y).dtype

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sprue.base.errors import ParseError, SprueValueError, UnsupportedError
+from sprue.base.errors import ParseError, UnsupportedError
 from sprue.ir.core import KEYWORDS, LITERAL_NAMES, RESERVED_NAMES  # noqa: F401  (the reader's words: beside the printer)
 
 
@@ -52,8 +52,12 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _NUM = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?|\d+)", re.ASCII)
 _MAX_NUM_LEN = 400   # longer numbers are rejected: no dtype holds them (and int() refuses > 4300 digits)
 _NEG_SPECIAL = re.compile(r"-(?:inf|nan)\b")
-_PUNCT2 = ("//",)
 _PUNCT1 = set("{}[](),;:=.*+-%")
+
+
+# Tokens a regular expression reads whole, tried in this order: `scatter-add` is one name, `-inf` one
+# number; names are ASCII letters only (c.isalpha() is true of 'é' too).
+_WORDS = ((_SCATTER, "NAME"), (_NEG_SPECIAL, "NUM"), (_NAME, "NAME"))
 
 
 def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:
@@ -74,20 +78,10 @@ def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:
             while i < n and text[i] != "\n":
                 i += 1
             continue
-        m = _SCATTER.match(text, i)
-        if m:
-            toks.append(Token("NAME", m.group(), line, col))
-            i = m.end()
-            continue
-        m = _NEG_SPECIAL.match(text, i)
-        if m:
-            toks.append(Token("NUM", m.group(), line, col))
-            i = m.end()
-            continue
-        m = _NAME.match(text, i)   # ASCII letters only: c.isalpha() is true of 'é' too
-        if m:
-            toks.append(Token("NAME", m.group(), line, col))
-            i = m.end()
+        word = _word(text, i, line, col)
+        if word is not None:
+            toks.append(word)
+            i += len(word.text)
             continue
         m = _NUM.match(text, i) if c in "-.0123456789" else None
         if m and (c != "-" or text[i + 1] in "0123456789") and (c != "." or not toks or toks[-1].text != "]"):
@@ -98,38 +92,13 @@ def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:
             i = m.end()
             continue
         if c in "'\"":
-            j, buf = i + 1, []
-            while j < n and text[j] != c:
-                if text[j] == "\\" and j + 1 < n:
-                    buf.append({"n": "\n", "t": "\t"}.get(text[j + 1], text[j + 1]))
-                    j += 2
-                    continue
-                if text[j] == "\n":
-                    line += 1
-                    line_start = j + 1
-                buf.append(text[j])
-                j += 1
-            if j >= n:
-                raise JaxprSyntaxError("unterminated string", filename, line, col)
-            toks.append(Token("STR", "".join(buf), line, col))
-            i = j + 1
+            value, i, line, line_start = _string(text, i, filename, line, line_start, col)
+            toks.append(Token("STR", value, line, col))
             continue
         if c == "<":
-            depth, j = 0, i
-            while j < n:
-                if text[j] == "<":
-                    depth += 1
-                elif text[j] == ">":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                elif text[j] == "\n":
-                    break
-                j += 1
-            if j >= n or text[j] != ">":
-                raise JaxprSyntaxError("unterminated '<...>'", filename, line, col)
-            toks.append(Token("OPAQUE", text[i:j + 1], line, col))
-            i = j + 1
+            j = _opaque_end(text, i, filename, line, col)
+            toks.append(Token("OPAQUE", text[i:j], line, col))
+            i = j
             continue
         if text.startswith("//", i):
             toks.append(Token("PUNCT", "//", line, col))
@@ -142,3 +111,50 @@ def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:
         raise JaxprSyntaxError(f"unexpected character {c!r}", filename, line, col)
     toks.append(Token("EOF", "", line, i - line_start + 1))
     return toks
+
+
+def _word(text: str, i: int, line: int, col: int) -> Token | None:
+    """The name or special number (`-inf`) at i, if one starts there."""
+    for pattern, kind in _WORDS:
+        m = pattern.match(text, i)
+        if m:
+            return Token(kind, m.group(), line, col)
+    return None
+
+
+def _string(text: str, i: int, filename: str, line: int, line_start: int, col: int):
+    """The quoted string starting at i (escapes \\n, \\t and \\<c> read): (its value, the index after
+    it, and the line and line start after it: a string may span lines)."""
+    quote, n = text[i], len(text)
+    j, buf = i + 1, []
+    while j < n and text[j] != quote:
+        if text[j] == "\\" and j + 1 < n:
+            buf.append({"n": "\n", "t": "\t"}.get(text[j + 1], text[j + 1]))
+            j += 2
+            continue
+        if text[j] == "\n":
+            line += 1
+            line_start = j + 1
+        buf.append(text[j])
+        j += 1
+    if j >= n:
+        raise JaxprSyntaxError("unterminated string", filename, line, col)
+    return "".join(buf), j + 1, line, line_start
+
+
+def _opaque_end(text: str, i: int, filename: str, line: int, col: int) -> int:
+    """The index after the `<...>` (nested brackets balanced, on one line) starting at i."""
+    depth, j, n = 0, i, len(text)
+    while j < n:
+        if text[j] == "<":
+            depth += 1
+        elif text[j] == ">":
+            depth -= 1
+            if depth == 0:
+                break
+        elif text[j] == "\n":
+            break
+        j += 1
+    if j >= n or text[j] != ">":
+        raise JaxprSyntaxError("unterminated '<...>'", filename, line, col)
+    return j + 1

@@ -14,6 +14,7 @@ import inspect
 import numpy as np
 
 from sprue.base import dtypes
+from sprue.io.jaxpr_ast import Call, Ident, JaxprAST, Opaque
 from sprue.ir.core import Primitive, shape_rules
 from sprue.lax.elementwise import RoundingMethod
 from sprue.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
@@ -111,7 +112,6 @@ def dtype_of_name(name: str):
 def convert_value(v, jaxpr_fn, error):
     """A parsed param value as a Python value: tuples for lists, numpy dtypes, enums, dimension
     numbers, Python scalars for numpy scalars, ClosedJaxprs (jaxpr_fn) for jaxprs."""
-    from sprue.io.jaxpr_parser import Call, Ident, JaxprAST, Opaque
     if isinstance(v, JaxprAST):
         return jaxpr_fn(v)
     if isinstance(v, (tuple, list)):

@@ -1,8 +1,9 @@
-"""Reading jaxprs back from text: JAX's printed format (0.4 .. 0.10) and sprue's own (sprue.pretty).
+"""Reading jaxprs back from text: JAX's printed format (0.4 .. 0.10) and sprue's own (the printer in
+sprue.ir.core).
 
-    text --tokenize--> tokens --Parser--> AST --jaxpr_eval.Evaluator--> ClosedJaxpr
+    text --jaxpr_lexer.tokenize--> tokens --Parser--> AST (jaxpr_ast) --jaxpr_eval.Evaluator--> ClosedJaxpr
 
-The AST is evaluated by binding sprue's primitives under a trace (sprue.jaxpr_eval), so every
+The AST is evaluated by binding sprue's primitives under a trace (jaxpr_eval), so every
 shape rule re-checks the program and the result is a well-formed ClosedJaxpr; the declared types
 of the text are then compared with the ones sprue computes.
 
@@ -27,13 +28,11 @@ operand); a literal name with a type (`inf:f32[]`) is a literal in an operand's 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
+from sprue.io.jaxpr_ast import Binder, Call, Eqn, Ident, JaxprAST, Lit, Opaque, Param, Program, TypeAST, VarRef
+from sprue.io.jaxpr_eval import build
+from sprue.io.jaxpr_lexer import LITERAL_NAMES, JaxprError, JaxprSyntaxError, JaxprUnsupportedError, Token, tokenize
 from sprue.ir.core import check_static_type
 from sprue.ir.shapes import MAX_DIM
-from sprue.io.jaxpr_lexer import (LITERAL_NAMES, JaxprError, JaxprSyntaxError, JaxprUnsupportedError, Token,
-    tokenize)
 
 __all__ = ["parse_program", "parse_jaxpr", "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError"]
 
@@ -42,88 +41,6 @@ _LITERAL_NAMES = LITERAL_NAMES
 # Jaxprs in params, tuples in param values and parentheses in dimensions nest; the parser (and the
 # evaluator, for jaxprs) recurse on them. Deeper than this is an error, not a RecursionError.
 MAX_NESTING = 100
-
-
-# -- the AST -------------------------------------------------------------------------------------
-@dataclass
-class TypeAST:
-    dtype: str
-    dims: list   # ('int', v) | ('name', s, tok) | (op, lhs, rhs) | ('neg', x)
-    tok: Token
-
-
-@dataclass
-class Binder:
-    name: str | None   # None: `_`
-    type: TypeAST | None
-    tok: Token
-
-
-@dataclass
-class VarRef:
-    name: str
-    tok: Token
-
-
-@dataclass
-class Lit:
-    text: str            # '2.0', '-1', 'True', 'inf', '-inf', 'nan'
-    type: TypeAST | None  # None: printed untyped (JAX < 0.4.?): inferred from the equation
-    tok: Token
-
-
-@dataclass
-class Param:
-    value: Any
-    tok: Token
-
-
-@dataclass
-class Eqn:
-    outs: list[Binder]
-    prim: str
-    params: dict[str, Param]
-    args: list
-    tok: Token
-
-
-@dataclass
-class JaxprAST:
-    constvars: list[Binder]
-    invars: list[Binder]
-    eqns: list[Eqn]
-    outs: list
-    tok: Token
-
-
-@dataclass
-class Ident:
-    """A bare name in a param value: a dtype (`float32`), an enum (`GatherScatterMode.CLIP`), a name."""
-    name: str
-    tok: Token
-
-
-@dataclass
-class Call:
-    """`Name(args, k=v)` in a param value: `GatherDimensionNumbers(...)`, `np.int64(2)`, `dtype('f4')`."""
-    name: str
-    args: list
-    kwargs: dict
-    tok: Token
-
-
-@dataclass
-class Opaque:
-    """A repr sprue does not interpret (`<function ...>`, `{...}`)."""
-    text: str
-    tok: Token
-
-
-@dataclass
-class Program:
-    shared: dict[str, JaxprAST] = field(default_factory=dict)
-    main: JaxprAST | None = None
-    filename: str = "<jaxpr>"
 
 
 # -- the parser ----------------------------------------------------------------------------------
@@ -587,5 +504,4 @@ def parse_jaxpr(text: str, *, consts=None, implicit=None, filename: str = "<jaxp
     `consts` gives the constvars' values in order (JAX's printer drops them; sprue.save keeps
     them); `implicit` the names of the leading invars that are implicit size arguments. Returns
     (closed_jaxpr, n_implicit)."""
-    from sprue.io.jaxpr_eval import build
     return build(parse_program(text, filename), consts=consts, implicit=implicit)

@@ -303,11 +303,11 @@ def shape_arg(fname: str, shape) -> tuple:
 def check_allocation(fname: str, dims, dtype) -> None:
     """An array of shape `dims` (some sizes given at run time) must fit in memory: its byte count is
     computed in float64 (no integer overflow, whatever the sizes) and checked at run time. A failed
-    check makes every later size 0 (sprue.lowering: LoweringContext.guarded), so huge or
+    check makes every later size 0 (sprue.lowering.rules_common: LoweringContext.guarded), so huge or
     overflowing sizes raise an error and never reach the allocator. Either way the error is a
     SprueMemoryError: raised now when the static sizes alone are too large, else by the runtime,
     which recognizes the check by its message (runtime/results.py MEMORY_CHECK). Fully static
-    shapes are checked when every equation is traced (core.check_fits_in_memory)."""
+    shapes are checked when every equation is traced (sprue.ir.core.check_fits_in_memory)."""
     dynamic = [d for d in dims if isinstance(d, DimExpr)]
     if not dynamic:
         return

@@ -10,7 +10,7 @@ Each constraint is classified as Relax does:
   the user wrote it, the argument's type, and the user's line;
 - unknown        → a run-time check (a `check` equation raising the same message when it fails).
 
-The same matcher serves calls of signed functions inside traced code (`calls.py`), the checks of
+The same matcher serves calls of signed functions inside traced code (call_sites.py), the checks of
 concrete arguments at a qjit entry point (every size is an int there), return annotations, and
 `sprue.assert_shape`.
 """
@@ -22,10 +22,15 @@ from typing import Sequence
 
 import numpy as np
 
+from sprue import lax
+from sprue.api.hints import ArrayHint, is_hint, is_scalar_hint
 from sprue.base import dtypes
-from sprue.ir.dim_patterns import DimPattern, pattern_of
 from sprue.base.errors import ShapeError, SprueTypeError, at
-from sprue.ir.shapes import Dim, DimExpr, format_dim, prove_equal
+from sprue.base.source_info import user_frame_summary
+from sprue.interp.ad_util import aval_of
+from sprue.ir.dim_patterns import DimPattern, pattern_of
+from sprue.ir.shapes import Dim, format_dim, prove_equal
+from sprue.trace.tracing import _state, dim_value
 
 
 @dataclass(frozen=True)
@@ -141,8 +146,6 @@ def emit_runtime_checks(binding: Binding) -> None:
     """Turn the constraints only run time can decide into `check` equations of the current trace."""
     if not binding.runtime:
         return
-    from sprue import lax
-    from sprue.trace.tracing import dim_value
     for kind, actual, other, msg in binding.runtime:
         a = dim_value(actual)
         if kind == "eq":
@@ -153,15 +156,9 @@ def emit_runtime_checks(binding: Binding) -> None:
 
 
 def _i64(x):
-    from sprue import lax
     if isinstance(x, (int, np.integer)):
         return np.int64(x)
     return x if x.aval.dtype == np.int64 else lax.convert_element_type(x, np.int64)
-
-
-def check_concrete(binding: Binding) -> None:
-    """At a qjit entry point every size is an int: no constraint is left for run time."""
-    assert not binding.runtime, binding.runtime
 
 
 # -- signatures from type hints ---------------------------------------------------------------------
@@ -184,7 +181,6 @@ class FunctionSignature:
 
 
 def spec_of_hint(label: str, hint) -> ArraySpec | None:
-    from sprue.api.hints import ArrayHint
     if isinstance(hint, ArrayHint):
         return ArraySpec(label, hint.dtype, tuple(pattern_of(d) for d in hint.shape))
     return None
@@ -192,7 +188,6 @@ def spec_of_hint(label: str, hint) -> ArraySpec | None:
 
 def flat_specs(label: str, hint) -> list[ArraySpec]:
     """ArraySpecs for every array leaf of a (pytree) hint; scalars as rank-0 specs."""
-    from sprue.api.hints import ArrayHint, is_scalar_hint
     if isinstance(hint, ArrayHint):
         return [spec_of_hint(label, hint)]
     if is_scalar_hint(hint):
@@ -207,7 +202,6 @@ def flat_specs(label: str, hint) -> list[ArraySpec]:
 
 def function_signature(fn, fn_name: str) -> FunctionSignature | None:
     """The signature given by fn's hints, when every parameter has one."""
-    from sprue.api.hints import is_hint
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -239,7 +233,6 @@ def check_results(fn_name: str, specs: list[ArraySpec], outs: list, binding: Bin
                   where: str | None = None) -> Binding:
     """Match a traced function's results against its return annotation (in the trace: run-time
     constraints become checks). New names are bound by the results."""
-    from sprue.interp.ad_util import aval_of
     if len(specs) != len(outs):
         raise SprueTypeError(f"{fn_name}() returns {len(outs)} array{'s' if len(outs) != 1 else ''}, but its"
                              f" return annotation describes {len(specs)}{at(where)}")
@@ -256,9 +249,6 @@ def assert_shape(x, shape, dtype=None):
     earlier in the same function (by a parameter's type hint, abstracted_axes, or an earlier
     assert_shape) must agree. What the compiler can prove leaves nothing in the code, what is
     provably false is an error now, the rest is checked at run time (seed 003's match_shape)."""
-    from sprue.interp.ad_util import aval_of
-    from sprue.base.source_info import user_frame_summary
-    from sprue.trace.tracing import _state
     where = user_frame_summary()
     if not isinstance(shape, (tuple, list)):
         raise SprueTypeError(f"assert_shape: the shape must be a tuple of ints and size expressions, got"
@@ -283,5 +273,5 @@ def assert_shape(x, shape, dtype=None):
     return x
 
 
-__all__ = ["assert_shape", "ArraySpec", "Binding", "FunctionSignature", "match", "emit_runtime_checks", "function_signature",
-           "flat_specs", "check_results", "DimExpr"]
+__all__ = ["assert_shape", "ArraySpec", "Binding", "FunctionSignature", "match", "emit_runtime_checks",
+           "function_signature", "flat_specs", "check_results"]
