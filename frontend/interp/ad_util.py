@@ -20,7 +20,7 @@ beside its definition in sprue.lax (grep a primitive's name to see its whole sto
         unbatched (the interpreter keeps every batched value's batch axis at 0). Called only when
         some operand is batched. Multiple results: lists.
     cost_rules[p](in_avals, out_avals, **params) -> number of floating-point operations
-    nested_cost_rules[p](ctx, eqn, values) -> flops, for primitives holding jaxprs (see cost.py)
+    nested_cost_rules[p](ctx, eqn, values) -> flops, for primitives holding jaxprs (see sprue.interp.cost)
 
 Cotangents and tangents have the dtype and shape of their primal; integer and boolean values have
 none (always Zero), as JAX's float0.

@@ -19,7 +19,7 @@ import numpy as np
 from sprue.base import dtypes
 from sprue.base.errors import SprueMemoryError, SprueTypeError, at
 from sprue.base.source_info import user_frame_summary
-from sprue.ir.shapes import Dim, format_dim  # a dim is an int or a symbolic DimExpr (shapes.py)
+from sprue.ir.shapes import Dim, format_dim  # a dim is an int or a symbolic DimExpr (sprue.ir.shapes)
 from sprue.runtime.element_types import is_masked_array
 from sprue.runtime.results import format_bytes, human_bytes
 

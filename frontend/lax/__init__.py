@@ -19,6 +19,7 @@ from sprue.lax.sorting import sort_p
 from sprue.lax.filtering import filter, filter_p  # noqa: F401  (data-dependent shapes: a fresh size per result)
 from sprue.lax.structural import *  # noqa: F401,F403
 from sprue.lax import elementwise as _e, reductions as _r, structural as _s
+from sprue.lax._rules import runtime_size_ops as _runtime_size_ops
 from sprue.trace.tracing import lax_ops as _lax_ops
 
 
@@ -153,15 +154,13 @@ def bind_dynamic_update_slice(x, update, start_indices):
 def dynamic_slice(x, start_indices, slice_sizes):
     """x[start : start + size] per axis, starts clamped as JAX does. Sizes known only at run time
     are checked then, and never read outside x (see sprue.numpy._lax_dynamic)."""
-    from sprue.numpy._lax_dynamic import dynamic_slice as checked
-    return checked(x, start_indices, slice_sizes)
+    return _runtime_size_ops.dynamic_slice(x, start_indices, slice_sizes)
 
 
 def dynamic_update_slice(x, update, start_indices):
     """x with `update` written at the clamped starts; sizes known only at run time are checked
     then, and never write outside x."""
-    from sprue.numpy._lax_dynamic import dynamic_update_slice as checked
-    return checked(x, update, start_indices)
+    return _runtime_size_ops.dynamic_update_slice(x, update, start_indices)
 
 
 def iota(dtype, size):

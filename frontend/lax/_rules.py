@@ -1,8 +1,10 @@
 """Small helpers shared by the primitive definitions."""
 from __future__ import annotations
 
-from sprue.ir.core import ShapedArray, impl_rules, primitive, shape_rules
+from typing import Any, Callable, Sequence
+
 from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.ir.core import ShapedArray, impl_rules, primitive, shape_rules
 from sprue.ir.shapes import DimExpr, format_dim, lower_bound, prove_equal
 
 
@@ -35,7 +37,7 @@ def weak(*avals: ShapedArray) -> bool:
     return all(a.weak_type for a in avals)
 
 
-# -- dimensions: ints or symbolic DimExprs (sprue.shapes) ------------------------------------------
+# -- dimensions: ints or symbolic DimExprs (sprue.ir.shapes) ---------------------------------------
 # Equalities a rule needs (operand shapes of add, contracted dims of dot_general, ...) must be
 # provable, as in JAX's lax: a pair of sizes only run time can compare is an error here, and
 # sprue.numpy is the layer that inserts run-time checks. Inequalities (a slice fitting in its
@@ -84,3 +86,20 @@ def fits(s, d) -> bool:
 
 def is_one(d) -> bool:
     return isinstance(d, int) and d == 1
+
+
+# -- what sprue.numpy provides to sprue.lax ----------------------------------------------------------
+class RuntimeSizeOps:
+    """Operations on arrays whose sizes may be known only at run time that need sprue.numpy's size
+    machinery (numpy/_dims.py: run-time checks made once per trace, clamped gathers):
+    lax.dynamic_slice and lax.dynamic_update_slice check such sizes at run time and never touch
+    memory outside the operand (numpy/_lax_dynamic.py), and filter's vjp reads its cotangent with a
+    clamped gather. sprue.numpy, a layer above lax, fills `runtime_size_ops` when it is imported
+    (`import sprue` always imports it)."""
+
+    dynamic_slice: Callable[[Any, Sequence, Sequence], Any]
+    dynamic_update_slice: Callable[[Any, Any, Sequence], Any]
+    take_clamped: Callable[[Any, int, Any], Any]
+
+
+runtime_size_ops = RuntimeSizeOps()

@@ -11,6 +11,8 @@ import numpy as np
 
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, jvp_rules, vjp_rules
+from sprue.interp.cost import free
 from sprue.lax._rules import define
 
 
@@ -29,11 +31,9 @@ def _check_impl(ok, *, message):
 check_p = define("check", _check_rule, _check_impl, multiple_results=True)
 
 
-# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+# == transformation rules (tables in sprue.interp.ad_util): jvp, vjp, batching, cost ===============
 # check has a bool operand and no results: nothing to differentiate; batched, every batch
 # element's condition must hold (the message is the same for all of them).
-from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, jvp_rules, vjp_rules  # noqa: E402
-from sprue.interp.cost import free  # noqa: E402
 
 
 def _check_jvp(primals, tangents, *, message):

@@ -27,10 +27,13 @@ from __future__ import annotations
 import numpy as np
 
 from sprue.base import dtypes
+from sprue.base.errors import SprueTypeError, SprueValueError, UnsupportedError
+from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of
+from sprue.interp.batching import batch_size, batched_all
+from sprue.interp.cost import free
 from sprue.ir.core import ShapedArray, SizeAval
-from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.ir.shapes import DimVar, dim
-from sprue.lax._rules import define, require_equal
+from sprue.lax._rules import define, require_equal, runtime_size_ops
 
 __all__ = ["filter_p"]
 
@@ -66,11 +69,7 @@ def filter(mask, *xs, axis: int = 0):
     return count, ys
 
 
-# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
-from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
-from sprue.interp.batching import batch_size, batched_all  # noqa: E402
-from sprue.interp.cost import free  # noqa: E402
-from sprue.base.errors import UnsupportedError  # noqa: E402
+# == transformation rules (tables in sprue.interp.ad_util): jvp, vjp, batching, cost ===============
 
 
 def _filter_jvp(primals, tangents, *, axis):
@@ -89,9 +88,8 @@ def unfilter(ct, mask, axis: int):
     true, zeros elsewhere (size n along axis). Entry i of the result reads ct at cumsum(mask)[i] - 1,
     clamped (and from ct padded by one when count may be 0), then the mask selects it."""
     from sprue import lax
-    from sprue.numpy._dims import take_clamped
     pos = lax.sub(lax.cumsum(lax.convert_element_type(mask, np.int64), 0), np.int64(1))
-    g = take_clamped(ct, axis, pos)
+    g = runtime_size_ops.take_clamped(ct, axis, pos)
     shape = aval_of(g).shape
     keep = lax.broadcast_in_dim(mask, shape, (axis,))
     zeros = lax.broadcast_in_dim(np.zeros((), aval_of(g).dtype), shape, ())

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from sprue.base import dtypes
 from sprue.base.errors import SprueValueError
+from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, vjp_rules, zero_of
+from sprue.interp.batching import batched_all
+from sprue.interp.cost import free
 from sprue.lax._rules import check_axes, define, require_equal
 
 
@@ -36,16 +40,11 @@ def _sort_impl(*xs, dimension, is_stable=True, num_keys=1):
 sort_p = define("sort", _sort_rule, _sort_impl, multiple_results=True)
 
 
-# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+# == transformation rules (tables in sprue.interp.ad_util): jvp, vjp, batching, cost ===============
 # sort permutes its operands: the tangents are sorted along with them (extra operands after the
 # keys, so the permutation is the same), and the cotangents are permuted back by sorting them by
 # the permutation (an iota sorted along with the keys). Every rule binds sort itself, so the
 # rules compose (grad of grad) without needing gather or scatter.
-from sprue.base import dtypes  # noqa: E402
-from sprue.interp.ad_util import (aval_of, batch_rules, cost_rules, instantiate, is_zero, jvp_rules, vjp_rules,
-    zero_of)
-from sprue.interp.batching import batched_all  # noqa: E402
-from sprue.interp.cost import free  # noqa: E402
 
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable=True, num_keys=1):

@@ -14,6 +14,7 @@ from sprue.numpy._avals import SprueIndexError  # noqa: F401
 from sprue.numpy._creation import *  # noqa: F401,F403
 from sprue.numpy._creation import SCALAR_TYPES as _SCALAR_TYPES
 from sprue.numpy._indexing import put_along_axis, take, take_along_axis  # noqa: F401
+from sprue.numpy._lax_dynamic import install_lax_hooks as _install_lax_hooks
 from sprue.numpy._linalg import *  # noqa: F401,F403
 from sprue.numpy._nonzero import argwhere, compress, extract, flatnonzero, nonzero, where  # noqa: F401  (data-dependent sizes)
 from sprue.numpy._reductions import *  # noqa: F401,F403
@@ -28,6 +29,7 @@ globals().update(_ufunc_table)
 globals().update(_SCALAR_TYPES)
 _install_tracer_methods()     # traced arrays get their operators and methods (x + y, x[i], x.sum())
 _install_dim_operators()      # sizes (x.shape[0]) in arithmetic with arrays
+_install_lax_hooks()          # sprue.lax's dynamic_slice and filter's vjp check sizes at run time with ours
 
 # constants and dtype utilities, as numpy's
 pi = _np.pi

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue import lax
+from sprue.base import dtypes
 from sprue.lax import GatherScatterMode, ScatterDimensionNumbers
-from sprue.trace.tracing import Tracer
+from sprue.lax._rules import runtime_size_ops
 from sprue.numpy import _dims as _d
-from sprue.numpy._promote import aval, convert, loc
+from sprue.numpy._avals import aval, loc
+from sprue.numpy._promote import convert
+from sprue.trace.tracing import Tracer
 
 
 def _start(i):
@@ -76,3 +78,10 @@ def dynamic_update_slice(x, update, start_indices):
                                  scatter_dims_to_operand_dims=tuple(range(rank)))
     # FILL_OR_DROP: a window that does not fit (only after a failed check) is not written at all
     return lax.scatter(x, index, convert(update, aval(x).dtype), dn, mode=GatherScatterMode.FILL_OR_DROP)
+
+
+def install_lax_hooks() -> None:
+    """Give sprue.lax what it takes from sprue.numpy (sprue.lax._rules.RuntimeSizeOps)."""
+    runtime_size_ops.dynamic_slice = dynamic_slice
+    runtime_size_ops.dynamic_update_slice = dynamic_update_slice
+    runtime_size_ops.take_clamped = _d.take_clamped

@@ -1,6 +1,6 @@
 """Structured control flow: loops and branches whose bodies are traced once into nested jaxprs.
 
-Two spellings build the same four primitives (sprue.lax.control_flow):
+Two spellings build the same four primitives (sprue.lax.control_flow.primitives):
 
     Catalyst style (sprue.*)              JAX style (sprue.lax.*)
     @for_loop(lower, upper, step)         fori_loop(lower, upper, body, init)      -> for_loop
@@ -19,7 +19,8 @@ gives it within its kind (`fori_loop(0, n, body, 0.0)` with a float32 body carri
 carry never changes kind or rank (an int carry that becomes float is an error). A carry keeps its
 sizes — `f64[n]` in, `f64[n]` out, whatever n is at run time — unless the loop is given
 `allow_array_resizing=True` (for_loop, while_loop, and lax.fori_loop / lax.while_loop): then an
-iteration may return arrays of other sizes (see sprue.bodies for how the sizes are settled).
+iteration may return arrays of other sizes (see sprue.lax.control_flow.bodies for how the sizes
+are settled).
 Sizes work as scalars where control flow wants them: `for_loop(0, x.shape[0], 1)`. Branches of a
 cond must agree on their results' sizes, and scan's per-step outputs must not change size.
 """
@@ -32,14 +33,16 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.lax.control_flow.bodies import (Body, Carries, is_py_scalar, kind as _kind, leaf_aval as _aval,
-    settle_carry, trace_body, where as _where)
-from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Var, aval_of_value
 from sprue.base.errors import SprueTypeError, SprueValueError
-from sprue.lax.control_flow import primitives as cf
-from sprue.lax import elementwise as _e
 from sprue.base.pytree import tree_flatten, tree_unflatten
+from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Var, aval_of_value
 from sprue.ir.shapes import DimExpr
+from sprue.lax import elementwise as _e
+from sprue.lax.control_flow import primitives as cf
+from sprue.lax.control_flow.bodies import Body, Carries, is_py_scalar, settle_carry, trace_body
+from sprue.lax.control_flow.bodies import kind as _kind
+from sprue.lax.control_flow.bodies import leaf_aval as _aval
+from sprue.lax.control_flow.bodies import where as _where
 from sprue.trace.tracing import Tracer, dim_value
 
 

@@ -32,12 +32,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray, aval_of_value
 from sprue.base.errors import SprueTypeError, at
-from sprue.lax.control_flow import primitives as cf
 from sprue.base.pytree import TreeDef, tree_flatten
-from sprue.ir.shapes import Dim, DimVar, dim
 from sprue.base.source_info import user_frame_summary
+from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray, aval_of_value
+from sprue.ir.shapes import Dim, DimVar, dim
+from sprue.lax.control_flow import primitives as cf
 from sprue.trace.tracing import Tracer, dim_value, trace_scope
 
 _PY_SCALARS = (bool, int, float)

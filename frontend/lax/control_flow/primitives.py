@@ -24,7 +24,8 @@ when built with allow_array_resizing.) Scan's `length` is None when it is the ru
 of its xs.
 
 The shape rules check that the nested jaxprs fit their operands; the user-facing checks with
-pytree structures and weak-type promotion are in sprue.control_flow, which builds these equations.
+pytree structures and weak-type promotion are in sprue.lax.control_flow.api, which builds these
+equations.
 The reference rules run the nested jaxprs with eval_jaxpr in Python loops.
 """
 from __future__ import annotations
@@ -34,15 +35,15 @@ from typing import Sequence
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.ir.core import ClosedJaxpr, ShapedArray, SizeAval, Var
 from sprue.base.errors import SprueTypeError, SprueValueError, UnsupportedError, at
-from sprue.ir.shapes import Dim, DimExpr, DimVar, dim, substitute
 from sprue.base.source_info import user_frame_summary
-from sprue.trace.tracing import eval_jaxpr
+from sprue.ir.core import ClosedJaxpr, ShapedArray, SizeAval, Var
+from sprue.ir.shapes import Dim, DimExpr, DimVar, dim, substitute
 from sprue.lax._rules import define
+from sprue.trace.tracing import eval_jaxpr
 
 
-# -- type checks shared with sprue.control_flow ------------------------------------------------
+# -- type checks shared with sprue.lax.control_flow.api ----------------------------------------
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:
     """Equal shapes and dtypes; weak types do not matter (a Python scalar fits a strong slot)."""
     return a.shape == b.shape and a.dtype == b.dtype

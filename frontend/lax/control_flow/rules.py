@@ -1,6 +1,6 @@
 """The transformation rules of the control-flow primitives (for_loop, while, cond, scan): jvp,
-vjp, batching and cost, in ad_util's tables. Each rule builds the transformed construct with
-sprue.control_flow's own builders, its bodies running the interpreters (jvp_jaxpr, vjp_jaxpr,
+vjp, batching and cost, in sprue.interp.ad_util's tables. Each rule builds the transformed construct
+with the builders of sprue.lax.control_flow.api, its bodies running the interpreters (jvp_jaxpr, vjp_jaxpr,
 batch_jaxpr) over the original bodies — so the transformed loops are loops again, and compile to
 native loops.
 
@@ -20,11 +20,28 @@ from __future__ import annotations
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.interp.ad_util import (Zero, aval_of, batch_rules, instantiate, is_zero, jvp_rules, nested_cost_rules,
-    vjp_fwd_rules, vjp_rules, zero_of)
-from sprue.interp.batching import batch_jaxpr, batched_outputs, broadcast_batch
 from sprue.base.errors import UnsupportedError
+from sprue.interp.ad_util import (
+    Zero,
+    add_tangents,
+    aval_of,
+    batch_rules,
+    instantiate,
+    is_zero,
+    jvp_rules,
+    nested_cost_rules,
+    vjp_fwd_rules,
+    vjp_rules,
+    zero_of,
+)
+from sprue.interp.batching import batch_jaxpr, batch_size, batched_outputs, broadcast_batch, move_batch_axis
+from sprue.interp.cost import DataDependentCost, Lazy, ProbeNeedsValues
+from sprue.interp.jvp import jvp_jaxpr
+from sprue.interp.vjp import vjp_jaxpr
+from sprue.ir.core import Jaxpr
+from sprue.lax.control_flow.api import cond_branches, for_loop_carry, scan_carry, while_carry
 from sprue.lax.control_flow.primitives import cond_p, for_loop_p, scan_p, trip_count, while_p
+from sprue.trace.tracing import Tracer, eval_jaxpr
 
 
 def _is_float(x) -> bool:
@@ -63,8 +80,6 @@ def _for_split(args, body_nconsts):
 
 
 def _for_loop_jvp(primals, tangents, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
-    from sprue.lax.control_flow.api import for_loop_carry
-    from sprue.interp.jvp import jvp_jaxpr
     _no_resizing("for_loop", nimplicit)
     consts, (lo, hi, st), init = _for_split(primals, body_nconsts)
     const_ts, _, init_ts = _for_split(tangents, body_nconsts)
@@ -87,7 +102,6 @@ def _for_loop_jvp(primals, tangents, *, body_jaxpr, body_nconsts, nimplicit=0, *
 def _trips(lo, hi, st):
     """len(range(lo, hi, st)) as a value (an int when the bounds are concrete)."""
     from sprue import lax
-    from sprue.trace.tracing import Tracer
     if not any(isinstance(b, Tracer) for b in (lo, hi, st)):
         return trip_count(int(lo), int(hi), int(st))
     lo, hi = _i64(lo), _i64(hi)
@@ -142,8 +156,6 @@ def _row(stack, k):
 
 def _for_loop_fwd(primals, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
     """The loop, also stacking each trip's incoming carry for the backward pass."""
-    from sprue.lax.control_flow.api import for_loop_carry
-    from sprue.trace.tracing import eval_jaxpr
     _no_resizing("for_loop", nimplicit)
     consts, (lo, hi, st), init = _for_split(primals, body_nconsts)
     n = _trips(lo, hi, st)
@@ -163,13 +175,10 @@ def _for_loop_fwd(primals, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
 
 def _for_loop_vjp(cts, primals, residuals, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
     from sprue import lax
-    from sprue.lax.control_flow.api import for_loop_carry
-    from sprue.interp.vjp import vjp_jaxpr
     init = primals[body_nconsts + 3:]
     if residuals is None:
         return [None] * (body_nconsts + 3) + [c if _is_float(x) else None for c, x in zip(cts, init)]
     consts, lo, st, n, stacks = residuals
-    nc = len(init)
     cmask = [_is_float(c) for c in consts]
     xmask = [_is_float(x) for x in init]
     jaxpr = body_jaxpr.jaxpr
@@ -181,12 +190,11 @@ def _for_loop_vjp(cts, primals, residuals, *, body_jaxpr, body_nconsts, nimplici
         _, backward = vjp_jaxpr(jaxpr, [], [*consts, _index_at(lo, st, k), *xs], [*cmask, False, *xmask])
         it = iter(ct_x)
         cin = backward([next(it) if m else None for m in xmask])
-        new_c = [add(a, instantiate(g, c)) for a, g, c in zip(ct_c, [g for g, m in zip(cin[:body_nconsts], cmask) if m],
+        new_c = [add_tangents(a, instantiate(g, c)) for a, g, c in zip(ct_c, [g for g, m in zip(cin[:body_nconsts], cmask) if m],
                                                                 [c for c, m in zip(consts, cmask) if m])]
         new_x = [instantiate(g, x) for g, x, m in zip(cin[body_nconsts + 1:], xs, xmask) if m]
         return (*new_x, *new_c)
 
-    from sprue.interp.ad_util import add_tangents as add
     ct_x0 = [instantiate(c, x) for c, x, m in zip(cts, init, xmask) if m]
     ct_c0 = [instantiate(Zero(aval_of(c).strip_weak_type())) for c, m in zip(consts, cmask) if m]
     res = for_loop_carry("for_loop", back, 0, n, 1, (*ct_x0, *ct_c0))
@@ -195,8 +203,6 @@ def _for_loop_vjp(cts, primals, residuals, *, body_jaxpr, body_nconsts, nimplici
 
 
 def _for_loop_batch(args, dims, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
-    from sprue.lax.control_flow.api import for_loop_carry
-    from sprue.interp.batching import batch_size
     _no_resizing("for_loop", nimplicit)
     if any(d is not None for d in dims[body_nconsts:body_nconsts + 3]):
         raise UnsupportedError("not batchable: a for_loop whose bounds differ between batch elements (vmap over"
@@ -229,9 +235,6 @@ def _while_split(args, cond_nconsts, body_nconsts):
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts, nimplicit=0, **params):
-    from sprue.lax.control_flow.api import while_carry
-    from sprue.interp.jvp import jvp_jaxpr
-    from sprue.trace.tracing import eval_jaxpr
     _no_resizing("while_loop", nimplicit)
     cconsts, bconsts, init = _while_split(primals, cond_nconsts, body_nconsts)
     _, bconst_ts, init_ts = _while_split(tangents, cond_nconsts, body_nconsts)
@@ -262,8 +265,6 @@ def _while_vjp(cts, primals, outs, **params):
 
 def _while_batch(args, dims, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts, nimplicit=0, **params):
     from sprue import lax
-    from sprue.interp.batching import batch_size
-    from sprue.lax.control_flow.api import while_carry
     _no_resizing("while_loop", nimplicit)
     size = batch_size(args, dims)
     cconsts, bconsts, init = _while_split(args, cond_nconsts, body_nconsts)
@@ -303,8 +304,6 @@ batch_rules[while_p] = _while_batch
 
 # == cond ============================================================================================
 def _cond_jvp(primals, tangents, *, branches):
-    from sprue.lax.control_flow.api import cond_branches
-    from sprue.interp.jvp import jvp_jaxpr
     index, ops = primals[0], list(primals[1:])
     op_ts = list(tangents[1:])
     nz = [not is_zero(t) and _is_float(x) for t, x in zip(op_ts, ops)]
@@ -327,8 +326,6 @@ def _cond_jvp(primals, tangents, *, branches):
 
 
 def _cond_vjp(cts, primals, outs, *, branches):
-    from sprue.lax.control_flow.api import cond_branches
-    from sprue.interp.vjp import vjp_jaxpr
     index, ops = primals[0], list(primals[1:])
     omask = [_is_float(x) for x in ops]
     cmask = [_is_float(o) for o in outs]
@@ -349,8 +346,6 @@ def _cond_vjp(cts, primals, outs, *, branches):
 
 def _cond_batch(args, dims, *, branches):
     from sprue import lax
-    from sprue.interp.batching import batch_size
-    from sprue.lax.control_flow.api import cond_branches
     size = batch_size(args, dims)
     index, ops = args[0], list(args[1:])
     odims = list(dims[1:])
@@ -387,8 +382,6 @@ def _scan_split(args, num_consts, num_carry):
 
 
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1, **params):
-    from sprue.lax.control_flow.api import scan_carry
-    from sprue.interp.jvp import jvp_jaxpr
     consts, init, xs = _scan_split(primals, num_consts, num_carry)
     const_ts, init_ts, xs_ts = _scan_split(tangents, num_consts, num_carry)
     cmask = [_is_float(x) for x in init]
@@ -417,8 +410,6 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
 
 
 def _scan_fwd(primals, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1, **params):
-    from sprue.lax.control_flow.api import scan_carry
-    from sprue.trace.tracing import eval_jaxpr
     consts, init, xs = _scan_split(primals, num_consts, num_carry)
 
     def f(carry, x):
@@ -430,9 +421,6 @@ def _scan_fwd(primals, *, jaxpr, num_consts, num_carry, length, reverse, unroll=
 
 
 def _scan_vjp(cts, primals, residuals, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1, **params):
-    from sprue.interp.ad_util import add_tangents
-    from sprue.lax.control_flow.api import scan_carry
-    from sprue.interp.vjp import vjp_jaxpr
     consts, xs, stacks = residuals
     init = primals[num_consts:num_consts + num_carry]
     kmask = [_is_float(c) for c in consts]
@@ -464,8 +452,6 @@ def _scan_vjp(cts, primals, residuals, *, jaxpr, num_consts, num_carry, length, 
 
 
 def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll=1, **params):
-    from sprue.interp.batching import batch_size, move_batch_axis
-    from sprue.lax.control_flow.api import scan_carry
     size = batch_size(args, dims)
     consts, init, xs = _scan_split(args, num_consts, num_carry)
     kd, cd, xd = _scan_split(dims, num_consts, num_carry)
@@ -497,7 +483,6 @@ batch_rules[scan_p] = _scan_batch
 def _body_cost(ctx, jaxpr, consts, params_avals, trips: int, iterate):
     """trips * the body's count when it does not depend on the values of the carry; otherwise the
     count of each trip, running the trips (`iterate`)."""
-    from sprue.interp.cost import Lazy, ProbeNeedsValues
     try:
         per, _ = ctx.jaxpr_cost(jaxpr, consts, [Lazy.abstract(a, probe=True) for a in params_avals])
         return trips * per, None
@@ -506,7 +491,6 @@ def _body_cost(ctx, jaxpr, consts, params_avals, trips: int, iterate):
 
 
 def _for_loop_cost(ctx, eqn, ins):
-    from sprue.interp.cost import Lazy
     p = eqn.params
     nconsts, jaxpr = p["body_nconsts"], p["body_jaxpr"].jaxpr
     consts, bounds, init = ins[:nconsts], ins[nconsts:nconsts + 3], ins[nconsts + 3:]
@@ -529,7 +513,6 @@ def _for_loop_cost(ctx, eqn, ins):
 
 def _without_consts(jaxpr, n):
     """The same jaxpr with its first n invars as constvars (cost passes hoisted consts as consts)."""
-    from sprue.ir.core import Jaxpr
     return Jaxpr(jaxpr.invars[:n], jaxpr.invars[n:], jaxpr.outvars, jaxpr.eqns)
 
 
@@ -548,7 +531,6 @@ def _while_cost(ctx, eqn, ins):
 
 
 def _cond_cost(ctx, eqn, ins):
-    from sprue.interp.cost import DataDependentCost
     branches = eqn.params["branches"]
     try:
         k = int(ins[0].value("which branch a cond takes"))
@@ -558,7 +540,6 @@ def _cond_cost(ctx, eqn, ins):
 
 
 def _scan_cost(ctx, eqn, ins):
-    from sprue.interp.cost import Lazy
     p = eqn.params
     nk, nc, jaxpr = p["num_consts"], p["num_carry"], p["jaxpr"].jaxpr
     consts, init, xs = ins[:nk], ins[nk:nk + nc], ins[nk + nc:]
