@@ -92,8 +92,3 @@ def python_scalar_dtype(value) -> np.dtype:
     if isinstance(value, float):
         return float64
     raise SprueTypeError(f"{type(value).__name__} is not a numeric scalar")
-
-
-def default_float(dtype) -> np.dtype:
-    """The float type a computation on `dtype` produces (numpy: ints -> float64)."""
-    return np.dtype(dtype) if is_float(dtype) else float64

@@ -111,7 +111,3 @@ def tree_map(f: Callable, x, *rest):
     leaves, tree = tree_flatten(x)
     others = [tree_flatten(r)[0] for r in rest]
     return tree_unflatten(tree, [f(*xs) for xs in zip(leaves, *others)])
-
-
-def tree_leaves(x) -> list:
-    return tree_flatten(x)[0]

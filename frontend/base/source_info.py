@@ -20,10 +20,6 @@ def _sprue_dirs() -> tuple[str, ...]:
     return _SPRUE_DIRS
 
 
-def is_sprue_file(filename: str) -> bool:
-    return filename.startswith(_sprue_dirs())
-
-
 def user_frame_summary() -> str | None:
     """`file.py:LINE (function)` of the innermost user frame, or None."""
     dirs = _sprue_dirs()

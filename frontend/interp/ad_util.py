@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.base.errors import UnsupportedError
+from sprue.base.errors import SprueError, UnsupportedError, at
 from sprue.ir.core import Primitive, ShapedArray, aval_of_value
 from sprue.trace.tracing import Tracer, lax_ops, resolve_dynamic_dims
 
@@ -112,6 +112,14 @@ def not_transformable(what: str, p: Primitive):
     hint = {"differentiable": " (it has no derivative rule)",
             "batchable": " (it has no batching rule)"}.get(what, "")
     return UnsupportedError(f"not {what}: {p.name}{hint}")
+
+
+def located(err: SprueError, eqn) -> SprueError:
+    """The error, naming the user's line that made the equation (the interpreters raise it when a
+    rule is missing or refuses a case)."""
+    if eqn.source_info and err.args and "(at " not in str(err.args[0]):
+        err.args = (f"{err.args[0]}{at(eqn.source_info)}", *err.args[1:])
+    return err
 
 
 def defjvp_linear(p: Primitive):

@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from sprue.base.errors import UnsupportedError
-from sprue.interp.ad_util import aval_of, batch_rules, not_transformable
-from sprue.interp.jvp import _located
+from sprue.interp.ad_util import aval_of, batch_rules, located, not_transformable
 from sprue.ir.core import Jaxpr, Literal, Var
 from sprue.trace.tracing import bind, lax_ops
 
@@ -43,11 +42,11 @@ def batch_jaxpr(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) 
         else:
             rule = batch_rules.get(eqn.primitive)
             if rule is None:
-                raise _located(not_transformable("batchable", eqn.primitive), eqn)
+                raise located(not_transformable("batchable", eqn.primitive), eqn)
             try:
                 outs, out_dims = rule(xs, ds, **eqn.params)
             except UnsupportedError as e:   # a rule refusing a case: name the user's line
-                raise _located(e, eqn)
+                raise located(e, eqn)
         outs, out_dims = (list(outs), list(out_dims)) if multiple else ([outs], [out_dims])
         for v, x, d in zip(eqn.outvars, outs, out_dims):
             env[v] = x

@@ -16,8 +16,7 @@ from typing import Sequence
 
 from sprue.base import dtypes
 from sprue.base.errors import SprueValueError
-from sprue.interp.ad_util import cost_rules, nested_cost_rules, not_transformable
-from sprue.interp.jvp import _located
+from sprue.interp.ad_util import cost_rules, located, nested_cost_rules, not_transformable
 from sprue.ir.core import Jaxpr, Literal, ShapedArray, Var
 from sprue.ir.shapes import DimExpr, substitute
 from sprue.trace.tracing import bind
@@ -118,7 +117,7 @@ class CostContext:
             else:
                 rule = cost_rules.get(eqn.primitive)
                 if rule is None:
-                    raise _located(not_transformable("costable", eqn.primitive), eqn)
+                    raise located(not_transformable("costable", eqn.primitive), eqn)
                 outs = _outputs(eqn, ins)
                 in_avals = [concrete(a.aval) for a in eqn.invars]
                 out_avals = [concrete(v.aval) for v in eqn.outvars]

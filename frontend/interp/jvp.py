@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from sprue.base import dtypes
-from sprue.base.errors import SprueError, UnsupportedError, at
-from sprue.interp.ad_util import Zero, aval_of, is_zero, jvp_rules, not_transformable, zero_of
+from sprue.base.errors import UnsupportedError
+from sprue.interp.ad_util import Zero, aval_of, is_zero, jvp_rules, located, not_transformable, zero_of
 from sprue.ir.core import Jaxpr, Literal, Var
 from sprue.trace.tracing import bind
 
@@ -47,11 +47,11 @@ def jvp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, tangents: Seque
         else:
             rule = jvp_rules.get(eqn.primitive)
             if rule is None:
-                raise _located(not_transformable("differentiable", eqn.primitive), eqn)
+                raise located(not_transformable("differentiable", eqn.primitive), eqn)
             try:
                 outs, touts = rule(ps, ts, **eqn.params)
             except UnsupportedError as e:   # a rule refusing a case: name the user's line
-                raise _located(e, eqn)
+                raise located(e, eqn)
         outs = list(outs) if multiple else [outs]
         touts = [None] * len(outs) if touts is None else (list(touts) if multiple else [touts])
         for v, x, t in zip(eqn.outvars, outs, touts):
@@ -59,13 +59,6 @@ def jvp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, tangents: Seque
             if not is_zero(t) and dtypes.is_float(aval_of(x).dtype):
                 tenv[v] = t
     return [read(a) for a in jaxpr.outvars], [read_tangent(a) for a in jaxpr.outvars]
-
-
-def _located(err: SprueError, eqn) -> SprueError:
-    """The error, naming the user's line that made the equation."""
-    if eqn.source_info and err.args and "(at " not in str(err.args[0]):
-        err.args = (f"{err.args[0]}{at(eqn.source_info)}", *err.args[1:])
-    return err
 
 
 __all__ = ["jvp_jaxpr", "Zero"]

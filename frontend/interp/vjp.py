@@ -19,12 +19,12 @@ from sprue.interp.ad_util import (
     add_tangents,
     aval_of,
     is_zero,
+    located,
     not_transformable,
     vjp_fwd_rules,
     vjp_rules,
     zero_of,
 )
-from sprue.interp.jvp import _located
 from sprue.ir.core import Jaxpr, Literal, Var
 from sprue.trace.tracing import bind
 
@@ -78,13 +78,13 @@ def vjp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, active_inputs: 
                 continue
             rule = vjp_rules.get(eqn.primitive)
             if rule is None:
-                raise _located(not_transformable("differentiable", eqn.primitive), eqn)
+                raise located(not_transformable("differentiable", eqn.primitive), eqn)
             cts_out = [zero_of(env[v]) if is_zero(c) else c for v, c in zip(eqn.outvars, cts_out)]
             outs = residuals[i] if i in residuals else [env[v] for v in eqn.outvars]
             try:
                 cts_in = rule(cts_out, [read(a) for a in eqn.invars], outs, **eqn.params)
             except UnsupportedError as e:   # a rule refusing a case: name the user's line
-                raise _located(e, eqn)
+                raise located(e, eqn)
             for a, ct in zip(eqn.invars, cts_in):
                 if isinstance(a, Var) and a in active and ct is not None:
                     accumulate(a, ct() if callable(ct) else ct)

@@ -317,14 +317,6 @@ def prove_equal(a: Dim, b: Dim) -> bool | None:
     return None
 
 
-def is_static(d) -> bool:
-    return isinstance(d, int)
-
-
-def is_static_shape(shape) -> bool:
-    return all(isinstance(d, int) for d in shape)
-
-
 def format_dim(d, name_of: Callable[[DimVar], str] = repr) -> str:
     """A dim as text; a str is a dimension name not yet turned into a DimVar (a hint)."""
     return str(d) if isinstance(d, (int, str, np.integer)) else d.format(name_of)

@@ -59,10 +59,6 @@ def _tangents_for(values, tangents):
     return [instantiate(t, x) if _is_float(x) else None for x, t in zip(values, tangents)]
 
 
-def _as_zero_or(t, x):
-    return t if t is not None else zero_of(x)
-
-
 def _batched_carries(jaxpr, before: list[bool], carry: list[bool], after: list[bool] = ()) -> list[bool]:
     """Which carries a batched loop must carry batched: those that start batched, and those the body
     makes batched, to a fixed point (the body's parameters are `before`, the carries, `after`)."""
