@@ -366,7 +366,7 @@ def test_a_1000_term_size_expression_is_read_without_recursion():
     with pytest.raises(sprue.SprueValueError, match=r"in axis 0, the size 1999 is not a\+a\+a"):
         f(np.ones(2), np.ones(1999))
     mixed = "-".join(["(b*3)"] * 999) + "+" + "*".join(["b"] * 3)   # -2991*b + b**3, parsed flat
-    p = sprue.dim_patterns.parse_dim_pattern(mixed)
+    p = sprue.ir.dim_patterns.parse_dim_pattern(mixed)
     assert p.names == ["b"] and p.evaluate({"b": 10}) == -2991 * 10 + 1000
 
 
