@@ -1,7 +1,8 @@
-"""LLVM IR -> object (llvmlite, O3, host CPU) -> shared library (system cc).
+"""StableHLO -> LLVM IR (pipeline.py) -> object (llvmlite, O3, host CPU) -> shared library (system cc).
 
-    build_shared_library(stablehlo_text, out_dir)  the whole way, -> <name>.so
-    emit_object(llvm_ir)                          -> object file bytes
+    build_shared_library(stablehlo_text, out_dir)  the whole way, -> <name>.so: the one build every
+                                                  entry point uses (frontend/api/driver.py)
+    codegen(llvm_ir) / emit_object(llvm_ir)       -> optimized IR, object file bytes
     link_shared(obj_path, so_path)                -> runs `$CC -shared`
 
 The library exports `_mlir_ciface_main` (for a function named `main`): its
@@ -12,10 +13,12 @@ there are several results), then one pointer per argument descriptor.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import hashlib
 import itertools
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -25,19 +28,17 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
 
-from sprue.base.errors import CompileError, SprueError, SprueValueError  # noqa: F401
-
+from sprue.base.errors import CompileError, SprueValueError
 from sprue.lowering import pipeline as _pipeline
-from sprue.runtime.private_files import read_private, write_private
-
 from sprue.lowering.allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
+from sprue.runtime.private_files import cache_dir, read_private, write_private
 
 
 class CompilerNotFoundError(CompileError):
@@ -64,9 +65,10 @@ def _failure_dir(out: Path, keep_intermediate: bool) -> Path:
     return d
 
 
-def _save_failing_ir(err: CompileError, text: str | None, out: Path, name: str, keep: bool, suffix: str) -> None:
+def _save_failing_ir(err: CompileError, text: str | None, *, out: Path, name: str, keep: bool, suffix: str,
+                     save: bool = True) -> None:
     """Save `text` (the IR the failing stage was working on) and name the file in err's message."""
-    if not text:
+    if not text or not save:
         return
     d = _failure_dir(out, keep)
     path = d / f"{name}.failed-{err.stage}-{os.getpid()}-{next(_failures)}{suffix}"
@@ -236,10 +238,8 @@ _VECTOR_ISA = [(128, "b", "sse2"), (256, "d", "avx2"), (512, "e", "avx512f")]
 @functools.lru_cache(maxsize=None)
 def _libmvec_available() -> bool:
     """glibc's libmvec on x86-64 Linux (a dlopen by soname: cheap, and what the link names)."""
-    import platform
     if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
         return False
-    import ctypes
     try:
         ctypes.CDLL(_LIBMVEC)
     except OSError:
@@ -330,16 +330,9 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
         return Codegen(text, tm.emit_object(mod), tm.emit_assembly(mod) if asm else None)
 
 
-def optimize_and_emit(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, features: str = ""
-                      ) -> tuple[str, bytes]:
-    """Runs the optimizer (O3 by default) on the module; returns (optimized IR text, object bytes)."""
-    out = codegen(llvm_ir, opt_level=opt_level, cpu=cpu, features=features)
-    return out.optimized_ir, out.obj
-
-
 def emit_object(llvm_ir: str) -> bytes:
     """LLVM IR text -> native object file bytes (O3, tuned for this CPU)."""
-    return optimize_and_emit(llvm_ir)[1]
+    return codegen(llvm_ir).obj
 
 
 _NO_COMPILER = (
@@ -388,7 +381,6 @@ _c_lock = threading.Lock()
 # cc): `<cache>/runtime/<hash of the compiler's identity and the source>.o`, read only when this
 # user alone may write it (a planted object would run as this user, like a planted library).
 def _kept_object_path(key: tuple[tuple[str, ...], str]) -> Path | None:
-    from sprue.api.compile_cache import cache_dir   # deferred: the frontend package imports the lowering lazily
     try:
         root = cache_dir()
         if root is None:
@@ -541,60 +533,112 @@ def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
     return sources
 
 
+Stage = Callable[[str, object], None]   # on_stage(stage, what): see build_shared_library
+
+
 def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: str = "main",
                          keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = HOST_CPU,
-                         features: str = "") -> Path:
-    """StableHLO text -> `<out_dir>/<name>.so`, for `cpu` with `features` (checked first: see
-    check_codegen_options).
+                         features: str = "", library: str | os.PathLike | None = None, internal: Sequence[str] = (),
+                         asm: bool = False, archive: str | os.PathLike | None = None, on_stage: Stage | None = None,
+                         save_failing_ir: bool = True) -> Path:
+    """StableHLO text -> `<out_dir>/<name>.so` (or `library`), for `cpu` with `features` (checked
+    first: see check_codegen_options): the pipeline, LLVM's optimizer and code generator, and the
+    link with sprue's runtime. Every entry point builds here (frontend/api/driver.py).
+
+    `out_dir` is built in (a folder of its own, within a cache staging folder or a build root: both
+    deleted after a kill). `internal` and `asm` are codegen's; `archive`: also a static library
+    there (the kernel's object and the runtime's). `on_stage(stage, what)` is called as each stage
+    ends: after each of the pipeline's STAGE_NAMES with its text, then "translate" with the LLVM
+    IR, "codegen" with the Codegen, "link" with the library's path.
 
     With keep_intermediate, also writes the input as `<name>.00_stablehlo.mlir`,
     `<name>.NN_<stage>.mlir` after every stage (NN from 01), `<name>.ll` (as translated), `<name>.opt.ll` (after O3) and
-    `<name>.o` into out_dir."""
+    `<name>.o` into out_dir. The IR a failing stage was working on is saved to a file its error
+    names, unless save_failing_ir is False."""
     check_codegen_options(opt_level, cpu, features)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    so_path = out / f"{name}.so"
-    # inside out_dir, not the system temp folder: a build killed midway leaves nothing there (out_dir
-    # is a cache staging folder or a build root, both deleted after a kill: compile_cache.py)
+    so_path = Path(library) if library is not None else out / f"{name}.so"
+    report = on_stage or _ignore
+    failed = functools.partial(_save_failing_ir, out=out, name=name, keep=keep_intermediate,
+                               save=save_failing_ir)
+    # inside out_dir, not the system temp folder: a build killed midway leaves nothing there
     with tempfile.TemporaryDirectory(prefix=f".{name}-work-", dir=out) as tmp, _runtime_object_meanwhile(out):
         work = out if keep_intermediate else Path(tmp)
-
-        def dump(stage: str, text: str) -> None:
-            # 00 is the input; stages follow in pipeline order.
-            (work / f"{name}.{STAGE_NAMES.index(stage) + 1:02d}_{stage}.mlir").write_text(text)
-
-        if keep_intermediate:
-            (work / f"{name}.00_stablehlo.mlir").write_text(stablehlo_text)
+        llvm_ir = _lower(stablehlo_text, work, name, keep_intermediate, on_stage, failed)
+        report("translate", llvm_ir)
         try:
-            llvm_ir = lower_to_llvm_ir(stablehlo_text, dump=dump if keep_intermediate else None)
-        except LoweringError as err:
-            _save_failing_ir(err, err.ir_text or stablehlo_text, out, name, keep_intermediate, ".mlir")
-            raise
-        try:
-            optimized, obj = optimize_and_emit(llvm_ir, opt_level=opt_level, cpu=cpu, features=features)
+            result = codegen(llvm_ir, opt_level=opt_level, cpu=cpu, features=features, internal=internal, asm=asm)
         except (RuntimeError, ValueError) as exc:   # llvmlite reports LLVM's failures as these
             err = CompileError(f"LLVM failed to optimize or emit the kernel {name}: {exc}", stage="llvm")
-            _save_failing_ir(err, llvm_ir, out, name, keep_intermediate, ".ll")
+            failed(err, llvm_ir, suffix=".ll")
             raise err from exc
+        report("codegen", result)
         obj_path = work / f"{name}.o"
-        obj_path.write_bytes(obj)
+        obj_path.write_bytes(result.obj)
         if keep_intermediate:
             (work / f"{name}.ll").write_text(llvm_ir)
-            (work / f"{name}.opt.ll").write_text(optimized)
-        # Link beside the target, then rename: a library another process (or
-        # this one) has mapped is replaced, never rewritten in place.
-        partial = out / f"{name}.so.partial"
+            (work / f"{name}.opt.ll").write_text(result.optimized_ir)
+        sources = _runtime_sources(llvm_ir, work, name)
         try:
-            link_shared(obj_path, partial, _runtime_sources(llvm_ir, work, name))
-            os.replace(partial, so_path)
+            _link_replacing(obj_path, so_path, sources)
         except LinkError as err:
-            _save_failing_ir(err, optimized, out, name, keep_intermediate, ".opt.ll")
+            failed(err, result.optimized_ir, suffix=".opt.ll")
             raise
-        finally:
-            partial.unlink(missing_ok=True)
+        if archive is not None:
+            static_library(obj_path, sources, Path(archive))
+        report("link", so_path)
     return so_path
 
 
+def _ignore(stage: str, what: object) -> None:
+    """The on_stage of a build nobody watches."""
+
+
+def _lower(stablehlo_text: str, work: Path, name: str, keep: bool, on_stage: Stage | None, failed) -> str:
+    """The pipeline (pipeline.py) on the module: its LLVM IR; each stage's text written (keep) and
+    handed to on_stage."""
+    def dump(stage: str, text: str) -> None:
+        if keep:   # 00 is the input; stages follow in pipeline order
+            (work / f"{name}.{STAGE_NAMES.index(stage) + 1:02d}_{stage}.mlir").write_text(text)
+        if on_stage is not None:
+            on_stage(stage, text)
+
+    if keep:
+        (work / f"{name}.00_stablehlo.mlir").write_text(stablehlo_text)
+    try:   # (printing every stage costs time: only when someone reads them)
+        return lower_to_llvm_ir(stablehlo_text, dump=dump if keep or on_stage is not None else None)
+    except LoweringError as err:
+        failed(err, err.ir_text or stablehlo_text, suffix=".mlir")
+        raise
+
+
+def _link_replacing(obj_path: Path, so_path: Path, sources: list[Path]) -> None:
+    """Link beside the target, then rename: a library another process (or this one) has mapped is
+    replaced, never rewritten in place."""
+    partial = so_path.with_name(so_path.name + ".partial")
+    try:
+        link_shared(obj_path, partial, sources)
+        os.replace(partial, so_path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def static_library(obj: Path, sources: list[Path], path: Path) -> Path:
+    """A static library: the kernel's object plus its compiled C sources (the runtime's)."""
+    compiler = find_c_compiler()
+    members = [obj, *(_c_object(compiler, src) for src in sources)]
+    path.unlink(missing_ok=True)   # `ar r` would add to an old archive's members
+    cmd = ["ar", "rcs", str(path), *map(str, members)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError as err:   # no `ar` (binutils) on PATH
+        raise LinkError(f"{cmd[0]} is not installed: {err}") from err
+    if proc.returncode != 0:
+        raise LinkError(f"{shlex.join(cmd)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    return path
+
+
 __all__ = ["Codegen", "CompilerNotFoundError", "GENERIC_CPU", "HOST_CPU", "LinkError", "build_shared_library",
-           "codegen", "emit_object",
-           "find_c_compiler", "link_shared", "llvmlite_compatible", "optimize_and_emit"]
+           "check_codegen_options", "codegen", "emit_object", "find_c_compiler", "link_shared",
+           "llvmlite_compatible", "static_library"]

@@ -1,8 +1,8 @@
 """StableHLO written elsewhere (JAX's `jax.jit(f).lower(*args).as_text()`, sprue's own `.mlir`
-stage, StableHLO's test files) -> a compiled callable.
+stage, StableHLO's test files) -> a module sprue's pipeline compiles, and its runtime Signature.
 
-    f = load_stablehlo("f.mlir")          # or the module's text
-    y = f(x)                              # numpy in, numpy out (one result bare, several a tuple)
+    prepared = prepare("f.mlir")          # or the module's text
+    # frontend/api/driver.py load_stablehlo compiles and loads it: f = sprue.load("f.mlir"); y = f(x)
 
 Steps: read the text (MLIR bytecode is printed as text by a child process); take the blobs of
 `dense_resource` constants out of the text; rewrite what this torch-mlir build cannot parse
@@ -12,7 +12,7 @@ program may contain (stablehlo_validate.py: nothing else reaches MLIR's passes) 
 resource constants into dense ones; pick the entry function (@main, or the only public one); drop
 the attributes JAX adds (layout modes, shardings, result info) and identity custom calls
 (@Sharding); lower the chlo ops we know; inline private functions; read the runtime Signature from
-the entry's types; then the same pipeline as qjit (`build_shared_library`) and the cffi runtime.
+the entry's types. The compile driver (frontend/api/driver.py) then builds it as it builds qjit's.
 
 Every problem with the input is a SprueError: StableHLOInputError for text that does not parse or
 has no entry point, StableHLOUnsupportedError (sprue.StableHLOUnsupportedError) for an op,
@@ -27,19 +27,25 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from torch_mlir import ir, passmanager
 
-from sprue.api.compile_cache import build_folder
 from sprue.base.errors import ParseError, SprueMemoryError
-from sprue.runtime.c_names import module_symbol_problem
-
-from sprue.lowering.pipeline import LoweringError, make_context
-from sprue.lowering.stablehlo_fixups import apply_fixups
+from sprue.lowering.pipeline import LoweringError, make_pipeline_context
 from sprue.lowering.stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
-from sprue.lowering.stablehlo_validate import (BYTECODE_MAGIC, bytecode_to_text, check_module,
-    drop_dialect_attributes, extract_resources, line_col as _line_col, materialize_resources, refuse)
+from sprue.lowering.stablehlo_fixups import apply_fixups
+from sprue.lowering.stablehlo_validate import (
+    BYTECODE_MAGIC,
+    bytecode_to_text,
+    check_module,
+    drop_dialect_attributes,
+    extract_resources,
+    materialize_resources,
+    refuse,
+)
+from sprue.lowering.stablehlo_validate import line_col as _line_col
+from sprue.runtime import Signature, TensorSpec
+from sprue.runtime.c_names import module_symbol_problem
 
 
 class StableHLOInputError(ParseError):
@@ -338,18 +344,16 @@ def _dtype(t: ir.Type, where: str) -> str:
     raise UnsupportedStableHLOOpError(f"element type {t}", where, "cannot cross the compiled function's boundary")
 
 
-def _spec(name: str, t: ir.Type, where: str) -> Any:
-    from sprue.runtime import TensorSpec
+def _spec(name: str, t: ir.Type, where: str) -> TensorSpec:
     if not isinstance(t, ir.RankedTensorType):
         raise UnsupportedStableHLOOpError(f"type {t}", where, "is not supported (only ranked tensors)")
     shape = [None if t.is_dynamic_dim(d) else t.get_dim_size(d) for d in range(t.rank)]
     return TensorSpec(name, _dtype(t.element_type, where), shape)
 
 
-def signature_of(entry: ir.Operation, result_names: list[str | None], entry_name: str | None = None) -> Any:
+def signature_of(entry: ir.Operation, result_names: list[str | None], entry_name: str | None = None) -> Signature:
     """The runtime Signature from the entry function's type: `?` dims are None. Messages name the
     function `entry_name` (its name in the input, when prepare renamed it)."""
-    from sprue.runtime import Signature
     ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
     where = f"@{entry_name or _name(entry)}"
     args = [_spec(f"arg{i}", t, f"{where} argument {i}") for i, t in enumerate(ftype.inputs)]
@@ -364,12 +368,14 @@ class PreparedModule:
     """A foreign module made ready for sprue's pipeline."""
     text: str            # StableHLO text build_shared_library accepts
     entry: str           # the entry function's symbol
-    signature: Any       # sprue.runtime.Signature
+    signature: Signature
 
 
-def prepare(path_or_text: str | os.PathLike) -> PreparedModule:
+def prepare(path_or_text: str | os.PathLike, rename_to: str | None = None) -> PreparedModule:
+    """The module read, checked and made ready for the pipeline (the module docstring), its entry
+    function renamed `rename_to` when given (a C name: sprue compile's kernel name)."""
     text, name = read_source(path_or_text)
-    ctx = make_context()
+    ctx = make_pipeline_context()
     # Unregistered dialects parse in generic form: JAX's #sdy/#mhlo attributes and the chlo ops
     # rewritten by prepare_text; strip_attributes and lower_chlo then remove every one of them.
     ctx.allow_unregistered_dialects = True
@@ -391,57 +397,30 @@ def prepare(path_or_text: str | os.PathLike) -> PreparedModule:
         inline_calls(module, entry)
         entry = entry_function(module, name)
         check_inlined(module, entry, name)
-        if (not _C_IDENTIFIER.fullmatch(_name(entry))
-                or module_symbol_problem(_name(entry)) is not None):   # @free, @sin: the lowering declares those itself
-            table = ir.SymbolTable(module.operation)
-            safe, k = "main", 1
-            while safe in table:
-                safe, k = f"main_{k + 1}", k + 1
-            ir.SymbolTable.replace_all_symbol_uses(_name(entry), safe, module.operation)
-            ir.SymbolTable.set_symbol_name(entry, safe)
+        _rename_entry(module, entry, rename_to)
         signature = signature_of(entry, names, entry_name)
         return PreparedModule(str(module), _name(entry), signature)
 
 
-class StableHLOFunction:
-    """A compiled StableHLO entry function: call it with numpy arrays (or scalars)."""
-
-    def __init__(self, prepared: PreparedModule, library: Path, function: Any):
-        self.mlir = prepared.text
-        self.signature = prepared.signature
-        self.library = library
-        self._function = function
-
-    def __call__(self, *args: Any) -> Any:
-        outs = self._function(*args)
-        if len(outs) == 1:
-            return outs[0]
-        return tuple(outs)
-
-    def __repr__(self) -> str:
-        return f"<sprue StableHLO function {self.signature} from {self.library}>"
-
-
-def _out_dir() -> Path:
-    """A fresh directory per load: dlopen returns an already-loaded library for a path it has seen."""
-    return build_folder("stablehlo")
+def _rename_entry(module: ir.Module, entry: ir.Operation, wanted: str | None) -> None:
+    """The entry function renamed `wanted` when given; else renamed main (main_2, ... when taken)
+    when its name is not a C identifier or is one the lowering or the runtime declare themselves
+    (@free, @sin)."""
+    old = _name(entry)
+    table = ir.SymbolTable(module.operation)
+    if wanted is None:
+        if _C_IDENTIFIER.fullmatch(old) and module_symbol_problem(old) is None:
+            return
+        wanted, k = "main", 1
+        while wanted in table:
+            wanted, k = f"main_{k + 1}", k + 1
+    elif wanted == old:
+        return
+    elif wanted in table:
+        raise StableHLOInputError(f"--name {wanted!r}: the module already has a function @{wanted}")
+    ir.SymbolTable.replace_all_symbol_uses(old, wanted, module.operation)
+    ir.SymbolTable.set_symbol_name(entry, wanted)
 
 
-def load_stablehlo(path_or_text: str | os.PathLike, *, keep_intermediate: str | os.PathLike | None = None
-                   ) -> StableHLOFunction:
-    """Compiles a StableHLO module (a path to a `.mlir` file, or its text) and returns its entry
-    function (@main, or the only public function) as a Python callable.
-
-    With keep_intermediate (a directory), every pipeline stage's text is written there."""
-    from sprue.lowering.backend import build_shared_library
-    from sprue.runtime import load
-
-    prepared = prepare(path_or_text)
-    out = Path(keep_intermediate) if keep_intermediate else _out_dir()
-    library = build_shared_library(prepared.text, out, name=prepared.entry,
-                                   keep_intermediate=keep_intermediate is not None)
-    return StableHLOFunction(prepared, library, load(library, prepared.entry, prepared.signature))
-
-
-__all__ = ["IDENTITY_CUSTOM_CALLS", "PreparedModule", "StableHLOFunction", "StableHLOInputError",
-           "UnsupportedStableHLOOpError", "load_stablehlo", "prepare"]
+__all__ = ["IDENTITY_CUSTOM_CALLS", "PreparedModule", "StableHLOInputError", "UnsupportedStableHLOOpError",
+           "prepare"]

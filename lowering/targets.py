@@ -41,7 +41,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from sprue.base.errors import CompileError, SprueValueError
-from sprue.runtime.private_files import only_mine, read_private, write_private
+from sprue.runtime.private_files import cache_dir, only_mine, read_private, write_private
 
 __all__ = ["GENERIC_CPU", "HOST_CPU", "TargetOptionError", "TargetTable", "check_target", "machine_cpu_and_features",
            "parse_features", "target_table", "usable_cpus"]
@@ -233,7 +233,6 @@ if hasattr(os, "register_at_fork"):
 
 def _cache_file(triple: str) -> str | None:
     """The disk cache of the table for `triple`, in a folder this user owns (created 0700), or None."""
-    from sprue.api.compile_cache import cache_dir   # deferred: the frontend package imports the lowering lazily
     try:
         root = cache_dir()
     except (OSError, UnicodeError):

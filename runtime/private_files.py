@@ -1,7 +1,12 @@
-"""Files sprue keeps for itself between processes (the C compilers' answers about names, LLVM's
-target tables, the allocation runtime's object): read only when this user alone may have written
-them and their folder -- a planted answer could let a bad name or CPU through, a planted object
-would run as this user -- and written atomically, so a reader never sees half a file."""
+"""Files sprue keeps for itself between processes (the compile cache's libraries, the C compilers'
+answers about names, LLVM's target tables, the allocation runtime's object), all under one folder,
+cache_dir(): read only when this user alone may have written them and their folder -- a planted
+answer could let a bad name or CPU through, a planted object would run as this user -- and written
+atomically, so a reader never sees half a file.
+
+The folder is $SPRUE_CACHE_DIR, else $XDG_CACHE_HOME/sprue, else ~/.cache/sprue; none (nothing is
+kept) when SPRUE_CACHE_DIR is "off" (or 0, false, no, none, disabled) or SPRUE_NO_CACHE is set to
+anything but "" / "0"."""
 from __future__ import annotations
 
 import os
@@ -10,7 +15,22 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["only_mine", "read_private", "write_private"]
+__all__ = ["cache_dir", "only_mine", "read_private", "write_private"]
+
+_OFF = {"off", "0", "false", "no", "none", "disable", "disabled"}
+
+
+def cache_dir() -> Path | None:
+    """The folder of the files sprue keeps, from the environment, or None when keeping is off."""
+    no = os.environ.get("SPRUE_NO_CACHE", "").strip()
+    if no and no != "0":
+        return None
+    env = os.environ.get("SPRUE_CACHE_DIR", "").strip()
+    if env:
+        return None if env.lower() in _OFF else Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "sprue"
 
 
 def only_mine(path: str | os.PathLike, kind: Callable[[int], bool] = stat.S_ISREG) -> bool:

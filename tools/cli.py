@@ -20,6 +20,9 @@ import sys
 import traceback
 from pathlib import Path
 
+from sprue import __version__
+from sprue.api import driver
+from sprue.base.errors import SprueError
 from sprue.tools.compile import EMIT_FILES, Options, compile_file
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -47,37 +50,25 @@ def _doctor() -> int:
             raise RuntimeError(f"no C compiler '{compiler}' on PATH; install one (e.g. apt-get install gcc) or set CC")
         return path
 
-    def mlir():
-        from torch_mlir._mlir_libs import _stablehlo
-        return f"StableHLO API version {_stablehlo.get_api_version()}"
-
-    def llvm():
-        import llvmlite
-        import llvmlite.binding as b
-        b.initialize_native_target()
-        return f"llvmlite {llvmlite.__version__}, host CPU {b.get_host_cpu_name()}"
-
+    probes = driver.toolchain()
     check("python", lambda: f"{platform.python_version()} ({sys.executable})")
     check("C compiler", cc)
-    check("MLIR (torch-mlir)", mlir)
-    check("LLVM (llvmlite)", llvm)
+    check("MLIR (torch-mlir)", probes.mlir_version)
+    check("LLVM (llvmlite)", probes.llvm_version)
     return 0 if ok else 1
 
 
 def _targets() -> int:
     """Print the CPU names LLVM can generate code for on this machine's triple (each probed once,
     then cached: targets.py) and the feature names."""
-    from sprue.base.errors import SprueError
-    from sprue.lowering.targets import target_table, usable_cpus
     try:
-        table = target_table()
-        cpus = usable_cpus()
+        triple, cpus, features = driver.target_list()
     except SprueError as err:
         print(f"sprue: error: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
-    print(f"target triple: {table.triple}")
+    print(f"target triple: {triple}")
     print(f"CPUs (--target-cpu): host, generic, {', '.join(c for c in cpus if c != 'generic')}")
-    print(f"features (--target-features +NAME or -NAME): {', '.join(table.features)}")
+    print(f"features (--target-features +NAME or -NAME): {', '.join(features)}")
     return EXIT_OK
 
 
@@ -144,7 +135,6 @@ def _diagnostic(err: BaseException, input_path: Path) -> str:
 
 
 def _compile(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from sprue.base.errors import SprueError
     opts = Options(args.input, args.out_dir, args.name, _emit_kinds(parser, args.emit), args.opt_level,
                    args.target_cpu, args.verbose, args.target_features)
 
@@ -173,8 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.version:
-        import sprue
-        print(f"sprue {sprue.__version__}")
+        print(f"sprue {__version__}")
         return EXIT_OK
     if args.cmake_dir:
         print(cmake_dir())

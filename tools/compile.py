@@ -1,23 +1,21 @@
 """`sprue compile`: one input file -> `lib<name>.so` + `<name>.h`, and any intermediate stage.
 
-The stages are the pipeline's own (lowering/pipeline.py) plus LLVM codegen and linking; this
-module runs them one by one (rather than backend.build_shared_library) so that it can time each,
-write any of them out, and give the kernel's raw MLIR function internal linkage: the library then
-exports only `_mlir_ciface_<name>`, and the header's C wrapper `<name>()` can take that name.
+The stages are the pipeline's own (lowering/pipeline.py) plus LLVM codegen and linking, built by
+the compile driver (frontend/api/driver.py write_library) as every compilation is; this module
+watches each stage as it ends, to time it and write it out. The kernel's raw MLIR function gets
+internal linkage: the library exports only `_mlir_ciface_<name>`, and the header's C wrapper
+`<name>()` can take that name.
 """
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sprue.api.compile_cache import build_folder
-
+from sprue.api import driver
+from sprue.api.shape_functions import shape_function_of
+from sprue.runtime.header import HeaderSpec, c_header
 from sprue.tools.inputs import Kernel, kernel_from_jaxpr, kernel_name, read_kernel
 
 # --emit kind -> file name (for kernel `k`). Stage kinds name the text after that pipeline stage.
@@ -70,8 +68,7 @@ class Timer:
 
 def compile_file(opts: Options, log: Callable[[str], None] | None = None) -> dict[str, Path]:
     """Compiles opts.input; returns {kind: path} of every file written."""
-    from sprue.lowering.backend import check_codegen_options
-    check_codegen_options(opts.opt_level, opts.target_cpu, opts.target_features)
+    driver.check_build_options(opts.opt_level, opts.target_cpu, opts.target_features)
     timer = Timer(log if opts.verbose else None)
     name = kernel_name(opts.input, opts.name)
     kernel = read_kernel(opts.input, name)
@@ -81,8 +78,7 @@ def compile_file(opts: Options, log: Callable[[str], None] | None = None) -> dic
 
 def compile_jaxpr(closed_jaxpr, opts: Options, log: Callable[[str], None] | None = None) -> dict[str, Path]:
     """Like compile_file for a ClosedJaxpr in memory (opts.input only names its source)."""
-    from sprue.lowering.backend import check_codegen_options
-    check_codegen_options(opts.opt_level, opts.target_cpu, opts.target_features)
+    driver.check_build_options(opts.opt_level, opts.target_cpu, opts.target_features)
     timer = Timer(log if opts.verbose else None)
     kernel = kernel_from_jaxpr(closed_jaxpr, kernel_name(opts.input, opts.name), opts.input)
     timer.lap("lower")
@@ -90,8 +86,6 @@ def compile_jaxpr(closed_jaxpr, opts: Options, log: Callable[[str], None] | None
 
 
 def build_kernel(kernel: Kernel, opts: Options, timer: Timer) -> dict[str, Path]:
-    from sprue.lowering.backend import codegen
-    from sprue.lowering.pipeline import lower_to_llvm_ir
     out = opts.out_dir
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
@@ -108,83 +102,36 @@ def build_kernel(kernel: Kernel, opts: Options, timer: Timer) -> dict[str, Path]
     if "stablehlo" in opts.emit:
         write("stablehlo", kernel.stablehlo)
 
-    def dump(stage: str, text: str) -> None:
+    def on_stage(stage: str, what) -> None:
+        if stage == "codegen":   # what: the optimized IR, the object and, when asked, assembly
+            if "llvm-ir" in opts.emit:
+                write("llvm-ir", what.optimized_ir)
+            if what.asm is not None:
+                write("asm", what.asm)
+            if "obj" in opts.emit:
+                write("obj", what.obj)
+        elif _STAGE_KINDS.get(stage) in opts.emit:
+            write(_STAGE_KINDS[stage], what)
         timer.lap(stage)
-        kind = _STAGE_KINDS.get(stage)
-        if kind in opts.emit:
-            write(kind, text)
 
-    llvm_ir = lower_to_llvm_ir(kernel.stablehlo, dump=dump)
-    timer.lap("translate")
-    result = codegen(llvm_ir, opt_level=opts.opt_level, cpu=opts.target_cpu, features=opts.target_features,
-                     internal=[kernel.name], asm="asm" in opts.emit)
-    timer.lap("codegen")
-    if "llvm-ir" in opts.emit:
-        write("llvm-ir", result.optimized_ir)
-    if result.asm is not None:
-        write("asm", result.asm)
-    with tempfile.TemporaryDirectory(prefix="link-", dir=build_folder("cli")) as tmp:
-        obj = Path(tmp) / f"{kernel.name}.o"
-        obj.write_bytes(result.obj)
-        if "obj" in opts.emit:
-            write("obj", result.obj)
-        extra = _runtime_sources(llvm_ir, Path(tmp), kernel.name)
-        _link(obj, extra, out, kernel.name, written, static="a" in opts.emit)
-    timer.lap("link")
+    static = out / EMIT_FILES["a"].format(name=kernel.name) if "a" in opts.emit else None
+    written["so"] = driver.write_library(
+        kernel.stablehlo, out / EMIT_FILES["so"].format(name=kernel.name), kernel.name, opt_level=opts.opt_level,
+        cpu=opts.target_cpu, features=opts.target_features, archive=static, asm="asm" in opts.emit,
+        on_stage=on_stage)
+    if static is not None:
+        written["a"] = static
     write("h", header_text(kernel))
     timer.lap("header")
     return written
 
 
-def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
-    from sprue.lowering.backend import _runtime_sources as sources
-    return sources(llvm_ir, directory, name)
-
-
-def _link(obj: Path, extra: list[Path], out: Path, name: str, written: dict[str, Path], static: bool) -> None:
-    from sprue.lowering.backend import link_shared
-    so = out / f"lib{name}.so"
-    partial = out / f"lib{name}.so.partial"
-    try:   # link beside the target, then rename: a mapped library is replaced, never rewritten
-        link_shared(obj, partial, extra)
-        os.replace(partial, so)
-    finally:
-        partial.unlink(missing_ok=True)
-    written["so"] = so
-    if static:
-        written["a"] = _archive(obj, extra, out / f"lib{name}.a")
-
-
-def _archive(obj: Path, extra: list[Path], path: Path) -> Path:
-    """A static library: the kernel's object plus the compiled runtime sources, if any."""
-    from sprue.lowering.backend import LinkError, find_c_compiler
-    members = [obj]
-    for src in extra:
-        member = src.with_suffix(".o")
-        _run(find_c_compiler() + ["-c", "-fPIC", "-O2", "-o", str(member), str(src)], LinkError)
-        members.append(member)
-    path.unlink(missing_ok=True)   # `ar r` would add to an old archive's members
-    _run(["ar", "rcs", str(path), *map(str, members)], LinkError)
-    return path
-
-
-def _run(cmd: list[str], error: type[Exception]) -> None:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-    except FileNotFoundError as err:   # no `ar` (binutils) on PATH
-        raise error(f"{cmd[0]} is not installed: {err}") from err
-    if proc.returncode != 0:
-        raise error(f"{shlex.join(cmd)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
-
-
 def header_text(kernel: Kernel) -> str:
     """The kernel's C header; its `_result_shapes` comes from the signature's shape function (computed
     from the jaxpr; for StableHLO input, known only when every result shape is static)."""
-    from sprue.runtime.header import HeaderSpec, c_header
     sig = kernel.signature
     if sig.shape_function is None:
         if kernel.closed_jaxpr is not None:
-            from sprue.api.shape_functions import shape_function_of
             sig = sig.with_shape_function(shape_function_of(kernel.closed_jaxpr))
         else:
             sig = sig.with_shape_function(sig.result_shape_function())

@@ -27,7 +27,7 @@ def stretch(x):
 def write(fn, args, names: list[str], path: Path) -> None:
     """sprue's saved format: the jaxpr as sprue prints it, after a `#` header naming the arguments
     (the header's C wrappers take those names) and the size arguments."""
-    from sprue.api.saved import to_text
+    from sprue.io.saved_format import to_text
     path.write_text(to_text(sprue.make_jaxpr(fn)(*args), None, names))
 
 

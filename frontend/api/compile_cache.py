@@ -5,9 +5,10 @@ a hit loads the cached library through the cffi runtime and never imports the ML
 (torch_mlir) or llvmlite; a miss compiles as before, into a fresh entry that is then published
 atomically.
 
-Location: $SPRUE_CACHE_DIR, else $XDG_CACHE_HOME/sprue, else ~/.cache/sprue. The cache is off when
-SPRUE_CACHE_DIR is "off" (or 0, false, no, none, disabled) or SPRUE_NO_CACHE is set to anything but
-"" / "0". Compilations that keep their intermediate files (keep_intermediate) bypass it.
+Location: runtime/private_files.cache_dir(): $SPRUE_CACHE_DIR, else $XDG_CACHE_HOME/sprue, else
+~/.cache/sprue. The cache is off when SPRUE_CACHE_DIR is "off" (or 0, false, no, none, disabled) or
+SPRUE_NO_CACHE is set to anything but "" / "0". Compilations that keep their intermediate files
+(keep_intermediate) bypass it.
 
 The key is the sha256 of a JSON document (`key_components`) holding
 
@@ -20,10 +21,10 @@ The key is the sha256 of a JSON document (`key_components`) holding
 - the build options (optimization level, target CPU) as passed to build_shared_library;
 - the compiler itself: the path, size and mtime of every module of sprue.lowering (the lowering
   rules, the pass pipelines of pipeline.STAGES and their options, the backend) and of the
-  modules that make the signature and shape function (frontend qjit.py, shape_functions.py, this
-  module; runtime signature.py, shape_function.py) -- any edit is a new key, so a fixed lowering
-  rule never hides behind a stale entry (stat, not content: hashing ~300 KB of sources would
-  cost every first call a few ms); the versions of torch-mlir and llvmlite (their dist-info
+  modules that make the signature and shape function (frontend api/driver.py,
+  shape_functions.py, this module; runtime kernel_signature.py, shape_function.py) -- any edit is
+  a new key, so a fixed lowering rule never hides behind a stale entry (stat, not content: hashing
+  ~300 KB of sources would cost every first call a few ms); the versions of torch-mlir and llvmlite (their dist-info
   names plus size and mtime of the dist-info RECORD, so a reinstall is a new key); and $CC;
 - the target: sys.platform, the machine (os.uname), and, when compiling for the host CPU, a
   fingerprint of that CPU. On Linux it is a sha256 of the first processor block of
@@ -50,7 +51,7 @@ same time), that one is used and ours discarded. Every lookup verifies the manif
 hashes before loading anything: a truncated, tampered or half-deleted entry is moved to
 `<root>/.trash/`, deleted, logged as a warning (logger "sprue.compile_cache"), and compiled again;
 it is never loaded. An entry that verifies but whose library does not load is discarded and
-rebuilt the same way (qjit.compile_closed_jaxpr).
+rebuilt the same way (driver.compile_closed_jaxpr).
 
 Trust. The hashes detect corruption, not tampering: whoever may write the cache can write a
 manifest to match, and loading a library runs its constructors. So, as ssh and gpg do with their
@@ -60,22 +61,18 @@ another user or writable by group or others is refused -- logged as a warning, n
 the function is compiled without the cache (UntrustedCache). The folders above the root are not
 checked: a root inside a folder others may rename things in is not protected.
 
-Leftovers. A folder being built in -- a staging folder in `<root>/.tmp/`, a build root
-`sprue-build-*` in the system temp folder (compilations outside the cache) -- has a lock file
-`<folder>.lock` beside it, flock'ed for as long as its process lives. The kernel releases the lock
-when the process dies, however it dies, so the first use of a cache root in a process and every new
-build root delete the folders whose lock nobody holds (pids would not do: they are reused, and mean
-nothing across pid namespaces or hosts sharing a folder). A process removes its own at exit.
+Leftovers. A staging folder in `<root>/.tmp/` is a locked folder (runtime/build_folders.py: a lock
+file beside it, flock'ed for as long as its process lives), as is the build root `sprue-build-*` in
+the system temp folder (compilations outside the cache); the first use of a cache root in a process
+deletes the staging folders whose lock nobody holds. A process removes its own at exit.
 """
 from __future__ import annotations
 
-import atexit
 import errno
-import fcntl
 import importlib.util
 import json
 import os
-import re
+import platform
 import shutil
 import stat
 import sys
@@ -88,25 +85,18 @@ from typing import Any
 
 import numpy as np
 
+from sprue.ir.core import ClosedJaxpr, Jaxpr
 from sprue.runtime import LibraryLoadError, Signature, load
+from sprue.runtime.build_folders import LazyLogger, locked_folder, release_folder, sweep
+from sprue.runtime.private_files import cache_dir
 
 __all__ = ["FORMAT", "CompileCache", "Entry", "UntrustedCache", "cache_dir", "clear", "default_cache",
-           "key_components", "scratch_root", "build_folder", "stats"]
+           "key_components", "stats"]
 
-
-class _LazyLog:
-    """logging.getLogger("sprue.compile_cache"), imported at the first message (a cache hit logs
-    nothing and should not pay for importing logging)."""
-
-    def __getattr__(self, level: str):
-        import logging
-        return getattr(logging.getLogger("sprue.compile_cache"), level)
-
-
-log = _LazyLog()
+log = LazyLogger("sprue.compile_cache")
 
 try:   # the interpreter's own SHA-256: importing hashlib loads OpenSSL, which costs a cache hit ms
-    from _sha2 import sha256 as _small_sha256        # Python 3.12+
+    from _sha2 import sha256 as _small_sha256  # Python 3.12+
 except ImportError:
     try:
         from _sha256 import sha256 as _small_sha256  # Python 3.11
@@ -119,8 +109,9 @@ def sha256(nbytes: int = 0):
     """A SHA-256 hash object for about `nbytes` of data (same digests either way)."""
     if _small_sha256 is not None and nbytes < _BIG:
         return _small_sha256()
-    import hashlib
+    import hashlib  # deferred: it loads OpenSSL, a few ms a cache hit (small digests) never needs
     return hashlib.sha256()
+
 
 FORMAT = "sprue compile cache 1"
 
@@ -129,9 +120,6 @@ SIGNATURE = "lib.signature.json"    # sprue.runtime.signature_path(LIBRARY)
 STABLEHLO = "stablehlo.mlir"
 MANIFEST = "manifest.json"
 _FILES = (LIBRARY, SIGNATURE, STABLEHLO)
-
-_OFF = {"off", "0", "false", "no", "none", "disable", "disabled"}
-_STALE_SECONDS = 24 * 3600   # a folder without a lock file (no flock there) older than this is abandoned
 
 stats: dict[str, int] = {"hits": 0, "misses": 0, "builds": 0, "races": 0, "corrupt": 0}
 _stats_lock = threading.Lock()
@@ -144,19 +132,6 @@ def count(what: str) -> None:
 
 
 # -- where -------------------------------------------------------------------------------------
-def cache_dir() -> Path | None:
-    """The cache's root folder from the environment, or None when the cache is disabled."""
-    no = os.environ.get("SPRUE_NO_CACHE", "").strip()
-    if no and no != "0":
-        return None
-    env = os.environ.get("SPRUE_CACHE_DIR", "").strip()
-    if env:
-        return None if env.lower() in _OFF else Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "sprue"
-
-
 _unusable: set[Path] = set()   # roots we cannot or will not use: warned once, then skipped
 _swept: set[Path] = set()      # roots whose leftovers this process has swept
 
@@ -208,7 +183,6 @@ def _update_array(h, value) -> None:
 
 
 def _update_param(h, value) -> None:
-    from sprue.ir.core import ClosedJaxpr, Jaxpr
     if isinstance(value, ClosedJaxpr):
         h.update(b"closed(")
         for c in value.consts:
@@ -260,8 +234,8 @@ def jaxpr_digest(closed) -> str | None:
 
 _SOURCES = {   # package -> modules whose text is part of every key ("*": all of its modules)
     "sprue.lowering": ("*",),
-    "sprue": ("qjit.py", "shape_functions.py", "compile_cache.py"),
-    "sprue.runtime": ("signature.py", "shape_function.py"),
+    "sprue.api": ("driver.py", "shape_functions.py", "compile_cache.py"),
+    "sprue.runtime": ("kernel_signature.py", "shape_function.py"),
 }
 _compiler: dict | None = None
 _compiler_lock = threading.Lock()
@@ -366,7 +340,6 @@ def host_cpu() -> str:
         h = sha256()
         h.update("\n".join(lines).encode())
         return "cpuinfo " + h.hexdigest()
-    import platform
     return f"processor {platform.processor()}"
 
 
@@ -450,139 +423,11 @@ def check_trusted(path: Path, st: os.stat_result, what: str) -> None:
             f" otherwise delete it")
 
 
-# -- leftovers of processes that died ------------------------------------------------------------
-_held: dict[str, tuple[int, str]] = {}   # lock file -> (its fd, the folder it guards): ours
-_held_lock = threading.Lock()
-BUILD_ROOT_PREFIX = "sprue-build-"
-_LOCK = ".lock"
-
-
-def locked_folder(parent: str | os.PathLike, prefix: str) -> Path:
-    """A new private folder `<parent>/<prefix><random>` with the lock file `<that>.lock` beside it,
-    flock'ed by this process until _release (or its end). The lock comes first: a visible folder
-    always has its lock, and a visible lock is either held or abandoned (a sweeper deletes only
-    what it has locked itself, and a creator that finds its lock file deleted starts again)."""
-    for _ in range(100):
-        fd, lock = tempfile.mkstemp(prefix=prefix, suffix=_LOCK, dir=parent)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:        # a sweeper took it in the instant before us: it deletes it
-            os.close(fd)
-            continue
-        except OSError as e:           # no flock on this file system: swept by age only
-            log.debug("sprue: cannot lock %s (%s)", lock, e)
-        if os.fstat(fd).st_nlink == 0:   # a sweeper deleted it before we locked it
-            os.close(fd)
-            continue
-        folder = lock[:-len(_LOCK)]
-        with _held_lock:
-            _held[lock] = (fd, folder)
-        try:
-            os.mkdir(folder, 0o700)
-        except OSError:
-            _release(lock)
-            raise
-        return Path(folder)
-    raise OSError(errno.EAGAIN, f"cannot make a locked folder in {parent}")
-
-
-def _release(lock: str) -> None:
-    """Delete the folder of `lock` if still there, then the lock file, then let go of the lock."""
-    with _held_lock:
-        fd, folder = _held.pop(lock, (None, None))
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
-    Path(lock).unlink(missing_ok=True)
-    if fd is not None:
-        os.close(fd)
-
-
-def _abandoned(lock: str) -> int | None:
-    """An fd now holding `lock` when no live process holds it (the caller deletes what it guards
-    and closes the fd); None when someone holds it, or it is not there or not ours to open."""
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # a new open file description: conflicts
-    except OSError:                                       # with our own holds too
-        os.close(fd)
-        return None
-    return fd
-
-
-def sweep(parent: str | os.PathLike, prefix: str = "") -> None:
-    """Delete this user's folders `<parent>/<prefix>*` (and their locks) whose process is gone;
-    a folder without a lock (made where flock fails, or by an older sprue) once it is a day old."""
-    uid, now = os.geteuid(), time.time()
-    try:
-        items = {e.name: e for e in os.scandir(parent) if e.name.startswith(prefix)}
-    except OSError:
-        return
-    for name, item in items.items():
-        try:
-            st = item.stat(follow_symlinks=False)
-        except OSError:
-            continue   # deleted meanwhile
-        if st.st_uid != uid:
-            continue
-        if name.endswith(_LOCK):
-            fd = _abandoned(item.path)
-            if fd is not None:
-                shutil.rmtree(item.path[:-len(_LOCK)], ignore_errors=True)
-                Path(item.path).unlink(missing_ok=True)   # (another sweeper may have been first)
-                os.close(fd)
-        elif stat.S_ISDIR(st.st_mode) and name + _LOCK not in items and now - st.st_mtime > _STALE_SECONDS:
-            shutil.rmtree(item.path, ignore_errors=True)
-
-
-@atexit.register
-def _remove_held_at_exit() -> None:
-    for lock in list(_held):
-        _release(lock)
-
-
-def scratch_root() -> Path:
-    """A new folder of this process in the system temp folder, for compilations outside the
-    cache: deleted at exit; one left by a killed process is deleted by the next process that
-    makes one."""
-    tmp = tempfile.gettempdir()
-    sweep(tmp, BUILD_ROOT_PREFIX)
-    return locked_folder(tmp, BUILD_ROOT_PREFIX)
-
-
-_build_root: Path | None = None   # this process's scratch_root(), made at its first build
-_build_root_lock = threading.Lock()
-
-
-def folder_name(name: str) -> str:
-    """`name` (a Python function's, any characters, any length) as part of a file name: other
-    characters than letters, digits, `_`, `.` and `-` become `_`, and at most 64 are kept."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64].lstrip(".") or "build"
-
-
-def build_folder(name: str) -> Path:
-    """A new folder `<name>-*` for one build outside the cache, in this process's build root (one
-    scratch_root() per process: deleted at exit, swept by the next process after a kill). Every
-    compilation outside the cache builds in one: qjit, sprue.load of StableHLO, `sprue compile`."""
-    global _build_root
-    with _build_root_lock:
-        if _build_root is None or not _build_root.is_dir():
-            _build_root = scratch_root()
-        return Path(tempfile.mkdtemp(prefix=f"{folder_name(name)}-", dir=_build_root))
-
-
 def _forget_after_fork() -> None:
-    """In a forked child: the parent's locks, folders and lock objects are not the child's (the
-    parent deletes its folders; a lock another thread held at the fork would stay held here); the
-    child makes its own build root."""
-    global _stats_lock, _compiler_lock, _held_lock, _build_root, _build_root_lock
-    _stats_lock, _compiler_lock, _held_lock = threading.Lock(), threading.Lock(), threading.Lock()
-    _build_root, _build_root_lock = None, threading.Lock()
-    for fd, _ in _held.values():
-        os.close(fd)   # the parent's lock stays: flock belongs to the shared open file description
-    _held.clear()
+    """In a forked child: a lock another thread held at the fork would stay held here for ever
+    (the build folders forget the parent's by themselves: runtime/build_folders.py)."""
+    global _stats_lock, _compiler_lock
+    _stats_lock, _compiler_lock = threading.Lock(), threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
@@ -731,7 +576,7 @@ class CompileCache:
 
     def finish(self, staging: Path) -> None:
         """Delete `staging` (unless committed, that is renamed away) and its lock."""
-        _release(str(staging) + _LOCK)
+        release_folder(staging)
 
     def commit(self, key: str, staging: Path, meta: dict | None = None) -> Entry:
         """Publish the files in `staging` as the entry of `key` and return it (or the entry another

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-import shutil
 import threading
 import weakref
 from dataclasses import dataclass
@@ -26,17 +25,20 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from sprue.api import compile_cache
-from sprue.api.traced import TracedFunction, abstractify, param_path, trace_function
-from sprue.ir.core import ShapedArray, allocation_sites
-from sprue.base.errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
+from sprue.api.call_sites import call_in_trace
+from sprue.api.driver import ImplicitDim, compile_closed_jaxpr, out_dir_for, size_of
 from sprue.api.hints import hint_to_avals, is_hint
+from sprue.api.shape_functions import flat_destinations
+from sprue.api.shape_signatures import Binding, FunctionSignature, check_results, function_signature, match
+from sprue.api.traced import TracedFunction, abstractify, trace_function
+from sprue.base.errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
 from sprue.base.pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
-from sprue.ir.shapes import dim as dim_of, dim_vars_of
-from sprue.base.source_info import user_frame_of
-from sprue.trace.tracing import _state as _trace_state, current_builder
-from sprue.runtime.dtypes import is_masked_array
+from sprue.base.source_info import user_frame_of, user_frame_summary
+from sprue.runtime.build_folders import folder_name
+from sprue.runtime.element_types import is_masked_array
 from sprue.runtime.fastcall import MISS, SINGLE, Array, Const, Scalar, Skip
+from sprue.trace.tracing import _state as _trace_state
+from sprue.trace.tracing import current_builder
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _PY_SCALARS = (float, int, bool)
@@ -102,14 +104,6 @@ def _static_matcher(value):
 
 
 @dataclass
-class ImplicitDim:
-    """A size passed as an implicit argument: read from the axes of the explicit arguments that
-    carry it (all of which must agree)."""
-    name: str
-    sources: list[tuple[int, int]]   # (explicit leaf index, axis)
-
-
-@dataclass
 class Compiled:
     """One compiled signature of a qjit'd function."""
     traced: TracedFunction
@@ -117,13 +111,12 @@ class Compiled:
     library: Path
     function: Callable  # the runtime's CompiledFunction: flat arrays in, flat results out
     implicit: list[ImplicitDim]
-    signature: "FunctionSignature | None" = None   # from type hints with size expressions
+    signature: FunctionSignature | None = None   # from type hints with size expressions
 
     def call(self, leaves: list, paths: list[str], fn_name: str, out=None) -> list:
         args = self.flat_args(leaves, paths, fn_name)
         if out is None:
             return self.function(*args)
-        from sprue.api.shape_functions import flat_destinations
         return self.function(*args, out=flat_destinations(out, self.traced.out_tree, fn_name))
 
     def result_shapes(self, leaves: list, paths: list[str], fn_name: str) -> list:
@@ -136,33 +129,16 @@ class Compiled:
             return [*_sizes_from_signature(self.signature, leaves), *leaves]
         if not self.implicit:
             return leaves
-        return [*(_size_of(dim, leaves, paths, fn_name) for dim in self.implicit), *leaves]
+        return [*(size_of(dim, leaves, paths, fn_name) for dim in self.implicit), *leaves]
 
 
-def _sizes_from_signature(sig: "FunctionSignature", leaves) -> list[int]:
+def _sizes_from_signature(sig: FunctionSignature, leaves) -> list[int]:
     """The implicit sizes of a hinted function, from its arguments' shapes: every size expression
     is checked (`m*4` must divide, `n+1` must agree), with messages naming the parameter and axis."""
-    from sprue.api.shape_signatures import match
     shapes = [np.shape(x) for x in leaves]
     b = match(sig.fn_name, sig.params, shapes, [s.dtype if s.dtype is not None else np.asarray(x).dtype
                                                  for s, x in zip(sig.params, leaves)])
     return [b.env[n] for n in sig.names]
-
-
-def _size_of(dim: ImplicitDim, leaves, paths, fn_name: str) -> int:
-    size, first = None, None
-    for leaf, axis in dim.sources:
-        shape = np.shape(leaves[leaf])
-        if len(shape) <= axis:
-            raise SprueValueError(f"{fn_name}(): argument '{paths[leaf]}' has shape {shape}, but axis {axis}"
-                                  f" should hold the size '{dim.name}'")
-        if size is None:
-            size, first = shape[axis], (leaf, axis)
-        elif shape[axis] != size:
-            raise SprueValueError(
-                f"{fn_name}(): size mismatch for '{dim.name}': argument '{paths[first[0]]}' axis {first[1]} has"
-                f" size {size}, but argument '{paths[leaf]}' axis {axis} has size {shape[axis]}")
-    return size
 
 
 _INSTANCES: "weakref.WeakSet[QJIT]" = weakref.WeakSet()
@@ -224,7 +200,6 @@ class QJIT:
         self.fsig = None
         hints = self._hints()
         if hints is not None:
-            from sprue.api.shape_signatures import function_signature
             self.fsig = function_signature(fn, self.name)
             self._fixed = self._compile(hints, {})
 
@@ -280,7 +255,7 @@ class QJIT:
                                 tuple(dynamic.values()), {}, names)
         out_dir = self._out_dir()
         # one file name per signature: dlopen returns an already-loaded library for a path it has seen
-        name = compile_cache.folder_name(self.name)   # (a file name: any Python name, any length)
+        name = folder_name(self.name)   # (a file name: any Python name, any length)
         stem = name if not self._cache else f"{name}_{len(self._cache)}"
         if self.keep_intermediate:
             (out_dir / f"{stem}.jaxpr").write_text(str(traced.closed_jaxpr) + "\n")
@@ -312,8 +287,6 @@ class QJIT:
 
     def _check_results(self, out) -> None:
         """The return annotation, checked in the trace (run-time constraints become checks)."""
-        from sprue.api.shape_signatures import Binding, check_results
-        from sprue.base.source_info import user_frame_summary
         builder = current_builder()
         env = dict(builder.named_dims)
         binding = Binding(env, self.fsig.bound_at())
@@ -415,7 +388,6 @@ class QJIT:
         """The general path of a call."""
         if current_builder() is not None:
             # called while tracing another function: a call equation (compiled as its own function)
-            from sprue.api.call_sites import call_in_trace
             return call_in_trace(self, args, kwargs)
         # out=: destinations shaped like the results (runtime/function.py), unless `out` is a parameter
         out = kwargs.pop("out", None) if "out" not in self.signature.parameters else None
@@ -548,108 +520,6 @@ def _refuse_masked(leaves, paths, fn_name: str) -> None:
                 f"{fn_name}(): argument '{path}' is a numpy masked array, which sprue does not take (its mask"
                 f" would be dropped): pass {path}.filled(fill_value) to replace the masked entries, or"
                 f" {path}.data to ignore the mask")
-
-
-def out_dir_for(name: str, keep_intermediate) -> Path:
-    """Where a compilation's files go: a scratch folder, or the kept-intermediates folder."""
-    if keep_intermediate and not isinstance(keep_intermediate, bool):
-        d = Path(keep_intermediate)
-    elif keep_intermediate:
-        d = Path.cwd() / "sprue_build" / compile_cache.folder_name(name)
-    else:
-        return compile_cache.build_folder(name)
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: Path, stem: str,
-                         keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = "host",
-                         **build_options):
-    """Lower a closed jaxpr, build its shared library and load it (the path qjit and sprue.load
-    share). The first n_implicit invars are implicit sizes, read at call time from the axes of the
-    explicit arguments (named in_names). Returns (stablehlo text, library, function, implicit).
-
-    The library comes from the compile cache (compile_cache.py) when an entry for this jaxpr,
-    these names and build options exists (`opt_level`, `cpu` and any other keyword: all are
-    passed to lowering/backend.py build_shared_library, and all are part of the cache key): then
-    neither the MLIR bindings nor llvmlite are imported. Otherwise it is compiled into a new
-    entry, or, with keep_intermediate or the cache off, into `out_dir` as `<stem>.so`."""
-    from sprue.runtime import Signature, TensorSpec, load
-
-    jaxpr = closed.jaxpr
-    implicit = [ImplicitDim(v.dim.name, []) for v in jaxpr.invars[:n_implicit]]
-    by_var = {v.dim: d for v, d in zip(jaxpr.invars[:n_implicit], implicit)}
-    for leaf, v in enumerate(jaxpr.invars[n_implicit:]):
-        for axis, d in enumerate(v.aval.shape):
-            for dv in dim_vars_of(d):
-                if dv in by_var and d == dim_of(dv):
-                    by_var[dv].sources.append((leaf, axis))
-
-    options = {"opt_level": opt_level, "cpu": cpu, **build_options}
-    cache = None if keep_intermediate else compile_cache.default_cache()
-    key = None
-    if cache is not None:
-        components = compile_cache.key_components(closed, n_implicit, in_names, options)
-        key = None if components is None else compile_cache.key_of(components)
-        try:   # verified (sizes, sha256s, owner and mode) and loaded, or None
-            hit = None if key is None else cache.load(key, stem)
-        except compile_cache.UntrustedCache as e:
-            compile_cache.log.warning("sprue: not using the compile cache for %s: %s; compiling without it", stem, e)
-            hit, key = None, None
-        if hit is not None:
-            compile_cache.count("hits")
-            return hit[0].stablehlo, hit[0].library, _explained(hit[1], jaxpr), implicit
-        compile_cache.count("misses")
-
-    from sprue.lowering.backend import build_shared_library
-    from sprue.lowering.stablehlo import lower
-    from sprue.runtime import save_signature
-    from sprue.api.shape_functions import shape_function_of
-
-    names = [d.name for d in implicit] + list(in_names)
-    # With run-time checks (its own, or the entry checks of its sizes), @main returns a status first.
-    lowered = lower(closed, name="main", arg_names=names)
-    text = lowered.text
-    sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(names, jaxpr.invars)],
-                    [TensorSpec(f"result[{i}]", a.aval.dtype, _runtime_shape(a.aval))
-                     for i, a in enumerate(jaxpr.outvars)],
-                    status_messages=lowered.check_messages if lowered.has_status else None,
-                    shape_function=shape_function_of(jaxpr))
-    if key is not None:
-        try:
-            staging = cache.staging(key)
-        except OSError as e:
-            compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
-            key = None
-    if key is None:
-        library = build_shared_library(text, out_dir, name=stem, keep_intermediate=keep_intermediate, **options)
-        save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
-        return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
-    try:   # built in a private folder inside the cache, then published atomically
-        library = build_shared_library(text, staging, name="lib", **options)
-        save_signature(library, sig, "main", stem)
-        (staging / compile_cache.STABLEHLO).write_text(text)
-        try:
-            library = cache.commit(key, staging, {"name": stem}).library
-            library = compile_cache.loadable(library, out_dir / f"{stem}.so")
-        except (OSError, compile_cache.UntrustedCache) as e:
-            compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
-            library = Path(shutil.copy2(library, out_dir / f"{stem}.so"))
-            save_signature(library, sig, "main", stem)
-    finally:
-        cache.finish(staging)   # deleted unless published, and its lock released
-    return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
-
-
-def _explained(function, jaxpr):
-    """`function` (the runtime's CompiledFunction) naming, when an allocation fails while it runs,
-    the arrays of the jaxpr with that byte count and the source lines that make them."""
-    function.explain_allocation = functools.partial(allocation_sites, jaxpr)
-    return function
-
-
-def _runtime_shape(aval: ShapedArray) -> tuple:
-    return tuple(d if isinstance(d, int) else None for d in aval.shape)
 
 
 def _check_abstracted_axes(spec, fn_name: str):

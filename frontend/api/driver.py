@@ -1,0 +1,284 @@
+"""The compile driver: every way into sprue's compiler goes through here, the same way.
+
+    read    a closed jaxpr -> StableHLO     lower_with_signature (lowering/stablehlo.py)
+            a StableHLO module, checked     prepare_stablehlo (lowering/stablehlo_input.py)
+    build   pipeline -> object -> link      build_shared_library (lowering/backend.py)
+    load    sprue.runtime.load; or the library is written for C hosts
+
+    compile_closed_jaxpr   qjit, sprue.load of a saved jaxpr: through the compile cache, loaded
+    load_stablehlo         sprue.load of a StableHLO module (.mlir): loaded
+    write_library          `sprue compile`: lib<name>.so (and any stage) written for C hosts
+
+The compiler (sprue.lowering: MLIR through torch_mlir, and llvmlite) is imported in this module
+only, at the first compilation (_lowering): loading it takes ~150 ms that a compile cache hit,
+`import sprue` and `sprue --help` never pay. Nothing else above the lowering imports it
+(tests/test_layers.py).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any, Callable
+
+import numpy as np
+
+from sprue.api import compile_cache
+from sprue.api.shape_functions import shape_function_of
+from sprue.base.errors import SprueValueError
+from sprue.ir.core import ShapedArray, allocation_sites
+from sprue.ir.shapes import dim as dim_of
+from sprue.ir.shapes import dim_vars_of
+from sprue.runtime import Signature, TensorSpec, load, save_signature
+from sprue.runtime.build_folders import build_folder, folder_name
+
+__all__ = ["ImplicitDim", "StableHLOFunction", "check_build_options", "compile_closed_jaxpr", "implicit_dims",
+           "load_stablehlo", "lower_with_signature", "out_dir_for", "prepare_stablehlo", "size_of", "target_list",
+           "toolchain", "write_library"]
+
+
+@functools.cache
+def _lowering() -> SimpleNamespace:
+    """The lowering's modules the driver calls, imported at the first compilation."""
+    # deferred: MLIR and llvmlite load with these (~150 ms), never on a cache hit, at import or for `sprue --help`
+    from sprue.lowering import backend, stablehlo, stablehlo_input, targets
+    return SimpleNamespace(backend=backend, stablehlo=stablehlo, stablehlo_input=stablehlo_input, targets=targets)
+
+
+def toolchain() -> ModuleType:
+    """lowering/toolchain.py: `sprue doctor`'s probes of MLIR and LLVM, each on its own."""
+    from sprue.lowering import toolchain as probes  # deferred: as _lowering, and it must load without them
+    return probes
+
+
+# -- implicit size arguments -----------------------------------------------------------------------
+@dataclass
+class ImplicitDim:
+    """A size passed as an implicit argument: read from the axes of the explicit arguments that
+    carry it (all of which must agree)."""
+    name: str
+    sources: list[tuple[int, int]]   # (explicit leaf index, axis)
+
+
+def implicit_dims(jaxpr, n_implicit: int) -> list[ImplicitDim]:
+    """The first n_implicit invars of `jaxpr` (sizes), each with the axes of the other invars it sizes."""
+    implicit = [ImplicitDim(v.dim.name, []) for v in jaxpr.invars[:n_implicit]]
+    by_var = {v.dim: d for v, d in zip(jaxpr.invars[:n_implicit], implicit)}
+    for leaf, v in enumerate(jaxpr.invars[n_implicit:]):
+        for axis, d in enumerate(v.aval.shape):
+            for dv in dim_vars_of(d):
+                if dv in by_var and d == dim_of(dv):
+                    by_var[dv].sources.append((leaf, axis))
+    return implicit
+
+
+def size_of(dim: ImplicitDim, leaves, paths, fn_name: str) -> int:
+    """The value of the implicit size `dim` in a call with these explicit arguments."""
+    size, first = None, None
+    for leaf, axis in dim.sources:
+        shape = np.shape(leaves[leaf])
+        if len(shape) <= axis:
+            raise SprueValueError(f"{fn_name}(): argument '{paths[leaf]}' has shape {shape}, but axis {axis}"
+                                  f" should hold the size '{dim.name}'")
+        if size is None:
+            size, first = shape[axis], (leaf, axis)
+        elif shape[axis] != size:
+            raise SprueValueError(
+                f"{fn_name}(): size mismatch for '{dim.name}': argument '{paths[first[0]]}' axis {first[1]} has"
+                f" size {size}, but argument '{paths[leaf]}' axis {axis} has size {shape[axis]}")
+    return size
+
+
+# -- trace or read -> StableHLO --------------------------------------------------------------------
+def _runtime_shape(aval: ShapedArray) -> tuple:
+    return tuple(d if isinstance(d, int) else None for d in aval.shape)
+
+
+def lower_with_signature(closed, name: str, arg_names: list[str], *, result_name: str = "result[{}]",
+                static_sizes: bool = False, with_shape_function: bool = False) -> tuple[str, Signature]:
+    """The StableHLO module of a closed jaxpr (its function @name) and that function's runtime
+    signature. With run-time checks (its own, or the entry checks of its sizes: all of them with
+    `static_sizes`, for C callers), the function returns a status first. `result_name.format(i)`
+    names result i."""
+    jaxpr = closed.jaxpr
+    lowered = _lowering().stablehlo.lower(closed, name=name, arg_names=arg_names, static_sizes=static_sizes)
+    sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(arg_names, jaxpr.invars)],
+                    [TensorSpec(result_name.format(i), a.aval.dtype, _runtime_shape(a.aval))
+                     for i, a in enumerate(jaxpr.outvars)],
+                    status_messages=lowered.check_messages if lowered.has_status else None,
+                    shape_function=shape_function_of(jaxpr) if with_shape_function else None)
+    return lowered.text, sig
+
+
+def prepare_stablehlo(path_or_text, rename_to: str | None = None):
+    """A StableHLO module read, checked and made ready for the pipeline (a PreparedModule: text,
+    entry, signature), its entry function renamed `rename_to` when given."""
+    return _lowering().stablehlo_input.prepare(path_or_text, rename_to)
+
+
+def check_build_options(opt_level: int, cpu: str, features: str = "") -> None:
+    """Raises for an optimization level, CPU or features the backend cannot build for."""
+    _lowering().backend.check_codegen_options(opt_level, cpu, features)
+
+
+def target_list() -> tuple[str, list[str], list[str]]:
+    """(target triple, the CPU names --target-cpu accepts here, the feature names)."""
+    targets = _lowering().targets
+    table = targets.target_table()
+    return table.triple, targets.usable_cpus(), table.features
+
+
+# -- StableHLO -> library -> loaded ----------------------------------------------------------------
+def out_dir_for(name: str, keep_intermediate) -> Path:
+    """Where a compilation's files go: a scratch folder, or the kept-intermediates folder."""
+    if keep_intermediate and not isinstance(keep_intermediate, bool):
+        d = Path(keep_intermediate)
+    elif keep_intermediate:
+        d = Path.cwd() / "sprue_build" / folder_name(name)
+    else:
+        return build_folder(name)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _explained(function, jaxpr):
+    """`function` (the runtime's CompiledFunction) naming, when an allocation fails while it runs,
+    the arrays of the jaxpr with that byte count and the source lines that make them."""
+    function.explain_allocation = functools.partial(allocation_sites, jaxpr)
+    return function
+
+
+def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: Path, stem: str,
+                         keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = "host",
+                         **build_options):
+    """Lower a closed jaxpr, build its shared library and load it (the path qjit and sprue.load
+    share). The first n_implicit invars are implicit sizes, read at call time from the axes of the
+    explicit arguments (named in_names). Returns (stablehlo text, library, function, implicit).
+
+    The library comes from the compile cache (compile_cache.py) when an entry for this jaxpr,
+    these names and build options exists (`opt_level`, `cpu` and any other keyword: all are
+    passed to lowering/backend.py build_shared_library, and all are part of the cache key): then
+    neither the MLIR bindings nor llvmlite are imported. Otherwise it is compiled into a new
+    entry, or, with keep_intermediate or the cache off, into `out_dir` as `<stem>.so`."""
+    jaxpr = closed.jaxpr
+    implicit = implicit_dims(jaxpr, n_implicit)
+    options = {"opt_level": opt_level, "cpu": cpu, **build_options}
+    cache = None if keep_intermediate else compile_cache.default_cache()
+    key = None
+    if cache is not None:
+        hit, key = _cached(cache, _cache_key(closed, n_implicit, in_names, options), stem)
+        if hit is not None:
+            return hit[0].stablehlo, hit[0].library, _explained(hit[1], jaxpr), implicit
+        compile_cache.count("misses")
+    names = [d.name for d in implicit] + list(in_names)
+    text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
+    staging = _staging(cache, key, stem)
+    if staging is None:
+        library = _lowering().backend.build_shared_library(text, out_dir, name=stem,
+                                                           keep_intermediate=keep_intermediate, **options)
+        save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
+    else:
+        library = _build_into_cache(cache, key, staging, text, sig, out_dir, stem, options)
+    return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
+
+
+def _cache_key(closed, n_implicit: int, in_names, options: dict) -> str | None:
+    """The cache key of this compilation, or None when it cannot be cached (compile_cache.jaxpr_digest)."""
+    components = compile_cache.key_components(closed, n_implicit, in_names, options)
+    return None if components is None else compile_cache.key_of(components)
+
+
+def _cached(cache, key: str | None, stem: str) -> tuple[Any, str | None]:
+    """((entry, loaded function) from the cache, verified (sizes, sha256s, owner and mode), or
+    None; the key to build the entry under, or None: a cache that is not trusted is warned about
+    and not used for this compilation)."""
+    if key is None:
+        return None, None
+    try:
+        hit = cache.load(key, stem)
+    except compile_cache.UntrustedCache as e:
+        compile_cache.log.warning("sprue: not using the compile cache for %s: %s; compiling without it", stem, e)
+        return None, None
+    if hit is not None:
+        compile_cache.count("hits")
+    return hit, key
+
+
+def _staging(cache, key: str | None, stem: str) -> Path | None:
+    """A private folder inside the cache to build the entry of `key` in, or None (not cached)."""
+    if key is None:
+        return None
+    try:
+        return cache.staging(key)
+    except OSError as e:
+        compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
+        return None
+
+
+def _build_into_cache(cache, key: str, staging: Path, text: str, sig: Signature, out_dir: Path, stem: str,
+                      options: dict) -> Path:
+    """Built in a private folder inside the cache, then published atomically: the library to load
+    (the entry's, or a copy in out_dir when it cannot be published)."""
+    try:
+        library = _lowering().backend.build_shared_library(text, staging, name="lib", **options)
+        save_signature(library, sig, "main", stem)
+        (staging / compile_cache.STABLEHLO).write_text(text)
+        try:
+            library = cache.commit(key, staging, {"name": stem}).library
+            return compile_cache.loadable(library, out_dir / f"{stem}.so")
+        except (OSError, compile_cache.UntrustedCache) as e:
+            compile_cache.log.warning("sprue: not caching %s: %s", stem, e)
+            library = Path(shutil.copy2(library, out_dir / f"{stem}.so"))
+            save_signature(library, sig, "main", stem)
+            return library
+    finally:
+        cache.finish(staging)   # deleted unless published, and its lock released
+
+
+class StableHLOFunction:
+    """A compiled StableHLO entry function: call it with numpy arrays (or scalars)."""
+
+    def __init__(self, prepared, library: Path, function: Any):
+        self.mlir = prepared.text
+        self.signature = prepared.signature
+        self.library = library
+        self._function = function
+
+    def __call__(self, *args: Any) -> Any:
+        outs = self._function(*args)
+        if len(outs) == 1:
+            return outs[0]
+        return tuple(outs)
+
+    def __repr__(self) -> str:
+        return f"<sprue StableHLO function {self.signature} from {self.library}>"
+
+
+def load_stablehlo(path_or_text: str | os.PathLike, *, keep_intermediate: str | os.PathLike | None = None
+                   ) -> StableHLOFunction:
+    """Compiles a StableHLO module (a path to a `.mlir` file, or its text) and returns its entry
+    function (@main, or the only public function) as a Python callable.
+
+    With keep_intermediate (a directory), every pipeline stage's text is written there."""
+    prepared = prepare_stablehlo(path_or_text)
+    # a fresh folder per load: dlopen returns an already-loaded library for a path it has seen
+    out = Path(keep_intermediate) if keep_intermediate else build_folder("stablehlo")
+    library = _lowering().backend.build_shared_library(prepared.text, out, name=prepared.entry,
+                                                       keep_intermediate=keep_intermediate is not None)
+    return StableHLOFunction(prepared, library, load(library, prepared.entry, prepared.signature))
+
+
+def write_library(stablehlo_text: str, library: Path, name: str, *, opt_level: int = 3, cpu: str = "host",
+                  features: str = "", archive: Path | None = None, asm: bool = False,
+                  on_stage: Callable[[str, object], None] | None = None) -> Path:
+    """`sprue compile`'s build: the StableHLO module (entry function @name) -> `library`, exporting
+    only `_mlir_ciface_<name>` (the raw function is internal: the header's C wrapper takes its
+    name), and `archive` (a static library) when given. `on_stage` sees every stage (see
+    backend.build_shared_library); a failing stage's IR is not saved (the command line reports
+    the error)."""
+    return _lowering().backend.build_shared_library(
+        stablehlo_text, build_folder("cli"), name, library=library, opt_level=opt_level, cpu=cpu,
+        features=features, internal=[name], asm=asm, archive=archive, on_stage=on_stage, save_failing_ir=False)
