@@ -27,8 +27,17 @@ from torch_mlir.dialects import arith, scf, tensor
 from sprue.lowering.legalize_dynamic import RULES as DYNAMIC_RULES
 from sprue.lowering.legalize_scatter import lower_scatter
 from sprue.lowering.legalize_sort import lower_sort
-from sprue.lowering.mlir_util import (LegalizeError, element_kind, elem_of, extract, from_signless, index,
-    signless, to_index, to_signless)
+from sprue.lowering.mlir_util import (
+    LegalizeError,
+    elem_of,
+    element_kind,
+    extract,
+    from_signless,
+    index,
+    signless,
+    to_index,
+    to_signless,
+)
 
 
 def _move_region(src: ir.Region, dst_block: ir.Block, terminator: Callable[[list[ir.Value]], None]) -> None:

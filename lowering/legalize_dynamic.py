@@ -29,8 +29,23 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir.dialects import arith, scf, tensor
 
-from sprue.lowering.mlir_util import (add, all_of, cmp, const, elem_of, element_kind, extract, from_signless,
-    index, insert_at, signless_tensor_type, tensor_sizes, tensor_type, to_index, to_signless)
+from sprue.lowering.mlir_util import (
+    add,
+    all_of,
+    cmp,
+    const,
+    elem_of,
+    element_kind,
+    extract,
+    from_signless,
+    index,
+    insert_at,
+    signless_tensor_type,
+    tensor_sizes,
+    tensor_type,
+    to_index,
+    to_signless,
+)
 
 
 def _dynamic(*values: ir.Value) -> bool:

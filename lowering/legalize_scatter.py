@@ -23,9 +23,26 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 
-from sprue.lowering.mlir_util import (add, all_of, cmp, element_kind, elem_of, extract, from_signless, if_carried,
-    index, inline_scalar_region, insert, insert_at, loop_nest_carried, tensor_sizes, tensor_type, to_index,
-    to_signless, LegalizeError)
+from sprue.lowering.mlir_util import (
+    LegalizeError,
+    add,
+    all_of,
+    cmp,
+    elem_of,
+    element_kind,
+    extract,
+    from_signless,
+    if_carried,
+    index,
+    inline_scalar_region,
+    insert,
+    insert_at,
+    loop_nest_carried,
+    tensor_sizes,
+    tensor_type,
+    to_index,
+    to_signless,
+)
 
 
 class _Dims:

@@ -20,9 +20,28 @@ from typing import Callable
 from torch_mlir import ir
 from torch_mlir.dialects import arith
 
-from sprue.lowering.mlir_util import (add, alloc, as_tensor, attr_int, cmp, extract, for_loop, index,
-    inline_scalar_region, insert_at, load, loop_nest, min_index, select, store, tensor_sizes, tensor_type,
-    to_signless, while_loop, LegalizeError)
+from sprue.lowering.mlir_util import (
+    LegalizeError,
+    add,
+    alloc,
+    as_tensor,
+    attr_int,
+    cmp,
+    extract,
+    for_loop,
+    index,
+    inline_scalar_region,
+    insert_at,
+    load,
+    loop_nest,
+    min_index,
+    select,
+    store,
+    tensor_sizes,
+    tensor_type,
+    to_signless,
+    while_loop,
+)
 
 Less = Callable[[list[ir.Value], list[ir.Value]], ir.Value]
 

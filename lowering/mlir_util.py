@@ -236,10 +236,6 @@ def attr_int(op: ir.Operation, name: str, default: int) -> int:
     return ir.IntegerAttr(op.attributes[name]).value if name in op.attributes else default
 
 
-def attr_bool(op: ir.Operation, name: str, default: bool) -> bool:
-    return ir.BoolAttr(op.attributes[name]).value if name in op.attributes else default
-
-
 # ---------------------------------------------------------------------------
 # Scalar translation of 0-d StableHLO regions: a table of small rules.
 # A rule gets the StableHLO op (for attributes and the original, possibly

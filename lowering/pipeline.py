@@ -21,16 +21,16 @@ from typing import Callable
 
 from torch_mlir import ir, passmanager
 from torch_mlir._mlir_libs import _stablehlo
+
 # The translation itself, not torch_mlir.dialects.llvm: that module also builds Python classes for
 # every LLVM dialect op (~40 ms of a first compilation), none of which we use.
 from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 
 from sprue.base.errors import CompileError, SprueError  # noqa: F401
-
 from sprue.lowering.fastmath import mark_reductions
 from sprue.lowering.inplace import tie_loop_outputs
-from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.legalize import legalize
+from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
 
 Dump = Callable[[str, str], None]
@@ -129,7 +129,7 @@ def _register_passes() -> None:
             _registered = True
 
 
-def make_context() -> ir.Context:
+def make_pipeline_context() -> ir.Context:
     """A fresh context with the StableHLO dialect and passes registered.
 
     Contexts are not shared: one per compilation keeps threads independent
@@ -260,7 +260,7 @@ def lower_to_llvm_ir(stablehlo_text: str, *, dump: Dump | None = None) -> str:
     """StableHLO module text -> LLVM IR text.
 
     `dump(stage_name, text)` is called after each stage in STAGE_NAMES."""
-    ctx = make_context()
+    ctx = make_pipeline_context()
     with ctx, ir.Location.unknown():
         module = parse_module(ctx, stablehlo_text)
         lower_module(module, dump)
@@ -272,4 +272,4 @@ def lower_to_llvm_ir(stablehlo_text: str, *, dump: Dump | None = None) -> str:
 
 
 __all__ = ["Dump", "LoweringError", "STAGES", "STAGE_NAMES", "LEGALIZE_STAGE", "lower_module",
-           "lower_to_llvm_ir", "make_context", "parse_module", "run_stage"]
+           "lower_to_llvm_ir", "make_pipeline_context", "parse_module", "run_stage"]

@@ -10,10 +10,11 @@ import re
 from torch_mlir import ir
 
 from sprue import lax
-from sprue.runtime.c_names import safe_internal_symbol
 from sprue.ir.core import Eqn
+from sprue.lowering.emit import emit_jaxpr, lower_region_body, numpy_consts
 from sprue.lowering.rules_checks import contains_checks
 from sprue.lowering.rules_common import LoweringContext, Value, aval_type, const_array, lowering_rules
+from sprue.runtime.c_names import safe_internal_symbol
 
 
 def _cast(v: Value, ty: ir.Type) -> Value:
@@ -39,7 +40,6 @@ def _symbol(ctx: LoweringContext, name: str) -> str:
 
 def _define(ctx: LoweringContext, closed, name: str) -> tuple[str, list, list]:
     """The private function for a callee (created at the first call); its name and types."""
-    from sprue.lowering.stablehlo import _check_consts, _emit
     jaxpr = closed.jaxpr
     arg_types = [aval_type(v.aval) for v in jaxpr.invars]
     result_types = [aval_type(v.aval) for v in jaxpr.outvars]
@@ -55,8 +55,8 @@ def _define(ctx: LoweringContext, closed, name: str) -> tuple[str, list, list]:
         block = fn.regions[0].blocks.append(*arg_types)
         with ir.InsertionPoint(block):
             sub = LoweringContext(ctx.module, callees=ctx.callees)
-            consts = [const_array(c) for c in _check_consts(closed)]
-            outs = _emit(sub, jaxpr, consts, list(block.arguments))
+            consts = [const_array(c) for c in numpy_consts(closed)]
+            outs = emit_jaxpr(sub, jaxpr, consts, list(block.arguments))
             ir.Operation.create("func.return", operands=[_cast(o, t) for o, t in zip(outs, result_types)])
     return ctx.callees[key], arg_types, result_types
 
@@ -65,8 +65,7 @@ def _pjit(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
     closed, name = eqn.params["jaxpr"], eqn.params["name"]
     out_types = [aval_type(v.aval) for v in eqn.outvars]
     if contains_checks(closed.jaxpr):
-        from sprue.lowering.stablehlo import _check_consts, lower_region_body
-        consts = [const_array(c) for c in _check_consts(closed)]
+        consts = [const_array(c) for c in numpy_consts(closed)]
         outs, ctx.status = lower_region_body(ctx, closed.jaxpr, consts, list(operands), ctx.status)
         return [_cast(o, t) for o, t in zip(outs, out_types)]
     sym, arg_types, result_types = _define(ctx, closed, name)

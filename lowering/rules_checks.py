@@ -20,8 +20,18 @@ from torch_mlir.dialects import arith, tensor
 from sprue import lax
 from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr
 from sprue.ir.shapes import DimExpr, DimVar, dim_vars_of, format_dim
-from sprue.lowering.rules_common import (LoweringContext, Value, compare, constant, convert, logical_and,
-    logical_not, lowering_rules, select, unsupported)
+from sprue.lowering.rules_common import (
+    LoweringContext,
+    Value,
+    compare,
+    constant,
+    convert,
+    logical_and,
+    logical_not,
+    lowering_rules,
+    select,
+    unsupported,
+)
 
 
 def _nested_jaxprs(params: dict) -> Iterable[Jaxpr]:
@@ -48,7 +58,7 @@ def contains_checks(jaxpr: Jaxpr | ClosedJaxpr) -> bool:
 def _check(ctx: LoweringContext, eqn: Eqn, ok: Value) -> list[Value]:
     if ctx.status is None:
         raise unsupported(eqn, "a check inside a region whose lowering does not thread the check status"
-                               " (see stablehlo.lower_region_body)")
+                               " (see emit.lower_region_body)")
     code = ctx.add_check(str(eqn.params["message"]))
     status = ctx.status
     first_failure = logical_and(logical_not(ok), compare(status, constant(0, np.int64), "EQ"))

@@ -5,9 +5,9 @@ A rule turns one jaxpr equation into StableHLO ops:
     lowering_rules[p](ctx, eqn, *operands) -> [one ir.Value per eqn.outvars]
 
 It reads `eqn.params` and the avals of `eqn.invars`/`eqn.outvars`, and builds at the current
-insertion point and location (`lower_jaxpr` sets both). The builders below each emit one
-stablehlo op through `ir.Operation.create` (torch-mlir has no Python stablehlo op classes) and
-compute its result type, so rules stay a few lines long.
+insertion point and location (stablehlo.lower and emit.lower_eqn set them). The builders below
+each emit one stablehlo op through `ir.Operation.create` (torch-mlir has no Python stablehlo op
+classes) and compute its result type, so rules stay a few lines long.
 
 Types: float64/32/16 are f64/f32/f16, bool is i1, signed integers are signless iN and unsigned
 integers are uiN, so that stablehlo's compare/divide/convert/max pick unsigned arithmetic by
@@ -30,8 +30,8 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir.dialects import arith, tensor
 
-from sprue.ir.core import Eqn, Primitive, ShapedArray
 from sprue.base.errors import UnsupportedError, at
+from sprue.ir.core import Eqn, Primitive, ShapedArray
 from sprue.ir.shapes import DimExpr, DimVar
 
 Value = ir.Value
@@ -81,7 +81,7 @@ class LoweringContext:
     - `status`: when the function has checks, the current check status (a tensor<i64>: 0, or the
       1-based code of the first failed check); None where no check may run. Checks update it;
       a rule lowering a region that contains checks threads it through the region
-      (stablehlo.lower_region_body).
+      (emit.lower_region_body).
     - `check_messages`: the message of each check code, in code order."""
     module: ir.Module
     scope: DimScope = field(default_factory=DimScope)
@@ -129,7 +129,7 @@ class LoweringContext:
         return [self.size(d) for d in shape]
 
     def param_sizes(self, dims: Sequence, trailing: Sequence[Value]) -> list[Size]:
-        """A dynamic-dims param (`shape=(None, 3)`, see core.dynamic_dim_params) as Sizes: each None
+        """A dynamic-dims param (`shape=(None, 3)`, see sprue.ir.core.dynamic_dim_params) as Sizes: each None
         is the next trailing operand (the run-time size), an int stays an int."""
         it = iter(trailing)
         return [self.guarded(nonnegative(convert(next(it), np.int64))) if d is None else self.size(d) for d in dims]
@@ -191,7 +191,7 @@ def _div_atom(ctx: LoweringContext, atom) -> Value:
 
 Rule = Callable[..., list[Value]]
 
-# The lowering of each primitive, keyed by the Primitive object (see sprue.core).
+# The lowering of each primitive, keyed by the Primitive object (see sprue.ir.core).
 lowering_rules: dict[Primitive, Rule] = {}
 
 

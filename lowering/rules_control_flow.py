@@ -8,7 +8,7 @@ only the real carries travel around a loop. legalize.py turns these ops into scf
   count computed once, before the loop, as len(range(lower, upper, step)) — so negative steps,
   empty ranges and traced bounds need nothing special (a zero step runs no trips). The while is
   marked counted, and legalization turns it into an scf.for over [0, trips) (unless it resizes
-  arrays: see _counted). The count is done in
+  arrays: see counted_loop). The count is done in
   64 bits, so narrow index types do not overflow (bounds spanning more than 2**63 still would).
 - cond: two branches are a `stablehlo.if` on index > 0 (branches[0] is the false branch); more
   are a `stablehlo.case` on the index clamped into range (case itself runs the last branch for any
@@ -25,7 +25,7 @@ returning a fixed size) is cast to the carry type with tensor.cast. Scan's lengt
 time knows it, is the size of xs's leading axis.
 
 Checks: when a nested jaxpr contains checks (`contains_checks`), the check status is threaded
-through its region (stablehlo.lower_region_body): one more carry of a loop, one more result of each
+through its region (emit.lower_region_body): one more carry of a loop, one more result of each
 branch. A threaded while also stops once a check has failed (values computed after a failed
 check may never meet its condition); counted loops end anyway. A while whose cond function has
 checks is rotated — the cond runs once before the loop and
@@ -42,12 +42,34 @@ from torch_mlir.dialects import tensor
 
 from sprue import lax
 from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr
-from sprue.lowering import stablehlo
+from sprue.lowering.emit import lower_region_body
 from sprue.lowering.legalize import COUNTED
 from sprue.lowering.rules_checks import contains_checks
-from sprue.lowering.rules_common import (LoweringContext, Value, aval_type, broadcast_in_dim, build_region,
-    compare, constant, constant_like, convert, dims_of, dtype_of, ew, i64s, logical_and, lowering_rules, op, op1,
-    reshape, scalar_type, select, size_value, slice_, tensor_type)
+from sprue.lowering.rules_common import (
+    LoweringContext,
+    Value,
+    aval_type,
+    broadcast_in_dim,
+    build_region,
+    compare,
+    constant,
+    constant_like,
+    convert,
+    dims_of,
+    dtype_of,
+    ew,
+    i64s,
+    logical_and,
+    lowering_rules,
+    op,
+    op1,
+    reshape,
+    scalar_type,
+    select,
+    size_value,
+    slice_,
+    tensor_type,
+)
 
 Status = Value | None
 
@@ -60,7 +82,7 @@ def _region(ctx: LoweringContext, closed: ClosedJaxpr, consts: Sequence[Value], 
             status: Status) -> tuple[list[Value], Status]:
     """The ops of a nested jaxpr (invars: hoisted consts, then parameters) at the insertion point,
     and the check status after them (None when not threaded)."""
-    return stablehlo.lower_region_body(ctx, closed.jaxpr, [], [*consts, *args], status)
+    return lower_region_body(ctx, closed.jaxpr, [], [*consts, *args], status)
 
 
 def _threads(ctx: LoweringContext, *jaxprs: ClosedJaxpr | Jaxpr) -> bool:
@@ -86,8 +108,8 @@ def _while(inits: Sequence[Value], cond, body, attrs: dict | None = None) -> lis
     return list(loop.results)
 
 
-def _counted(trips: Value, inits: Sequence[Value], body, types: Sequence[ir.Type], resizing: bool = False
-             ) -> list[Value]:
+def counted_loop(trips: Value, inits: Sequence[Value], body, types: Sequence[ir.Type], resizing: bool = False
+                 ) -> list[Value]:
     """A while over (k, *inits) for k in [0, trips): body(k, values) -> next values, the values
     cast to `types` (the carry types) on entry.
 
@@ -156,7 +178,7 @@ def _for_loop(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
                                carry[-1] if thread else None)
         return [*_casts(outs, types), *([status] if thread else [])]
 
-    results = _counted(trip_count(lower, upper, step), _with_status(ctx, thread, list(init)), body,
+    results = counted_loop(trip_count(lower, upper, step), _with_status(ctx, thread, list(init)), body,
                        _with_status_type(thread, types), resizing=p.get("nimplicit", 0) > 0)
     return _take_status(ctx, thread, results)
 
@@ -264,7 +286,7 @@ def _scan(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
         return [*_casts(outs[:ncarry], types), *new_ys, *([status] if thread else [])]
 
     inits = _with_status(ctx, thread, [*init, *ys0])
-    return _take_status(ctx, thread, _counted(size_value(length), inits, body, _with_status_type(thread, types)))
+    return _take_status(ctx, thread, counted_loop(size_value(length), inits, body, _with_status_type(thread, types)))
 
 
 def _row(ctx: LoweringContext, x: Value, idx: Value, shape: Sequence) -> Value:

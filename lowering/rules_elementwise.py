@@ -13,9 +13,30 @@ import numpy as np
 
 from sprue import lax
 from sprue.ir.core import Eqn
-from sprue.lowering.rules_common import (LoweringContext, Value, broadcast_like, compare, constant_like, convert,
-    dtype_of, ew, full_like, int_max, int_min, is_bool, is_float, is_nan, is_unsigned, logical_and, logical_or,
-    lowering_rules, op1, select, shape_of, with_dtype)
+from sprue.lowering.rules_common import (
+    LoweringContext,
+    Value,
+    broadcast_like,
+    compare,
+    constant_like,
+    convert,
+    dtype_of,
+    ew,
+    full_like,
+    int_max,
+    int_min,
+    is_bool,
+    is_float,
+    is_nan,
+    is_unsigned,
+    logical_and,
+    logical_or,
+    lowering_rules,
+    op1,
+    select,
+    shape_of,
+    with_dtype,
+)
 
 
 def _operands(*xs: Value) -> list[Value]:

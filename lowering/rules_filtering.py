@@ -13,7 +13,7 @@
 Memory safety: i stays in [0, n); j < count whenever mask[i] is true (count is the number of true
 entries), and dynamic_update_slice clamps its start into the result anyway (legalize_dynamic's
 rewrite writes at most the result's size), so no access leaves an array for any run-time values.
-The `count` result binds the equation's fresh dimension variable (stablehlo._bind) after the rule.
+The `count` result binds the equation's fresh dimension variable (emit._bind) after the rule.
 """
 from __future__ import annotations
 
@@ -23,10 +23,31 @@ import numpy as np
 
 from sprue import lax
 from sprue.ir.core import Eqn
-from sprue.lowering.rules_common import (LoweringContext, Size, Value, aval_type, broadcast_in_dim, build_region,
-    constant, constant_like, convert, dtype_of, ew, has_zero, i64s, lowering_rules, op, op1, reduce, reshape,
-    shape_of, size_value, slice_, tensor_type)
-from sprue.lowering.rules_control_flow import _counted
+from sprue.lowering.rules_common import (
+    LoweringContext,
+    Size,
+    Value,
+    aval_type,
+    broadcast_in_dim,
+    build_region,
+    constant,
+    constant_like,
+    convert,
+    dtype_of,
+    ew,
+    has_zero,
+    i64s,
+    lowering_rules,
+    op,
+    op1,
+    reduce,
+    reshape,
+    shape_of,
+    size_value,
+    slice_,
+    tensor_type,
+)
+from sprue.lowering.rules_control_flow import counted_loop
 
 
 def _slab(x: Value, i: Value, axis: int, sizes: Sequence[Size], shape: Sequence) -> Value:
@@ -86,7 +107,7 @@ def _filter(ctx: LoweringContext, eqn: Eqn, mask: Value, *xs: Value) -> list[Val
         build_region(node, [], lambda _: carry, 1)
         return list(node.results)
 
-    results = _counted(size_value(n), [constant(0, np.int64), *(bufs[k] for k in live)], body,
+    results = counted_loop(size_value(n), [constant(0, np.int64), *(bufs[k] for k in live)], body,
                        [tensor_type((), np.int64), *(out_types[1 + k] for k in live)])
     for k, y in zip(live, results[1:]):
         bufs[k] = y

@@ -27,9 +27,34 @@ from sprue import lax
 from sprue.ir.core import Eqn
 from sprue.lax import GatherScatterMode
 from sprue.lax.indexing import default_fill
-from sprue.lowering.rules_common import (LoweringContext, Size, Value, aval_type, boolean, broadcast_in_dim,
-    build_region, compare, constant, dims_of, dtype_of, ew, full, i64s, is_static, logical_and, lowering_rules,
-    op, reduce, scalar_type, select, shape_of, shape_tensor, size_value, to_i64_index, unsupported)
+from sprue.lowering.rules_common import (
+    LoweringContext,
+    Size,
+    Value,
+    aval_type,
+    boolean,
+    broadcast_in_dim,
+    build_region,
+    compare,
+    constant,
+    dims_of,
+    dtype_of,
+    ew,
+    full,
+    i64s,
+    is_static,
+    logical_and,
+    lowering_rules,
+    op,
+    reduce,
+    scalar_type,
+    select,
+    shape_of,
+    shape_tensor,
+    size_value,
+    to_i64_index,
+    unsupported,
+)
 
 _MODE_NAMES = {"clip": GatherScatterMode.CLIP, "fill": GatherScatterMode.FILL_OR_DROP,
                "drop": GatherScatterMode.FILL_OR_DROP,

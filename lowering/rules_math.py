@@ -16,8 +16,17 @@ import numpy as np
 
 from sprue import lax
 from sprue.ir.core import Eqn
-from sprue.lowering.rules_common import (LoweringContext, Value, compare, constant_like, dtype_of, ew, logical_or,
-    lowering_rules, select)
+from sprue.lowering.rules_common import (
+    LoweringContext,
+    Value,
+    compare,
+    constant_like,
+    dtype_of,
+    ew,
+    logical_or,
+    lowering_rules,
+    select,
+)
 
 
 def _c(value: float, x: Value) -> Value:

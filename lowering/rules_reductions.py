@@ -13,10 +13,45 @@ from torch_mlir._mlir_libs import _stablehlo
 
 from sprue import lax
 from sprue.ir.core import Eqn
-from sprue.lowering.rules_common import (LoweringContext, Size, Value, axes_param, boolean, broadcast_in_dim,
-    build_region, compare, constant, constant_like, convert, dims_of, dtype_of, ew, full, has_zero, highest, i64,
-    int_max, iota, is_float, is_nan, is_static, logical_and, logical_not, logical_or, lowering_rules, lowest, op,
-    op1, reduce, scalar_type, select, shape_of, size_value, slice_, tensor_type)
+from sprue.lowering.rules_common import (
+    LoweringContext,
+    Size,
+    Value,
+    axes_param,
+    boolean,
+    broadcast_in_dim,
+    build_region,
+    compare,
+    constant,
+    constant_like,
+    convert,
+    dims_of,
+    dtype_of,
+    ew,
+    full,
+    has_zero,
+    highest,
+    i64,
+    int_max,
+    iota,
+    is_float,
+    is_nan,
+    is_static,
+    logical_and,
+    logical_not,
+    logical_or,
+    lowering_rules,
+    lowest,
+    op,
+    op1,
+    reduce,
+    scalar_type,
+    select,
+    shape_of,
+    size_value,
+    slice_,
+    tensor_type,
+)
 
 # How each reduction combines two values: (stablehlo op, op on booleans, identity of dtype).
 Monoid = tuple[str, str, Callable[[np.dtype], object]]

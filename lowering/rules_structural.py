@@ -17,9 +17,29 @@ import numpy as np
 
 from sprue import lax
 from sprue.ir.core import Eqn
-from sprue.lowering.rules_common import (LoweringContext, Value, aval_type, axes_param, broadcast_in_dim, compare,
-    constant_like, dims_of, ew, i64, i64s, iota, is_static, lowering_rules, op1, reshape, shape_of, size_value,
-    slice_, tensor_type, to_i64_index)
+from sprue.lowering.rules_common import (
+    LoweringContext,
+    Value,
+    aval_type,
+    axes_param,
+    broadcast_in_dim,
+    compare,
+    constant_like,
+    dims_of,
+    ew,
+    i64,
+    i64s,
+    iota,
+    is_static,
+    lowering_rules,
+    op1,
+    reshape,
+    shape_of,
+    size_value,
+    slice_,
+    tensor_type,
+    to_i64_index,
+)
 
 
 def _out_type(eqn: Eqn):

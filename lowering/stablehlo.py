@@ -3,7 +3,7 @@
 
 The function takes one tensor per jaxpr invar and returns one tensor per outvar. Each equation
 becomes the ops its primitive's rule emits (`lowering_rules`, one rule per primitive, defined in
-the rules_*.py modules by theme); consts become `stablehlo.constant`s holding the numpy arrays
+the rules_*.py modules by theme, which this module imports; emit.py walks the equations); consts become `stablehlo.constant`s holding the numpy arrays
 bit for bit, literals become rank-0 constants. Each equation's ops carry the user's source
 location (file:line) from `eqn.source_info`, so MLIR diagnostics point at user code.
 
@@ -24,7 +24,6 @@ whenever it has such arguments.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -33,22 +32,43 @@ from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir.dialects import arith, tensor
 
-from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
-from sprue.base.errors import UnsupportedError, at
-# Importing the rule modules fills the table.
-from sprue.lowering import rules_elementwise, rules_indexing, rules_math, rules_reductions, rules_structural  # noqa: F401
-from sprue.lowering import rules_calls, rules_checks  # noqa: F401
-from sprue.lowering import rules_control_flow  # noqa: F401  (its regions call back into lower_jaxpr_body below)
-from sprue.lowering import rules_filtering  # noqa: F401  (filter: a result size computed at run time)
+from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
+
+# Importing the rule modules fills the table (each registers its rules in lowering_rules).
+from sprue.lowering import (  # noqa: F401
+    rules_calls,
+    rules_checks,
+    rules_control_flow,
+    rules_elementwise,
+    rules_filtering,
+    rules_indexing,
+    rules_math,
+    rules_reductions,
+    rules_structural,
+)
+from sprue.lowering.emit import emit_jaxpr, numpy_consts
 from sprue.lowering.rules_checks import contains_checks, emit_entry_checks, entry_checks
-from sprue.lowering.rules_common import (DYNAMIC, LoweringContext, Value, aval_type, build_region, const_array,
-    constant, lowering_rules, op, select)
+from sprue.lowering.rules_common import (
+    DYNAMIC,
+    LoweringContext,
+    Value,
+    aval_type,
+    build_region,
+    const_array,
+    constant,
+    lowering_rules,
+    op,
+    select,
+)
 
-__all__ = ["LoweredModule", "LoweringContext", "contains_checks", "lower", "lower_jaxpr", "lower_jaxpr_body",
-           "lower_region_body", "lowering_rules", "make_context"]
+# lowering_rules: the table, filled once this module is imported.
+__all__ = ["LoweredModule", "LoweringContext", "contains_checks", "lower", "lower_jaxpr", "lowering_rules",
+           "make_builder_context"]
 
 
-def make_context() -> ir.Context:
+def make_builder_context() -> ir.Context:
+    """A fresh context to build a module from a jaxpr in: the StableHLO dialect registered, no
+    passes (pipeline.make_pipeline_context registers those), unregistered dialects refused."""
     ctx = ir.Context()
     _stablehlo.register_dialect(ctx)
     ctx.allow_unregistered_dialects = False
@@ -56,97 +76,6 @@ def make_context() -> ir.Context:
 
 
 _STATUS_AVAL = ShapedArray((), np.int64)
-
-_SOURCE_INFO = re.compile(r"^(?P<file>.*):(?P<line>\d+)(?: \((?P<fn>.*)\))?$")
-
-
-def _location(eqn: Eqn) -> ir.Location:
-    """`primitive`("file.py":line:0), or just the name when the source is unknown."""
-    m = _SOURCE_INFO.match(eqn.source_info or "")
-    if m is None:
-        return ir.Location.name(eqn.primitive.name)
-    return ir.Location.name(eqn.primitive.name, ir.Location.file(m["file"], int(m["line"]), 0))
-
-
-def _literal(lit: Literal) -> ir.Value:
-    return const_array(np.asarray(lit.val, dtype=lit.aval.dtype))
-
-
-def lower_eqn(ctx: LoweringContext, eqn: Eqn, operands: list[ir.Value]) -> list[ir.Value]:
-    rule = lowering_rules.get(eqn.primitive)
-    if rule is None:
-        raise UnsupportedError(f"sprue cannot compile the primitive '{eqn.primitive.name}' yet: it has no"
-                               f" StableHLO lowering{at(eqn.source_info)}")
-    with _location(eqn):
-        outs = rule(ctx, eqn, *operands)
-    if len(outs) != len(eqn.outvars):
-        raise AssertionError(f"the lowering of {eqn.primitive.name} returned {len(outs)} values for"
-                             f" {len(eqn.outvars)} outputs")
-    for v, out in zip(eqn.outvars, outs):
-        if out.type != aval_type(v.aval):
-            raise AssertionError(f"the lowering of {eqn.primitive.name} made a {out.type} where the jaxpr"
-                                 f" has {v.aval.str_short()}{at(eqn.source_info)}")
-    return outs
-
-
-def _bind(ctx: LoweringContext, env: dict, variables, values) -> None:
-    for v, x in zip(variables, values):
-        env[v] = x
-        if v.dim is not None:  # this i64[] variable holds a dimension's size
-            ctx.bind_dim(v.dim, x)
-
-
-def _emit(ctx: LoweringContext, jaxpr: Jaxpr, consts: list[Value], args: list[Value]) -> list[Value]:
-    """Emits the equations of `jaxpr` at the current insertion point, in ctx's current dimension
-    scope; returns its outputs."""
-    env: dict[Var, Value] = {}
-    _bind(ctx, env, jaxpr.constvars, consts)
-    _bind(ctx, env, jaxpr.invars, args)
-
-    def read(a) -> Value:
-        return _literal(a) if isinstance(a, Literal) else env[a]
-
-    for eqn in jaxpr.eqns:
-        outs = lower_eqn(ctx, eqn, [read(a) for a in eqn.invars])
-        _bind(ctx, env, eqn.outvars, outs)
-    return [read(a) for a in jaxpr.outvars]
-
-
-def lower_region_body(ctx: LoweringContext, jaxpr: Jaxpr, consts: list[Value], args: list[Value],
-                      status: Value | None) -> tuple[list[Value], Value | None]:
-    """Emits a nested jaxpr (a region's body) at the current insertion point, in a child dimension
-    scope; returns (its outputs, the check status at its end).
-
-    `status` is the check status on entry: `ctx.status` itself for a branch (regions see the
-    values above them), or a region argument for a loop body, where the status is one more carry.
-    A rule whose nested jaxprs contain checks (`contains_checks`) while `ctx.status` is not None
-    must thread it so: pass it in, return the result as an extra region result, and set
-    `ctx.status` to the op's corresponding result afterwards. With status None, a check inside
-    raises UnsupportedError instead of escaping its region."""
-    outer = ctx.status
-    ctx.status = status
-    try:
-        with ctx.nested_scope():
-            outs = _emit(ctx, jaxpr, consts, args)
-        return outs, ctx.status
-    finally:
-        ctx.status = outer
-
-
-def lower_jaxpr_body(ctx: LoweringContext, jaxpr: Jaxpr, consts: list[Value], args: list[Value]
-                     ) -> list[Value]:
-    """Emits a nested jaxpr without checks (see lower_region_body); returns its outputs."""
-    return lower_region_body(ctx, jaxpr, consts, args, None)[0]
-
-
-def _check_consts(closed_jaxpr: ClosedJaxpr) -> list[np.ndarray]:
-    consts = []
-    for v, c in zip(closed_jaxpr.jaxpr.constvars, closed_jaxpr.consts):
-        if not isinstance(c, (np.ndarray, np.generic)):
-            raise UnsupportedError(f"cannot lower a jaxpr whose const is a {type(c).__name__}; consts must"
-                                   f" be numpy arrays (a jaxpr still closing over an outer trace?)")
-        consts.append(np.asarray(c, dtype=v.aval.dtype))
-    return consts
 
 
 @dataclass(frozen=True)
@@ -173,7 +102,7 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
     that nothing reads an argument whose descriptor disagrees; the other branch returns fresh
     results whose values are unset (size 0 along each dynamic axis). The body's own checks keep
     codes 1, 2, ...; the entry checks' codes follow."""
-    consts = _check_consts(closed_jaxpr)
+    consts = numpy_consts(closed_jaxpr)
     jaxpr = closed_jaxpr.jaxpr
     names = list(arg_names) if arg_names is not None else _default_names(jaxpr)
     if len(names) != len(jaxpr.invars):
@@ -181,7 +110,7 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
     entry = entry_checks(jaxpr, names, static_sizes)
     body_checks = contains_checks(jaxpr)
     has_status = body_checks or bool(entry)
-    with make_context(), ir.Location.unknown():
+    with make_builder_context(), ir.Location.unknown():
         module = ir.Module.create()
         # With static-size checks the arrays come in with `?` sizes, to be read and checked.
         arg_types = [_entry_type(v.aval) if static_sizes else aval_type(v.aval) for v in jaxpr.invars]
@@ -203,7 +132,7 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
                 if body_checks:
                     ctx.status = constant(0, np.int64)
                 const_values = [const_array(c) for c in consts]
-                outs = _emit(ctx, jaxpr, const_values, [_static_view(a, v.aval) for a, v in zip(args, jaxpr.invars)])
+                outs = emit_jaxpr(ctx, jaxpr, const_values, [_static_view(a, v.aval) for a, v in zip(args, jaxpr.invars)])
                 return [ctx.status, *outs] if body_checks else outs
 
             if entry:

@@ -20,8 +20,19 @@ from typing import Callable
 from torch_mlir import ir
 from torch_mlir.dialects import arith, tensor
 
-from sprue.lowering.mlir_util import (cmp, element_kind, elem_of, extract, from_signless, index, select,
-    signless_tensor_type, tensor_sizes, to_index, to_signless)
+from sprue.lowering.mlir_util import (
+    cmp,
+    elem_of,
+    element_kind,
+    extract,
+    from_signless,
+    index,
+    select,
+    signless_tensor_type,
+    tensor_sizes,
+    to_index,
+    to_signless,
+)
 
 
 def _is_bool_tensor(v: ir.Value) -> bool:

@@ -47,7 +47,6 @@ from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir._mlir_libs._mlir import register_type_caster
 
 from sprue.base.errors import ParseError, StableHLOUnsupportedError
-
 from sprue.lowering.legalize import COUNTED
 from sprue.lowering.stablehlo_chlo import RULES as CHLO_RULES
 

@@ -10,10 +10,10 @@ function (shape_function.py) gives result shapes before a call
 Needs numpy and cffi only: never MLIR or LLVM.
 """
 
-from sprue.runtime.dtypes import ELEMENT_TYPES, ElementType, element_type, element_type_of
+from sprue.runtime.element_types import ELEMENT_TYPES, ElementType, element_type, element_type_of
 from sprue.runtime.function import CompiledFunction, LibraryLoadError, load, save_signature, signature_path
+from sprue.runtime.kernel_signature import SIGNATURE_VERSION, STATUS_SPEC, Signature, TensorSpec
 from sprue.runtime.shape_function import NoShapeFunctionError, ShapeFunction
-from sprue.runtime.signature import SIGNATURE_VERSION, STATUS_SPEC, Signature, TensorSpec
 
 __all__ = [
     "CompiledFunction",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sprue.runtime.signature import Signature
+from sprue.runtime.kernel_signature import Signature
 
 __all__ = ["CInterface", "c_interface", "descriptor_words", "ciface_name", "error_function_name"]
 

@@ -42,16 +42,15 @@ crash or corrupt the interpreter rather than just change an array.
 
 from __future__ import annotations
 
-from sprue.base.errors import ArgumentTypeError, ArgumentValueError
-
 import math
 from typing import Any
 
 import numpy as np
 
+from sprue.base.errors import ArgumentTypeError, ArgumentValueError
 from sprue.runtime import cffi_ops
-from sprue.runtime.dtypes import is_masked_array
-from sprue.runtime.signature import TensorSpec
+from sprue.runtime.element_types import is_masked_array
+from sprue.runtime.kernel_signature import TensorSpec
 
 __all__ = ["ArgumentConverter", "ROW_MAJOR_STRIDES", "c_strides"]
 

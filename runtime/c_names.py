@@ -51,7 +51,6 @@ import sys
 from typing import Sequence
 
 from sprue.base.errors import SprueValueError
-
 from sprue.runtime.private_files import read_private, write_private
 
 log = logging.getLogger("sprue.c_names")

@@ -40,6 +40,7 @@ a status (a kernel with run-time checks), read and freed inline while it is 0.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import cffi
@@ -47,7 +48,7 @@ import numpy as np
 
 from sprue.runtime import cffi_ops
 from sprue.runtime.arguments import _PASS_BY_POINTER, ROW_MAJOR_STRIDES, c_strides
-from sprue.runtime.dtypes import ELEMENT_TYPES, scalar_from_c
+from sprue.runtime.element_types import ELEMENT_TYPES, scalar_from_c
 
 __all__ = ["MISS", "LIST", "SINGLE", "Const", "Scalar", "Array", "DynArray", "Skip", "build_caller"]
 
@@ -149,25 +150,113 @@ def build_caller(cf: Any, kinds: Sequence[Any], finish: str | Callable[[list], A
     return _generate(cf, list(kinds), finish, results)
 
 
+@dataclass
+class _Source:
+    """A caller's source as _generate writes it: the globals it runs with, the lines that check
+    the arguments (`body`, before a state is taken) and those that store them into the state
+    (`fill`), and the state's parts: their names in the source and, in the same order, the
+    functions making them (each returns its part of the state)."""
+    g: dict[str, Any]
+    body: list[str]
+    fill: list[str] = field(default_factory=list)
+    state_names: list[str] = field(default_factory=list)
+    state_makers: list[Callable[[], list]] = field(default_factory=list)
+    descs: list[str] = field(default_factory=list)   # the descriptors passed to the kernel, in order
+
+
+@dataclass(frozen=True)
+class _ResultForm:
+    """How a caller reads the results of one signature."""
+    status: bool            # a kernel with run-time checks: results[0] is the status (rank 0: 3 words)
+    base: int               # the word where a lone result starts (after the status's)
+    lone: Any               # the one result besides the status, or None
+    inline_scalar: bool     # a lone rank-0 result, read and freed here
+    inline_array: bool      # a lone array result of static, nonzero shape, built here in the usual layout
+    typed: Any              # the typed pointer type the lone result is read through, or None
+    status_view: bool       # the status is read here, through its own typed pointer
+
+    @staticmethod
+    def of(cf: Any, results: Sequence[Any]) -> "_ResultForm":
+        status = cf.signature.status_messages is not None
+        lone = results[-1] if len(results) == 1 + status else None
+        inline_scalar = lone is not None and lone.rank == 0 and lone.dtype != np.float16
+        inline_array = lone is not None and lone.rank > 0 and lone.is_static and 0 not in lone.shape
+        typed = None
+        if inline_scalar:
+            typed = _TYPED.typeof(f"struct sprue_scalar_{lone.element.name} *")
+        elif inline_array:
+            typed = _TYPED.typeof("struct sprue_owned *")
+        return _ResultForm(status, 3 if status else 0, lone, inline_scalar, inline_array, typed,
+                           status and len(results) > 1)
+
+
 def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Callable[[tuple], Any]:
-    ffi = cf._ffi
-    converters = cf._converters
+    pool: list = []
+    src = _Source(_globals(cf, pool), _unpack_arguments(kinds))
+    _add_arguments(src, cf._ffi, cf._converters, kinds)
+    form = _ResultForm.of(cf, results)
+    if cf._result_type is not None:
+        src.state_names += ["res", "words"] + (["rv"] if form.typed is not None else []) + (
+            ["sv"] if form.status_view else [])
+        src.state_makers.append(_result_maker(cf._ffi, cf._result_type, form))
+
+    def new_state() -> tuple:
+        parts: list = []
+        for make in src.state_makers:
+            parts += make()
+        return tuple(parts)
+    src.g["new_state"] = new_state
+
+    body = src.body
+    body += ["    try: st = pop()", "    except IndexError: st = new_state()", "    try:"]
+    if src.state_names:
+        body.append(f"        {', '.join(src.state_names)}{',' if len(src.state_names) == 1 else ''} = st")
+    body += src.fill
+    call_args = ", ".join((["res"] if cf._result_type is not None else []) + src.descs)
+    if cf.checked:   # the library's status: 0, or the byte count of an allocation that failed
+        src.g["oom"] = cf.allocation_error
+        body.append(f"        if (failed := fn({call_args})): raise oom(failed)")
+    else:
+        body.append(f"        fn({call_args})")
+    body += _read_results(cf, form, src.g)
+    body += ["    finally:", "        append(st)"]
+    if form.inline_scalar:
+        body.append("    return v" if finish == SINGLE else "    return [v]" if finish == LIST else "    return fin([v])")
+    else:
+        body.append("    return out[0]" if finish == SINGLE else "    return out" if finish == LIST
+                    else "    return fin(out)")
+    src.g["fin"] = (lambda out: out[0]) if finish == SINGLE else (lambda out: out) if finish == LIST else finish
+    source = "\n".join(body) + "\n"
+    code = compile(source, f"<sprue fast call of {cf.name}>", "exec")
+    exec(code, src.g)
+    call = src.g["call"]
+    call.source = source   # for debugging: the generated code
+    call.pool = pool
+    return call
+
+
+def _globals(cf: Any, pool: list) -> dict[str, Any]:
+    """The names every caller's source uses, bound for `cf` (a pool of states of its own)."""
     g: dict[str, Any] = {
         "MISS": MISS, "ndarray": np.ndarray, "PBP": _PASS_BY_POINTER, "from_buffer": cffi_ops.from_buffer,
-        "CHARS": ffi.typeof("char[]"), "fn": cf._fn, "U": cf._unpacker, "unpack": cffi_ops.unpack,
+        "CHARS": cf._ffi.typeof("char[]"), "fn": cf._fn, "U": cf._unpacker, "unpack": cffi_ops.unpack,
         "NW": cf._unpacker._nwords, "ccopy": _c_copy, "Overflow": (OverflowError, TypeError),
     }
-    pool: list = []
     g["pop"], g["append"] = pool.pop, pool.append
+    return g
 
+
+def _unpack_arguments(kinds: list) -> list[str]:
+    """The caller's first lines: the argument tuple's length checked, its entries named a0, a1, ..."""
     n = sum(not isinstance(k, Const) for k in kinds)   # entries of the argument tuple
-    body = [f"def call(args):", f"    if len(args) != {n}: return MISS"]
+    body = ["def call(args):", f"    if len(args) != {n}: return MISS"]
     if n:
         body.append(f"    {', '.join(f'a{i}' for i in range(n))}{',' if n == 1 else ''} = args")
-    fill: list[str] = []
-    state_names: list[str] = []
-    state_makers: list[Callable[[], list]] = []   # each returns its part of the state, in order
-    descs: list[str] = []
+    return body
+
+
+def _add_arguments(src: _Source, ffi: Any, converters: Sequence[Any], kinds: list) -> None:
+    """The checks of each argument against its kind and its store into the state."""
     j = 0   # runtime argument index
     i = -1  # argument tuple index
     for k in kinds:
@@ -175,132 +264,108 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
             i += 1
         a = f"a{i}"
         if isinstance(k, Skip):
-            g[f"s{i}"] = k.value
-            if k.same is not None:
-                g[f"same{i}"] = k.same
-                body.append(f"    if not same{i}({a}): return MISS")
-            elif type(k.value) in _BY_VALUE:
-                g[f"st{i}"] = type(k.value)
-                body.append(f"    if not ({a} is s{i} or (type({a}) is st{i} and {a} == s{i})): return MISS")
-            else:
-                body.append(f"    if {a} is not s{i}: return MISS")
+            _check_skipped(src, k, i, a)
             continue
         conv = converters[j]
-        spec = conv.spec
         d = f"d{j}"
-        descs.append(d)
+        src.descs.append(d)
         if isinstance(k, (Const, Scalar)):
-            c = f"c{j}"
-            state_names += [c, d]
-            state_makers.append(_cell_maker(ffi, conv, k.value if isinstance(k, Const) else None))
-            if isinstance(k, Scalar):
-                g[f"t{i}"] = k.type
-                body.append(f"    if type({a}) is not t{i}: return MISS")
-                fill += [f"        try: {c}[0] = {a}", f"        except Overflow: return MISS"]
+            _add_cell(src, ffi, conv, k, i, j, a, d)
         elif isinstance(k, Array):
-            g[f"dt{i}"], g[f"sh{i}"] = k.dtype, k.shape
-            body.append(f"    if type({a}) is not ndarray or {a}.dtype is not dt{i} or {a}.shape != sh{i}:"
-                        f" return MISS")
-            body.append(f"    if {a}.flags.num & PBP != PBP: {a} = ccopy({a})")
-            state_names.append(d)
-            state_makers.append(_desc_maker(ffi, conv, k.shape))
-            fill.append(f"        b{j} = from_buffer(CHARS, {a}, False); {d}.allocated = b{j}; {d}.aligned = b{j}")
+            _add_array(src, ffi, conv, k, i, j, a, d)
         else:   # DynArray
-            g[f"dt{i}"] = k.dtype
-            body.append(f"    if type({a}) is not ndarray or {a}.dtype is not dt{i}: return MISS")
-            body.append(f"    z{i} = {a}.shape")
-            cond = [f"len(z{i}) != {k.rank}"] + [f"z{i}[{ax}] != {size}" for ax, size in k.static_axes]
-            body.append(f"    if {' or '.join(cond)}: return MISS")
-            body.append(f"    if {a}.flags.num & PBP != PBP: {a} = ccopy({a})")
-            state_names.append(d)
-            state_makers.append(_desc_maker(ffi, conv, None))
-            fill.append(f"        b{j} = from_buffer(CHARS, {a}, False); {d}.allocated = b{j}; {d}.aligned = b{j}")
-            if k.rank:
-                fill.append(f"        {d}.sizes = z{i}")
-            if k.rank > 1:   # rank 1: the stride is always 1, set when the state is made
-                g[f"rm{j}"] = _row_major_expr(k.rank)
-                fill.append(f"        {d}.strides = rm{j}(z{i})")
+            _add_dyn_array(src, ffi, conv, k, i, j, a, d)
         j += 1
 
-    result_type = cf._result_type
-    # With a status (results[0], rank 0: 3 words), a lone result follows it at word `base`; the
-    # status is read inline too (a kernel with entry checks always has one).
-    status = cf.signature.status_messages is not None
-    base = 3 if status else 0
-    lone = results[-1] if len(results) == 1 + status else None
-    inline_scalar = lone is not None and lone.rank == 0 and lone.dtype != np.float16
-    # A lone array result of static, nonzero shape: built here when its layout is the usual one.
-    inline_array = lone is not None and lone.rank > 0 and lone.is_static and 0 not in lone.shape
-    typed = None
-    if inline_scalar:
-        typed = _TYPED.typeof(f"struct sprue_scalar_{lone.element.name} *")
-    elif inline_array:
-        typed = _TYPED.typeof("struct sprue_owned *")
-    status_view = status and len(results) > 1
-    if result_type is not None:
-        state_names += ["res", "words"] + (["rv"] if typed is not None else []) + (["sv"] if status_view else [])
-        words_ptr = ffi.typeof("int64_t *")
-        status_ptr = _TYPED.typeof("struct sprue_scalar_i64 *")
 
-        def result_maker() -> list:
-            res = cffi_ops.newp(result_type, None)
-            words = cffi_ops.cast(words_ptr, res)
-            out = [res, words]
-            if typed is not None:
-                out.append(cffi_ops.cast(typed, words + base))
-            if status_view:
-                out.append(cffi_ops.cast(status_ptr, res))
-            return out
-        state_makers.append(result_maker)
-
-    def new_state() -> tuple:
-        parts: list = []
-        for make in state_makers:
-            parts += make()
-        return tuple(parts)
-    g["new_state"] = new_state
-
-    body += ["    try: st = pop()", "    except IndexError: st = new_state()", "    try:"]
-    if state_names:
-        body.append(f"        {', '.join(state_names)}{',' if len(state_names) == 1 else ''} = st")
-    body += fill
-    call_args = ", ".join((["res"] if result_type is not None else []) + descs)
-    if cf.checked:   # the library's status: 0, or the byte count of an allocation that failed
-        g["oom"] = cf.allocation_error
-        body.append(f"        if (failed := fn({call_args})): raise oom(failed)")
+def _check_skipped(src: _Source, k: Skip, i: int, a: str) -> None:
+    src.g[f"s{i}"] = k.value
+    if k.same is not None:
+        src.g[f"same{i}"] = k.same
+        src.body.append(f"    if not same{i}({a}): return MISS")
+    elif type(k.value) in _BY_VALUE:
+        src.g[f"st{i}"] = type(k.value)
+        src.body.append(f"    if not ({a} is s{i} or (type({a}) is st{i} and {a} == s{i})): return MISS")
     else:
-        body.append(f"        fn({call_args})")
-    if status_view and typed is not None:
+        src.body.append(f"    if {a} is not s{i}: return MISS")
+
+
+def _add_cell(src: _Source, ffi: Any, conv: Any, k: Const | Scalar, i: int, j: int, a: str, d: str) -> None:
+    c = f"c{j}"
+    src.state_names += [c, d]
+    src.state_makers.append(_cell_maker(ffi, conv, k.value if isinstance(k, Const) else None))
+    if isinstance(k, Scalar):
+        src.g[f"t{i}"] = k.type
+        src.body.append(f"    if type({a}) is not t{i}: return MISS")
+        src.fill += [f"        try: {c}[0] = {a}", "        except Overflow: return MISS"]
+
+
+def _add_array(src: _Source, ffi: Any, conv: Any, k: Array, i: int, j: int, a: str, d: str) -> None:
+    src.g[f"dt{i}"], src.g[f"sh{i}"] = k.dtype, k.shape
+    src.body.append(f"    if type({a}) is not ndarray or {a}.dtype is not dt{i} or {a}.shape != sh{i}:"
+                    f" return MISS")
+    src.body.append(f"    if {a}.flags.num & PBP != PBP: {a} = ccopy({a})")
+    src.state_names.append(d)
+    src.state_makers.append(_desc_maker(ffi, conv, k.shape))
+    src.fill.append(f"        b{j} = from_buffer(CHARS, {a}, False); {d}.allocated = b{j}; {d}.aligned = b{j}")
+
+
+def _add_dyn_array(src: _Source, ffi: Any, conv: Any, k: DynArray, i: int, j: int, a: str, d: str) -> None:
+    src.g[f"dt{i}"] = k.dtype
+    src.body.append(f"    if type({a}) is not ndarray or {a}.dtype is not dt{i}: return MISS")
+    src.body.append(f"    z{i} = {a}.shape")
+    cond = [f"len(z{i}) != {k.rank}"] + [f"z{i}[{ax}] != {size}" for ax, size in k.static_axes]
+    src.body.append(f"    if {' or '.join(cond)}: return MISS")
+    src.body.append(f"    if {a}.flags.num & PBP != PBP: {a} = ccopy({a})")
+    src.state_names.append(d)
+    src.state_makers.append(_desc_maker(ffi, conv, None))
+    src.fill.append(f"        b{j} = from_buffer(CHARS, {a}, False); {d}.allocated = b{j}; {d}.aligned = b{j}")
+    if k.rank:
+        src.fill.append(f"        {d}.sizes = z{i}")
+    if k.rank > 1:   # rank 1: the stride is always 1, set when the state is made
+        src.g[f"rm{j}"] = _row_major_expr(k.rank)
+        src.fill.append(f"        {d}.strides = rm{j}(z{i})")
+
+
+def _result_maker(ffi: Any, result_type: Any, form: _ResultForm) -> Callable[[], list]:
+    """The results' part of a state: the result object, its words and the typed views of it."""
+    words_ptr = ffi.typeof("int64_t *")
+    status_ptr = _TYPED.typeof("struct sprue_scalar_i64 *")
+
+    def make() -> list:
+        res = cffi_ops.newp(result_type, None)
+        words = cffi_ops.cast(words_ptr, res)
+        out = [res, words]
+        if form.typed is not None:
+            out.append(cffi_ops.cast(form.typed, words + form.base))
+        if form.status_view:
+            out.append(cffi_ops.cast(status_ptr, res))
+        return out
+    return make
+
+
+def _read_results(cf: Any, form: _ResultForm, g: dict[str, Any]) -> list[str]:
+    """The lines after the foreign call that read its results into `out` (or `v`, a lone scalar)."""
+    body: list[str] = []
+    if form.status_view and form.typed is not None:
         # A failed check, a null status or a status sharing the result's buffer: the general
         # unpacker raises, frees every buffer once, or sorts out the sharing.
         body += ["        q = sv.allocated",
                  "        if not q or sv.aligned[sv.offset] or q == rv.allocated:",
                  "            return fin(U.unpack_words(unpack(words, NW)))"]
-    if result_type is None:
+    if cf._result_type is None:
         body.append("        out = []")
-    elif inline_scalar:
-        g["conv"] = scalar_from_c(lone.dtype)
+    elif form.inline_scalar:
+        g["conv"] = scalar_from_c(form.lone.dtype)
         body += ["        p = rv.allocated",
                  "        if not p: return fin(U.unpack_words(unpack(words, NW)))",   # raises MemoryError
                  "        try: v = conv(rv.aligned[rv.offset])",
                  "        finally: U.free(p)"]
-        if status_view:
+        if form.status_view:
             body.append("        U.free(q)")
-    elif inline_array:
-        r, b = lone.rank, base
-        g.update(LAYOUT=list(lone.shape) + list(c_strides(lone.shape)), SHAPE=tuple(lone.shape), DT=lone.dtype,
-                 ISZ=lone.dtype.itemsize, NB=int(np.prod(lone.shape)) * lone.dtype.itemsize,
-                 gcp=cffi_ops.gcp, buffer=cffi_ops.buffer, ndarray=np.ndarray)
-        body += ["        w = unpack(words, NW)",
-                 f"        if w[{b}] and w[{b + 3}:{b + 3 + 2 * r}] == LAYOUT"
-                 f" and w[{b + 1}] - w[{b}] + w[{b + 2}] * ISZ >= 0:",
-                 f"            start = w[{b + 1}] - w[{b}] + w[{b + 2}] * ISZ",
-                 "            out = [ndarray(SHAPE, DT, buffer(gcp(rv.allocated, U.free), start + NB), start)]"]
-        if status_view:
-            body.append("            U.free(q)")
-        body += ["        else:",
-                 "            out = U.unpack_words(w)"]
-    elif status_view:
+    elif form.inline_array:
+        body += _read_lone_array(form, g)
+    elif form.status_view:
         # the status read here, the other results by the unpacker of the rest (its own words)
         g["REST"] = cf._unpacker._rest._unpack
         others = ", ".join(f"w[{r.word}]" for r in cf._unpacker._rest._readers)
@@ -313,20 +378,27 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
                  "            U.free(q)"]
     else:
         body.append("        out = U.unpack_words(unpack(words, NW))")
-    body += ["    finally:", "        append(st)"]
-    if inline_scalar:
-        body.append("    return v" if finish == SINGLE else "    return [v]" if finish == LIST else "    return fin([v])")
-    else:
-        body.append("    return out[0]" if finish == SINGLE else "    return out" if finish == LIST
-                    else "    return fin(out)")
-    g["fin"] = (lambda out: out[0]) if finish == SINGLE else (lambda out: out) if finish == LIST else finish
-    src = "\n".join(body) + "\n"
-    code = compile(src, f"<sprue fast call of {cf.name}>", "exec")
-    exec(code, g)
-    call = g["call"]
-    call.source = src   # for debugging: the generated code
-    call.pool = pool
-    return call
+    return body
+
+
+def _read_lone_array(form: _ResultForm, g: dict[str, Any]) -> list[str]:
+    """A lone array result of static shape built here when its layout is the usual one (else by the
+    general unpacker)."""
+    lone = form.lone
+    r, b = lone.rank, form.base
+    g.update(LAYOUT=list(lone.shape) + list(c_strides(lone.shape)), SHAPE=tuple(lone.shape), DT=lone.dtype,
+             ISZ=lone.dtype.itemsize, NB=int(np.prod(lone.shape)) * lone.dtype.itemsize,
+             gcp=cffi_ops.gcp, buffer=cffi_ops.buffer, ndarray=np.ndarray)
+    body = ["        w = unpack(words, NW)",
+            f"        if w[{b}] and w[{b + 3}:{b + 3 + 2 * r}] == LAYOUT"
+            f" and w[{b + 1}] - w[{b}] + w[{b + 2}] * ISZ >= 0:",
+            f"            start = w[{b + 1}] - w[{b}] + w[{b + 2}] * ISZ",
+            "            out = [ndarray(SHAPE, DT, buffer(gcp(rv.allocated, U.free), start + NB), start)]"]
+    if form.status_view:
+        body.append("            U.free(q)")
+    body += ["        else:",
+             "            out = U.unpack_words(w)"]
+    return body
 
 
 def _c_copy(a: np.ndarray) -> np.ndarray:

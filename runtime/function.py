@@ -51,18 +51,17 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import cffi
 import numpy as np
 
-import cffi
-
+from sprue.base.errors import ArgumentTypeError, SprueTypeError, SprueValueError
+from sprue.base.errors import LibraryLoadError as _LibraryLoadError
 from sprue.runtime import cffi_ops, fastcall
 from sprue.runtime.abi import c_interface
 from sprue.runtime.arguments import ArgumentConverter
+from sprue.runtime.kernel_signature import Signature
 from sprue.runtime.results import ResultUnpacker, allocation_error
 from sprue.runtime.shape_function import NoShapeFunctionError, ShapeFunction, format_dim, negative_size_error
-from sprue.runtime.signature import Signature
-from sprue.base.errors import (ArgumentTypeError, LibraryLoadError as _LibraryLoadError, SprueTypeError,
-    SprueValueError)
 
 __all__ = ["CompiledFunction", "LibraryLoadError", "SIGNATURE_SUFFIX", "load", "save_signature", "signature_path"]
 

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from sprue.runtime.c_names import C_KEYWORDS, CXX_KEYWORDS, SPRUE_PREFIX, check_kernel_name, derived_names
-from sprue.runtime.dtypes import ElementType
-from sprue.runtime.signature import STATUS_SPEC, Signature, TensorSpec
+from sprue.runtime.element_types import ElementType
+from sprue.runtime.kernel_signature import STATUS_SPEC, Signature, TensorSpec
 
 __all__ = ["HeaderSpec", "c_header", "c_identifier", "descriptor_type", "unique_names"]
 

@@ -39,11 +39,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from sprue.runtime import cffi_ops
-from sprue.runtime.dtypes import scalar_from_c
-from sprue.runtime.arguments import ROW_MAJOR_STRIDES, c_strides
-from sprue.runtime.signature import TensorSpec
 from sprue.base.errors import RuntimeCheckError, SprueMemoryError
+from sprue.runtime import cffi_ops
+from sprue.runtime.arguments import ROW_MAJOR_STRIDES, c_strides
+from sprue.runtime.element_types import scalar_from_c
+from sprue.runtime.kernel_signature import TensorSpec
 
 __all__ = ["MEMORY_CHECK", "ResultUnpacker", "RuntimeMemoryCheckError", "allocation_error", "format_bytes",
            "human_bytes"]

@@ -6,7 +6,7 @@ arguments that bind dimension variables: the implicit sizes `n` of `f64[n]`), wi
 `floordiv(e, c)` and `mod(e, c)` (Python's floor semantics, c > 0), `div(e, c)` and `rem(e, c)`
 (C's truncating ones, as lax.div/rem compute sizes) and `max(a, b)` / `min(a, b)` (the clamped
 length of a slice, `x[1:]` has max(n-1, 0) rows). It is computed once at compile
-time from the jaxpr's output types (sprue.shape_functions) and stored in the Signature, so a
+time from the jaxpr's output types (sprue.api.shape_functions) and stored in the Signature, so a
 library loaded from disk has it without tracing or MLIR. It is the one source of truth for
 
 * `CompiledFunction.result_shapes(*args)`: the result shapes for given arguments, no kernel run;

@@ -20,7 +20,7 @@ JSON format (version 1):
      "status_messages": ["size mismatch ...", ...],      (optional)
      "shape_function": {"params": [...], "results": [...], ...}}   (optional)
 
-dtype is a short element-type name (see sprue.runtime.dtypes); shape [] is a
+dtype is a short element-type name (see sprue.runtime.element_types); shape [] is a
 scalar.
 
 `shape_function` (sprue.runtime.shape_function) gives every result's shape from
@@ -37,7 +37,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from sprue.runtime.dtypes import ElementType, element_type, element_type_of
+from sprue.runtime.element_types import ElementType, element_type, element_type_of
 from sprue.runtime.shape_function import ShapeFunction
 
 __all__ = ["TensorSpec", "Signature", "SIGNATURE_VERSION", "STATUS_SPEC"]
