@@ -1,15 +1,24 @@
 """dot_general: contraction over named dimensions with batch dimensions (JAX's
 dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))).
-The result is batch dims, then lhs free dims, then rhs free dims."""
+The result is batch dims, then lhs free dims, then rhs free dims. Its shape rule and numpy
+reference, the function that binds it, its jvp, vjp, batching and cost rules (tables in
+sprue.interp.ad_util); the lowering is in sprue.lowering.rules_reductions and matmul."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from sprue.base import dtypes
+from sprue.base.errors import SprueValueError
+from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of
+from sprue.interp.batching import move_batch_axis
+from sprue.interp.cost import numel
 from sprue.ir.core import ShapedArray
-from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.ir.shapes import format_dim
 from sprue.lax._rules import define, require_equal, same_dtypes
+from sprue.lax.elementwise import add, convert_element_type
+from sprue.lax.structural import transpose
 
 
 def _free(ndim, contract, batch):
@@ -61,21 +70,21 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_
 dot_general_p = define("dot_general", _dot_general_rule, _dot_general_impl)
 
 
-# == transformation rules (tables in sprue.ad_util): jvp, vjp, batching, cost =====================
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
+                              preferred_element_type=preferred_element_type, out_sharding=None)
+
+
 # dot_general is bilinear: its tangent is dot(t_lhs, rhs) + dot(lhs, t_rhs), its cotangents are
 # dot_generals of the output's cotangent with the other operand, transposed into place (as JAX's
 # _dot_general_transpose_lhs/rhs). Operands must share one dtype here, so with a
 # preferred_element_type the other operand is converted to the cotangent's dtype and the result
 # back to the operand's.
-import math  # noqa: E402
-
-from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of  # noqa: E402
-from sprue.interp.batching import move_batch_axis  # noqa: E402
-from sprue.interp.cost import numel  # noqa: E402
 
 
 def _dot_general_jvp(primals, tangents, **params):
-    from sprue import lax
     lhs, rhs = primals
     tl, tr = tangents
     out = dot_general_p.bind(lhs, rhs, **params)
@@ -88,12 +97,11 @@ def _dot_general_jvp(primals, tangents, **params):
         terms.append(dot_general_p.bind(lhs, tr, **params))
     if not terms:
         return out, zero_of(out)
-    return out, terms[0] if len(terms) == 1 else lax.add(*terms)
+    return out, terms[0] if len(terms) == 1 else add(*terms)
 
 
 def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans: bool = False):
     """The cotangent of x in dot_general(x, y) (of y in dot_general(y, x) when swap_ans)."""
-    from sprue import lax
     (xc, yc), (xb, yb) = dimension_numbers
     xa, ya = aval_of(x), aval_of(y)
     x_kept, y_kept = _free(xa.ndim, xc, xb), _free(ya.ndim, yc, yb)
@@ -103,10 +111,10 @@ def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans: bool = False):
     xc_by_y = [xc[i] for i in np.argsort(yc, kind="stable")]
     out_axes = tuple(int(i) for i in np.argsort(list(xb) + x_kept + xc_by_y, kind="stable"))
     gd = aval_of(g).dtype
-    r = lax.dot_general(g, y if ya.dtype == gd else lax.convert_element_type(y, gd), dims)
+    r = dot_general(g, y if ya.dtype == gd else convert_element_type(y, gd), dims)
     if out_axes != tuple(range(len(out_axes))):
-        r = lax.transpose(r, out_axes)
-    return r if gd == xa.dtype else lax.convert_element_type(r, xa.dtype)
+        r = transpose(r, out_axes)
+    return r if gd == xa.dtype else convert_element_type(r, xa.dtype)
 
 
 def _dot_general_vjp(cts, primals, outs, *, dimension_numbers, **params):

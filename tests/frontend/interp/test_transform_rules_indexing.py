@@ -420,9 +420,10 @@ def test_cost_indexing():
 
 def test_every_primitive_has_all_rules():
     from sprue.ir.core import Primitive
-    from sprue.lax import indexing, reductions
-    prims = {v for m in (indexing, reductions) for v in vars(m).values() if isinstance(v, Primitive)}
-    assert len(prims) == 18
+    from sprue.lax import indexing, reductions, scatter_reductions, structural
+    modules = (indexing, reductions, scatter_reductions, structural)
+    prims = {v for m in modules for v in vars(m).values() if isinstance(v, Primitive)}
+    assert len(prims) == 30
     for p in prims:
         for table in (jvp_rules, vjp_rules, batch_rules, cost_rules):
             assert p in table, (p, table)
