@@ -270,7 +270,7 @@ def _add_arguments(src: _Source, ffi: Any, converters: Sequence[Any], kinds: lis
         d = f"d{j}"
         src.descs.append(d)
         if isinstance(k, (Const, Scalar)):
-            _add_cell(src, ffi, conv, k, i, j, a, d)
+            _add_cell(src, conv, k, i, j, a, d)
         elif isinstance(k, Array):
             _add_array(src, ffi, conv, k, i, j, a, d)
         else:   # DynArray
@@ -290,10 +290,10 @@ def _check_skipped(src: _Source, k: Skip, i: int, a: str) -> None:
         src.body.append(f"    if {a} is not s{i}: return MISS")
 
 
-def _add_cell(src: _Source, ffi: Any, conv: Any, k: Const | Scalar, i: int, j: int, a: str, d: str) -> None:
+def _add_cell(src: _Source, conv: Any, k: Const | Scalar, i: int, j: int, a: str, d: str) -> None:
     c = f"c{j}"
     src.state_names += [c, d]
-    src.state_makers.append(_cell_maker(ffi, conv, k.value if isinstance(k, Const) else None))
+    src.state_makers.append(_cell_maker(conv, k.value if isinstance(k, Const) else None))
     if isinstance(k, Scalar):
         src.g[f"t{i}"] = k.type
         src.body.append(f"    if type({a}) is not t{i}: return MISS")
@@ -410,7 +410,7 @@ def _row_major_expr(rank: int) -> Callable[[tuple], tuple]:
     return ROW_MAJOR_STRIDES.get(rank, c_strides)
 
 
-def _cell_maker(ffi: Any, conv: Any, const: Any) -> Callable[[], list]:
+def _cell_maker(conv: Any, const: Any) -> Callable[[], list]:
     elem_ptr = conv._elem_ptr_type
     desc_type = conv._desc_type
 
