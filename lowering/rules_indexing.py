@@ -26,7 +26,7 @@ from torch_mlir._mlir_libs import _stablehlo
 from sprue import lax
 from sprue.ir.core import Eqn
 from sprue.lax import GatherScatterMode
-from sprue.lax.indexing import default_fill
+from sprue.lax.dimension_numbers import default_fill
 from sprue.lowering.rules_common import (
     LoweringContext,
     Size,

@@ -16,8 +16,8 @@ import numpy as np
 from sprue.base import dtypes
 from sprue.io.jaxpr_ast import Call, Ident, JaxprAST, Opaque
 from sprue.ir.core import Primitive, shape_rules
+from sprue.lax.dimension_numbers import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from sprue.lax.elementwise import RoundingMethod
-from sprue.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 
 REQUIRED = object()
 

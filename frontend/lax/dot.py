@@ -2,7 +2,7 @@
 dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))).
 The result is batch dims, then lhs free dims, then rhs free dims. Its shape rule and numpy
 reference, the function that binds it, its jvp, vjp, batching and cost rules (tables in
-sprue.interp.ad_util); the lowering is in sprue.lowering.rules_reductions and matmul."""
+sprue.interp.ad_util); the lowering is in sprue.lowering.rules_reductions."""
 from __future__ import annotations
 
 import math
