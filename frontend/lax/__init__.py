@@ -2,14 +2,13 @@
 reference rule are beside its definition in this package; its lowering is in sprue.lowering."""
 from __future__ import annotations
 
-import builtins as _builtins
-
-import numpy as np
-
 from sprue.lax import elementwise as _e
 from sprue.lax import structural as _s
 from sprue.lax._rules import runtime_size_ops as _runtime_size_ops
-from sprue.lax.checks import check_p
+from sprue.lax.calls import pjit_p  # noqa: F401  (calls of functions compiled as their own)
+from sprue.lax.checks import check, check_p  # noqa: F401
+from sprue.lax.control_flow import rules as control_flow_rules  # noqa: F401  (their jvp/vjp/batching/cost rules)
+from sprue.lax.control_flow.api import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from sprue.lax.control_flow.primitives import cond_p, for_loop_p, scan_p, while_p  # noqa: F401
 from sprue.lax.dimension_numbers import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers  # noqa: F401
 from sprue.lax.dot import dot_general, dot_general_p  # noqa: F401
@@ -25,15 +24,10 @@ from sprue.lax.scatter_reductions import (  # noqa: F401
     scatter_mul,
     scatter_mul_p,
 )
-from sprue.lax.sorting import sort_p
+from sprue.lax.sorting import sort, sort_p  # noqa: F401
 from sprue.lax.structural import *  # noqa: F401,F403
 from sprue.lax.structural import _split_dims  # noqa: F401  (sprue.numpy._dims binds gathers with it)
 from sprue.trace.tracing import lax_ops as _lax_ops
-
-
-def check(ok, message: str):
-    """Assert `ok` (a bool scalar) at run time; a failure raises SprueValueError(message)."""
-    check_p.bind(ok, message=str(message))
 
 
 def dynamic_slice(x, start_indices, slice_sizes):
@@ -47,20 +41,6 @@ def dynamic_update_slice(x, update, start_indices):
     then, and never write outside x."""
     return _runtime_size_ops.dynamic_update_slice(x, update, start_indices)
 
-
-def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
-    single = not isinstance(operands, (tuple, list))
-    ops = [operands] if single else list(operands)
-    nd = np.ndim(ops[0]) if not hasattr(ops[0], "ndim") else ops[0].ndim
-    outs = sort_p.bind(*ops, dimension=dimension % _builtins.max(nd, 1), is_stable=is_stable, num_keys=num_keys)
-    return outs[0] if single else tuple(outs)
-
-
-# Structured control flow (JAX's spelling); the primitives are in control_flow.py, the tracing of
-# bodies in sprue.control_flow. Imported last: that module uses the primitives defined above.
-from sprue.lax.calls import pjit_p  # noqa: E402,F401  (calls of functions compiled as their own)
-from sprue.lax.control_flow import rules as control_flow_rules  # noqa: E402,F401  (their jvp/vjp/batching/cost rules)
-from sprue.lax.control_flow.api import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
 
 # the operations the tracer and the transformation interpreters stage (sprue.trace.tracing.LaxOps)
 _lax_ops.add, _lax_ops.mul, _lax_ops.div, _lax_ops.rem = _e.add, _e.mul, _e.div, _e.rem

@@ -14,6 +14,7 @@ from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, jvp_rules, vjp_rules
 from sprue.interp.cost import free
 from sprue.lax._rules import define
+from sprue.lax.reductions import reduce_and
 
 
 def _check_rule(ok, *, message):
@@ -31,6 +32,11 @@ def _check_impl(ok, *, message):
 check_p = define("check", _check_rule, _check_impl, multiple_results=True)
 
 
+def check(ok, message: str):
+    """Assert `ok` (a bool scalar) at run time; a failure raises SprueValueError(message)."""
+    check_p.bind(ok, message=str(message))
+
+
 # == transformation rules (tables in sprue.interp.ad_util): jvp, vjp, batching, cost ===============
 # check has a bool operand and no results: nothing to differentiate; batched, every batch
 # element's condition must hold (the message is the same for all of them).
@@ -42,9 +48,8 @@ def _check_jvp(primals, tangents, *, message):
 
 
 def _check_batch(args, dims, *, message):
-    from sprue import lax
     (ok,), (d,) = args, dims
-    check_p.bind(lax.reduce_and(ok, tuple(range(aval_of(ok).ndim))) if d is not None else ok, message=message)
+    check_p.bind(reduce_and(ok, tuple(range(aval_of(ok).ndim))) if d is not None else ok, message=message)
     return [], []
 
 

@@ -34,6 +34,9 @@ from sprue.interp.cost import free
 from sprue.ir.core import ShapedArray, SizeAval
 from sprue.ir.shapes import DimVar, dim
 from sprue.lax._rules import define, require_equal, runtime_size_ops
+from sprue.lax.elementwise import convert_element_type, select, sub
+from sprue.lax.reductions import cumsum
+from sprue.lax.structural import broadcast_in_dim
 
 __all__ = ["filter_p"]
 
@@ -87,13 +90,12 @@ def unfilter(ct, mask, axis: int):
     """The transpose of filter: ct (size count along axis) placed at the positions where mask is
     true, zeros elsewhere (size n along axis). Entry i of the result reads ct at cumsum(mask)[i] - 1,
     clamped (and from ct padded by one when count may be 0), then the mask selects it."""
-    from sprue import lax
-    pos = lax.sub(lax.cumsum(lax.convert_element_type(mask, np.int64), 0), np.int64(1))
+    pos = sub(cumsum(convert_element_type(mask, np.int64), 0), np.int64(1))
     g = runtime_size_ops.take_clamped(ct, axis, pos)
     shape = aval_of(g).shape
-    keep = lax.broadcast_in_dim(mask, shape, (axis,))
-    zeros = lax.broadcast_in_dim(np.zeros((), aval_of(g).dtype), shape, ())
-    return lax.select(keep, g, zeros)
+    keep = broadcast_in_dim(mask, shape, (axis,))
+    zeros = broadcast_in_dim(np.zeros((), aval_of(g).dtype), shape, ())
+    return select(keep, g, zeros)
 
 
 def _filter_vjp(cts, primals, outs, *, axis):

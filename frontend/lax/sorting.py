@@ -10,6 +10,7 @@ from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, instantiate, 
 from sprue.interp.batching import batched_all
 from sprue.interp.cost import free
 from sprue.lax._rules import check_axes, define, require_equal
+from sprue.lax.structural import broadcasted_iota
 
 
 def _sort_rule(*xs, dimension, is_stable=True, num_keys=1):
@@ -40,6 +41,14 @@ def _sort_impl(*xs, dimension, is_stable=True, num_keys=1):
 sort_p = define("sort", _sort_rule, _sort_impl, multiple_results=True)
 
 
+def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    single = not isinstance(operands, (tuple, list))
+    ops = [operands] if single else list(operands)
+    nd = np.ndim(ops[0]) if not hasattr(ops[0], "ndim") else ops[0].ndim
+    outs = sort_p.bind(*ops, dimension=dimension % max(nd, 1), is_stable=is_stable, num_keys=num_keys)
+    return outs[0] if single else tuple(outs)
+
+
 # == transformation rules (tables in sprue.interp.ad_util): jvp, vjp, batching, cost ===============
 # sort permutes its operands: the tangents are sorted along with them (extra operands after the
 # keys, so the permutation is the same), and the cotangents are permuted back by sorting them by
@@ -59,14 +68,13 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable=True, num_keys=1):
 
 
 def _sort_vjp(cts, primals, outs, *, dimension, is_stable=True, num_keys=1):
-    from sprue import lax
     needed = [k for k, c in enumerate(cts) if not is_zero(c) and dtypes.is_float(aval_of(primals[k]).dtype)]
     cache: list = []
 
     def unsorted():
         if not cache:
             shape = aval_of(primals[0]).shape
-            iota = lax.broadcasted_iota(np.int64, shape, dimension)
+            iota = broadcasted_iota(np.int64, shape, dimension)
             perm = sort_p.bind(*primals[:num_keys], iota, dimension=dimension, is_stable=is_stable,
                                num_keys=num_keys)[-1]
             back = sort_p.bind(perm, *(cts[k] for k in needed), dimension=dimension, is_stable=True, num_keys=1)

@@ -41,6 +41,12 @@ from sprue.interp.vjp import vjp_jaxpr
 from sprue.ir.core import Jaxpr
 from sprue.lax.control_flow.api import cond_branches, for_loop_carry, scan_carry, while_carry
 from sprue.lax.control_flow.primitives import cond_p, for_loop_p, scan_p, trip_count, while_p
+from sprue.lax.elementwise import abs as lax_abs  # (Python's abs and max stay what they are here)
+from sprue.lax.elementwise import add, clamp, convert_element_type, div, gt, lt, mul, ne, select, select_n, sub
+from sprue.lax.elementwise import max as lax_max
+from sprue.lax.indexing import bind_dynamic_slice, bind_dynamic_update_slice
+from sprue.lax.reductions import reduce_or
+from sprue.lax.structural import broadcast_in_dim, reshape
 from sprue.trace.tracing import Tracer, eval_jaxpr
 
 
@@ -97,57 +103,51 @@ def _for_loop_jvp(primals, tangents, *, body_jaxpr, body_nconsts, nimplicit=0, *
 
 def _trips(lo, hi, st):
     """len(range(lo, hi, st)) as a value (an int when the bounds are concrete)."""
-    from sprue import lax
     if not any(isinstance(b, Tracer) for b in (lo, hi, st)):
         return trip_count(int(lo), int(hi), int(st))
     lo, hi = _i64(lo), _i64(hi)
     one, zero = np.int64(1), np.int64(0)
 
     def up(span, step):   # ceil(span / step) for span >= 0, step >= 1
-        return lax.div(lax.add(span, lax.sub(step, one)), step)
+        return div(add(span, sub(step, one)), step)
     if not isinstance(st, Tracer):
         step = int(st)
-        span = lax.sub(hi, lo) if step > 0 else lax.sub(lo, hi)
-        return up(lax.max(span, zero), np.int64(abs(step))) if step else zero
+        span = sub(hi, lo) if step > 0 else sub(lo, hi)
+        return up(lax_max(span, zero), np.int64(abs(step))) if step else zero
     st = _i64(st)
-    mag = lax.max(lax.abs(st), one)
-    fwd = up(lax.max(lax.sub(hi, lo), zero), mag)
-    bwd = up(lax.max(lax.sub(lo, hi), zero), mag)
-    return lax.select(lax.gt(st, zero), fwd, lax.select(lax.lt(st, zero), bwd, zero))
+    mag = lax_max(lax_abs(st), one)
+    fwd = up(lax_max(sub(hi, lo), zero), mag)
+    bwd = up(lax_max(sub(lo, hi), zero), mag)
+    return select(gt(st, zero), fwd, select(lt(st, zero), bwd, zero))
 
 
 def _i64(x):
-    from sprue import lax
-    return x if aval_of(x).dtype == np.int64 and not aval_of(x).weak_type else lax.convert_element_type(x, np.int64)
+    return x if aval_of(x).dtype == np.int64 and not aval_of(x).weak_type else convert_element_type(x, np.int64)
 
 
 def _index_at(lo, st, k):
     """lo + k * st in the loop index's type."""
-    from sprue import lax
     dt = aval_of(lo).dtype
-    i = lax.add(_i64(lo), lax.mul(_i64(k), _i64(st)))
-    return i if dt == np.int64 else lax.convert_element_type(i, dt)
+    i = add(_i64(lo), mul(_i64(k), _i64(st)))
+    return i if dt == np.int64 else convert_element_type(i, dt)
 
 
 def _empty_stack(n, x):
-    from sprue import lax
     a = aval_of(x)
-    return lax.broadcast_in_dim(np.zeros((), a.dtype), (n, *a.shape), ())
+    return broadcast_in_dim(np.zeros((), a.dtype), (n, *a.shape), ())
 
 
 def _push(stack, k, x):
     """stack with row k set to x (k is always in range: no run-time check is needed)."""
-    from sprue import lax
     a = aval_of(x)
-    row = lax.broadcast_in_dim(x, (1, *a.shape), tuple(range(1, a.ndim + 1)))
-    return lax.bind_dynamic_update_slice(stack, row, [_i64(k), *([np.int64(0)] * a.ndim)])
+    row = broadcast_in_dim(x, (1, *a.shape), tuple(range(1, a.ndim + 1)))
+    return bind_dynamic_update_slice(stack, row, [_i64(k), *([np.int64(0)] * a.ndim)])
 
 
 def _row(stack, k):
-    from sprue import lax
     a = aval_of(stack)
-    row = lax.bind_dynamic_slice(stack, [_i64(k), *([np.int64(0)] * (a.ndim - 1))], (1, *a.shape[1:]))
-    return lax.reshape(row, a.shape[1:])
+    row = bind_dynamic_slice(stack, [_i64(k), *([np.int64(0)] * (a.ndim - 1))], (1, *a.shape[1:]))
+    return reshape(row, a.shape[1:])
 
 
 def _for_loop_fwd(primals, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
@@ -170,7 +170,6 @@ def _for_loop_fwd(primals, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
 
 
 def _for_loop_vjp(cts, primals, residuals, *, body_jaxpr, body_nconsts, nimplicit=0, **params):
-    from sprue import lax
     init = primals[body_nconsts + 3:]
     if residuals is None:
         return [None] * (body_nconsts + 3) + [c if _is_float(x) else None for c, x in zip(cts, init)]
@@ -181,7 +180,7 @@ def _for_loop_vjp(cts, primals, residuals, *, body_jaxpr, body_nconsts, nimplici
 
     def back(j, *state):
         ct_x, ct_c = list(state[:sum(xmask)]), list(state[sum(xmask):])
-        k = lax.sub(lax.sub(_i64(n), np.int64(1)), _i64(j))
+        k = sub(sub(_i64(n), np.int64(1)), _i64(j))
         xs = [_row(s, k) for s in stacks]
         _, backward = vjp_jaxpr(jaxpr, [], [*consts, _index_at(lo, st, k), *xs], [*cmask, False, *xmask])
         it = iter(ct_x)
@@ -260,7 +259,6 @@ def _while_vjp(cts, primals, outs, **params):
 
 
 def _while_batch(args, dims, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts, nimplicit=0, **params):
-    from sprue import lax
     _no_resizing("while_loop", nimplicit)
     size = batch_size(args, dims)
     cconsts, bconsts, init = _while_split(args, cond_nconsts, body_nconsts)
@@ -287,9 +285,9 @@ def _while_batch(args, dims, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_ncons
     def body(*xs):
         p = pred(xs)
         new = step(xs)
-        return tuple(lax.select(lax.broadcast_in_dim(p, aval_of(n).shape, (0,)), n, x) for n, x in zip(new, xs))
+        return tuple(select(broadcast_in_dim(p, aval_of(n).shape, (0,)), n, x) for n, x in zip(new, xs))
 
-    res = while_carry("while_loop", lambda *xs: lax.reduce_or(pred(xs), (0,)), body, tuple(init))
+    res = while_carry("while_loop", lambda *xs: reduce_or(pred(xs), (0,)), body, tuple(init))
     return list(res), xd
 
 
@@ -341,7 +339,6 @@ def _cond_vjp(cts, primals, outs, *, branches):
 
 
 def _cond_batch(args, dims, *, branches):
-    from sprue import lax
     size = batch_size(args, dims)
     index, ops = args[0], list(args[1:])
     odims = list(dims[1:])
@@ -355,14 +352,14 @@ def _cond_batch(args, dims, *, branches):
         return list(res), [0] * len(res)
     # a batched predicate: every branch runs, and each element picks its branch's result
     per_branch = [run(b, ops) for b in branches]
-    k = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    k = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     outs = []
     for results in zip(*per_branch):
         shape = aval_of(results[0]).shape
-        which = lax.broadcast_in_dim(k, shape, (0,)) if len(shape) > 1 else k
+        which = broadcast_in_dim(k, shape, (0,)) if len(shape) > 1 else k
         if len(results) == 2:
-            which = lax.ne(which, np.int32(0))
-        outs.append(lax.select_n(which, *results) if len(results) > 1 else results[0])
+            which = ne(which, np.int32(0))
+        outs.append(select_n(which, *results) if len(results) > 1 else results[0])
     return outs, [0] * len(outs)
 
 
