@@ -22,7 +22,10 @@ run: $(STAMP)
 # closing line and its status is make's.
 CONFORMANCE := ../shared/conformance/stablehlo_interpret
 
+# ruff first (pyflakes, import order, E402, complexity: pyproject.toml), then the conformance cases,
+# then pytest, whose tests/test_layers.py keeps the layers (README, "Layers").
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
 	@if [ -d $(CONFORMANCE) ]; then \
 	  echo "StableHLO interpreter conformance ($(CONFORMANCE)):"; \
 	  cd $(CONFORMANCE) && $(abspath $(PY)) run.py 2>&1 | grep -E '^(FAIL |[0-9]+ passed, [0-9]+ failed)' \

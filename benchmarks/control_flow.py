@@ -93,8 +93,8 @@ def _optional_impls(bench: str) -> dict[str, Callable]:
     if importlib.util.find_spec("jax") is not None:
         import jax
         jax.config.update("jax_enable_x64", True)
-        from jax import lax as jlax
         import jax.numpy as jnp
+        from jax import lax as jlax
         jitted = {
             "logistic_map": jax.jit(lambda x, r: jlax.fori_loop(0, TRIPS, lambda i, x: r * x * (1.0 - x), x)),
             "newton_sqrt": jax.jit(lambda a: jlax.while_loop(

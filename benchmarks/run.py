@@ -212,8 +212,8 @@ def _print_row(row: dict) -> None:
         print_table([row])
         return
     # the same layout without the header
-    import io
     import contextlib
+    import io
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         print_table([row])

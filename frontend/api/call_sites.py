@@ -10,7 +10,7 @@ A qjit'd function called while another function is being traced is not inlined: 
  - Any other qjit'd function is traced for the caller's argument types, with each symbolic size of
    the caller becoming a size parameter of the callee (so the callee is generic in it) — once per
    distinct signature.
-The result types are the callee's with the caller's sizes substituted (seed 003 tests A and C).
+The result types are the callee's with the caller's sizes substituted (Relax's shape design, its tests A and C).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Function signatures with symbolic shapes, and matching arguments against them (seed 003).
+"""Function signatures with symbolic shapes, and matching arguments against them (as Relax has them).
 
 A signature comes from type hints, `def ff(x: sprue.i8["n", "m*4"]) -> sprue.i32["n*m"]`. Matching
 a list of argument shapes against it binds each size name (where it stands alone or as `c*name`)
@@ -248,7 +248,7 @@ def assert_shape(x, shape, dtype=None):
     and return x. A name not seen before is bound here (by exact division for `c*k`); a name bound
     earlier in the same function (by a parameter's type hint, abstracted_axes, or an earlier
     assert_shape) must agree. What the compiler can prove leaves nothing in the code, what is
-    provably false is an error now, the rest is checked at run time (seed 003's match_shape)."""
+    provably false is an error now, the rest is checked at run time (Relax's match_shape)."""
     where = user_frame_summary()
     if not isinstance(shape, (tuple, list)):
         raise SprueTypeError(f"assert_shape: the shape must be a tuple of ints and size expressions, got"

@@ -5,7 +5,7 @@ Each traces the user's function to a jaxpr (traced.trace_function) and runs an i
 (sprue.interp: jvp, vjp, batching) whose rules bind primitives: eagerly with numpy values, or into the
 enclosing trace — so every transformation composes with every other and with qjit, at any depth.
 
-Lazy jit (seed 002): a transformation applied to a qjit'd function transforms its body, and the
+Lazy jit (as in mini-JAX): a transformation applied to a qjit'd function transforms its body, and the
 result is compiled: `grad(qjit(f))` is `qjit(grad(f))`.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""vmap: the batching interpreter over jaxprs (seed 002's VMAP).
+"""vmap: the batching interpreter over jaxprs (mini-JAX's VMAP).
 
 Every value is either unbatched or carries the batch as its leading axis (dim 0); an equation with
 no batched operand is evaluated as it is, otherwise its primitive's batch rule runs. Rules bind

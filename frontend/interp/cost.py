@@ -1,4 +1,4 @@
-"""cost: an estimate of the floating-point operations a function performs (seed 002's FLOPS).
+"""cost: an estimate of the floating-point operations a function performs (mini-JAX's FLOPS).
 
 Each primitive's count comes from its cost rule (ad_util.cost_rules, beside the primitive):
 elementwise arithmetic on floats costs one per element, a reduction one per element folded in,

@@ -1,4 +1,4 @@
-"""Forward mode: the JVP interpreter over jaxprs (seed 002's Jvp.eval_operator).
+"""Forward mode: the JVP interpreter over jaxprs (mini-JAX's Jvp.eval_operator).
 
 Each equation is evaluated with its primitive's jvp rule on (primal, tangent) pairs; the rules bind
 primitives, so the interpreter runs eagerly on numpy values or stages into whatever trace is active

@@ -1,5 +1,5 @@
 """Reverse mode: a forward pass that keeps every value, then a backward pass over the equations in
-reverse order (seed 002: each equation is visited once, after every use of its outputs has added
+reverse order (as in mini-JAX: each equation is visited once, after every use of its outputs has added
 to their cotangents, so the reverse pass costs a constant factor of the forward one).
 
 The forward pass binds the primitives (eagerly, or into the active trace); the backward pass calls

@@ -8,7 +8,7 @@ terms, a run of * // % one node holding all its factors, so `a+a+...+a` with 1,0
 levels deep. Only parentheses nest, at most MAX_NESTING deep (deeper is an error, as in the jaxpr
 reader); every int must fit in int64 (shapes.MAX_DIM).
 
-Matching a pattern against a dimension follows seed 003 (Relax): a name standing alone, or
+Matching a pattern against a dimension follows Relax: a name standing alone, or
 multiplied by a constant (`m*4`, `4*m`), *binds* the name — by exact division for `c*m`, which
 has no solution when the size is not a multiple of c; every other occurrence of a name is an
 equality constraint checked once all names are bound (whatever the order they appear in).

@@ -4,7 +4,7 @@
 
 The operands are the callee's parameters: first the sizes that bind its dimension variables, then
 its arrays. The shape rule substitutes the caller's sizes for the callee's variables in the
-callee's result types — seed 003's test C: an argument i8[k,16] gives i32[k*4] — and rejects
+callee's result types — Relax's shape design, its test C: an argument i8[k,16] gives i32[k*4] — and rejects
 arguments whose shapes provably do not fit (the call site, sprue.api.call_sites, has already
 turned the constraints only run time can decide into checks). Transformations transform the
 callee's body.

@@ -11,7 +11,7 @@ Reverse mode keeps what the backward pass needs, and no more than a constant fac
    cotangents (one body evaluation per trip, as jax.checkpoint on the body would).
  - cond: the backward pass is a cond over the same index whose branches are the branches' vjps.
  - while: refused (its trip count is known only when it ends; use a for_loop with a bound).
-vmap of a cond with a batched predicate runs every branch and selects (seed 002's where_ge); a
+vmap of a cond with a batched predicate runs every branch and selects (mini-JAX's where_ge); a
 while loop whose predicate is batched runs while any element's predicate holds, and elements
 that are done keep their carry.
 """
