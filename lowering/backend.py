@@ -141,10 +141,6 @@ def _target_machine(cpu: str = HOST_CPU, opt_level: int = 3, features: str = "")
     return _target_machines[key]
 
 
-def _host_target_machine() -> llvm.TargetMachine:
-    return _target_machine(HOST_CPU, 3)
-
-
 # MLIR's LLVM is newer than llvmlite's: it prints special floats as `+inf`,
 # `-qnan`, `+nan(0x..)`, `+snan(0x..)`, which llvmlite's parser rejects.
 # They are rewritten to the hex forms every LLVM reads.
