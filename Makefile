@@ -36,7 +36,7 @@ test: $(STAMP)
 # The long fuzzing campaign over the jaxpr reader and the StableHLO input (tests/fuzz/campaign.py):
 # FUZZ_EXAMPLES cases per reader, each in a child process, then FUZZ_CLASS_EXAMPLES of each class
 # that compiles and runs every case (huge static shapes, compile options, fork during a compile);
-# every failing input is kept in tests/fuzz/regressions/ (replayed by tests/test_fuzz_short.py, part
+# every failing input is kept in tests/fuzz/regressions/ (replayed by tests/fuzz/test_fuzz_short.py, part
 # of `make test`). Also: FUZZ_MINUTES (a time bound), FUZZ_SEED, FUZZ_LEVEL (parse / lower / call),
 # FUZZ_TIMEOUT. About 15 minutes on 2 cores.
 FUZZ_EXAMPLES ?= 10000

@@ -9,7 +9,7 @@ whose parameters are all pointers to memref descriptors:
 Results come first: with one result, a pointer to its descriptor; with
 several, a pointer to a struct holding one descriptor per result in order;
 with none, no result parameter. Then one pointer per argument. (Checked by
-compiling small modules; see tests/test_runtime.py.) A signature with
+compiling small modules; see tests/runtime/test_runtime.py.) A signature with
 status_messages has the i64 status as its first result (Signature.c_results).
 
 sprue's libraries check every allocation (lowering/allocation.py): their `_mlir_ciface_<name>`

@@ -79,7 +79,7 @@ and and_eq bitand bitor compl not not_eq or or_eq xor xor_eq""".split())
 # names): the C runtime function MLIR's memref.copy lowers to (backend._MEMREF_COPY_C), the helper
 # MLIR's buffer deallocation pipeline adds to a module (a global symbol of the object); and the
 # reserved prefix of the header's helpers and macros, the runtime's (lowering/allocation.py) and
-# renamed internal symbols (safe_internal_symbol). tests/test_c_embedding.py reads a kernel's
+# renamed internal symbols (safe_internal_symbol). tests/e2e/test_c_embedding.py reads a kernel's
 # object and the runtime's sources to keep this complete.
 RUNTIME_SYMBOLS = {
     "memrefCopy": "a function sprue's runtime defines in every library that copies strided arrays",
