@@ -33,6 +33,23 @@ from sprue.lax._rules import define, require_equal, same_dtypes, shapes_equal, w
 from sprue.lax.structural import broadcast_in_dim, reduce_sum
 from sprue.trace.tracing import Tracer, dim_arith_rules
 
+# sprue.lax re-exports these (the package imports * from this module)
+__all__ = [
+    "RoundingMethod", "abs", "abs_p", "acos", "acos_p", "acosh", "acosh_p", "add", "add_p", "and_p",
+    "asin", "asin_p", "asinh", "asinh_p", "atan", "atan2", "atan2_p", "atan_p", "atanh", "atanh_p",
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "cbrt_p", "ceil", "ceil_p",
+    "clamp", "clamp_p", "convert_element_type", "convert_element_type_p", "cos", "cos_p", "cosh",
+    "cosh_p", "div", "div_p", "eq", "eq_p", "exp", "exp2", "exp2_p", "exp_p", "expm1", "expm1_p",
+    "floor", "floor_p", "ge", "ge_p", "gt", "gt_p", "integer_pow", "integer_pow_p", "is_finite",
+    "is_finite_p", "le", "le_p", "log", "log1p", "log1p_p", "log_p", "logistic", "logistic_p", "lt",
+    "lt_p", "max", "max_p", "min", "min_p", "mul", "mul_p", "ne", "ne_p", "neg", "neg_p", "not_p",
+    "or_p", "pow", "pow_p", "rem", "rem_p", "round", "round_p", "rsqrt", "rsqrt_p", "select",
+    "select_n", "select_n_p", "shift_left", "shift_left_p", "shift_right_arithmetic",
+    "shift_right_arithmetic_p", "shift_right_logical", "shift_right_logical_p", "sign", "sign_p", "sin",
+    "sin_p", "sinh", "sinh_p", "sqrt", "sqrt_p", "square", "square_p", "sub", "sub_p", "tan", "tan_p",
+    "tanh", "tanh_p", "xor_p"
+]
+
 FLOAT = "floating-point"
 NUM = "numeric"
 INT = "integer"

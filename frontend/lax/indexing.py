@@ -61,6 +61,13 @@ from sprue.lax.structural import (
 )
 from sprue.trace.tracing import dim_value
 
+# sprue.lax re-exports these (the package imports * from this module)
+__all__ = [
+    "bind_dynamic_slice", "bind_dynamic_update_slice", "concatenate", "concatenate_p",
+    "dynamic_slice_p", "dynamic_update_slice_p", "fits", "gather", "gather_p", "pad", "pad_p",
+    "scatter", "scatter_add", "scatter_add_p", "scatter_p", "slice", "slice_p"
+]
+
 
 # == windows of an array whose sizes may be known only at run time ===================================
 def _static(*dims) -> bool:

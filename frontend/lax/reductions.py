@@ -37,6 +37,13 @@ from sprue.lax.structural import (
     reduce_sum,
 )
 
+# sprue.lax re-exports these (the package imports * from this module)
+__all__ = [
+    "argmax", "argmax_p", "argmin", "argmin_p", "cummax", "cummax_p", "cummin", "cummin_p", "cumprod",
+    "cumprod_p", "cumsum", "cumsum_p", "reduce_and", "reduce_and_p", "reduce_max", "reduce_max_p",
+    "reduce_min", "reduce_min_p", "reduce_or", "reduce_or_p", "reduce_prod", "reduce_prod_p"
+]
+
 
 # -- helpers of the rules below ---------------------------------------------------------------------
 def _norm_axes(x, axes) -> tuple:

@@ -32,6 +32,13 @@ from sprue.ir.shapes import DimExpr, format_dim, prove_equal
 from sprue.lax._rules import check_axes, define, is_one, require_equal, surely_less
 from sprue.trace.tracing import as_dim, dim_value
 
+# sprue.lax re-exports these (the package imports * from this module)
+__all__ = [
+    "broadcast_in_dim", "broadcast_in_dim_p", "broadcasted_iota", "copy_p", "iota", "iota_p",
+    "reduce_sum", "reduce_sum_p", "reshape", "reshape_p", "rev", "rev_p", "squeeze", "squeeze_p",
+    "transpose", "transpose_p"
+]
+
 
 def _fmt(shape) -> str:
     """A shape for messages: (3, n+1)."""
