@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench venv clean example fuzz
+.PHONY: run test bench bench-programs venv clean example fuzz
 
 venv: $(STAMP)
 
@@ -61,6 +61,10 @@ example: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+# realistic whole programs vs jax.jit (issue 13); ARGS=--one-core for the per-core comparison
+bench-programs: $(STAMP)
+	$(PY) benchmarks/programs.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache $(EXAMPLE_BUILD)

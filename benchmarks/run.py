@@ -9,6 +9,7 @@ Where JAX is not installed, the ratio to JAX uses the JAX times measured on this
 anything: this is a report.
 
     python benchmarks/run.py [--only NAME,...] [--no-startup] [--json PATH]
+    python benchmarks/run.py --programs [--one-core] ...   the realistic programs (programs.py)
 
 A benchmark module has `benchmarks() -> list[Benchmark]` (name, args, impls by name, numpy's first).
 Extra import paths (a throwaway venv holding jax/numba) can be appended with SPRUE_BENCH_EXTRA_PATH.
@@ -166,6 +167,10 @@ def print_table(rows: list[dict]) -> None:
 
 
 def main() -> None:
+    if "--programs" in sys.argv[1:]:
+        import programs
+        programs.main([a for a in sys.argv[1:] if a != "--programs"])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="comma-separated benchmark names")
     ap.add_argument("--no-startup", action="store_true", help="skip import/compile timings")

@@ -1,0 +1,341 @@
+"""The realistic programs of benchmarks/programs.py, each written once against a jax-like namespace.
+
+Every program is `fn(m, *arrays)` where `m` carries `np` (sprue.numpy, jax.numpy, or numpy when
+run eagerly), `lax` (sprue.lax or jax.lax), `grad`, and `add_at(x, index, values)` — `x.at[index]
+.add(values)` for traced arrays, `numpy.add.at` on a copy for eager numpy arrays (numpy arrays have
+no `.at`). `make(scale)` builds the arguments ("full": the benchmark's sizes, "tiny": the smoke
+test's), `axes` is the `abstracted_axes` tuple of the dynamic-shape run (one dict or None per
+argument), `flops(args)` the floating-point work where a count means something.
+
+Written around what sprue lacks today: no random module (the Monte-Carlo loop hashes a counter
+with integer ops, lowbias32 by Chris Wellons), no erf (Black-Scholes takes the tanh form of the
+normal CDF, as in GELU's approximation by Hendrycks & Gimpel), no `lax.conv_general_dilated` (the
+CNN sums nine shifted einsums).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Program:
+    name: str
+    title: str
+    fn: Callable
+    make: Callable
+    axes: tuple
+    flops: Callable | None = None
+    rtol: float = 1e-6
+
+
+def _rng(seed: int = 0):
+    return np.random.default_rng(seed)
+
+
+def _softmax_last(m, s):
+    s = s - m.np.max(s, axis=-1, keepdims=True)
+    e = m.np.exp(s)
+    return e / m.np.sum(e, axis=-1, keepdims=True)
+
+
+# -- 1. multi-head attention ---------------------------------------------------------------------
+def attention(m, q, k, v):
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    p = _softmax_last(m, (q @ m.np.swapaxes(k, -1, -2)) * scale)
+    return p @ v
+
+
+def _attention_args(scale):
+    b, t, d = (8, 256, 64) if scale == "full" else (2, 12, 8)
+    r = _rng(1)
+    return tuple(r.standard_normal((b, t, d)) for _ in range(3))
+
+
+def _attention_flops(q, k, v):
+    b, t, d = q.shape
+    return 4 * b * t * t * d + 5 * b * t * t
+
+
+# -- 2. LSTM over a sequence (scan) --------------------------------------------------------------
+def _sigmoid(m, x):
+    return 1.0 / (1.0 + m.np.exp(-x))
+
+
+def lstm(m, xs, w, u, b, h0, c0):
+    hid = u.shape[0]
+
+    def step(carry, x):
+        h, c = carry
+        g = x @ w + h @ u + b
+        i = _sigmoid(m, g[:, :hid])
+        f = _sigmoid(m, g[:, hid:2 * hid])
+        o = _sigmoid(m, g[:, 2 * hid:3 * hid])
+        z = m.np.tanh(g[:, 3 * hid:])
+        c = f * c + i * z
+        h = o * m.np.tanh(c)
+        return (h, c), h
+
+    (_, c), hs = m.lax.scan(step, (h0, c0), xs)
+    return hs, c
+
+
+def _lstm_args(scale):
+    t, bt, n_in, hid = (64, 32, 32, 64) if scale == "full" else (5, 3, 4, 6)
+    r = _rng(2)
+    return (r.standard_normal((t, bt, n_in)), 0.2 * r.standard_normal((n_in, 4 * hid)),
+            0.2 * r.standard_normal((hid, 4 * hid)), 0.1 * r.standard_normal(4 * hid),
+            np.zeros((bt, hid)), np.zeros((bt, hid)))
+
+
+def _lstm_flops(xs, w, u, b, h0, c0):
+    t, bt, n_in = xs.shape
+    hid = u.shape[0]
+    return t * (2 * bt * (n_in + hid) * 4 * hid + 12 * bt * hid)
+
+
+# -- 3. MLP training loop: grad in fori_loop -----------------------------------------------------
+def mlp_train(m, w1, b1, w2, b2, x, y):
+    np_ = m.np
+
+    def loss(params):
+        a1, c1, a2, c2 = params
+        h = np_.tanh(x @ a1 + c1)
+        z = h @ a2 + c2
+        z = z - np_.max(z, axis=1, keepdims=True)
+        logp = z - np_.log(np_.sum(np_.exp(z), axis=1, keepdims=True))
+        return -np_.sum(logp * y) / x.shape[0]
+
+    def step(i, params):
+        g = m.grad(loss)(params)
+        return tuple(p - 0.5 * gp for p, gp in zip(params, g))
+
+    params = m.lax.fori_loop(0, 10, step, (w1, b1, w2, b2))
+    return params + (loss(params),)
+
+
+def _mlp_args(scale):
+    n, d, hid, c = (512, 64, 128, 10) if scale == "full" else (9, 5, 7, 3)
+    r = _rng(3)
+    x = r.standard_normal((n, d))
+    y = np.eye(c)[r.integers(0, c, n)]
+    return (0.3 * r.standard_normal((d, hid)), np.zeros(hid), 0.3 * r.standard_normal((hid, c)),
+            np.zeros(c), x, y)
+
+
+def _mlp_flops(w1, b1, w2, b2, x, y):
+    n, d = x.shape
+    hid, c = w2.shape
+    return 10 * 3 * 2 * n * (d * hid + hid * c)   # forward, and two products per layer backward
+
+
+# -- 4. Black-Scholes ----------------------------------------------------------------------------
+def black_scholes(m, s, k, t):
+    np_ = m.np
+    rate, vol = 0.02, 0.3
+
+    def cdf(x):   # the tanh form of the normal CDF (sprue has no erf yet)
+        return 0.5 * (1.0 + np_.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+    sqrt_t = np_.sqrt(t)
+    d1 = (np_.log(s / k) + (rate + 0.5 * vol * vol) * t) / (vol * sqrt_t)
+    d2 = d1 - vol * sqrt_t
+    disc = k * np_.exp(-rate * t)
+    call = s * cdf(d1) - disc * cdf(d2)
+    return call, call - s + disc
+
+
+def _bs_args(scale):
+    n = 2_000_000 if scale == "full" else 37
+    r = _rng(4)
+    return r.uniform(10, 100, n), r.uniform(10, 100, n), r.uniform(0.1, 2.0, n)
+
+
+# -- 5. k-means ----------------------------------------------------------------------------------
+def kmeans(m, points, centers):
+    np_ = m.np
+    k = centers.shape[0]
+
+    def step(i, c):
+        d = np_.sum((points[:, None, :] - c[None, :, :]) ** 2, axis=-1)
+        a = np_.argmin(d, axis=1)
+        onehot = (a[:, None] == np_.arange(k)[None, :]).astype(points.dtype)
+        counts = np_.sum(onehot, axis=0)
+        sums = onehot.T @ points
+        return np_.where(counts[:, None] > 0, sums / np_.maximum(counts, 1.0)[:, None], c)
+
+    return m.lax.fori_loop(0, 20, step, centers)
+
+
+def _kmeans_args(scale):
+    n, d, k = (20_000, 8, 16) if scale == "full" else (40, 3, 4)
+    r = _rng(5)
+    blobs = r.standard_normal((k, d)) * 4
+    points = blobs[r.integers(0, k, n)] + r.standard_normal((n, d))
+    return points, points[:k].copy()
+
+
+def _kmeans_flops(points, centers):
+    n, d = points.shape
+    k = centers.shape[0]
+    return 20 * (3 * n * k * d + 2 * n * k * d)
+
+
+# -- 6. n-body -----------------------------------------------------------------------------------
+def nbody(m, pos, vel, mass):
+    np_ = m.np
+    dt = 0.01
+
+    def accel(p):
+        diff = p[None, :, :] - p[:, None, :]
+        r2 = np_.sum(diff * diff, axis=-1) + 0.01
+        inv = mass[None, :] / (r2 * np_.sqrt(r2))
+        return np_.sum(diff * inv[:, :, None], axis=1)
+
+    def step(i, state):
+        p, v = state
+        v = v + dt * accel(p)
+        return p + dt * v, v
+
+    return m.lax.fori_loop(0, 10, step, (pos, vel))
+
+
+def _nbody_args(scale):
+    n = 512 if scale == "full" else 7
+    r = _rng(6)
+    return r.standard_normal((n, 3)), 0.1 * r.standard_normal((n, 3)), r.uniform(0.5, 1.5, n)
+
+
+def _nbody_flops(pos, vel, mass):
+    return 10 * 20 * pos.shape[0] ** 2
+
+
+# -- 7. heat stencil -----------------------------------------------------------------------------
+def heat(m, u):
+    def step(i, u):
+        lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4.0 * u[1:-1, 1:-1]
+        return m.add_at(u, (slice(1, -1), slice(1, -1)), 0.2 * lap)
+
+    return m.lax.fori_loop(0, 50, step, u)
+
+
+def _heat_args(scale):
+    n = 512 if scale == "full" else 9
+    return (_rng(7).uniform(0, 1, (n, n)),)
+
+
+def _heat_flops(u):
+    return 50 * 7 * (u.shape[0] - 2) * (u.shape[1] - 2)
+
+
+# -- 8. a small CNN (convolutions as shifted einsums) --------------------------------------------
+def cnn(m, x, k1, k2, wd):
+    np_ = m.np
+
+    def conv3(x4, k):   # 'valid' 3x3 convolution, NHWC, k: [3, 3, C, D]
+        out = None
+        for dy in range(3):
+            for dx in range(3):
+                patch = x4[:, dy:(dy - 2 if dy < 2 else None), dx:(dx - 2 if dx < 2 else None), :]
+                term = np_.einsum("nhwc,cd->nhwd", patch, k[dy, dx])
+                out = term if out is None else out + term
+        return out
+
+    h = np_.maximum(conv3(x[:, :, :, None], k1), 0.0)
+    h = np_.maximum(conv3(h, k2), 0.0)
+    z = np_.mean(h, axis=(1, 2)) @ wd
+    z = z - np_.max(z, axis=1, keepdims=True)
+    return z - np_.log(np_.sum(np_.exp(z), axis=1, keepdims=True))
+
+
+def _cnn_args(scale):
+    n, hw, c1, c2 = (16, 32, 8, 16) if scale == "full" else (2, 6, 3, 4)
+    r = _rng(8)
+    return (r.standard_normal((n, hw, hw)), 0.3 * r.standard_normal((3, 3, 1, c1)),
+            0.3 * r.standard_normal((3, 3, c1, c2)), 0.3 * r.standard_normal((c2, 10)))
+
+
+def _cnn_flops(x, k1, k2, wd):
+    n, hw, _ = x.shape
+    c1, c2 = k2.shape[2], k2.shape[3]
+    return 2 * 9 * n * ((hw - 2) ** 2 * c1 + (hw - 4) ** 2 * c1 * c2)
+
+
+# -- 9. Monte-Carlo loop (counter-based hash in integer ops) -------------------------------------
+def _hash32(x):   # lowbias32 (Chris Wellons' hash-prospector): uint32 in, uint32 out
+    x = x ^ (x >> 16)
+    x = x * 0x7FEB352D
+    x = x ^ (x >> 15)
+    x = x * 0x846CA68B
+    return x ^ (x >> 16)
+
+
+def monte_carlo(m, counter, offset):
+    np_ = m.np
+    n = counter.shape[0]
+
+    def step(i, state):
+        off, inside, integral = state
+        key = (counter + off) * 2
+        x = (_hash32(key) >> 8).astype(np_.float64) * (1.0 / (1 << 24))
+        y = (_hash32(key + 1) >> 8).astype(np_.float64) * (1.0 / (1 << 24))
+        r2 = x * x + y * y
+        inside = inside + np_.sum(np_.where(r2 < 1.0, 1.0, 0.0))
+        integral = integral + np_.sum(np_.exp(-r2))
+        return off + n, inside, integral
+
+    zero = np_.sum(counter[:0].astype(np_.float64))
+    _, inside, integral = m.lax.fori_loop(0, 20, step, (offset, zero, zero))
+    return 4.0 * inside / (20 * n), integral / (20 * n)
+
+
+def _mc_args(scale):
+    n = 1 << 17 if scale == "full" else 33
+    return np.arange(n, dtype=np.uint32), np.uint32(12345)
+
+
+# -- 10. sparse-ish gather/scatter (segment sum, PageRank-like) ----------------------------------
+def pagerank(m, x, src, dst, w):
+    np_ = m.np
+
+    def step(i, x):
+        agg = m.add_at(np_.zeros_like(x), dst, x[src] * w)
+        return 0.15 + 0.85 * agg
+
+    return m.lax.fori_loop(0, 10, step, x)
+
+
+def _pagerank_args(scale):
+    n, e = (50_000, 500_000) if scale == "full" else (11, 40)
+    r = _rng(10)
+    src = r.integers(0, n, e)
+    dst = r.integers(0, n, e)
+    outdeg = np.bincount(src, minlength=n).astype(np.float64)
+    return np.ones(n), src, dst, 1.0 / outdeg[src]
+
+
+PROGRAMS = [
+    Program("attention", "multi-head attention 8x256x64", attention, _attention_args,
+            ({0: "b", 1: "t"}, {0: "b", 1: "t"}, {0: "b", 1: "t"}), _attention_flops),
+    Program("lstm", "LSTM, 64 steps of lax.scan (batch 32, 32 in, 64 hidden)", lstm, _lstm_args,
+            ({0: "t", 1: "b"}, None, None, None, {0: "b"}, {0: "b"}), _lstm_flops),
+    Program("mlp_train", "MLP training, 10 grad steps in fori_loop (512x64, 128 hidden, 10 classes)",
+            mlp_train, _mlp_args, (None, None, None, None, {0: "n"}, {0: "n"}), _mlp_flops),
+    Program("black_scholes", "Black-Scholes, 2e6 options (log, sqrt, exp, tanh CDF)", black_scholes,
+            _bs_args, ({0: "n"}, {0: "n"}, {0: "n"})),
+    Program("kmeans", "k-means, 20 iterations, 20000x8 points, k=16", kmeans, _kmeans_args,
+            ({0: "n"}, None), _kmeans_flops),
+    Program("nbody", "n-body, 10 leapfrog steps, 512 bodies", nbody, _nbody_args,
+            ({0: "n"}, {0: "n"}, {0: "n"}), _nbody_flops),
+    Program("heat", "heat stencil, 50 steps on 512x512 (slices + .at[].add)", heat, _heat_args,
+            ({0: "h", 1: "w"},), _heat_flops),
+    Program("cnn", "small CNN, 16x32x32, two 3x3 convs (einsum of slices), pool, dense", cnn,
+            _cnn_args, ({0: "n"}, None, None, None), _cnn_flops),
+    Program("monte_carlo", "Monte-Carlo pi, 20 x 2^17 samples, integer hash RNG", monte_carlo,
+            _mc_args, ({0: "n"}, None), rtol=1e-9),
+    Program("pagerank", "segment sum via .at[idx].add, 10 sweeps, 5e5 edges", pagerank,
+            _pagerank_args, ({0: "n"}, {0: "e"}, {0: "e"}, {0: "e"})),
+]

@@ -1,0 +1,260 @@
+"""Realistic whole programs (issue 13): each written once against a jax-like namespace
+(benchmarks/program_sources.py) and run in one process by sprue with static shapes
+(`sprue.qjit`), sprue with dynamic shapes (`sprue.qjit(abstracted_axes=...)`), and `jax.jit`
+(float64) when JAX is importable. Every result is checked against the same code run eagerly on
+numpy (sprue.numpy outside qjit) before timing. Times are medians of RUNS samples after the
+warm-up call; the first call's time (trace + compile + one run, with sprue's compile cache off)
+is reported separately. Timing never fails anything: this is a report.
+
+    python benchmarks/programs.py [--only NAME,...] [--one-core] [--json PATH]
+
+`--one-core` re-executes the script under `taskset -c 0` with XLA's intra-op parallelism at 1
+and single-threaded OpenBLAS, the per-core comparison of issue 13's "Done when".
+Extra import paths (a throwaway venv holding jax) come from SPRUE_BENCH_EXTRA_PATH.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+for _extra in filter(None, os.environ.get("SPRUE_BENCH_EXTRA_PATH", "").split(os.pathsep)):
+    if _extra not in sys.path:
+        sys.path.append(_extra)
+
+import program_sources  # noqa: E402  (after the path set-up above)
+
+RUNS = 5
+SAMPLE_SECONDS = 0.05
+ONE_CORE_ENV = "SPRUE_BENCH_ONE_CORE"
+XLA_ONE_CORE = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def _add_at_traced(x, index, values):
+    return x.at[index].add(values)
+
+
+def _add_at_eager(x, index, values):
+    if hasattr(x, "at"):
+        return x.at[index].add(values)
+    out = np.array(x, copy=True)
+    np.add.at(out, index, values)
+    return out
+
+
+def sprue_namespace():
+    import sprue
+    import sprue.lax
+    import sprue.numpy
+    return SimpleNamespace(np=sprue.numpy, lax=sprue.lax, grad=sprue.grad, add_at=_add_at_eager)
+
+
+def jax_namespace():
+    """jax with float64, or None when it is not importable."""
+    try:
+        import jax
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    return SimpleNamespace(np=jnp, lax=jax.lax, grad=jax.grad, add_at=_add_at_traced, jax=jax)
+
+
+def reference(prog, args):
+    """The program run eagerly: sprue.numpy outside qjit is numpy; lax loops run in Python."""
+    return prog.fn(sprue_namespace(), *args)
+
+
+def implementations(prog, jax_ns=None) -> dict:
+    """name -> callable(*args) returning numpy-convertible leaves."""
+    import sprue
+    ns = sprue_namespace()
+
+    def bound(*args):
+        return prog.fn(ns, *args)
+
+    bound.__name__ = prog.name
+    # qjit matches abstracted_axes to named parameters: show it the program's, without `m`
+    params = list(inspect.signature(prog.fn).parameters.values())[1:]
+    bound.__signature__ = inspect.Signature(params)
+    impls = {"sprue": sprue.qjit(bound), "sprue_dyn": sprue.qjit(bound, abstracted_axes=prog.axes)}
+    if jax_ns is not None:
+        jitted = jax_ns.jax.jit(lambda *args: prog.fn(jax_ns, *args))
+
+        def run_jax(*args):
+            return jax_ns.jax.block_until_ready(jitted(*args))
+
+        run_jax.device_args = True
+        impls["jax"] = run_jax
+    return impls
+
+
+def leaves(result) -> list:
+    if isinstance(result, (tuple, list)):
+        return [leaf for r in result for leaf in leaves(r)]
+    return [np.asarray(result)]
+
+
+def check(prog, name, result, expected) -> None:
+    got, want = leaves(result), leaves(expected)
+    if len(got) != len(want):
+        raise AssertionError(f"{prog.name}: {name} gave {len(got)} results, numpy {len(want)}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=prog.rtol, atol=1e-9,
+                                   err_msg=f"{prog.name}: {name}, result {i}")
+
+
+def samples(fn, args, runs: int = RUNS) -> list[float]:
+    start = time.perf_counter()
+    fn(*args)
+    once = max(time.perf_counter() - start, 1e-7)
+    calls = max(1, int(SAMPLE_SECONDS / once))
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*args)
+        out.append((time.perf_counter() - start) / calls)
+    return out
+
+
+def run_program(prog, jax_ns) -> dict:
+    args = prog.make("full")
+    expected = reference(prog, args)
+    impls = implementations(prog, jax_ns)
+    times, spread, first_call = {}, {}, {}
+    for name, fn in impls.items():
+        call_args = tuple(jax_ns.jax.device_put(a) for a in args) if getattr(fn, "device_args", False) else args
+        start = time.perf_counter()
+        result = fn(*call_args)
+        first_call[name] = time.perf_counter() - start
+        check(prog, name, result, expected)
+        ts = samples(fn, call_args)
+        times[name] = statistics.median(ts)
+        spread[name] = [min(ts), max(ts)]
+    row = {"name": prog.name, "title": prog.title, "times": times, "spread": spread,
+           "first_call": first_call, "ratios": {}}
+    if "jax" in times:
+        row["ratios"]["sprue/jax"] = times["sprue"] / times["jax"]
+        row["ratios"]["sprue_dyn/jax"] = times["sprue_dyn"] / times["jax"]
+        row["ratios"]["first_call sprue/jax"] = first_call["sprue"] / first_call["jax"]
+    row["ratios"]["dyn/static"] = times["sprue_dyn"] / times["sprue"]
+    if prog.flops:
+        flops = prog.flops(*args)
+        row["gflops"] = {k: flops / t / 1e9 for k, t in times.items()}
+    return row
+
+
+def _fmt_time(t: float | None) -> str:
+    if t is None:
+        return "-"
+    if t < 1e-3:
+        return f"{t * 1e6:.1f} us"
+    if t < 1.0:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t:.3f} s"
+
+
+def _fmt_ratio(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+HEAD = (f"{'program':<14} {'sprue':>10} {'sprue dyn':>10} {'jax':>10}  {'s/jax':>7} {'dyn/jax':>7} "
+        f"{'dyn/s':>6}  {'1st sprue':>10} {'1st dyn':>10} {'1st jax':>10}  GFLOP/s s|dyn|jax")
+
+
+def format_row(row: dict) -> str:
+    t, r, f = row["times"], row["ratios"], row["first_call"]
+    g = row.get("gflops")
+    gf = "" if not g else " | ".join(f"{g[k]:.1f}" for k in ("sprue", "sprue_dyn", "jax") if k in g)
+    return (f"{row['name']:<14} {_fmt_time(t.get('sprue')):>10} {_fmt_time(t.get('sprue_dyn')):>10} "
+            f"{_fmt_time(t.get('jax')):>10}  {_fmt_ratio(r.get('sprue/jax')):>7} "
+            f"{_fmt_ratio(r.get('sprue_dyn/jax')):>7} {_fmt_ratio(r.get('dyn/static')):>6}  "
+            f"{_fmt_time(f.get('sprue')):>10} {_fmt_time(f.get('sprue_dyn')):>10} "
+            f"{_fmt_time(f.get('jax')):>10}  {gf}")
+
+
+def _reexec_one_core(argv: list[str]) -> None:
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        raise SystemExit("--one-core needs taskset (util-linux)")
+    env = dict(os.environ, XLA_FLAGS=XLA_ONE_CORE, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               **{ONE_CORE_ENV: "1"})
+    os.execve(taskset, [taskset, "-c", "0", sys.executable, str(Path(__file__).resolve()), *argv], env)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="", help="comma-separated program names")
+    ap.add_argument("--one-core", action="store_true", help="re-run under taskset -c 0, XLA and BLAS on one thread")
+    ap.add_argument("--json", default=None, help="default build/bench/programs[-one-core].json")
+    opts = ap.parse_args(argv)
+    one_core = os.environ.get(ONE_CORE_ENV) == "1"
+    if opts.one_core and not one_core:
+        _reexec_one_core(argv)
+    # first-call times are cold compiles: sprue's on-disk cache would turn them into cache hits
+    os.environ["SPRUE_CACHE_DIR"] = "off"
+    only = set(filter(None, opts.only.split(",")))
+    jax_ns = jax_namespace()
+    mode = "one core (taskset -c 0, XLA intra-op 1, OPENBLAS 1)" if one_core else "all cores"
+    print(f"realistic programs, {mode}; median of {RUNS} samples after warm-up; s = sprue static, "
+          f"dyn = sprue with abstracted_axes; ratios are time / time (<1: sprue faster); "
+          f"1st = first call (trace + compile + run)")
+    if jax_ns is None:
+        print("note: jax is not importable (set SPRUE_BENCH_EXTRA_PATH to a venv holding it): "
+              "the JAX columns are skipped")
+    print()
+    print(HEAD)
+    print("-" * len(HEAD))
+    rows = []
+    for prog in program_sources.PROGRAMS:
+        if only and prog.name not in only:
+            continue
+        row = run_program(prog, jax_ns)
+        rows.append(row)
+        print(format_row(row), flush=True)
+    path = Path(opts.json or HERE.parent / "build" / "bench" /
+                ("programs-one-core.json" if one_core else "programs.json"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"runs": RUNS, "one_core": one_core, "cpu": _cpu_name(), "numpy": np.__version__,
+            "jax": getattr(getattr(jax_ns, "jax", None), "__version__", None), "commit": _commit()}
+    path.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
+    print(f"\nwritten {path}")
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return ""
+    return ""
+
+
+def _commit() -> str | None:
+    head = HERE.parent / ".git" / "HEAD"
+    try:
+        ref = head.read_text().strip()
+        if ref.startswith("ref: "):
+            return (HERE.parent / ".git" / ref[5:]).read_text().strip()
+        return ref
+    except OSError:
+        return None
+
+
+if __name__ == "__main__":
+    main()
