@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -209,7 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["SPRUE_CACHE_DIR"] = "off"
     only = set(filter(None, opts.only.split(",")))
     jax_ns = jax_namespace()
-    mode = "one core (taskset -c 0, XLA intra-op 1, OPENBLAS 1)" if one_core else "all cores"
+    mode = (f"one core (taskset -c 0, XLA intra-op 1, OPENBLAS 1; cpus {sorted(os.sched_getaffinity(0))})"
+            if one_core else f"{len(os.sched_getaffinity(0))} cores")
     print(f"realistic programs, {mode}; median of {RUNS} samples after warm-up; s = sprue static, "
           f"dyn = sprue with abstracted_axes; ratios are time / time (<1: sprue faster); "
           f"1st = first call (trace + compile + run)")
@@ -230,7 +232,8 @@ def main(argv: list[str] | None = None) -> None:
                 ("programs-one-core.json" if one_core else "programs.json"))
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"runs": RUNS, "one_core": one_core, "cpu": _cpu_name(), "numpy": np.__version__,
-            "jax": getattr(getattr(jax_ns, "jax", None), "__version__", None), "commit": _commit()}
+            "jax": getattr(getattr(jax_ns, "jax", None), "__version__", None), "commit": _commit(),
+            "uncommitted": _uncommitted(), "cpus": sorted(os.sched_getaffinity(0))}
     path.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
     print(f"\nwritten {path}")
 
@@ -245,15 +248,22 @@ def _cpu_name() -> str:
     return ""
 
 
-def _commit() -> str | None:
-    head = HERE.parent / ".git" / "HEAD"
+def _git(*args: str) -> str | None:
     try:
-        ref = head.read_text().strip()
-        if ref.startswith("ref: "):
-            return (HERE.parent / ".git" / ref[5:]).read_text().strip()
-        return ref
-    except OSError:
+        done = subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
         return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _commit() -> str | None:
+    return _git("rev-parse", "HEAD")
+
+
+def _uncommitted() -> list[str] | None:
+    """Tracked files changed in the work tree: the numbers measure them too."""
+    out = _git("status", "--porcelain", "--untracked-files=no")
+    return None if out is None else [line[3:] for line in out.splitlines()]
 
 
 if __name__ == "__main__":
