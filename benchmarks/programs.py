@@ -253,11 +253,12 @@ def _git(*args: str) -> str | None:
         done = subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return done.stdout if done.returncode == 0 else None
 
 
 def _commit() -> str | None:
-    return _git("rev-parse", "HEAD")
+    out = _git("rev-parse", "HEAD")
+    return None if out is None else out.strip()
 
 
 def _uncommitted() -> list[str] | None:
