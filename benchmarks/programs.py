@@ -3,7 +3,7 @@
 (`sprue.qjit`), sprue with dynamic shapes (`sprue.qjit(abstracted_axes=...)`), and `jax.jit`
 (float64) when JAX is importable. Every result is checked against the same code run eagerly on
 numpy (sprue.numpy outside qjit) before timing. Times are medians of RUNS samples after the
-warm-up call; the first call's time (trace + compile + one run, with sprue's compile cache off)
+warm-up call, the implementations sampled in turn; the first call's time (trace + compile + one run, with sprue's compile cache off)
 is reported separately. Timing never fails anything: this is a report.
 
     python benchmarks/programs.py [--only NAME,...] [--one-core] [--json PATH]
@@ -37,7 +37,7 @@ for _extra in filter(None, os.environ.get("SPRUE_BENCH_EXTRA_PATH", "").split(os
 
 import program_sources  # noqa: E402  (after the path set-up above)
 
-RUNS = 5
+RUNS = 7
 SAMPLE_SECONDS = 0.05
 ONE_CORE_ENV = "SPRUE_BENCH_ONE_CORE"
 XLA_ONE_CORE = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -117,34 +117,37 @@ def check(prog, name, result, expected) -> None:
                                    err_msg=f"{prog.name}: {name}, result {i}")
 
 
-def samples(fn, args, runs: int = RUNS) -> list[float]:
+def sample(fn, args, calls: int) -> float:
+    """Seconds per call, averaged over `calls` calls."""
     start = time.perf_counter()
-    fn(*args)
-    once = max(time.perf_counter() - start, 1e-7)
-    calls = max(1, int(SAMPLE_SECONDS / once))
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(*args)
-        out.append((time.perf_counter() - start) / calls)
-    return out
+    for _ in range(calls):
+        fn(*args)
+    return (time.perf_counter() - start) / calls
 
 
 def run_program(prog, jax_ns) -> dict:
+    """First calls (checked against numpy), then RUNS rounds in which every implementation takes
+    one sample in turn: on a machine others share, a burst of load then hits all of them alike
+    instead of one implementation's whole series."""
     args = prog.make("full")
     expected = reference(prog, args)
     impls = implementations(prog, jax_ns)
-    times, spread, first_call = {}, {}, {}
+    first_call, call_args, calls = {}, {}, {}
     for name, fn in impls.items():
-        call_args = tuple(jax_ns.jax.device_put(a) for a in args) if getattr(fn, "device_args", False) else args
+        call_args[name] = (tuple(jax_ns.jax.device_put(a) for a in args) if getattr(fn, "device_args", False)
+                           else args)
         start = time.perf_counter()
-        result = fn(*call_args)
+        result = fn(*call_args[name])
         first_call[name] = time.perf_counter() - start
         check(prog, name, result, expected)
-        ts = samples(fn, call_args)
-        times[name] = statistics.median(ts)
-        spread[name] = [min(ts), max(ts)]
+        once = max(sample(fn, call_args[name], 1), 1e-7)
+        calls[name] = max(1, int(SAMPLE_SECONDS / once))
+    series = {name: [] for name in impls}
+    for _ in range(RUNS):
+        for name, fn in impls.items():
+            series[name].append(sample(fn, call_args[name], calls[name]))
+    times = {name: statistics.median(ts) for name, ts in series.items()}
+    spread = {name: [min(ts), max(ts)] for name, ts in series.items()}
     row = {"name": prog.name, "title": prog.title, "times": times, "spread": spread,
            "first_call": first_call, "ratios": {}}
     if "jax" in times:
