@@ -69,8 +69,8 @@ def comparison(direction: str):
 
 # -- simple one-to-one ops ----------------------------------------------------------------------
 for _p, _name in [(lax.neg_p, "negate"), (lax.floor_p, "floor"), (lax.ceil_p, "ceil"),
-                  (lax.exp_p, "exponential"), (lax.log_p, "log"), (lax.tanh_p, "tanh"),
-                  (lax.logistic_p, "logistic"), (lax.sin_p, "sine"), (lax.cos_p, "cosine"),
+                  (lax.exp_p, "exponential"), (lax.tanh_p, "tanh"),   # log, logistic: rules_math
+                  (lax.sin_p, "sine"), (lax.cos_p, "cosine"),
                   (lax.tan_p, "tan"), (lax.sqrt_p, "sqrt"), (lax.rsqrt_p, "rsqrt"),
                   (lax.not_p, "not")]:
     lowering_rules[_p] = unary(_name)

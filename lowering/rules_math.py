@@ -9,6 +9,12 @@ selected; float ops do not trap, so the unused branches' infs and NaNs are harml
 stablehlo.log_plus_one and exponential_minus_one do exist, but MLIR's convert-math-to-llvm
 expands math.log1p/expm1 to log(1 + x) and exp(x) - 1, which lose every digit for tiny x; so
 they are composed here too, with Goldberg's and Kahan's corrections.
+
+The loops these become are vectorized by LLVM, and the math intrinsics in them call glibc's
+vector math library (backend.use_vector_math). libmvec's float32 log is up to 4 ulp off (numpy's
+own float32 log up to 2 more the other way), and the compositions built on it add their own
+roundings; so float32 log and the float32 compositions that end in a log are evaluated in float64
+and rounded once (_in_float64): within 1 ulp, at about twice the float32 cost, still vectorized.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from sprue.lowering.rules_common import (
     Value,
     compare,
     constant_like,
+    convert,
     dtype_of,
     ew,
     logical_or,
@@ -58,12 +65,34 @@ def expm1(x: Value) -> Value:
     return select(compare(u, _c(np.inf, x), "EQ"), u, r)
 
 
+def _in_float64(fn):
+    """fn evaluated in float64 for a float32 x, rounded once to float32 (see the module's doc)."""
+    def wrapped(x: Value) -> Value:
+        if dtype_of(x) != np.float32:
+            return fn(x)
+        return convert(fn(convert(x, np.float64)), np.float32)
+    return wrapped
+
+
+def _log(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    return [_in_float64(lambda v: ew("log", v))(x)]
+
+
 def _log1p(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    return [log1p(x)]
+    return [_in_float64(log1p)(x)]
 
 
 def _expm1(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    return [expm1(x)]
+    return [_in_float64(expm1)(x)]
+
+
+def _logistic(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
+    """1/(1 + e^-x) for x >= 0, e^x/(1 + e^x) below: stablehlo.logistic's 1/(1 + e^-x) alone
+    overflows e^-x to inf and returns 0 where the result is still a (subnormal) number."""
+    e = ew("exponential", ew("negate", ew("abs", x)))   # <= 1: never overflows
+    one = _c(1.0, x)
+    r = ew("divide", one, ew("add", one, e))
+    return [select(compare(x, _c(0.0, x), "LT"), ew("multiply", e, r), r)]
 
 
 def _cbrt(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
@@ -79,9 +108,10 @@ def _cbrt(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
 
 
 def _exp_big(a: Value) -> Value:
-    """exp(a)/2 for large a without overflowing before the result does: (exp(a/2)/2) * exp(a/2)."""
-    w = ew("exponential", ew("multiply", a, _c(0.5, a)))
-    return ew("multiply", ew("multiply", w, _c(0.5, a)), w)
+    """exp(a)/2 for large a (>= 2) without overflowing before the result does: exp(a - 1) * (e/2).
+    a - 1 is exact, so this is exp's error plus two roundings (the former exp(a/2)^2/2 doubled
+    exp's error: 5-7 ulp from numpy)."""
+    return ew("multiply", ew("exponential", ew("subtract", a, _c(1.0, a))), _c(np.e / 2, a))
 
 
 # Past this |x|, e^-|x| is below the rounding error of e^|x| in every float type we compile.
@@ -162,6 +192,6 @@ def _atan(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     return [ew("atan2", x, _c(1.0, x))]
 
 
-lowering_rules.update({lax.log1p_p: _log1p, lax.expm1_p: _expm1, lax.cbrt_p: _cbrt,
+lowering_rules.update({lax.log_p: _log, lax.logistic_p: _logistic, lax.log1p_p: _log1p, lax.expm1_p: _expm1, lax.cbrt_p: _cbrt,
                        lax.sinh_p: _sinh, lax.cosh_p: _cosh, lax.asinh_p: _asinh, lax.acosh_p: _acosh,
                        lax.atanh_p: _atanh, lax.asin_p: _asin, lax.acos_p: _acos, lax.atan_p: _atan})

@@ -1,0 +1,210 @@
+"""Vectorized transcendentals against numpy, in units in the last place.
+
+Every elementwise math function, f32 and f64, compiled through sprue.qjit on arrays long enough
+that the loop vectorizer's vector body (and so glibc's libmvec variants, backend.use_vector_math)
+does the work, with the special values placed among ordinary ones so they pass through the
+vector lanes too. Bound: 4 ulp from numpy (glibc's scalar libm) on special values (0, -0, tiny,
+denormals, huge, +-inf, nan, the edges of overflow and underflow) and on random values over each
+function's whole range; results that are 0, inf or nan must be exactly numpy's (sign included).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sprue
+import sprue.numpy as snp
+from sprue import lax
+from sprue.lowering import backend
+
+MAX_ULP = 4
+
+
+def ordered(x: np.ndarray) -> np.ndarray:
+    """Floats as integers in the same order, adjacent floats one apart (+0 and -0 both 0)."""
+    itype = np.int64 if x.dtype == np.float64 else np.int32
+    bits = x.view(itype).astype(np.int64)
+    magnitude = bits & np.int64(np.iinfo(itype).max)
+    return np.where(bits < 0, -magnitude, magnitude)
+
+
+def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """How many floats of the dtype lie between got and want; 0 for two nans, inf for one nan."""
+    d = np.abs(ordered(got) - ordered(want)).astype(np.float64)   # int64: no overflow for <= 32-bit
+    if got.dtype == np.float64:   # orderings of doubles span 2^64: avoid int64 wrap-around
+        far = np.abs(ordered(got).astype(np.float64) - ordered(want).astype(np.float64)) > 2.0 ** 40
+        d = np.where(far, np.inf, d)
+    both_nan = np.isnan(got) & np.isnan(want)
+    d = np.where(both_nan, 0.0, d)
+    return np.where(np.isnan(got) != np.isnan(want), np.inf, d)
+
+
+def test_ulp_distance_counts_floats_between():
+    one = np.array([1.0, 1.0, 0.0, -0.0, np.nan, np.nan, np.inf, -1e-320], np.float64)
+    other = np.array([np.nextafter(1.0, 2.0), np.nextafter(np.nextafter(1.0, 0.0), 0.0), -0.0,
+                      np.nextafter(0.0, -1.0), np.nan, 1.0, np.finfo(np.float64).max, 1e-320], np.float64)
+    assert ulp_distance(one, other).tolist() == [1, 2, 0, 1, 0, np.inf, 1, 2 * 2024]
+    f = np.array([1.0, -np.inf], np.float32)
+    g = np.array([np.nextafter(np.float32(1), np.float32(0)), -np.finfo(np.float32).max], np.float32)
+    assert ulp_distance(f, g).tolist() == [1, 1]
+
+
+def specials(dt) -> np.ndarray:
+    fi = np.finfo(dt)
+    tiny, big = fi.smallest_normal, fi.max
+    denormal = fi.smallest_subnormal
+    base = [0.0, 1.0, 2.0, 0.5, 1e-8, 1e-30, tiny, denormal, denormal * 3, tiny / 2, 1e-5, 0.1,
+            np.pi / 4, np.pi / 2, np.pi, 1e3, 1e6, 1e15, 1e30, big, big / 2, np.inf, np.nan,
+            np.log(big), np.log(big) * 1.001, np.log(tiny), np.log(denormal), np.log(denormal) * 1.01,
+            -np.log(tiny), 19.0, 20.0, 22.0, 9.0, 0.625, 0.55, 0.9999, 1.0001]
+    v = np.array([b for b in base if abs(b) <= big or not np.isfinite(b)], dtype=np.float64)
+    v = np.concatenate([v, -v]).astype(dt)
+    return v[np.isfinite(v) | ~np.isfinite(v.astype(np.float64))]
+
+
+def wide(dt, lo_exp: float, hi_exp: float, n: int, rng, signed: bool = True) -> np.ndarray:
+    """Magnitudes 10^uniform(lo_exp, hi_exp), random signs: every binade of the range."""
+    m = 10.0 ** rng.uniform(lo_exp, hi_exp, n)
+    if signed:
+        m *= rng.choice([-1.0, 1.0], n)
+    return m.astype(dt)
+
+
+def _max_exp(dt) -> float:
+    return float(np.log10(np.finfo(dt).max)) - 0.01
+
+
+def _min_exp(dt) -> float:
+    return float(np.log10(np.finfo(dt).smallest_subnormal)) + 0.01
+
+
+def inputs(name: str, dt) -> np.ndarray:
+    rng = np.random.default_rng(sum(map(ord, name)) + np.dtype(dt).itemsize)
+    n = 20000
+    lo, hi = _min_exp(dt), _max_exp(dt)
+    emax = float(np.log(np.finfo(dt).max))
+    emin = float(np.log(np.finfo(dt).smallest_subnormal))
+    by_name = {
+        "exp": [rng.uniform(emin - 5, emax + 5, n), rng.uniform(-5, 5, n)],
+        "expm1": [rng.uniform(emin - 5, emax + 5, n), wide(dt, lo, 0.5, n, rng)],
+        "logistic": [rng.uniform(emin - 5, -emin + 5, n), wide(dt, lo, 0.5, n, rng)],
+        "sinh": [rng.uniform(-emax - 5, emax + 5, n), wide(dt, lo, 0.5, n, rng)],
+        "cosh": [rng.uniform(-emax - 5, emax + 5, n), wide(dt, lo, 0.5, n, rng)],
+        "tanh": [rng.uniform(-25, 25, n), wide(dt, lo, hi, n, rng)],
+        "sin": [rng.uniform(-10, 10, n), wide(dt, lo, 9, n, rng)],
+        "cos": [rng.uniform(-10, 10, n), wide(dt, lo, 9, n, rng)],
+        "tan": [rng.uniform(-10, 10, n), wide(dt, lo, 9, n, rng)],
+        "arcsin": [rng.uniform(-1.01, 1.01, n), wide(dt, lo, 0, n, rng)],
+        "arccos": [rng.uniform(-1.01, 1.01, n), wide(dt, lo, 0, n, rng)],
+        "arctanh": [rng.uniform(-1.01, 1.01, n), wide(dt, lo, 0, n, rng)],
+        "arccosh": [rng.uniform(0.9, 10, n), wide(dt, 0, hi, n, rng, signed=False)],
+    }
+    parts = by_name.get(name, [rng.uniform(-10, 10, n), wide(dt, lo, hi, n, rng)])
+    return np.concatenate([specials(dt)] + [np.asarray(p).astype(dt) for p in parts])
+
+
+def _logistic_np(x):
+    # numpy has none: 1/(1 + e^-x) in x87 long double (64-bit significand, exponent range to
+    # 1e4932: e^-x does not overflow for any float64 x), rounded once to x's dtype.
+    if np.finfo(np.longdouble).nmant < 63:
+        pytest.skip("the logistic reference needs x87 long double (64-bit significand); not here")
+    return (1 / (1 + np.exp(-x.astype(np.longdouble)))).astype(x.dtype)
+
+
+UNARY = {
+    "tanh": (snp.tanh, np.tanh), "exp": (snp.exp, np.exp), "log": (snp.log, np.log),
+    "sin": (snp.sin, np.sin), "cos": (snp.cos, np.cos), "tan": (snp.tan, np.tan),
+    "log1p": (snp.log1p, np.log1p), "expm1": (snp.expm1, np.expm1), "log2": (snp.log2, np.log2),
+    "log10": (snp.log10, np.log10), "exp2": (snp.exp2, np.exp2),
+    "arctan": (snp.arctan, np.arctan), "arcsin": (snp.arcsin, np.arcsin), "arccos": (snp.arccos, np.arccos),
+    "sinh": (snp.sinh, np.sinh), "cosh": (snp.cosh, np.cosh), "arcsinh": (snp.arcsinh, np.arcsinh),
+    "arccosh": (snp.arccosh, np.arccosh), "arctanh": (snp.arctanh, np.arctanh),
+    "cbrt": (snp.cbrt, np.cbrt), "logistic": (lax.logistic, _logistic_np),
+}
+
+
+def check_ulp(got: np.ndarray, want: np.ndarray, x: tuple[np.ndarray, ...], what: str) -> None:
+    assert got.dtype == want.dtype, what
+    d = ulp_distance(got, want)
+    bad = d > MAX_ULP
+    # results that are zero, infinite or nan are numpy's exactly, with their sign
+    exact = (want == 0) | ~np.isfinite(want)
+    bad |= exact & ~((got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want))
+    if bad.any():
+        i = np.flatnonzero(bad)[:8]
+        rows = "\n".join(f"  x={[a[j] for a in x]!r} got={got[j]!r} numpy={want[j]!r} ulp={d[j]}" for j in i)
+        pytest.fail(f"{what}: {bad.sum()} of {len(d)} results beyond {MAX_ULP} ulp (worst {d.max()}):\n{rows}")
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_within_4_ulp_of_numpy(name, dt):
+    ours, theirs = UNARY[name]
+    x = inputs(name, dt)
+    got = np.asarray(sprue.qjit(ours)(x))
+    with np.errstate(all="ignore"):
+        want = theirs(x)
+    check_ulp(got, want, (x,), f"{name} {np.dtype(dt).name}")
+    # a short array takes the loop's scalar remainder (the scalar libm call): same bound
+    head = np.ascontiguousarray(x[:3])
+    check_ulp(np.asarray(sprue.qjit(ours)(head)), want[:3], (head,), f"{name} {np.dtype(dt).name}, 3 elements")
+
+
+def _pair_inputs(name: str, dt) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7 + np.dtype(dt).itemsize)
+    s = specials(dt)
+    a, b = np.meshgrid(s, s)   # every pair of special values
+    n = 20000
+    if name == "power":
+        x = np.concatenate([a.ravel(), wide(dt, -5, 5, n, rng, signed=False), rng.uniform(-3, 3, n)])
+        y = np.concatenate([b.ravel(), rng.uniform(-60, 60, n), np.round(rng.uniform(-20, 20, n))])
+    else:
+        x = np.concatenate([a.ravel(), wide(dt, _min_exp(dt), _max_exp(dt), 2 * n, rng)])
+        y = np.concatenate([b.ravel(), wide(dt, _min_exp(dt), _max_exp(dt), 2 * n, rng)])
+    return x.astype(dt), y.astype(dt)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ["power", "arctan2"])
+def test_binary_within_4_ulp_of_numpy(name, dt):
+    ours, theirs = {"power": (snp.power, np.power), "arctan2": (snp.arctan2, np.arctan2)}[name]
+    x, y = _pair_inputs(name, dt)
+    got = np.asarray(sprue.qjit(ours)(x, y))
+    with np.errstate(all="ignore"):
+        want = theirs(x, y)
+    check_ulp(got, want, (x, y), f"{name} {np.dtype(dt).name}")
+
+
+@pytest.mark.skipif(not backend._libmvec_available(), reason="glibc's libmvec is not available here")
+@pytest.mark.parametrize("name", ["tanh", "atan2", "sinh", "cosh", "asin", "acos", "atan", "exp"])
+def test_every_libmvec_intrinsic_gets_its_vector_variant(name):
+    """The vectorizer's `llvm.<f>.v4f64` becomes libmvec's AVX2 variant, if this libmvec has it
+    (glibc 2.35 and later have them all); a name libmvec lacks stays an intrinsic."""
+    args = 2 if name == "atan2" else 1
+    vt = "<4 x double>"
+    params = ", ".join(f"{vt} %a{i}" for i in range(args))
+    ir = (f"declare {vt} @llvm.{name}.v4f64({', '.join([vt] * args)})\n"
+          f"define {vt} @f({params}) {{\n  %y = call {vt} @llvm.{name}.v4f64({params})\n  ret {vt} %y\n}}\n")
+    vname = f"_ZGVdN4{'v' * args}_{name}"
+    out = backend.use_vector_math(ir, "generic", "+avx2")
+    if backend._libmvec_has(vname):
+        assert f"call {vt} @{vname}(" in out and f"declare {vt} @{vname}(" in out
+    else:
+        print(f"this libmvec has no {vname}: the intrinsic stays")
+        assert out == ir
+
+
+def test_vectorized_kernels_call_libmvec_not_scalar_libm(tmp_path):
+    """tanh and atan2 on a long f64 array: the optimized IR calls the vector variants (the
+    scalar intrinsic remains only in the loop's remainder)."""
+    if not (backend._libmvec_has("_ZGVdN4v_tanh") and "avx2" in backend.llvm.get_host_cpu_features()):
+        pytest.skip("needs glibc >= 2.35's libmvec and an AVX2 host")
+    fn = sprue.qjit(lambda x: (snp.tanh(x), snp.arctan2(x, 2.0)), keep_intermediate=tmp_path)
+    x = np.linspace(-3, 3, 1000)
+    t, a = fn(x)
+    np.testing.assert_allclose(t, np.tanh(x), rtol=1e-15)
+    np.testing.assert_allclose(a, np.arctan2(x, 2.0), rtol=1e-15)
+    (opt,) = tmp_path.glob("*.opt.ll")
+    text = opt.read_text()
+    assert "@_ZGVdN4v_tanh(" in text and "@_ZGVdN4vv_atan2(" in text
+    assert "@llvm.tanh.v4f64(" not in text.split("declare")[0]
