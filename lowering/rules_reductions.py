@@ -13,6 +13,8 @@ from torch_mlir._mlir_libs import _stablehlo
 
 from sprue import lax
 from sprue.ir.core import Eqn
+from sprue.lowering.dot_canonical import canonical_dot
+from sprue.lowering.matmul import forms_enabled as matmul_forms_enabled
 from sprue.lowering.rules_common import (
     LoweringContext,
     Size,
@@ -50,6 +52,7 @@ from sprue.lowering.rules_common import (
     shape_of,
     size_value,
     slice_,
+    static_or_dynamic,
     tensor_type,
 )
 
@@ -184,11 +187,16 @@ def _dot_general(ctx: LoweringContext, eqn: Eqn, lhs: Value, rhs: Value) -> list
     accumulate = np.dtype(out.dtype)
     if accumulate == np.bool_:
         accumulate = np.dtype(np.int64) if dtype_of(lhs) == np.bool_ else dtype_of(lhs)
-    dims = _stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
-        lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
-    result = op1("stablehlo.dot_general", [convert(lhs, accumulate), convert(rhs, accumulate)],
-                 tensor_type(out.shape, accumulate), {"dot_dimension_numbers": dims})
+    lhs, rhs = convert(lhs, accumulate), convert(rhs, accumulate)
+    # any layout -> matmul / batch_matmul / matvec / vecmat, which matmul.py tiles (dot_canonical.py)
+    result = canonical_dot(lhs, rhs, lc, rc, lb, rb, [static_or_dynamic(d) for d in out.shape]) \
+        if matmul_forms_enabled() else None
+    if result is None:
+        dims = _stablehlo.DotDimensionNumbers.get(
+            lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
+            lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
+        result = op1("stablehlo.dot_general", [lhs, rhs], tensor_type(out.shape, accumulate),
+                     {"dot_dimension_numbers": dims})
     if out.dtype == np.bool_:
         return [compare(result, constant_like(0, result), "NE")]
     return [result]

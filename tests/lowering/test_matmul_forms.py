@@ -1,0 +1,137 @@
+"""Every dot_general form takes the matmul fast path and keeps numpy's results: batch dims,
+contracting dims on either side (lowering/dot_canonical.py), matvec/vecmat, f32/f64, odd and
+dynamic sizes, in loops, under grad and vmap (lowering/matmul.py)."""
+import re
+
+import numpy as np
+import pytest
+
+import sprue
+import sprue.numpy as snp
+from sprue import lax
+
+RNG = np.random.default_rng(13)
+
+
+def _close(got, want, dtype):
+    tol = 2e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max(initial=0))))
+
+
+def _args(dtype, *shapes):
+    return [RNG.standard_normal(s).astype(dtype) for s in shapes]
+
+
+# (name, sprue function, numpy function, operand shapes)
+FORMS = [
+    ("matmul", lambda a, b: a @ b, lambda a, b: a @ b, [(65, 33), (33, 48)]),
+    ("batched", lambda a, b: a @ b, lambda a, b: a @ b, [(3, 40, 17), (3, 17, 24)]),
+    ("attention", lambda q, k: q @ snp.swapaxes(k, 1, 2), lambda q, k: q @ np.swapaxes(k, 1, 2), [(2, 48, 16), (2, 36, 16)]),
+    ("a_t", lambda a, b: a.T @ b, lambda a, b: a.T @ b, [(33, 40), (33, 24)]),
+    ("b_t", lambda a, b: a @ b.T, lambda a, b: a @ b.T, [(40, 33), (24, 33)]),
+    ("matvec", lambda a, x: a @ x, lambda a, x: a @ x, [(129, 65), (65,)]),
+    ("vecmat", lambda x, a: x @ a, lambda x, a: x @ a, [(65,), (65, 96)]),
+    ("a_t_vec", lambda a, x: a.T @ x, lambda a, x: a.T @ x, [(65, 129), (65,)]),
+    ("vec_a_t", lambda x, a: x @ a.T, lambda x, a: x @ a.T, [(65,), (96, 65)]),
+    ("dg_00", lambda a, b: lax.dot_general(a, b, (((0,), (0,)), ((), ()))), lambda a, b: a.T @ b, [(17, 40), (17, 24)]),
+    ("dg_11", lambda a, b: lax.dot_general(a, b, (((1,), (1,)), ((), ()))), lambda a, b: a @ b.T, [(40, 17), (24, 17)]),
+    ("dg_batch_last", lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((2,), (2,)))),
+     lambda a, b: np.einsum("mkb,knb->bmn", a, b), [(12, 9, 3), (9, 24, 3)]),
+    ("dg_two_batch", lambda a, b: lax.dot_general(a, b, (((3,), (2,)), ((0, 1), (0, 1)))),
+     lambda a, b: a @ b, [(2, 3, 8, 5), (2, 3, 5, 16)]),
+    ("dg_two_contract", lambda a, b: lax.dot_general(a, b, (((1, 2), (0, 1)), ((), ()))),
+     lambda a, b: np.einsum("mij,ijn->mn", a, b), [(10, 4, 6), (4, 6, 24)]),
+    ("dg_two_free", lambda a, b: lax.dot_general(a, b, (((2,), (0,)), ((), ()))),
+     lambda a, b: np.einsum("ijk,kn->ijn", a, b), [(4, 6, 7), (7, 24)]),
+    ("dg_vec_two_contract", lambda a, x: lax.dot_general(a, x, (((0, 1), (0, 1)), ((), ()))),
+     lambda a, x: np.einsum("ijm,ij->m", a, x), [(5, 7, 24), (5, 7)]),
+    ("batched_matvec", lambda a, x: lax.dot_general(a, x, (((2,), (1,)), ((0,), (0,)))),
+     lambda a, x: np.einsum("bmk,bk->bm", a, x), [(3, 20, 9), (3, 9)]),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name,f,ref,shapes", FORMS, ids=[f[0] for f in FORMS])
+def test_form_matches_numpy(name, f, ref, shapes, dtype):
+    args = _args(dtype, *shapes)
+    got = sprue.qjit(f)(*args)
+    assert got.dtype == dtype
+    _close(got, ref(*args), dtype)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 3, 3), (17, 17, 17), (1, 129, 129), (129, 129, 1),
+                                   (129, 3, 129), (129, 129, 129), (8, 8, 8), (16, 16, 16)])
+def test_odd_sizes(m, k, n):
+    a, b = _args(np.float64, (2, m, k), (2, k, n))
+    f = sprue.qjit(lambda a, b: (a @ b, a[0] @ b[0], a[0].T.T @ snp.swapaxes(b, 1, 2)[0].T))
+    got, got2, got3 = f(a, b)
+    _close(got, a @ b, np.float64)
+    _close(got2, a[0] @ b[0], np.float64)
+    _close(got3, a[0] @ b[0], np.float64)
+
+
+@pytest.mark.parametrize("name,f,ref,shapes", [FORMS[i] for i in (0, 1, 2, 4, 5, 6)],
+                         ids=[FORMS[i][0] for i in (0, 1, 2, 4, 5, 6)])
+def test_dynamic_sizes(name, f, ref, shapes):
+    dyn = sprue.qjit(f, abstracted_axes=_shared_axes(name, shapes))
+    for scale in (1, 2):
+        args = _args(np.float64, *[tuple(d * scale if d > 1 else d for d in s) for s in shapes])
+        _close(dyn(*args), ref(*args), np.float64)
+    assert dyn.compile_count == 1
+
+
+def _shared_axes(name, shapes):
+    """Names the sizes so that the contracted (and batch) sizes are one name."""
+    return {
+        "matmul": ({0: "m", 1: "k"}, {0: "k", 1: "n"}),
+        "batched": ({0: "b", 1: "m", 2: "k"}, {0: "b", 1: "k", 2: "n"}),
+        "attention": ({0: "b", 1: "m", 2: "k"}, {0: "b", 1: "n", 2: "k"}),
+        "b_t": ({0: "m", 1: "k"}, {0: "n", 1: "k"}),
+        "matvec": ({0: "m", 1: "k"}, {0: "k"}),
+        "vecmat": ({0: "k"}, {0: "k", 1: "n"}),
+    }[name]
+
+
+def test_grad_and_vmap_of_matmuls():
+    w1, w2, x = _args(np.float64, (16, 32), (32, 8), (20, 16))
+
+    def loss(w1, w2, x):
+        return snp.sum(snp.tanh(x @ w1) @ w2)
+
+    g1, g2 = sprue.qjit(sprue.grad(loss, argnums=(0, 1)))(w1, w2, x)
+    h = np.tanh(x @ w1)
+    dh = np.ones((20, 8)) @ w2.T * (1 - h ** 2)
+    _close(g1, x.T @ dh, np.float64)
+    _close(g2, h.T @ np.ones((20, 8)), np.float64)
+    vm = sprue.qjit(sprue.vmap(lambda a, b: a @ b, in_axes=(0, None)))(x.reshape(4, 5, 16), w1)
+    _close(vm, x.reshape(4, 5, 16) @ w1, np.float64)
+    mv = sprue.qjit(sprue.vmap(lambda a, v: a @ v, in_axes=(None, 0)))(np.ascontiguousarray(w1.T), x)
+    _close(mv, x @ w1, np.float64)
+    vm = sprue.qjit(sprue.vmap(lambda v, a: v @ a, in_axes=(0, None)))(x, w1)
+    _close(vm, x @ w1, np.float64)
+
+
+def test_matmuls_in_a_loop():
+    a, w = _args(np.float64, (8, 64, 32), (8, 32, 32))
+    f = sprue.qjit(lambda a, w: lax.fori_loop(0, 3, lambda i, x: snp.tanh(x @ w) + x @ snp.swapaxes(w, 1, 2), a))
+    ref = a
+    for _ in range(3):
+        ref = np.tanh(ref @ w) + ref @ np.swapaxes(w, 1, 2)
+    _close(f(a, w), ref, np.float64)
+
+
+@pytest.mark.parametrize("name", ["batched", "attention", "b_t", "vecmat", "dg_00"])
+def test_forms_take_the_vector_kernel(name, tmp_path):
+    """The blocked kernel's outer products (vector FMAs) appear before bufferization's output."""
+    _, f, _, shapes = next(form for form in FORMS if form[0] == name)
+    big = [tuple(d * 4 if d > 3 else d for d in s) for s in shapes]
+    sprue.qjit(f, keep_intermediate=str(tmp_path))(*_args(np.float64, *big))
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert re.search(r"vector\.(fma|outerproduct)", text), name
+
+
+def test_matvec_reassociates(tmp_path):
+    a, x = _args(np.float64, (64, 48), (48,))
+    sprue.qjit(lambda a, x: a @ x, keep_intermediate=str(tmp_path))(a, x)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert "fastmath<reassoc,contract>" in text
