@@ -257,10 +257,61 @@ def _libmvec_has(symbol: str) -> bool:
     return _libmvec_available() and hasattr(ctypes.CDLL(_LIBMVEC), symbol)
 
 
+# A call of a vector intrinsic whose result is an SSA value (the loop vectorizer's form), split into
+# calls of a narrower variant when the vector is wider than the widest ISA: a float32 loop that
+# computes in float64 (rules_math._in_float64) is vectorized 8 floats wide, so its math is
+# <8 x double>, which AVX2 has no variant for and LLVM's code generator would scalarize.
+_VECTOR_CALL = re.compile(r"^(\s*)(%[-\w.$]+) = (?:tail |notail |musttail )?call ((?:[a-z]+ )*)<(\d+) x (double|float)> "
+                          r"@llvm\.(" + "|".join(_VECTOR_MATH) + r")\.v\d+(?:f64|f32)\((.*)\)((?: #\d+)?)\s*$")
+_VECTOR_ARG = re.compile(r", (?=<\d+ x (?:double|float)> )")
+
+
+def _split_vector_call(m: re.Match, isa: dict[int, str]) -> tuple[list[str], str, str] | None:
+    """The lines computing m's call as calls of the widest libmvec variant that divides it, that
+    variant's name and vector type; None if there is none."""
+    indent, result, flags, lanes, scalar, name, args, attrs = m.groups()
+    tmp = "%vm." + result[1:]   # %8 -> %vm.8...: a temporary's name must not start with a digit
+    lanes, bits = int(lanes), 64 if scalar == "double" else 32
+    for width in sorted(isa, reverse=True):
+        part = width // bits
+        vname = f"_ZGV{isa[width]}N{part}{'v' * _VECTOR_MATH[name]}_{name}{'f' if scalar == 'float' else ''}"
+        count = lanes // part   # a power of two: the pieces are joined pairwise
+        if part < lanes and lanes % part == 0 and count & (count - 1) == 0 and _libmvec_has(vname):
+            break
+    else:
+        return None
+    wide, narrow = f"<{lanes} x {scalar}>", f"<{part} x {scalar}>"
+    operands = [a[len(wide) + 1:] for a in _VECTOR_ARG.split(args)]
+    lines, pieces = [], []
+    for k in range(lanes // part):
+        mask = ", ".join(f"i32 {k * part + i}" for i in range(part))
+        sliced = []
+        for j, operand in enumerate(operands):
+            lines.append(f"{indent}{tmp}.a{j}.{k} = shufflevector {wide} {operand}, {wide} poison, "
+                         f"<{part} x i32> <{mask}>")
+            sliced.append(f"{narrow} {tmp}.a{j}.{k}")
+        lines.append(f"{indent}{tmp}.p{k} = call {flags}{narrow} @{vname}({', '.join(sliced)}){attrs}")
+        pieces.append(f"{tmp}.p{k}")
+    while len(pieces) > 1:   # concatenate pairwise: shufflevector joins two vectors of one width
+        n = len(pieces) // 2
+        width = lanes // n
+        half = f"<{width // 2} x {scalar}>"
+        mask = ", ".join(f"i32 {i}" for i in range(width))
+        joined = []
+        for k in range(n):
+            name_k = result if n == 1 else f"{tmp}.j{width}.{k}"
+            lines.append(f"{indent}{name_k} = shufflevector {half} {pieces[2 * k]}, {half} {pieces[2 * k + 1]}, "
+                         f"<{width} x i32> <{mask}>")
+            joined.append(name_k)
+        pieces = joined
+    return lines, vname, narrow
+
+
 def use_vector_math(optimized_ir: str, cpu: str, features: str = "") -> str:
     """optimized_ir with vector math intrinsics renamed to libmvec functions the CPU can run (the
     host's features; sse2 only for any other CPU; then `features`, "+avx2,-avx512f", as given),
-    and their declarations; unchanged without libmvec."""
+    and their declarations; calls on vectors wider than the CPU's are split (_split_vector_call).
+    Unchanged without libmvec."""
     if not _VECTOR_INTRINSIC.search(optimized_ir):
         return optimized_ir
     if not _libmvec_available():
@@ -270,21 +321,33 @@ def use_vector_math(optimized_ir: str, cpu: str, features: str = "") -> str:
     isa = {bits: letter for bits, letter, feature in _VECTOR_ISA if features.get(feature, False)}
     declared: dict[str, str] = {}
 
+    def declare(vname: str, vt: str, name: str) -> None:
+        declared[vname] = f"declare {vt} @{vname}({', '.join([vt] * _VECTOR_MATH[name])})"
+
     def rename(m: re.Match) -> str:
         name, lanes, ftype = m.group(1), int(m.group(2)), m.group(3)
         letter = isa.get(lanes * (64 if ftype == "f64" else 32))
         vname = f"_ZGV{letter}N{lanes}{'v' * _VECTOR_MATH[name]}_{name}{'f' if ftype == 'f32' else ''}"
         if letter is None or not _libmvec_has(vname):
             return m.group(0)
-        vt = f"<{lanes} x {'double' if ftype == 'f64' else 'float'}>"
-        declared[vname] = f"declare {vt} @{vname}({', '.join([vt] * _VECTOR_MATH[name])})"
+        declare(vname, f"<{lanes} x {'double' if ftype == 'f64' else 'float'}>", name)
         return "@" + vname
     lines = []
     for line in optimized_ir.split("\n"):
         if line.startswith("declare ") and _VECTOR_INTRINSIC.search(line):
             lines.append(line)     # the intrinsic's own declaration stays (unused ones are fine)
             continue
-        lines.append(_VECTOR_INTRINSIC.sub(rename, line) if "@llvm." in line else line)
+        if "@llvm." not in line:
+            lines.append(line)
+            continue
+        renamed = _VECTOR_INTRINSIC.sub(rename, line)
+        call = _VECTOR_CALL.match(line) if renamed == line else None
+        split = _split_vector_call(call, isa) if call else None
+        if split is None:
+            lines.append(renamed)
+            continue
+        lines += split[0]
+        declare(split[1], split[2], call.group(6))
     return "\n".join(lines + sorted(declared.values())) + "\n"
 
 

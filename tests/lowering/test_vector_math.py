@@ -194,6 +194,24 @@ def test_every_libmvec_intrinsic_gets_its_vector_variant(name):
         assert out == ir
 
 
+@pytest.mark.skipif(not backend._libmvec_has("_ZGVdN4vv_pow"), reason="this libmvec has no AVX2 pow")
+def test_a_vector_wider_than_the_cpu_is_split_into_libmvec_calls():
+    """<8 x double> (a float32 loop computing in float64) on AVX2: two 4-wide calls, the halves
+    taken and joined by shufflevector; constants as operands are sliced too. The result verifies
+    and computes pow lane by lane."""
+    vt = "<8 x double>"
+    ir = (f"declare {vt} @llvm.pow.v8f64({vt}, {vt})\n"
+          f"define void @f(ptr %p, ptr %q) {{\n  %1 = load {vt}, ptr %p\n"
+          f"  %2 = tail call fast {vt} @llvm.pow.v8f64({vt} %1, {vt} splat (double 5.000000e-01)) #0\n"
+          f"  store {vt} %2, ptr %q\n  ret void\n}}\nattributes #0 = {{ nounwind }}\n")
+    out = backend.use_vector_math(ir, "generic", "+avx2")
+    assert out.count("call fast <4 x double> @_ZGVdN4vv_pow(") == 2 and "@llvm.pow.v8f64(<8" not in out.split("define")[1]
+    mod = backend.llvm.parse_assembly(out)
+    mod.verify()
+    # sse2 only: four 2-wide calls
+    assert backend.use_vector_math(ir, "generic").count("call fast <2 x double> @_ZGVbN2vv_pow(") == 4
+
+
 def test_vectorized_kernels_call_libmvec_not_scalar_libm(tmp_path):
     """tanh and atan2 on a long f64 array: the optimized IR calls the vector variants (the
     scalar intrinsic remains only in the loop's remainder)."""
@@ -208,3 +226,15 @@ def test_vectorized_kernels_call_libmvec_not_scalar_libm(tmp_path):
     text = opt.read_text()
     assert "@_ZGVdN4v_tanh(" in text and "@_ZGVdN4vv_atan2(" in text
     assert "@llvm.tanh.v4f64(" not in text.split("declare")[0]
+
+
+def test_float32_log_in_float64_is_vectorized(tmp_path):
+    """float32 log computes in float64 (rules_math._in_float64) in an 8-wide loop: its <8 x double>
+    log is split into AVX2 calls instead of being scalarized."""
+    if not (backend._libmvec_has("_ZGVdN4v_log") and "avx2" in backend.llvm.get_host_cpu_features()):
+        pytest.skip("needs libmvec and an AVX2 host")
+    x = np.linspace(0.5, 4, 1000, dtype=np.float32)
+    got = sprue.qjit(snp.log, keep_intermediate=tmp_path)(x)
+    assert ulp_distance(np.asarray(got), np.log(x.astype(np.float64)).astype(np.float32)).max() == 0
+    (opt,) = tmp_path.glob("*.opt.ll")
+    assert "call <4 x double> @_ZGVdN4v_log(" in opt.read_text()
