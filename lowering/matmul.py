@@ -69,13 +69,14 @@ def _largest_divisor(n: int, unit: int, cap: int) -> int:
 
 
 def _register_tiles(itemsize: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(row counts, column counts) of the register tile, best first: about 3/4 of the vector
-    registers as accumulators (16 on AVX-512: 32 registers; 12 on AVX2: 16), the rest for B's row
-    and A's broadcast."""
+    """(row counts, column counts) of the register tile, best first. 4 rows of 4 vectors on AVX-512
+    (16 of its 32 registers accumulate), of 2 vectors on AVX2 (8 of 16): the column count stays a
+    power-of-two number of vectors (a vector<12xf64> row, 3 AVX2 registers, cost LLVM's type
+    legalization a shuffle per element: dynamic 256^2 went from 1.5 to 12 ms)."""
     lanes = _vector_bytes() // itemsize
     if _vector_bytes() == 64:
         return (4, 2, 1), (4 * lanes, 2 * lanes, lanes)
-    return (4, 2, 1), (3 * lanes, 2 * lanes, lanes)
+    return (4, 2, 1), (2 * lanes, lanes)
 
 
 def plan(m: int, n: int, k: int, itemsize: int = 8) -> tuple[list[int], list[int]] | None:
@@ -113,9 +114,24 @@ def _tile(handle: str, sizes: list[int], out: str) -> tuple[str, list[str]]:
             handles)
 
 
-def _script_one(ident: int, kind: str, cache: list[int], reg: list[int]) -> str:
+_FOR = '!transform.op<"scf.for">'
+
+
+def _peel(loop: str, out: str) -> str:
+    """The loop's full iterations, then its partial last one (transform.loop.peel): in the full
+    ones the tile size folds to a constant, so their masks fold away."""
+    return f"""    %{out}c = transform.cast {loop} : {_ANY} to {_FOR}
+    %{out}, %{out}r = transform.loop.peel %{out}c : ({_FOR}) -> ({_ANY}, {_ANY})
+"""
+
+
+def _script_one(ident: int, kind: str, cache: list[int], reg: list[int], peel: list[bool] | None) -> str:
+    """`peel`: None when every tile is full (static sizes the tiles divide); else, per register
+    loop (m, n; n for vecmat), whether its last iteration may be partial: the loop is peeled and
+    the tiles vectorized with masks (`vector_sizes`), which fold away in the full tiles."""
     t1, t2, t3 = _tiles(kind, cache, reg)
     a, outer = _tile(f"%mm{ident}", t1, f"a{ident}")
+    match = kind
     if kind == "linalg.batch_matmul":
         # The unit batch dim of a tile would reach the vectorizer as a leading 1 that keeps the
         # broadcasts from folding into vector.contract (and the contraction from becoming outer
@@ -127,16 +143,35 @@ def _script_one(ident: int, kind: str, cache: list[int], reg: list[int]) -> str:
     }} : {_ANY}
     %r{ident} = transform.structured.match ops{{["linalg.generic"]}} in {outer[0]} : ({_ANY}) -> {_ANY}
 """
-        tiled = f"%r{ident}"
+        tiled, match = f"%r{ident}", "linalg.generic"
     else:
         tiled = f"%a{ident}"
-    b, _ = _tile(tiled, t2, f"b{ident}")
-    c, inner = _tile(f"%b{ident}", t3, f"c{ident}")
+    b, loops = _tile(tiled, t2, f"b{ident}")
+    sizes = ""
+    if peel is not None:
+        sizes = f" vector_sizes {[s for s in t2 if s] + [1]}"
+        if len(loops) == 2 and peel[0]:
+            b += _peel(loops[0], f"pm{ident}")
+            b += f"""    %x{ident} = transform.structured.match ops{{["{match}"]}} in %pm{ident} : ({_ANY}) -> {_ANY}
+    %nl{ident} = transform.get_parent_op %x{ident} {{op_name = "scf.for"}} : ({_ANY}) -> {_ANY}
+"""
+            nloop = f"%nl{ident}"
+        else:
+            nloop = loops[-1]
+        if peel[-1]:
+            b += _peel(nloop, f"pn{ident}")
+        b += f"""    %all{ident} = transform.structured.match ops{{["{match}"]}} in {outer[0]} : ({_ANY}) -> {_ANY}
+"""
+        tiled_k = f"%all{ident}"
+    else:
+        tiled_k = f"%b{ident}"
+    c, inner = _tile(tiled_k, t3, f"c{ident}")
     return f"""
     %mm{ident} = transform.structured.match ops{{["{kind}"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
-{a}{b}{c}    transform.structured.vectorize %c{ident} : {_ANY}
-    %f{ident} = transform.get_parent_op {inner[0]} {{op_name = "func.func"}} : ({_ANY}) -> {_ANY}
+    %f{ident} = transform.get_parent_op %mm{ident} {{op_name = "func.func"}} : ({_ANY}) -> {_ANY}
+{a}{b}{c}    transform.structured.vectorize %c{ident}{sizes} : {_ANY}
     transform.apply_patterns to %f{ident} {{
+      transform.apply_patterns.vector.lower_masked_transfers
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
@@ -161,16 +196,6 @@ def _wrap(parts: list[str]) -> str:
 }}"""
 
 
-def _static_shape(t: ir.Type) -> list[int] | None:
-    try:
-        rt = ir.RankedTensorType(t)
-    except ValueError:
-        return None
-    if not rt.has_static_shape:
-        return None
-    return list(rt.shape)
-
-
 _PLAIN_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
                      "affine_map<(d0, d1, d2) -> (d0, d1)>]",
@@ -185,19 +210,39 @@ def _float_itemsize(op: ir.Operation) -> int | None:
     return {frozenset({"f64"}): 8, frozenset({"f32"}): 4}.get(frozenset(types))
 
 
-def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int]] | None:
-    """(kind, cache tile, register tile) for a contraction the register kernel can block."""
+def _sizes(t: ir.Type) -> list[int | None]:
+    """A tensor's sizes, None for a run-time one."""
+    rt = ir.RankedTensorType(t)
+    return [None if rt.is_dynamic_dim(i) else rt.shape[i] for i in range(rt.rank)]
+
+
+def plan_masked(m: int | None, n: int | None, k: int | None, itemsize: int = 8) -> tuple[list[int], list[int]]:
+    """Tiles for sizes no register tile divides, or known only at run time (None): the last tile
+    of each loop is partial, and the vectorizer masks its loads and stores (vector.mask, from
+    `vectorize ... vector_sizes`), as IREE's CPU pipeline does for dynamic shapes."""
+    rows, cols = _register_tiles(itemsize)
+    mr, nr = rows[0], cols[0]
+    if n is not None and n < nr:
+        nr = next((c for c in reversed(cols) if c >= n), cols[-1])
+    if m is not None and m < mr:
+        mr = next((r for r in reversed(rows) if r >= m), 1)
+    nc = nr * max(1, 128 // nr)
+    kc = 512 if k is None or k > 512 else k
+    return [8 * mr, nc, kc], [mr, nr]
+
+
+def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] | None] | None:
+    """(kind, cache tile, register tile, loops to peel) for a contraction the register kernel can block."""
     kind = op.name
     if "indexing_maps" in op.attributes:   # only the plain form, not transposed/broadcast operands
         if str(op.attributes["indexing_maps"]) != _PLAIN_MAPS.get(kind):
             return None
     if len(op.operands) != 3:
         return None
-    shapes = [_static_shape(v.type) for v in op.operands]
     itemsize = _float_itemsize(op)
-    if None in shapes or itemsize is None:
+    if itemsize is None:
         return None
-    a, b, _ = shapes
+    a, b, _ = (_sizes(v.type) for v in op.operands)
     if kind == "linalg.matmul":
         (m, k), (_, n) = a, b
     elif kind == "linalg.batch_matmul":
@@ -207,13 +252,27 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int]] | None:
         m = 1
     else:
         return None
-    p = plan(m, n, k, itemsize) if kind != "linalg.vecmat" else plan(32, n, k, itemsize)
-    if p is None:
-        return None
+    masked = None in (m, n, k)
+    p = None
+    if not masked:
+        p = plan(m, n, k, itemsize) if kind != "linalg.vecmat" else plan(32, n, k, itemsize)
+        if p is None:
+            if 2 * m * n * k < MIN_FLOPS or not forms_enabled():
+                return None                 # small: the plain loops, no tile bookkeeping
+            masked = True
+    if masked:
+        if not forms_enabled():
+            return None
+        p = plan_masked(m, n, k, itemsize)
+    (mc, nc, kc), (mr, nr) = p
+    peel = None
+    if masked:
+        # a loop needs peeling where its tiles may be partial and it may also have full ones
+        peel = [m is None or (m % mc != 0 or m % mr != 0) and m > mr,
+                n is None or (n % nc != 0 or n % nr != 0) and n > nr]
     if kind == "linalg.vecmat":             # one row: the whole cache block is one register row
-        (_, nc, kc), (_, nr) = p
-        return kind, [1, nc, kc], [1, nr]
-    return (kind, *p)
+        return kind, [1, nc, kc], [1, nr], peel and peel[1:]
+    return kind, [mc, nc, kc], [mr, nr], peel
 
 
 def _script_matvec(ident: int) -> str:
@@ -221,6 +280,22 @@ def _script_matvec(ident: int) -> str:
     return f"""
     %mm{ident} = transform.structured.match ops{{["linalg.matvec"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
     %g{ident} = transform.structured.generalize %mm{ident} : ({_ANY}) -> {_ANY}"""
+
+
+def _contract_payloads(module: ir.Module) -> None:
+    """`contract` on each marked product's multiply and add: where a masked tile's unit k
+    reduction folds to a vector multiply and add (not vector.contract), LLVM still fuses them into
+    FMAs, as the outer-product lowering does (the same numerics: one rounding per step)."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:   # a walk: block iteration would import linalg's views
+        if op.name in ("arith.mulf", "arith.addf") and op.parent is not None and _MARK in op.parent.attributes:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    flags = ir.Attribute.parse("#arith.fastmath<contract>")
+    for op in found:
+        op.attributes["fastmath"] = flags
 
 
 def tile_matmuls(module: ir.Module) -> None:
@@ -250,6 +325,7 @@ def tile_matmuls(module: ir.Module) -> None:
         plans += 1
     if not plans:
         return
+    _contract_payloads(module)
     # Deferred: the transform dialect's bindings take ~24 ms to import; only a matmul to tile needs them.
     from torch_mlir.dialects.transform import interpreter
     script = ir.Module.parse(_wrap(parts), module.context)

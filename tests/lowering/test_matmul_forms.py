@@ -120,7 +120,7 @@ def test_matmuls_in_a_loop():
     _close(f(a, w), ref, np.float64)
 
 
-@pytest.mark.parametrize("name", ["batched", "attention", "b_t", "vecmat", "dg_00"])
+@pytest.mark.parametrize("name", ["batched", "attention", "b_t", "vecmat", "dg_00", "dg_11"])
 def test_forms_take_the_vector_kernel(name, tmp_path):
     """The blocked kernel's outer products (vector FMAs) appear before bufferization's output."""
     _, f, _, shapes = next(form for form in FORMS if form[0] == name)
@@ -135,3 +135,17 @@ def test_matvec_reassociates(tmp_path):
     sprue.qjit(lambda a, x: a @ x, keep_intermediate=str(tmp_path))(a, x)
     text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
     assert "fastmath<reassoc,contract>" in text
+
+
+@pytest.mark.parametrize("axes", [None, ({0: "m", 1: "k"}, {0: "k", 1: "n"})], ids=["odd_static", "dynamic"])
+def test_partial_tiles_take_the_vector_kernel(axes, tmp_path):
+    """Sizes no tile divides, or known only at run time: the register loops are peeled, and the
+    full tiles run the unmasked kernel (vector FMAs on whole rows, C held across the k loop), the
+    last partial ones masked loads and stores."""
+    a, b = _args(np.float64, (129, 67), (67, 131))
+    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path), abstracted_axes=axes)
+    _close(f(a, b), a @ b, np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert re.search(r"vector\.fma .*: vector<\d+xf64>", text)
+    assert "vector.create_mask" in text
+    assert re.search(r"scf\.for .* iter_args\(.*\) -> \(vector<4x\d+xf64>\)", text)
