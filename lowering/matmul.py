@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 from torch_mlir import ir, passmanager
 
@@ -94,11 +95,11 @@ def plan(m: int, n: int, k: int, itemsize: int = 8) -> tuple[list[int], list[int
 _ANY = "!transform.any_op"
 
 
-def _tiles(kind: str, cache: list[int], reg: list[int]) -> list[list[int]]:
+def _tiles(kind: str, cache: list[int], reg: list[int], batch: int) -> list[list[int]]:
     """The three tile_using_for levels (cache, registers, k by 1) in the op's loop order."""
     (mc, nc, kc), (mr, nr) = cache, reg
-    if kind == "linalg.batch_matmul":        # (b, m, n, k): one batch element at a time
-        return [[1, mc, nc, kc], [mr, nr, 0], [0, 0, 1]]
+    if batch:                                # (b..., m, n, k): one batch element at a time
+        return [[1] * batch + [mc, nc, kc], [mr, nr, 0], [0, 0, 1]]
     if kind == "linalg.vecmat":              # (n, k)
         return [[nc, kc], [nr, 0], [0, 1]]
     return [[mc, nc, kc], [mr, nr, 0], [0, 0, 1]]
@@ -125,14 +126,14 @@ def _peel(loop: str, out: str) -> str:
 """
 
 
-def _script_one(ident: int, kind: str, cache: list[int], reg: list[int], peel: list[bool] | None) -> str:
+def _script_one(ident: int, kind: str, cache: list[int], reg: list[int], peel: list[bool] | None, batch: int) -> str:
     """`peel`: None when every tile is full (static sizes the tiles divide); else, per register
     loop (m, n; n for vecmat), whether its last iteration may be partial: the loop is peeled and
     the tiles vectorized with masks (`vector_sizes`), which fold away in the full tiles."""
-    t1, t2, t3 = _tiles(kind, cache, reg)
+    t1, t2, t3 = _tiles(kind, cache, reg, batch)
     a, outer = _tile(f"%mm{ident}", t1, f"a{ident}")
     match = kind
-    if kind == "linalg.batch_matmul":
+    if batch:
         # The unit batch dim of a tile would reach the vectorizer as a leading 1 that keeps the
         # broadcasts from folding into vector.contract (and the contraction from becoming outer
         # products): dropped at the tensor level (linalg's FoldUnitExtentDims, on the generalized
@@ -231,10 +232,49 @@ def plan_masked(m: int | None, n: int | None, k: int | None, itemsize: int = 8) 
     return [8 * mr, nc, kc], [mr, nr]
 
 
-def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] | None] | None:
-    """(kind, cache tile, register tile, loops to peel) for a contraction the register kernel can block."""
+def _generic_batch(op: ir.Operation) -> int | None:
+    """The number of leading batch loops of a linalg.generic that is a matmul over its last three
+    loops (m, n, k): lhs (batch..., m, k), rhs (batch..., k, n), each with any subset of the batch
+    dims, out (batch..., m, n); None for any other generic. linalg-fuse-elementwise-ops makes these
+    out of a canonical dot and the reshapes around it (a vmapped matmul, two batch dims)."""
+    kinds = re.findall(r"parallel|reduction", str(op.attributes["iterator_types"]))
+    loops = len(kinds)
+    if loops < 3 or kinds[-1] != "reduction" or "reduction" in kinds[:-1] or len(op.operands) != 3:
+        return None
+    maps = []
+    for attr in ir.ArrayAttr(op.attributes["indexing_maps"]):
+        try:
+            maps.append([ir.AffineDimExpr(e).position for e in ir.AffineMapAttr(attr).value.results])
+        except ValueError:                   # a result that is not a plain loop index
+            return None
+    m, n, k = loops - 3, loops - 2, loops - 1
+    lhs, rhs, out = maps
+    if out != list(range(loops - 1)) or lhs[-2:] != [m, k] or rhs[-2:] != [k, n]:
+        return None
+    for lead in (lhs[:-2], rhs[:-2]):
+        if lead != sorted(set(lead)) or any(d >= m for d in lead):
+            return None
+    payload: list[str] = []
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        payload.append(inner.name)
+        return ir.WalkResult.ADVANCE
+    op.walk(visit)
+    if sorted(payload[:-1]) != ["arith.addf", "arith.mulf", "linalg.yield"]:   # the last is op itself
+        return None
+    return m
+
+
+def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] | None, int] | None:
+    """(kind, cache tile, register tile, loops to peel, batch loops) for a contraction the register
+    kernel can block."""
     kind = op.name
-    if "indexing_maps" in op.attributes:   # only the plain form, not transposed/broadcast operands
+    batch = 1 if kind == "linalg.batch_matmul" else 0
+    if kind == "linalg.generic":
+        batch = _generic_batch(op)
+        if batch is None:
+            return None
+    elif "indexing_maps" in op.attributes:   # only the plain form, not transposed/broadcast operands
         if str(op.attributes["indexing_maps"]) != _PLAIN_MAPS.get(kind):
             return None
     if len(op.operands) != 3:
@@ -245,8 +285,8 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
     a, b, _ = (_sizes(v.type) for v in op.operands)
     if kind == "linalg.matmul":
         (m, k), (_, n) = a, b
-    elif kind == "linalg.batch_matmul":
-        (_, m, k), (_, _, n) = a, b
+    elif kind in ("linalg.batch_matmul", "linalg.generic"):
+        (m, k), n = a[-2:], b[-1]
     elif kind == "linalg.vecmat":
         (k,), (_, n) = a, b
         m = 1
@@ -271,8 +311,8 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
         peel = [m is None or (m % mc != 0 or m % mr != 0) and m > mr,
                 n is None or (n % nc != 0 or n % nr != 0) and n > nr]
     if kind == "linalg.vecmat":             # one row: the whole cache block is one register row
-        return kind, [1, nc, kc], [1, nr], peel and peel[1:]
-    return kind, [mc, nc, kc], [mr, nr], peel
+        return kind, [1, nc, kc], [1, nr], peel and peel[1:], 0
+    return kind, [mc, nc, kc], [mr, nr], peel, batch
 
 
 def _script_matvec(ident: int) -> str:
@@ -300,7 +340,7 @@ def _contract_payloads(module: ir.Module) -> None:
 
 def tile_matmuls(module: ir.Module) -> None:
     """Rewrites every eligible contraction of the module (see the module doc)."""
-    kinds = {"linalg.matmul", "linalg.batch_matmul", "linalg.vecmat", "linalg.matvec"} \
+    kinds = {"linalg.matmul", "linalg.batch_matmul", "linalg.vecmat", "linalg.matvec", "linalg.generic"} \
         if forms_enabled() else {"linalg.matmul"}
     found: list[ir.Operation] = []
 
@@ -309,13 +349,14 @@ def tile_matmuls(module: ir.Module) -> None:
             found.append(op)
         return ir.WalkResult.ADVANCE
     module.operation.walk(visit)
-    plans, parts = 0, []
+    plans, parts, matvecs = 0, [], set()
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in found:
         if op.name == "linalg.matvec":
             if _float_itemsize(op) is None:
                 continue
             parts.append(_script_matvec(plans))
+            matvecs.add(plans)
         else:
             p = _eligible(op)
             if p is None:
@@ -337,8 +378,8 @@ def tile_matmuls(module: ir.Module) -> None:
     def unmark(op: ir.Operation) -> ir.WalkResult:
         if _MARK in op.attributes:
             marked.append(op)
-        elif op.name in ("arith.addf", "arith.mulf") and op.parent is not None and op.parent.name == "linalg.generic" \
-                and _MARK in op.parent.attributes:
+        elif op.name in ("arith.addf", "arith.mulf") and op.parent is not None and _MARK in op.parent.attributes \
+                and ir.IntegerAttr(op.parent.attributes[_MARK]).value in matvecs:
             payload.append(op)
         return ir.WalkResult.ADVANCE
     module.operation.walk(unmark)

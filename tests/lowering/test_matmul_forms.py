@@ -45,6 +45,7 @@ FORMS = [
      lambda a, b: np.einsum("ijk,kn->ijn", a, b), [(4, 6, 7), (7, 24)]),
     ("dg_vec_two_contract", lambda a, x: lax.dot_general(a, x, (((0, 1), (0, 1)), ((), ()))),
      lambda a, x: np.einsum("ijm,ij->m", a, x), [(5, 7, 24), (5, 7)]),
+    ("vmapped", lambda a, b: sprue.vmap(lambda x: x @ b)(a), lambda a, b: a @ b, [(3, 20, 9), (9, 24)]),
     ("batched_matvec", lambda a, x: lax.dot_general(a, x, (((2,), (1,)), ((0,), (0,)))),
      lambda a, x: np.einsum("bmk,bk->bm", a, x), [(3, 20, 9), (3, 9)]),
 ]
@@ -120,7 +121,8 @@ def test_matmuls_in_a_loop():
     _close(f(a, w), ref, np.float64)
 
 
-@pytest.mark.parametrize("name", ["batched", "attention", "b_t", "vecmat", "dg_00", "dg_11"])
+@pytest.mark.parametrize("name", ["batched", "attention", "b_t", "vecmat", "dg_00", "dg_11", "dg_two_batch", "dg_two_free",
+                                  "dg_batch_last", "vmapped"])
 def test_forms_take_the_vector_kernel(name, tmp_path):
     """The blocked kernel's outer products (vector FMAs) appear before bufferization's output."""
     _, f, _, shapes = next(form for form in FORMS if form[0] == name)
