@@ -13,17 +13,14 @@ there are several results), then one pointer per argument descriptor.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import hashlib
 import itertools
 import os
-import platform
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -37,7 +34,14 @@ from sprue.base.errors import CompileError, SprueValueError
 from sprue.lowering import pipeline as _pipeline
 from sprue.lowering.allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
-from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, check_target, feature_overrides, machine_cpu_and_features
+from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, check_target, machine_cpu_and_features
+from sprue.lowering.vector_math import (  # noqa: F401 (_libmvec_has: tests)
+    LIBMVEC,
+    _libmvec_available,
+    _libmvec_has,
+    declare_vector_variants,
+    use_vector_math,
+)
 from sprue.runtime.private_files import cache_dir, read_private, write_private
 
 
@@ -220,137 +224,6 @@ def llvmlite_compatible(llvm_ir: str) -> str:
     return "\n".join(fix_line(line) if _needs_fix(line) else line for line in llvm_ir.split("\n"))
 
 
-# Vectorized math. LLVM's loop vectorizer turns a loop of `llvm.sin.f64` into `llvm.sin.v8f64`, which
-# the code generator then splits back into 8 scalar libm calls. glibc ships vector versions
-# (libmvec, x86-64: max 4 ulp error, special values handled as libm does); after optimization the
-# vector intrinsics are renamed to them (vector function ABI names: _ZGV<isa>N<lanes>v[v]_<name>).
-# Every math intrinsic convert-math-to-llvm emits that libmvec has (glibc 2.22: sin cos exp log pow;
-# 2.35 added tan, tanh, atan2, the inverse and hyperbolic functions, exp2/exp10/log2/log10): a
-# variant is used only if this machine's libmvec exports it (_libmvec_has), so an older glibc keeps
-# the scalar calls instead of failing to link. (tanh and atan2 were left as scalar calls before:
-# 45 ms for tanh on 2e6 f64, numpy 1.8 ms.)
-_VECTOR_MATH = {"sin": 1, "cos": 1, "tan": 1, "exp": 1, "exp2": 1, "exp10": 1, "log": 1, "log2": 1,
-                "log10": 1, "pow": 2, "tanh": 1, "sinh": 1, "cosh": 1, "asin": 1, "acos": 1, "atan": 1,
-                "atan2": 2}
-_VECTOR_INTRINSIC = re.compile(r"@llvm\.(" + "|".join(_VECTOR_MATH) + r")\.v(\d+)(f64|f32)\b")
-# (bits of the vector) -> ISA letter, needing that CPU feature
-_VECTOR_ISA = [(128, "b", "sse2"), (256, "d", "avx2"), (512, "e", "avx512f")]
-
-
-@functools.lru_cache(maxsize=None)
-def _libmvec_available() -> bool:
-    """glibc's libmvec on x86-64 Linux (a dlopen by soname: cheap, and what the link names)."""
-    if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
-        return False
-    try:
-        ctypes.CDLL(_LIBMVEC)
-    except OSError:
-        return False
-    return True
-
-
-_LIBMVEC = "libmvec.so.1"
-
-
-@functools.lru_cache(maxsize=None)
-def _libmvec_has(symbol: str) -> bool:
-    return _libmvec_available() and hasattr(ctypes.CDLL(_LIBMVEC), symbol)
-
-
-# A call of a vector intrinsic whose result is an SSA value (the loop vectorizer's form), split into
-# calls of a narrower variant when the vector is wider than the widest ISA: a float32 loop that
-# computes in float64 (rules_math._in_float64) is vectorized 8 floats wide, so its math is
-# <8 x double>, which AVX2 has no variant for and LLVM's code generator would scalarize.
-_VECTOR_CALL = re.compile(r"^(\s*)(%[-\w.$]+) = (?:tail |notail |musttail )?call ((?:[a-z]+ )*)<(\d+) x (double|float)> "
-                          r"@llvm\.(" + "|".join(_VECTOR_MATH) + r")\.v\d+(?:f64|f32)\((.*)\)((?: #\d+)?)\s*$")
-_VECTOR_ARG = re.compile(r", (?=<\d+ x (?:double|float)> )")
-
-
-def _split_vector_call(m: re.Match, isa: dict[int, str]) -> tuple[list[str], str, str] | None:
-    """The lines computing m's call as calls of the widest libmvec variant that divides it, that
-    variant's name and vector type; None if there is none."""
-    indent, result, flags, lanes, scalar, name, args, attrs = m.groups()
-    tmp = "%vm." + result[1:]   # %8 -> %vm.8...: a temporary's name must not start with a digit
-    lanes, bits = int(lanes), 64 if scalar == "double" else 32
-    for width in sorted(isa, reverse=True):
-        part = width // bits
-        vname = f"_ZGV{isa[width]}N{part}{'v' * _VECTOR_MATH[name]}_{name}{'f' if scalar == 'float' else ''}"
-        count = lanes // part   # a power of two: the pieces are joined pairwise
-        if part < lanes and lanes % part == 0 and count & (count - 1) == 0 and _libmvec_has(vname):
-            break
-    else:
-        return None
-    wide, narrow = f"<{lanes} x {scalar}>", f"<{part} x {scalar}>"
-    operands = [a[len(wide) + 1:] for a in _VECTOR_ARG.split(args)]
-    lines, pieces = [], []
-    for k in range(lanes // part):
-        mask = ", ".join(f"i32 {k * part + i}" for i in range(part))
-        sliced = []
-        for j, operand in enumerate(operands):
-            lines.append(f"{indent}{tmp}.a{j}.{k} = shufflevector {wide} {operand}, {wide} poison, "
-                         f"<{part} x i32> <{mask}>")
-            sliced.append(f"{narrow} {tmp}.a{j}.{k}")
-        lines.append(f"{indent}{tmp}.p{k} = call {flags}{narrow} @{vname}({', '.join(sliced)}){attrs}")
-        pieces.append(f"{tmp}.p{k}")
-    while len(pieces) > 1:   # concatenate pairwise: shufflevector joins two vectors of one width
-        n = len(pieces) // 2
-        width = lanes // n
-        half = f"<{width // 2} x {scalar}>"
-        mask = ", ".join(f"i32 {i}" for i in range(width))
-        joined = []
-        for k in range(n):
-            name_k = result if n == 1 else f"{tmp}.j{width}.{k}"
-            lines.append(f"{indent}{name_k} = shufflevector {half} {pieces[2 * k]}, {half} {pieces[2 * k + 1]}, "
-                         f"<{width} x i32> <{mask}>")
-            joined.append(name_k)
-        pieces = joined
-    return lines, vname, narrow
-
-
-def use_vector_math(optimized_ir: str, cpu: str, features: str = "") -> str:
-    """optimized_ir with vector math intrinsics renamed to libmvec functions the CPU can run (the
-    host's features; sse2 only for any other CPU; then `features`, "+avx2,-avx512f", as given),
-    and their declarations; calls on vectors wider than the CPU's are split (_split_vector_call).
-    Unchanged without libmvec."""
-    if not _VECTOR_INTRINSIC.search(optimized_ir):
-        return optimized_ir
-    if not _libmvec_available():
-        return optimized_ir
-    features = {**(dict(llvm.get_host_cpu_features()) if cpu == HOST_CPU else {"sse2": True}),
-                **feature_overrides(features)}
-    isa = {bits: letter for bits, letter, feature in _VECTOR_ISA if features.get(feature, False)}
-    declared: dict[str, str] = {}
-
-    def declare(vname: str, vt: str, name: str) -> None:
-        declared[vname] = f"declare {vt} @{vname}({', '.join([vt] * _VECTOR_MATH[name])})"
-
-    def rename(m: re.Match) -> str:
-        name, lanes, ftype = m.group(1), int(m.group(2)), m.group(3)
-        letter = isa.get(lanes * (64 if ftype == "f64" else 32))
-        vname = f"_ZGV{letter}N{lanes}{'v' * _VECTOR_MATH[name]}_{name}{'f' if ftype == 'f32' else ''}"
-        if letter is None or not _libmvec_has(vname):
-            return m.group(0)
-        declare(vname, f"<{lanes} x {'double' if ftype == 'f64' else 'float'}>", name)
-        return "@" + vname
-    lines = []
-    for line in optimized_ir.split("\n"):
-        if line.startswith("declare ") and _VECTOR_INTRINSIC.search(line):
-            lines.append(line)     # the intrinsic's own declaration stays (unused ones are fine)
-            continue
-        if "@llvm." not in line:
-            lines.append(line)
-            continue
-        renamed = _VECTOR_INTRINSIC.sub(rename, line)
-        call = _VECTOR_CALL.match(line) if renamed == line else None
-        split = _split_vector_call(call, isa) if call else None
-        if split is None:
-            lines.append(renamed)
-            continue
-        lines += split[0]
-        declare(split[1], split[2], call.group(6))
-    return "\n".join(lines + sorted(declared.values())) + "\n"
-
-
 @dataclass(frozen=True)
 class Codegen:
     """What LLVM made of one module: the optimized IR, the object file and, when asked, assembly."""
@@ -378,6 +251,7 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
     and O3 may inline them into their (exported) callers."""
     check_codegen_options(opt_level, cpu, features)   # before the lock: it may ask a child process
     llvm_ir = add_entry_wrappers(llvmlite_compatible(llvm_ir))   # checked allocation: allocation.py
+    llvm_ir = declare_vector_variants(llvm_ir, cpu, features)   # libm calls the vectorizer may widen
     with _llvm_lock:
         tm = _target_machine(cpu, opt_level, features)
         mod = llvm.parse_assembly(llvm_ir)
@@ -430,7 +304,7 @@ def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
     objects = [_c_object(compiler, Path(src)) for src in extra_sources]
     cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects), "-lm"]
     if _libmvec_available():   # only recorded as needed when the object calls it (use_vector_math)
-        cmd += ["-Wl,--as-needed", f"-l:{_LIBMVEC}", "-Wl,--no-as-needed"]
+        cmd += ["-Wl,--as-needed", f"-l:{LIBMVEC}", "-Wl,--no-as-needed"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"

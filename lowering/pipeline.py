@@ -32,6 +32,7 @@ from sprue.lowering.inplace import tie_loop_outputs
 from sprue.lowering.legalize import legalize
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
+from sprue.lowering.vector_math import call_libm
 
 Dump = Callable[[str, str], None]
 
@@ -100,6 +101,7 @@ def _before_bufferization(module: ir.Module) -> None:
 
 PREPARE: dict[str, Callable[[ir.Module], None]] = {
     "bufferized": _before_bufferization,
+    "llvm": call_libm,   # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
 }
 
 

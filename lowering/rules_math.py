@@ -6,15 +6,15 @@ range splits, which keep the result within a few ulp of numpy (glibc) instead of
 digits near 0 or overflowing early near the top of the range. Every branch is computed and one is
 selected; float ops do not trap, so the unused branches' infs and NaNs are harmless.
 
-stablehlo.log_plus_one and exponential_minus_one do exist, but MLIR's convert-math-to-llvm
-expands math.log1p/expm1 to log(1 + x) and exp(x) - 1, which lose every digit for tiny x; so
-they are composed here too, with Goldberg's and Kahan's corrections.
+stablehlo.log_plus_one and exponential_minus_one become C library calls for float32/float64
+(vector_math.call_libm: convert-math-to-llvm would expand them to log(1 + x) and exp(x) - 1, which
+lose every digit for tiny x); other float types compose them, with Goldberg's and Kahan's
+corrections.
 
-The loops these become are vectorized by LLVM, and the math intrinsics in them call glibc's
-vector math library (backend.use_vector_math). libmvec's float32 log is up to 4 ulp off (numpy's
-own float32 log up to 2 more the other way), and the compositions built on it add their own
-roundings; so float32 log and the float32 compositions that end in a log are evaluated in float64
-and rounded once (_in_float64): within 1 ulp, at about twice the float32 cost, still vectorized.
+The loops these become are vectorized by LLVM, and their math calls glibc's vector math library
+(vector_math.py). libmvec's float32 log is up to 4 ulp off (numpy's own float32 log up to 2 more
+the other way), so float32 log is evaluated in float64 and rounded once (_in_float64): within
+1 ulp, at about twice the float32 cost, still vectorized.
 """
 from __future__ import annotations
 
@@ -46,8 +46,16 @@ def _with_sign_of(x: Value, magnitude: Value) -> Value:
     return select(compare(x, _c(0.0, x), "EQ"), x, signed)
 
 
+def _native(x: Value) -> bool:
+    """float32/float64 log1p and expm1 are C library calls (vector_math.call_libm), vectorized
+    with libmvec; other float types keep the compositions below."""
+    return dtype_of(x) in (np.float32, np.float64)
+
+
 def log1p(x: Value) -> Value:
     """log(1 + x) = log(u) * x / (u - 1) with u = 1 + x: the rounding of u cancels (Goldberg)."""
+    if _native(x):
+        return ew("log_plus_one", x)
     u = ew("add", _c(1.0, x), x)
     d = ew("subtract", u, _c(1.0, x))
     r = ew("multiply", ew("log", u), ew("divide", x, d))
@@ -57,6 +65,8 @@ def log1p(x: Value) -> Value:
 
 def expm1(x: Value) -> Value:
     """exp(x) - 1 = (u - 1) * x / log(u) with u = exp(x): the rounding of u cancels (Kahan)."""
+    if _native(x):
+        return ew("exponential_minus_one", x)
     u = ew("exponential", x)
     um1 = ew("subtract", u, _c(1.0, x))
     r = ew("multiply", um1, ew("divide", x, ew("log", u)))
@@ -79,11 +89,11 @@ def _log(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
 
 
 def _log1p(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    return [_in_float64(log1p)(x)]
+    return [log1p(x)]
 
 
 def _expm1(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    return [_in_float64(expm1)(x)]
+    return [expm1(x)]
 
 
 def _logistic(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:

@@ -238,3 +238,43 @@ def test_float32_log_in_float64_is_vectorized(tmp_path):
     assert ulp_distance(np.asarray(got), np.log(x.astype(np.float64)).astype(np.float32)).max() == 0
     (opt,) = tmp_path.glob("*.opt.ll")
     assert "call <4 x double> @_ZGVdN4v_log(" in opt.read_text()
+
+
+def test_libm_declarations_name_the_variants_the_cpu_can_run():
+    """declare_vector_variants: expm1's declaration names libmvec's variants for the target's ISAs
+    (what -fveclib=libmvec does), declares them and keeps them for the vectorizer; a function it
+    does not know (tgamma) and a CPU without libmvec's ISAs leave the IR as it was."""
+    ir = "declare double @expm1(double)\ndeclare float @log1pf(float)\ndeclare double @tgamma(double)\n"
+    if not (backend._libmvec_has("_ZGVdN4v_expm1") and backend._libmvec_has("_ZGVdN8v_log1pf")):
+        pytest.skip("this libmvec has no AVX2 expm1/log1pf (glibc < 2.35)")
+    out = backend.declare_vector_variants(ir, "generic", "+avx2")
+    assert ('declare double @expm1(double) nounwind willreturn memory(none) "vector-function-abi-variant"='
+            '"_ZGVbN2v_expm1(_ZGVbN2v_expm1),_ZGVdN4v_expm1(_ZGVdN4v_expm1)"') in out
+    assert '"_ZGVbN4v_log1pf(_ZGVbN4v_log1pf),_ZGVdN8v_log1pf(_ZGVdN8v_log1pf)"' in out
+    assert "declare <4 x double> @_ZGVdN4v_expm1(<4 x double>)" in out and "declare double @tgamma(double)\n" in out
+    assert "@llvm.compiler.used = appending global [4 x ptr]" in out
+    backend.llvm.parse_assembly(out).verify()
+    assert "_ZGVd" not in backend.declare_vector_variants(ir, "generic")   # sse2 only
+    assert backend.declare_vector_variants("declare double @tgamma(double)\n", "generic", "+avx2") == \
+        "declare double @tgamma(double)\n"
+
+
+def test_expm1_and_log1p_are_libm_calls_vectorized_with_libmvec(tmp_path):
+    """expm1/log1p (f32, f64) reach the C library as calls, not as convert-math-to-llvm's
+    exp(x) - 1 and log(1 + x), and the vectorizer widens them to libmvec's variants; tiny x keeps
+    every digit."""
+    fn = sprue.qjit(lambda x, y: (snp.expm1(x), snp.log1p(x), snp.expm1(y), snp.log1p(y)), keep_intermediate=tmp_path)
+    x = np.concatenate([np.geomspace(1e-300, 1, 500), -np.geomspace(1e-300, 0.5, 500)])
+    y = x.astype(np.float32)
+    for got, want in zip(fn(x, y), [np.expm1(x), np.log1p(x), np.expm1(y), np.log1p(y)]):
+        assert ulp_distance(np.asarray(got), want).max() <= 2
+    stage = next(tmp_path.glob("*_llvm.mlir")).read_text()
+    for name in ("expm1", "log1p", "expm1f", "log1pf"):
+        assert f"llvm.call @{name}(" in stage, name
+    text = next(tmp_path.glob("*.opt.ll")).read_text()
+    if backend._libmvec_has("_ZGVdN4v_expm1") and "avx2" in backend.llvm.get_host_cpu_features():
+        for call in ("<4 x double> @_ZGVdN4v_expm1(", "<4 x double> @_ZGVdN4v_log1p(",
+                     "<8 x float> @_ZGVdN8v_expm1f(", "<8 x float> @_ZGVdN8v_log1pf("):
+            assert "call " + call in text, call
+    else:
+        print("no AVX2 libmvec expm1 here: only the scalar calls are checked")
