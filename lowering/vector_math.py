@@ -207,8 +207,9 @@ def declare_vector_variants(llvm_ir: str, cpu: str, features: str = "") -> str:
     libmvec variants the CPU can run (`vector-function-abi-variant`), those variants declared and
     kept (llvm.compiler.used) until the loop vectorizer has looked for them; and marked as not
     touching memory (as MLIR marks the intrinsics), which the vectorizer needs."""
-    if "declare " not in llvm_ir or "@llvm.compiler.used" in llvm_ir or not _libmvec_available():
-        return llvm_ir
+    if (not re.search(_LIBM_DECLARE.pattern, llvm_ir, re.MULTILINE) or "@llvm.compiler.used" in llvm_ir
+            or not _libmvec_available()):
+        return llvm_ir   # (the common case: no such call; nothing split or copied)
     isa = _isa(cpu, features)
     extra: list[str] = []
     kept: list[str] = []
