@@ -31,6 +31,8 @@ FORMS = [
     ("b_t", lambda a, b: a @ b.T, lambda a, b: a @ b.T, [(40, 33), (24, 33)]),
     ("matvec", lambda a, x: a @ x, lambda a, x: a @ x, [(129, 65), (65,)]),
     ("vecmat", lambda x, a: x @ a, lambda x, a: x @ a, [(65,), (65, 96)]),
+    ("vecmat_odd", lambda x, a: x @ a, lambda x, a: x @ a, [(33,), (33, 131)]),
+    ("vecmat_wide", lambda x, a: x @ a, lambda x, a: x @ a, [(1100,), (1100, 320)]),
     ("a_t_vec", lambda a, x: a.T @ x, lambda a, x: a.T @ x, [(65, 129), (65,)]),
     ("vec_a_t", lambda x, a: x @ a.T, lambda x, a: x @ a.T, [(65,), (96, 65)]),
     ("dg_00", lambda a, b: lax.dot_general(a, b, (((0,), (0,)), ((), ()))), lambda a, b: a.T @ b, [(17, 40), (17, 24)]),
