@@ -6,6 +6,8 @@
     sum             sum of 1e7 f64 (also reported against the memory-bandwidth bound)  (c)
     softmax         row softmax of a 2048 x 2048 matrix                  (d)
     scalar_call     x * 2 + 1 on one Python float: the per-call overhead (h)
+    mm_<class>      the matmul shape classes of issue 13 (i): batched, attention's q @ k^T,
+                    transposed either side, matvec, vecmat, small, odd, f32, run-time sizes, in a loop
 
 (e) logistic map, (f) Newton sqrt are in control_flow.py, (g) dynamic sizes in dynamic_shapes.py.
 """
@@ -150,4 +152,67 @@ def benchmarks() -> list[Benchmark]:
     ]
     for b in out:
         b.impls.update(_optional_impls(b.name))
+    return out + matmul_classes(rng)
+
+
+# -- (i) matmul shape classes (issue 13: each within 1.2x of single-threaded BLAS) ---------------------
+def _loop_numpy(x, w):
+    for _ in range(10):
+        x = (x @ w) * 0.01
+    return x
+
+
+# name: (sprue/jax body written against a numpy-like namespace `xp`, operand shapes, dtype, abstracted axes)
+MATMUL_CLASSES = {
+    "mm_256": (lambda xp: lambda a, b: a @ b, [(256, 256), (256, 256)], np.float64, None),
+    "mm_256_f32": (lambda xp: lambda a, b: a @ b, [(256, 256), (256, 256)], np.float32, None),
+    "mm_batched": (lambda xp: lambda p, v: p @ v, [(8, 256, 256), (8, 256, 64)], np.float64, None),
+    "mm_attention": (lambda xp: lambda q, k: q @ xp.swapaxes(k, 1, 2), [(8, 256, 64), (8, 256, 64)], np.float64, None),
+    "mm_attention_f32": (lambda xp: lambda q, k: q @ xp.swapaxes(k, 1, 2), [(8, 256, 64), (8, 256, 64)],
+                         np.float32, None),
+    "mm_a_t": (lambda xp: lambda a, b: a.T @ b, [(256, 256), (256, 256)], np.float64, None),
+    "mm_b_t": (lambda xp: lambda a, b: a @ b.T, [(256, 256), (256, 256)], np.float64, None),
+    "mm_matvec": (lambda xp: lambda a, x: a @ x, [(1024, 1024), (1024,)], np.float64, None),
+    "mm_vecmat": (lambda xp: lambda x, a: x @ a, [(1024,), (1024, 1024)], np.float64, None),
+    "mm_small_8": (lambda xp: lambda a, b: a @ b, [(8, 8), (8, 8)], np.float64, None),
+    "mm_small_16": (lambda xp: lambda a, b: a @ b, [(16, 16), (16, 16)], np.float64, None),
+    "mm_odd_129": (lambda xp: lambda a, b: a @ b, [(129, 129), (129, 129)], np.float64, None),
+    "mm_dynamic_256": (lambda xp: lambda a, b: a @ b, [(256, 256), (256, 256)], np.float64,
+                       ({0: "m", 1: "k"}, {0: "k", 1: "n"})),
+    "mm_in_fori_loop": (None, [(128, 128), (128, 128)], np.float64, None),
+}
+
+
+def _flops(name: str, shapes) -> int:
+    *batch, m, k = shapes[0] if len(shapes[0]) > 1 else (1, shapes[0][0])
+    n = shapes[1][-1] if len(shapes[1]) > 1 else 1
+    if "attention" in name:        # q @ k^T: k's rows are the columns of the product
+        n = shapes[1][-2]
+    return 2 * int(np.prod(batch, dtype=np.int64)) * m * n * k
+
+
+def matmul_classes(rng) -> list[Benchmark]:
+    out = []
+    jnp = None
+    if importlib.util.find_spec("jax") is not None:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+    for name, (body, shapes, dtype, axes) in MATMUL_CLASSES.items():
+        args = tuple(rng.standard_normal(s).astype(dtype) for s in shapes)
+        if body is None:        # 10 products in a fori_loop
+            ref = _loop_numpy
+            fn = sprue.qjit(lambda x, w: sprue.lax.fori_loop(0, 10, lambda i, x: (x @ w) * 0.01, x))
+            flops = 10 * _flops(name, shapes)
+        else:
+            ref = body(np)
+            fn = sprue.qjit(body(snp), abstracted_axes=axes) if axes else sprue.qjit(body(snp))
+            flops = _flops(name, shapes)
+        b = Benchmark(name, args, {"numpy": ref, "sprue": fn}, rtol=1e-4 if dtype == np.float32 else 1e-9,
+                      flops=flops)
+        if jnp is not None and body is not None:
+            f = jax.jit(body(jnp))
+            b.impls["jax"] = lambda *a, f=f: np.asarray(f(*a).block_until_ready())
+            b.impls["jax"].device_args = True
+        out.append(b)
     return out
