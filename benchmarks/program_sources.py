@@ -1,7 +1,7 @@
 """The realistic programs of benchmarks/programs.py, each written once against a jax-like namespace.
 
 Every program is `fn(m, *arrays)` where `m` carries `np` (sprue.numpy, jax.numpy, or numpy when
-run eagerly), `lax` (sprue.lax or jax.lax), `grad`, and `add_at(x, index, values)` — `x.at[index]
+run eagerly), `lax` (sprue.lax or jax.lax), `grad`, `vmap`, and `add_at(x, index, values)` — `x.at[index]
 .add(values)` for traced arrays, `numpy.add.at` on a copy for eager numpy arrays (numpy arrays have
 no `.at`). `make(scale)` builds the arguments ("full": the benchmark's sizes, "tiny": the smoke
 test's), `axes` is the `abstracted_axes` tuple of the dynamic-shape run (one dict or None per
@@ -317,6 +317,57 @@ def _pagerank_args(scale):
     return np.ones(n), src, dst, 1.0 / outdeg[src]
 
 
+# -- 11. per-example gradients, clipped (DP-SGD): vmap of grad ----------------------------------
+def per_example_grads(m, w1, w2, x, y):
+    np_ = m.np
+
+    def loss(params, xi, yi):
+        a1, a2 = params
+        z = np_.tanh(xi @ a1) @ a2
+        z = z - np_.max(z)
+        return np_.log(np_.sum(np_.exp(z))) - np_.sum(z * yi)
+
+    g1, g2 = m.vmap(m.grad(loss), in_axes=(None, 0, 0))((w1, w2), x, y)
+    norms = np_.sqrt(np_.sum(g1 * g1, axis=(1, 2)) + np_.sum(g2 * g2, axis=(1, 2)))
+    scale = np_.minimum(1.0, 1.0 / np_.maximum(norms, 1e-12))
+    n = x.shape[0]
+    return (np_.sum(g1 * scale[:, None, None], axis=0) / n, np_.sum(g2 * scale[:, None, None], axis=0) / n,
+            norms)
+
+
+def _peg_args(scale):
+    n, d, hid, c = (512, 32, 64, 10) if scale == "full" else (6, 4, 5, 3)
+    r = _rng(11)
+    return (0.3 * r.standard_normal((d, hid)), 0.3 * r.standard_normal((hid, c)), r.standard_normal((n, d)),
+            np.eye(c)[r.integers(0, c, n)])
+
+
+def _peg_flops(w1, w2, x, y):
+    n, d = x.shape
+    hid, c = w2.shape
+    return 3 * 2 * n * (d * hid + hid * c)
+
+
+# -- 12. a recurrent filter over a long sequence (scan with little work per step) ----------------
+def ema_filter(m, xs, s0):
+    np_ = m.np
+
+    def step(carry, x):
+        fast, slow = carry
+        fast = 0.9 * fast + 0.1 * x
+        slow = 0.99 * slow + 0.01 * x
+        return (fast, slow), np_.where(fast > slow, 1.0, -1.0) * np_.abs(fast - slow)
+
+    (fast, slow), signal = m.lax.scan(step, (s0, s0), xs)
+    return signal, fast, slow
+
+
+def _ema_args(scale):
+    t, k = (20_000, 64) if scale == "full" else (30, 3)
+    r = _rng(12)
+    return np.cumsum(r.standard_normal((t, k)), axis=0), np.zeros(k)
+
+
 PROGRAMS = [
     Program("attention", "multi-head attention 8x256x64", attention, _attention_args,
             ({0: "b", 1: "t"}, {0: "b", 1: "t"}, {0: "b", 1: "t"}), _attention_flops),
@@ -338,4 +389,8 @@ PROGRAMS = [
             _mc_args, ({0: "n"}, None), rtol=1e-9),
     Program("pagerank", "segment sum via .at[idx].add, 10 sweeps, 5e5 edges", pagerank,
             _pagerank_args, ({0: "n"}, {0: "e"}, {0: "e"}, {0: "e"})),
+    Program("per_example", "per-example gradients clipped (vmap of grad), 512 examples, 32-64-10", per_example_grads,
+            _peg_args, (None, None, {0: "n"}, {0: "n"}), _peg_flops),
+    Program("ema_filter", "two EMAs and a crossover signal, scan over 20000 steps x 64 series", ema_filter,
+            _ema_args, ({0: "t", 1: "k"}, {0: "k"})),
 ]

@@ -59,7 +59,8 @@ def sprue_namespace():
     import sprue
     import sprue.lax
     import sprue.numpy
-    return SimpleNamespace(np=sprue.numpy, lax=sprue.lax, grad=sprue.grad, add_at=_add_at_eager)
+    return SimpleNamespace(np=sprue.numpy, lax=sprue.lax, grad=sprue.grad, vmap=sprue.vmap,
+                           add_at=_add_at_eager)
 
 
 def jax_namespace():
@@ -70,7 +71,8 @@ def jax_namespace():
         return None
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
-    return SimpleNamespace(np=jnp, lax=jax.lax, grad=jax.grad, add_at=_add_at_traced, jax=jax)
+    return SimpleNamespace(np=jnp, lax=jax.lax, grad=jax.grad, vmap=jax.vmap, add_at=_add_at_traced,
+                           jax=jax)
 
 
 def reference(prog, args):
