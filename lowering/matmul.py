@@ -1,30 +1,34 @@
 """Matrix products as blocked, vectorized loop nests (MLIR transform dialect).
 
 convert-linalg-to-loops turns a contraction into the textbook scalar nest: one FMA per load of
-A and B and per load/store of C, 0.5 GFLOP/s. Every dot_general reaches linalg as one of four
-contractions: the dot_general rule (rules_reductions.py) first canonicalizes any batch and
-contracting dimensions into batch-free-contract order (a transpose where needed: the packing copy
-of XLA's DotDecomposer / IREE's data tiling, O(size) against the O(m n k) product), and
-stablehlo-legalize-to-linalg then picks linalg.matmul, batch_matmul, matvec or vecmat.
-Here, on tensors before bufferization:
+A and B and per load/store of C, 0.5 GFLOP/s. Every float dot_general reaches linalg as one of
+a few contractions: the dot_general rule first canonicalizes any batch and contracting dimensions
+into batch-free-contract order (dot_canonical.py: a transpose where needed, the packing copy of
+XLA's DotDecomposer, O(size) against the O(m n k) product), and stablehlo-legalize-to-linalg then
+picks linalg.matmul, batch_matmul, matvec or vecmat -- or, where linalg-fuse-elementwise-ops folds
+the reshapes around a batched dot into it (vmap, two batch dims), a linalg.generic that is a
+matmul over its last three loops. Here, on tensors before bufferization:
 
-  matmul, batch_matmul (batch tiled by 1 first):
-    1. tiled for the caches:      [MC, NC, KC] ~ [32, 128, 512]   (a 32x512 block of A and a
-                                   512x128 panel of B stay in L2 while they are reused)
-    2. tiled for the registers:   [MR, NR], e.g. 4 x 32 f64 on AVX-512 (16 vector accumulators),
-                                   4 x 12 on AVX2 (12 of its 16 ymm registers), held across the k loop
+  matmul, batch_matmul, such generics (batch loops tiled by 1 first, their unit dims folded):
+    1. tiled for the caches:      [MC, NC, KC] = [128, 64, 256] at most
+    2. tiled for the registers:   [MR, NR] = 4 rows x 2 vectors (AVX2: 8 of its 16 registers
+                                   accumulate; 4 vectors on AVX-512), held across the k loop
     3. tiled by 1 along k, vectorized (vector.contract MR x NR x 1), and the C block's read/write
        hoisted out of the k loop; the contraction lowers to outer products: per k, MR broadcasts
        of A, NR / lanes vector loads of B's row, MR * NR / lanes vector FMAs (BLIS's micro-kernel).
-  vecmat (x @ B): the same outer-product kernel with MR = 1 (an axpy per row of B).
+  vecmat (x @ B): the same outer-product kernel with one row of 8 vectors (an axpy per row of B).
   matvec (A @ x): a dot product per row, which the register kernel cannot block; its payload gets
     `reassoc,contract` (as fastmath.py does for reductions) so LLVM's loop vectorizer keeps vector
     accumulators along the contiguous row.
 
-(Measured on 1024^2 f64: 0.4 -> ~40 GFLOP/s single-threaded.) Tile sizes are divisors of the
-(static) sizes, so every tile is full and the vector code needs no masks; a product with a
-dynamic size, a non-float type, a column count no register tile divides, or fewer than MIN_FLOPS
-is left to the plain loops. The vector ops are lowered in the pipeline's llvm stage.
+Static sizes the tiles divide give full tiles and unmasked vector code. Otherwise (odd sizes,
+run-time sizes) the register loops are peeled (transform.loop.peel) and every tile vectorized
+with `vector_sizes`: in the full iterations the tile size folds to a constant and the masks fold
+away, only the last, partial tile uses masked loads and stores (IREE's CPU pipeline does the same
+for dynamic shapes). Products of fewer than MIN_FLOPS with static sizes and non-float types keep
+the plain loops. The vector ops are lowered in the pipeline's llvm stage. No packing of A/B into
+tiled layouts yet (linalg.pack / mmt4d): on large products (1024^2) the strided panels cost ~2.5x
+against BLAS.
 
 Numerics: each C element is still accumulated along k in order, with FMAs (one rounding per step
 instead of two), like any BLAS (matvec's accumulation is reassociated, like numpy's dot).
@@ -46,7 +50,7 @@ MC, NC, KC = 128, 64, 256
 _FLAGS = "#arith.fastmath<reassoc,contract>"
 
 # SPRUE_MATMUL_FORMS=0 keeps only the plain 2-D matmul path (what sprue did before the other
-# forms were tiled): an A/B switch for benchmarks/kernels.py's matmul shape classes.
+# forms were tiled): an A/B switch for measuring the shape classes (benchmarks/kernels.py mm_*).
 def forms_enabled() -> bool:
     return os.environ.get("SPRUE_MATMUL_FORMS", "1") not in ("0", "")
 
