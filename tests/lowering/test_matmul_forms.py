@@ -63,7 +63,7 @@ def test_form_matches_numpy(name, f, ref, shapes, dtype):
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 3, 3), (17, 17, 17), (1, 129, 129), (129, 129, 1),
-                                   (129, 3, 129), (129, 129, 129), (8, 8, 8), (16, 16, 16)])
+                                   (129, 3, 129), (129, 129, 129), (8, 8, 8), (16, 16, 16), (96, 40, 48)])
 def test_odd_sizes(m, k, n):
     a, b = _args(np.float64, (2, m, k), (2, k, n))
     f = sprue.qjit(lambda a, b: (a @ b, a[0] @ b[0], a[0].T.T @ snp.swapaxes(b, 1, 2)[0].T))
