@@ -106,7 +106,7 @@ def run_benchmark(module: str, bench) -> dict:
         result = fn(*args)          # warm-up: compiles sprue/JAX/Numba
         first_call[impl] = time.perf_counter() - start
         np.testing.assert_allclose(np.asarray(result), np.asarray(reference), rtol=getattr(bench, "rtol", 1e-9),
-                                   atol=1e-12, err_msg=f"{bench.name}: {impl}")
+                                   atol=getattr(bench, "atol", 1e-12), err_msg=f"{bench.name}: {impl}")
         ts = samples(fn, args)
         times[impl] = statistics.median(ts)
         spread[impl] = [min(ts), max(ts)]
