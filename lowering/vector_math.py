@@ -48,6 +48,12 @@ _VECTOR_INTRINSIC = re.compile(r"@llvm\.(" + "|".join(_VECTOR_MATH) + r")\.v(\d+
 _VECTOR_ISA = [(128, "b", "sse2"), (256, "d", "avx2"), (512, "e", "avx512f")]
 
 
+def _variant(letter: str, lanes: int, name: str, arity: int, single: bool) -> str:
+    """libmvec's name for `name` on `lanes` lanes of ISA `letter` (the vector function ABI:
+    _ZGV<isa>N<lanes><v per argument>_<name>, `f` for float32)."""
+    return f"_ZGV{letter}N{lanes}{'v' * arity}_{name}{'f' if single else ''}"
+
+
 @functools.lru_cache(maxsize=None)
 def _libmvec_available() -> bool:
     """glibc's libmvec on x86-64 Linux (a dlopen by soname: cheap, and what the link names)."""
@@ -85,7 +91,7 @@ def _split_vector_call(m: re.Match, isa: dict[int, str]) -> tuple[list[str], str
     lanes, bits = int(lanes), 64 if scalar == "double" else 32
     for width in sorted(isa, reverse=True):
         part = width // bits
-        vname = f"_ZGV{isa[width]}N{part}{'v' * _VECTOR_MATH[name]}_{name}{'f' if scalar == 'float' else ''}"
+        vname = _variant(isa[width], part, name, _VECTOR_MATH[name], scalar == "float")
         count = lanes // part   # a power of two: the pieces are joined pairwise
         if part < lanes and lanes % part == 0 and count & (count - 1) == 0 and _libmvec_has(vname):
             break
@@ -136,8 +142,10 @@ def use_vector_math(optimized_ir: str, cpu: str, features: str = "") -> str:
     def rename(m: re.Match) -> str:
         name, lanes, ftype = m.group(1), int(m.group(2)), m.group(3)
         letter = isa.get(lanes * (64 if ftype == "f64" else 32))
-        vname = f"_ZGV{letter}N{lanes}{'v' * _VECTOR_MATH[name]}_{name}{'f' if ftype == 'f32' else ''}"
-        if letter is None or not _libmvec_has(vname):
+        if letter is None:
+            return m.group(0)
+        vname = _variant(letter, lanes, name, _VECTOR_MATH[name], ftype == "f32")
+        if not _libmvec_has(vname):
             return m.group(0)
         declare(vname, f"<{lanes} x {'double' if ftype == 'f64' else 'float'}>", name)
         return "@" + vname
@@ -219,13 +227,13 @@ def declare_vector_variants(llvm_ir: str, cpu: str, features: str = "") -> str:
         if not m:
             return line
         scalar, base = m.group(1), m.group(2)
-        fname = base + ("f" if scalar == "float" else "")
+        fname = base + ("f" if scalar == "float" else "")   # the C library's name
         if not line.startswith(f"declare {scalar} @{fname}("):
             return line
         variants = []
         for bits, letter in sorted(isa.items()):
             lanes = bits // (64 if scalar == "double" else 32)
-            vname = f"_ZGV{letter}N{lanes}v_{fname}"
+            vname = _variant(letter, lanes, base, 1, scalar == "float")
             if _libmvec_has(vname):
                 vt = f"<{lanes} x {scalar}>"
                 extra.append(f"declare {vt} @{vname}({vt})")
