@@ -39,6 +39,7 @@ import functools
 import os
 import re
 
+import llvmlite.binding as llvm
 from torch_mlir import ir, passmanager
 
 _MARK = "sprue.matmul"
@@ -58,8 +59,6 @@ def forms_enabled() -> bool:
 @functools.cache
 def _vector_bytes() -> int:
     """Bytes of the host's widest float vector register (the register tile is sized from it)."""
-    # Deferred: llvmlite's binding is loaded by the backend anyway; only a matmul to tile needs it here.
-    import llvmlite.binding as llvm
     features = dict(llvm.get_host_cpu_features())
     if features.get("avx512f"):
         return 64
