@@ -31,11 +31,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-for _extra in filter(None, os.environ.get("SPRUE_BENCH_EXTRA_PATH", "").split(os.pathsep)):
-    if _extra not in sys.path:
-        sys.path.append(_extra)
 
 import program_sources  # noqa: E402  (after the path set-up above)
+from run import cpu_name  # noqa: E402  (run.py also appends SPRUE_BENCH_EXTRA_PATH to sys.path)
 
 RUNS = 7
 SAMPLE_SECONDS = 0.05
@@ -236,21 +234,11 @@ def main(argv: list[str] | None = None) -> None:
     path = Path(opts.json or HERE.parent / "build" / "bench" /
                 ("programs-one-core.json" if one_core else "programs.json"))
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"runs": RUNS, "one_core": one_core, "cpu": _cpu_name(), "numpy": np.__version__,
+    meta = {"runs": RUNS, "one_core": one_core, "cpu": cpu_name(), "numpy": np.__version__,
             "jax": getattr(getattr(jax_ns, "jax", None), "__version__", None), "commit": _commit(),
             "uncommitted": _uncommitted(), "cpus": sorted(os.sched_getaffinity(0))}
     path.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
     print(f"\nwritten {path}")
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        return ""
-    return ""
 
 
 def _git(*args: str) -> str | None:

@@ -202,7 +202,7 @@ def main() -> None:
         row["target"], row["target_met"] = target, check(row)
     path = Path(opts.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"runs": RUNS, "jax_seen": JAX_SEEN, "cpu": _cpu_name(), "numpy": np.__version__}
+    meta = {"runs": RUNS, "jax_seen": JAX_SEEN, "cpu": cpu_name(), "numpy": np.__version__}
     path.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
     print(f"\nwritten {path}")
 
@@ -225,7 +225,7 @@ def _print_row(row: dict) -> None:
     print("\n".join(buf.getvalue().splitlines()[2:]), flush=True)
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
