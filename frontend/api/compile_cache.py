@@ -372,6 +372,8 @@ def key_components(closed, n_implicit: int, in_names, options: dict[str, Any]) -
         **facts,
         "host_cpu": facts["host_cpu"] if options.get("cpu", "host") == "host" else None,
         "cc": os.environ.get("CC", "").strip(),
+        # the lowering's A/B switch for the matmul forms (lowering/matmul.py) changes the code built
+        "matmul_forms": os.environ.get("SPRUE_MATMUL_FORMS", "").strip(),
         "jaxpr": digest,
         "n_implicit": n_implicit,
         "in_names": list(in_names),

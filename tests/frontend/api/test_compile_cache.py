@@ -196,6 +196,19 @@ def test_changed_compiler_misses(cache, monkeypatch):
     assert s["misses"] == 1 and s["builds"] == 1 and len(entries(cache)) == 2
 
 
+def test_matmul_forms_switch_misses(cache, monkeypatch):
+    """SPRUE_MATMUL_FORMS=0 builds other code for a matmul: a library built with the switch on is
+    not served with it off."""
+    def mm(a, b):
+        return a @ b
+    a, b = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(4, 2)
+    np.testing.assert_allclose(sprue.qjit(mm)(a, b), a @ b)
+    monkeypatch.setenv("SPRUE_MATMUL_FORMS", "0")
+    s = Stats()
+    np.testing.assert_allclose(sprue.qjit(mm)(a, b), a @ b)
+    assert (s["misses"], s["builds"], s["hits"]) == (1, 1, 0) and len(entries(cache)) == 2
+
+
 def test_key_components_without_the_compiler():
     f = sprue.qjit(poly)
     f(X)
