@@ -27,6 +27,7 @@ from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 
 from sprue.base.errors import CompileError, SprueError  # noqa: F401
+from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.fastmath import mark_reductions
 from sprue.lowering.inplace import tie_loop_outputs
 from sprue.lowering.legalize import legalize
@@ -99,9 +100,14 @@ def _before_bufferization(module: ir.Module) -> None:
     tile_matmuls(module)        # blocked, vectorized matrix products (matmul.py)
 
 
+def _before_llvm(module: ir.Module) -> None:
+    promote_accumulators(module)   # reductions accumulate in registers inside loops (accumulators.py)
+    call_libm(module)   # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
+
+
 PREPARE: dict[str, Callable[[ir.Module], None]] = {
     "bufferized": _before_bufferization,
-    "llvm": call_libm,   # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
+    "llvm": _before_llvm,
 }
 
 
