@@ -7,6 +7,7 @@ runs we rewrite those ops ourselves.  Each rule replaces one op in place:
   ops with `?` dims that the upstream pass rejects -> legalize_dynamic.py
   (dynamic_reshape, reverse, dynamic_update_slice, gather)
   stablehlo.sort     -> merge sort loops              (legalize_sort.py)
+  stablehlo.reduce_window spanning an axis (cumsum & co.) -> one pass (legalize_scan.py)
   stablehlo.scatter  -> scatter loops                 (legalize_scatter.py)
   stablehlo.while    -> scf.while, or scf.for when marked counted (below)
   stablehlo.if       -> scf.if                        (below)
@@ -26,6 +27,7 @@ from torch_mlir.dialects import arith, scf, tensor
 
 from sprue.lowering.legalize_dynamic import RULES as DYNAMIC_RULES
 from sprue.lowering.legalize_scatter import lower_scatter
+from sprue.lowering.legalize_scan import lower_prefix_window
 from sprue.lowering.legalize_sort import lower_sort
 from sprue.lowering.mlir_util import (
     LegalizeError,
@@ -161,6 +163,7 @@ def lower_case(op: ir.Operation) -> None:
 RULES: dict[str, Callable[[ir.Operation], None]] = {
     **DYNAMIC_RULES,
     "stablehlo.sort": lower_sort,
+    "stablehlo.reduce_window": lower_prefix_window,   # prefix scans only (legalize_scan.py)
     "stablehlo.scatter": lower_scatter,
     "stablehlo.while": lower_while,
     "stablehlo.if": lower_if,
@@ -185,7 +188,7 @@ def legalize(module: ir.Module) -> None:
     """Rewrites every op in RULES, in place.  Raises LegalizeError."""
     with module.context:
         for group in (tuple(DYNAMIC_RULES),
-                      ("stablehlo.sort", "stablehlo.scatter"),
+                      ("stablehlo.sort", "stablehlo.scatter", "stablehlo.reduce_window"),
                       ("stablehlo.while", "stablehlo.if", "stablehlo.case")):
             for op in _collect(module, group):
                 RULES[op.name](op)

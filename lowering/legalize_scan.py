@@ -1,0 +1,182 @@
+"""stablehlo.reduce_window spanning a whole axis (a prefix scan: cumsum, cumprod, cummax, cummin) ->
+one sequential pass (scf + memref).
+
+JAX writes `cumsum(x, axis)` as a reduce_window whose window covers the whole axis, padded with
+n - 1 init values before it (after it when reversed): element i reduces x[0..i]. Lowered as a window
+(stablehlo-legalize-to-linalg's pooling form) that is O(n^2) work; computed as numpy does, each
+element from its predecessor, it is O(n). The loops run over the axes before the scanned one, then
+along it, then over the axes after it, innermost, so that the step from one row to the next reads
+and writes contiguous memory the vectorizer can widen; a scan over the last axis carries the running
+value in a register.
+
+Only that form is rewritten (window 1 on every other axis, unit strides and dilations, an init
+that is the identity of the window's combining op); other reduce_windows keep the generic lowering.
+The combining op is the window's own region, translated to scalar code (mlir_util.inline_scalar_region),
+so NaN propagation of stablehlo.maximum etc. is what the region says.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith
+
+from sprue.lowering.mlir_util import (
+    add,
+    alloc,
+    as_tensor,
+    extract,
+    for_loop,
+    index,
+    inline_scalar_region,
+    insert_at,
+    load,
+    loop_nest,
+    store,
+    tensor_sizes,
+    tensor_type,
+    to_signless,
+)
+
+
+def _is_identity(name: str, value, elem: ir.Type) -> bool:
+    """Whether the constant `value` is the identity of the region's op `name` on `elem` (the padded
+    init values must change nothing)."""
+    if isinstance(elem, ir.IntegerType) and elem.width > 1:
+        w = elem.width
+        lo, hi = (0, (1 << w) - 1) if elem.is_unsigned else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
+        return {"stablehlo.add": value == 0, "stablehlo.multiply": value == 1, "stablehlo.maximum": value == lo,
+                "stablehlo.minimum": value == hi, "stablehlo.or": value == 0,
+                "stablehlo.and": value == (hi if elem.is_unsigned else -1)}.get(name, False)
+    if isinstance(elem, ir.IntegerType):   # booleans
+        return {"stablehlo.or": value is False, "stablehlo.maximum": value is False, "stablehlo.add": value is False,
+                "stablehlo.and": value is True, "stablehlo.minimum": value is True,
+                "stablehlo.multiply": value is True}.get(name, False)
+    return {"stablehlo.add": value == 0, "stablehlo.multiply": value == 1, "stablehlo.maximum": value == -math.inf,
+            "stablehlo.minimum": value == math.inf}.get(name, False)
+
+
+def _ints(op: ir.Operation, name: str) -> list[int] | None:
+    if name not in op.attributes:
+        return None
+    return [int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])]
+
+
+def _padding(op: ir.Operation) -> list[tuple[int, int]] | None:
+    if "padding" not in op.attributes:
+        return None
+    flat = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["padding"])]
+    return list(zip(flat[0::2], flat[1::2]))
+
+
+def _constant_scalar(v: ir.Value):
+    """The value of a 0-d stablehlo.constant, or None."""
+    if not isinstance(v, ir.OpResult) or v.owner.name != "stablehlo.constant":
+        return None
+    attr = v.owner.attributes["value"]
+    if isinstance(attr, ir.DenseFPElementsAttr):
+        return float(attr[0]) if attr.is_splat or len(attr) == 1 else None
+    if isinstance(attr, ir.DenseIntElementsAttr):
+        t = attr.type.element_type
+        if isinstance(t, ir.IntegerType) and t.width == 1:
+            return bool(ir.BoolAttr(attr.get_splat_value()).value)   # a 0-d constant is a splat
+        return int(attr[0]) if len(attr) == 1 else None
+    return None
+
+
+def prefix_axis(op: ir.Operation) -> tuple[int, bool] | None:
+    """(axis, reverse) when `op` is a prefix scan over that axis, else None."""
+    if len(op.operands) != 2 or len(op.results) != 1:
+        return None
+    shape = tensor_type(op.operands[0]).shape
+    if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
+        return None
+    window = _ints(op, "window_dimensions")
+    padding = _padding(op) or [(0, 0)] * len(shape)
+    for unit in ("window_strides", "base_dilations", "window_dilations"):
+        values = _ints(op, unit)
+        if values is not None and any(v != 1 for v in values):
+            return None
+    spanned = [d for d, (w, n) in enumerate(zip(window, shape)) if w != 1]
+    if len(spanned) != 1:
+        return None
+    axis = spanned[0]
+    n = shape[axis]
+    if window[axis] != n or any(p != (0, 0) for d, p in enumerate(padding) if d != axis):
+        return None
+    if padding[axis] not in ((n - 1, 0), (0, n - 1)):
+        return None
+    body = list(op.regions[0].blocks[0].operations)
+    if len(body) != 2 or list(body[0].operands) != list(op.regions[0].blocks[0].arguments):
+        return None
+    init = _constant_scalar(op.operands[1])
+    elem = tensor_type(op.operands[0]).element_type
+    if init is None or not _is_identity(body[0].name, init, elem):
+        return None
+    return axis, padding[axis] == (0, n - 1) and n > 1
+
+
+def lower_prefix_window(op: ir.Operation) -> None:
+    """Rewrites `op` as one pass along its axis when it is a prefix scan; leaves it otherwise."""
+    form = prefix_axis(op)
+    if form is None:
+        return
+    axis, reverse = form
+    where = f"stablehlo.reduce_window at {op.location}"
+    with ir.InsertionPoint(op), op.location:
+        x = to_signless(op.operands[0])
+        shape_type = tensor_type(x)
+        elem = shape_type.element_type
+        sizes = tensor_sizes(x)
+        n = sizes[axis]
+        last = shape_type.shape[axis] - 1
+        out = alloc(shape_type.shape, elem, sizes)
+
+        def combine(a: ir.Value, b: ir.Value) -> ir.Value:
+            return inline_scalar_region(op.regions[0], [a, b], where)[0]
+
+        def position(k: ir.Value) -> ir.Value:   # the k-th element in scan order
+            return add(index(last), _negate(k)) if reverse else k
+
+        outer, inner = sizes[:axis], sizes[axis + 1:]
+        if not inner:
+            # the running value stays in a register
+            def lane(ivs: list[ir.Value]) -> None:
+                first = extract(x, insert_at(ivs, axis, position(index(0))))
+                store(first, out, insert_at(ivs, axis, position(index(0))))
+
+                def step(k: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
+                    at = insert_at(ivs, axis, position(k))
+                    value = combine(acc[0], extract(x, at))
+                    store(value, out, at)
+                    return [value]
+                for_loop(index(1), n, index(1), [first], step)
+            loop_nest(outer, lane)
+        else:
+            def row(ivs: list[ir.Value]) -> None:
+                def first(jvs: list[ir.Value]) -> None:
+                    at = ivs + [position(index(0))] + jvs
+                    store(extract(x, at), out, at)
+                loop_nest(inner, first)
+
+                def step(k: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+                    here, before = position(k), position(add(k, index(-1)))
+
+                    def element(jvs: list[ir.Value]) -> None:
+                        at = ivs + [here] + jvs
+                        store(combine(load(out, ivs + [before] + jvs), extract(x, at)), out, at)
+                    loop_nest(inner, element)
+                    return []
+                for_loop(index(1), n, index(1), [], step)
+            loop_nest(outer, row)
+        result = as_tensor(out, tensor_type(op.results[0]))
+    op.results[0].replace_all_uses_with(result)
+    op.erase()
+
+
+def _negate(k: ir.Value) -> ir.Value:
+    return arith.SubIOp(index(0), k).result
+
+
+__all__ = ["lower_prefix_window", "prefix_axis"]

@@ -1,0 +1,100 @@
+"""Prefix scans written as a reduce_window spanning an axis (JAX's encoding of cumsum & co., and
+sprue's own for static sizes) computed in one pass (lowering/legalize_scan.py), against numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from torch_mlir import ir
+
+import sprue
+import sprue.lax as lax
+from sprue.api.driver import load_stablehlo
+from sprue.lowering.legalize_scan import prefix_axis
+from sprue.lowering.pipeline import make_pipeline_context, parse_module
+
+
+def _window_module(shape: str, elem: str, init: str, op: str, window: str, padding: str) -> str:
+    """A reduce_window as JAX prints it for `cumsum(x, axis)` (`op` the region's combining op)."""
+    t = f"tensor<{shape}x{elem}>"
+    return f"""module @jit_f {{
+  func.func public @main(%arg0: {t}) -> ({t} {{jax.result_info = ""}}) {{
+    %cst = stablehlo.constant dense<{init}> : tensor<{elem}>
+    %0 = "stablehlo.reduce_window"(%arg0, %cst) <{{padding = dense<{padding}> : tensor<{padding.count('[') - 1}x2xi64>, window_dimensions = array<i64: {window}>}}> ({{
+    ^bb0(%a: tensor<{elem}>, %b: tensor<{elem}>):
+      %1 = {op} %a, %b : tensor<{elem}>
+      stablehlo.return %1 : tensor<{elem}>
+    }}) : ({t}, tensor<{elem}>) -> {t}
+    return %0 : {t}
+  }}
+}}"""
+
+
+@pytest.mark.parametrize("axis, reverse", [(0, False), (1, False), (2, False), (1, True), (2, True)])
+def test_jax_cumsum_window_matches_numpy(axis, reverse):
+    shape = (3, 7, 5)
+    window = ", ".join(str(n if d == axis else 1) for d, n in enumerate(shape))
+    n = shape[axis]
+    pads = ", ".join(("[0, %d]" % (n - 1) if reverse else "[%d, 0]" % (n - 1)) if d == axis else "[0, 0]"
+                     for d in range(3))
+    f = load_stablehlo(_window_module("3x7x5", "f64", "0.000000e+00", "stablehlo.add", window, f"[{pads}]"))
+    x = np.random.default_rng(axis).standard_normal(shape)
+    want = np.flip(np.cumsum(np.flip(x, axis), axis), axis) if reverse else np.cumsum(x, axis)
+    np.testing.assert_allclose(f(x), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("elem, init, op, ref", [
+    ("i32", "-2147483648", "stablehlo.maximum", np.maximum.accumulate),
+    ("i32", "2147483647", "stablehlo.minimum", np.minimum.accumulate),
+    ("f32", "0xFF800000", "stablehlo.maximum", np.maximum.accumulate),
+    ("i64", "1", "stablehlo.multiply", np.multiply.accumulate),
+])
+def test_other_monoids_match_numpy(elem, init, op, ref):
+    f = load_stablehlo(_window_module("9", elem, init, op, "9", "[[8, 0]]"))
+    dtype = {"i32": np.int32, "i64": np.int64, "f32": np.float32}[elem]
+    x = np.array([3, -1, 4, 1, -5, 9, 2, -6, 5], dtype=dtype)
+    np.testing.assert_array_equal(f(x), ref(x))
+
+
+def test_a_window_whose_init_is_not_the_identity_keeps_its_meaning():
+    # init 1 is not add's identity: every padded place adds 1 (the generic lowering's result)
+    f = load_stablehlo(_window_module("5", "f64", "1.000000e+00", "stablehlo.add", "5", "[[4, 0]]"))
+    x = np.arange(5.0)
+    want = np.cumsum(x) + 1 + (4 - np.arange(5))   # init, and the 4 - i padded inits in the window
+    np.testing.assert_allclose(f(x), want)
+
+
+def test_compiled_cumulative_ops_on_long_axes_match_numpy():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3000))
+    b = rng.random((4, 3000)) < 0.3
+
+    @sprue.qjit
+    def f(x, b):
+        return (lax.cumsum(x, 1), lax.cumsum(x, 0, True), lax.cummax(x, 1, True), lax.cumprod(x[:, :40], 1),
+                lax.cumsum(b, 1))
+
+    got = f(x, b)
+    np.testing.assert_allclose(got[0], np.cumsum(x, 1), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got[1], np.flip(np.cumsum(np.flip(x, 0), 0), 0), rtol=1e-12)
+    np.testing.assert_array_equal(got[2], np.flip(np.maximum.accumulate(np.flip(x, 1), 1), 1))
+    np.testing.assert_allclose(got[3], np.cumprod(x[:, :40], 1), rtol=1e-12)
+    np.testing.assert_array_equal(got[4], np.logical_or.accumulate(b, 1))
+
+
+@pytest.mark.parametrize("init, window, padding, expected", [
+    ("0.000000e+00", "5", "[[4, 0]]", (0, False)),
+    ("0.000000e+00", "5", "[[0, 4]]", (0, True)),
+    ("1.000000e+00", "5", "[[4, 0]]", None),    # not the identity
+    ("0.000000e+00", "3", "[[2, 0]]", None),    # a sliding window, not a prefix
+])
+def test_which_windows_are_prefix_scans(init, window, padding, expected):
+    module = parse_module(make_pipeline_context(),
+                          _window_module("5", "f64", init, "stablehlo.add", window, padding))
+    found = []
+
+    def visit(op):
+        if op.name == "stablehlo.reduce_window":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    assert prefix_axis(found[0]) == expected
