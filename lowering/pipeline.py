@@ -29,6 +29,7 @@ from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 from sprue.base.errors import CompileError, SprueError  # noqa: F401
 from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.fastmath import mark_reductions
+from sprue.lowering.fusion import accumulate_sums, interchange_loops
 from sprue.lowering.inplace import tie_loop_outputs
 from sprue.lowering.legalize import legalize
 from sprue.lowering.matmul import tile_matmuls
@@ -45,7 +46,7 @@ STAGES: list[tuple[str, str]] = [
         "func.func(stablehlo-legalize-to-linalg)",
         "stablehlo-convert-to-signless",
         "canonicalize", "cse",
-        "linalg-fuse-elementwise-ops",
+        # then FINISH's accumulate_sums and LINALG_FUSION
     ])),
     ("bufferized", ",".join([
         # A value computed only to be inserted into a bigger tensor (a scan output row) is
@@ -91,6 +92,10 @@ STAGES: list[tuple[str, str]] = [
     ])),
 ]
 
+# Elementwise fusion, after fusion.accumulate_sums has made sums of products accumulate in place
+# (it matches the unfused adds).
+LINALG_FUSION = "linalg-fuse-elementwise-ops"
+
 STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 
 # Python rewrites run on the module just before a stage's passes.
@@ -98,6 +103,7 @@ def _before_bufferization(module: ir.Module) -> None:
     tie_loop_outputs(module)    # elementwise ops in loop bodies write into the carried buffers
     mark_reductions(module)     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls(module)        # blocked, vectorized matrix products (matmul.py)
+    interchange_loops(module)   # the other generics: innermost loop contiguous (fusion.py)
 
 
 def _before_llvm(module: ir.Module) -> None:
@@ -105,9 +111,20 @@ def _before_llvm(module: ir.Module) -> None:
     call_libm(module)   # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
 
 
+def _fuse(module: ir.Module) -> None:
+    accumulate_sums(module)     # dot(a, b) + y: the dot accumulates into y (fusion.py)
+    run_stage(module, "linalg", LINALG_FUSION)
+
+
 PREPARE: dict[str, Callable[[ir.Module], None]] = {
     "bufferized": _before_bufferization,
     "llvm": _before_llvm,
+}
+
+
+# Python rewrites that end a stage (before its dump).
+FINISH: dict[str, Callable[[ir.Module], None]] = {
+    "linalg": _fuse,
 }
 
 
@@ -258,6 +275,9 @@ def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
         if prepare is not None:
             prepare(module)
         run_stage(module, name, pipeline)
+        finish = FINISH.get(name)
+        if finish is not None:
+            finish(module)
         if name == "linalg":
             _check_no_stablehlo_left(module)
         if dump:

@@ -1,0 +1,345 @@
+"""Loop order of linalg.generic ops: the innermost loop walks memory contiguously.
+
+convert-linalg-to-loops nests a generic's loops in the order of its dimensions (d0 outermost), and
+stablehlo-legalize-to-linalg orders them parallel dimensions first, reductions last. A reduction over
+a leading axis (a bias gradient: sum over the rows of 512x128, a mean over (h, w) of an NHWC image)
+then has its innermost loop striding through memory by a whole row, and a contraction written as a
+generic (an einsum the matmul kernel does not take: 'nhwc,cd->nhwd' with c = 8) accumulates a
+short scalar dot product per output element. LLVM's loop vectorizer only works on the innermost
+loop and does not interchange loops itself (its LoopInterchange pass is off by default), so those
+nests stay scalar and cache-hostile.
+
+`interchange_loops` permutes each generic's dimensions (what MLIR's
+transform.structured.interchange / linalg::interchangeGenericOp do) so the innermost one is the
+dimension most operands have as their last, contiguous index: each operand whose last index is the
+dimension votes for it, each operand that uses it at another index (a stride of a row or more) votes
+against it. A dimension absent from an operand is loop-invariant for it (held in a register or
+broadcast) and does not vote. The current innermost dimension stays unless another one has strictly
+more votes, so row reductions and plain elementwise ops keep their order; a dimension of static
+extent below MIN_INNER is never moved inward (too short to vectorize). The moved dimension goes
+innermost, the others keep their relative order. The generic's payload is unchanged (its block
+arguments are per operand, not per dimension) except `linalg.index`, which is renumbered.
+
+Runs on tensors before bufferization, after matmul.py has taken the contractions it tiles.
+"""
+from __future__ import annotations
+
+import os
+
+from torch_mlir import ir
+
+MIN_INNER = 4
+
+
+def enabled() -> bool:
+    """SPRUE_FUSION=0 turns this module off (an A/B switch for benchmarks)."""
+    return os.environ.get("SPRUE_FUSION", "1") not in ("0", "")
+
+
+def _maps(op: ir.Operation) -> list[ir.AffineMap]:
+    # Parsed from text: iterating the ArrayAttr would import torch_mlir.dialects.linalg (~50 ms)
+    # to downcast its elements.
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _dim_position(expr: ir.AffineExpr) -> int | None:
+    expr = expr.maybe_downcast()
+    return expr.position if isinstance(expr, ir.AffineDimExpr) else None
+
+
+def _extents(op: ir.Operation, maps: list[ir.AffineMap], n_dims: int) -> list[int | None]:
+    """Each loop's static extent where an operand's shape gives it, else None."""
+    out: list[int | None] = [None] * n_dims
+    for value, amap in zip(op.operands, maps):
+        t = value.type
+        if not isinstance(t, ir.RankedTensorType):
+            continue
+        for axis, expr in enumerate(amap.results):
+            d = _dim_position(expr)
+            if d is not None and not t.is_dynamic_dim(axis):
+                out[d] = t.shape[axis]
+    return out
+
+
+def _votes(maps: list[ir.AffineMap], n_dims: int) -> list[int]:
+    votes = [0] * n_dims
+    for amap in maps:
+        results = list(amap.results)
+        for axis, expr in enumerate(results):
+            d = _dim_position(expr)
+            if d is None:
+                continue
+            votes[d] += 1 if axis == len(results) - 1 else -1
+    return votes
+
+
+def choose_order(maps: list[ir.AffineMap], extents: list[int | None]) -> list[int] | None:
+    """The new loop order (old dimension per new position), or None to keep the current one."""
+    n = len(extents)
+    if n < 2 or not all(m.is_projected_permutation or _only_dims_and_constants(m) for m in maps):
+        return None
+    votes = _votes(maps, n)
+    inner = n - 1
+    best = inner
+    for d in range(n - 1):
+        if extents[d] is not None and extents[d] < MIN_INNER:
+            continue
+        if votes[d] > votes[best]:
+            best = d
+    if best == inner:
+        return None
+    return [d for d in range(n) if d != best] + [best]
+
+
+def _only_dims_and_constants(amap: ir.AffineMap) -> bool:
+    # (d0, 0): a broadcast row stays a plain access
+    return all(isinstance(e.maybe_downcast(), (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in amap.results)
+
+
+def _permuted(amap: ir.AffineMap, new_of_old: list[int]) -> ir.AffineMap:
+    n = amap.n_dims
+    rename = ir.AffineMap.get(n, amap.n_symbols, [ir.AffineDimExpr.get(new_of_old[i]) for i in range(n)])
+    return ir.AffineMap.get(n, amap.n_symbols, [e.compose(rename) for e in amap.results])
+
+
+def _apply(op: ir.Operation, maps: list[ir.AffineMap], order: list[int]) -> None:
+    new_of_old = [0] * len(order)
+    for new, old in enumerate(order):
+        new_of_old[old] = new
+    op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(_permuted(m, new_of_old)) for m in maps])
+    kinds = str(op.attributes["iterator_types"]).strip("[]").split(", ")
+    op.attributes["iterator_types"] = ir.Attribute.parse("[" + ", ".join(kinds[old] for old in order) + "]")
+    i64 = ir.IntegerType.get_signless(64)
+
+    def renumber(inner: ir.Operation) -> ir.WalkResult:
+        if inner.name == "linalg.index":
+            old = ir.IntegerAttr(inner.attributes["dim"]).value
+            inner.attributes["dim"] = ir.IntegerAttr.get(i64, new_of_old[old])
+        return ir.WalkResult.ADVANCE
+    op.walk(renumber)
+
+
+def interchange_loops(module: ir.Module) -> int:
+    """Reorders the loops of every linalg.generic of `module` (see the module doc); returns how many."""
+    if not enabled():
+        return 0
+    generics: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "linalg.generic":
+            generics.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    changed = 0
+    for op in generics:
+        maps = _maps(op)
+        if not maps:
+            continue
+        n_dims = maps[0].n_dims
+        order = choose_order(maps, _extents(op, maps, n_dims))
+        if order is not None:
+            with op.context, op.location:
+                _apply(op, maps, order)
+            changed += 1
+    return changed
+
+
+
+
+# -- sums of contractions accumulate in one buffer ----------------------------------------------
+_CONTRACTIONS = {"linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.vecmat", "linalg.generic"}
+_RESHAPES = {"tensor.expand_shape", "tensor.collapse_shape"}
+_PURE_PREFIXES = ("linalg.", "tensor.", "arith.")
+
+
+class _Defs:
+    """Defining op of every value of a function (ir.Operation, never an op view: building views of
+    linalg ops would import torch_mlir.dialects.linalg, ~50 ms of a first compilation)."""
+
+    def __init__(self, root: ir.Operation):
+        self.of: dict[ir.Value, ir.Operation] = {}
+        self.ops: list[ir.Operation] = []
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            self.ops.append(op)
+            for r in op.results:
+                self.of[r] = op
+            return ir.WalkResult.ADVANCE
+        root.walk(visit)
+
+    def get(self, v: ir.Value) -> ir.Operation | None:
+        return self.of.get(v)
+
+
+def _one_use(v: ir.Value) -> bool:
+    return len(list(v.uses)) == 1
+
+
+def _is_zero_fill(defs: _Defs, v: ir.Value) -> bool:
+    op = defs.get(v)
+    if op is None or op.name != "linalg.fill":
+        return False
+    c = defs.get(op.operands[0])
+    if c is None or c.name != "arith.constant":
+        return False
+    value = c.attributes["value"]
+    return isinstance(value, ir.FloatAttr) and value.value == 0.0
+
+
+def _payload(op: ir.Operation) -> list[ir.Operation]:
+    inner: list[ir.Operation] = []
+
+    def visit(o: ir.Operation) -> ir.WalkResult:
+        if o != op:
+            inner.append(o)
+        return ir.WalkResult.ADVANCE
+    op.walk(visit)
+    return inner
+
+
+def _accumulates(op: ir.Operation, defs: _Defs) -> bool:
+    """A contraction whose single result is its init plus the products: linalg's named contractions,
+    or a generic with a reduction loop whose payload yields `out + x`."""
+    if op.name not in _CONTRACTIONS or len(op.results) != 1:
+        return False
+    if op.name != "linalg.generic":
+        return True
+    if "reduction" not in str(op.attributes["iterator_types"]) or _n_outs(op) != 1:
+        return False
+    out_arg = op.regions[0].blocks[0].arguments[-1]
+    body = _payload(op)
+    if not body or body[-1].name != "linalg.yield":
+        return False
+    acc = defs.get(body[-1].operands[0])
+    return acc is not None and acc.name == "arith.addf" and out_arg in (acc.operands[0], acc.operands[1]) \
+        and sum(1 for u in out_arg.uses) == 1
+
+
+def _n_outs(op: ir.Operation) -> int:
+    return int(str(op.attributes["operandSegmentSizes"]).split(",")[-1].strip(" >]"))
+
+
+def _is_plain_add(op: ir.Operation) -> bool:
+    """An elementwise `a + b` of two same-shaped tensors, nothing else (no broadcast)."""
+    if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
+        return False
+    if "reduction" in str(op.attributes["iterator_types"]) or _n_outs(op) != 1:
+        return False
+    if not all(m.is_permutation and list(m.results) == list(ir.AffineMap.get_identity(m.n_dims).results)
+               for m in _maps(op)):
+        return False
+    body = _payload(op)
+    if len(body) != 2 or body[0].name != "arith.addf" or body[1].name != "linalg.yield":
+        return False
+    args = op.regions[0].blocks[0].arguments
+    return {body[0].operands[0], body[0].operands[1]} == {args[0], args[1]} and \
+        body[1].operands[0] == body[0].results[0] and \
+        op.operands[0].type == op.operands[1].type == op.results[0].type
+
+
+def _through_reshape(defs: _Defs, v: ir.Value) -> tuple[ir.Operation | None, ir.Operation | None]:
+    """(contraction, expand_shape between it and v or None) for a single-use chain, else (None, None)."""
+    op = defs.get(v)
+    reshape = None
+    if op is not None and op.name == "tensor.expand_shape" and _one_use(v):
+        reshape, v = op, op.operands[0]
+        op = defs.get(v)
+    if op is None or not _one_use(v) or not _accumulates(op, defs):
+        return None, None
+    return op, reshape
+
+
+def _root(defs: _Defs, op: ir.Operation) -> ir.Operation | None:
+    """The first contraction of a chain accumulating into each other's results, if its init is zeros."""
+    seen = 0
+    while seen < 64:
+        init = op.operands[len(op.operands) - 1]
+        if _is_zero_fill(defs, init):
+            return op
+        prev = defs.get(init)
+        if prev is None or not _one_use(init) or not _accumulates(prev, defs) or prev.block != op.block:
+            return None
+        op, seen = prev, seen + 1
+    return None
+
+
+def _dominates(defs: _Defs, v: ir.Value, at: ir.Operation) -> bool:
+    d = defs.get(v)
+    if d is None:   # a block argument: of `at`'s block or an enclosing one
+        return True
+    if d.block == at.block:
+        return d.is_before_in_block(at)
+    # defined in an enclosing block (values of sibling regions are not visible here anyway)
+    parent = at.parent
+    while parent is not None:
+        if d.block == parent.block:
+            return d.is_before_in_block(parent)
+        parent = parent.parent
+    return False
+
+
+def _hoist(defs: _Defs, v: ir.Value, at: ir.Operation, depth: int = 0) -> bool:
+    """Makes `v` available before `at`, moving its pure producers up the block if need be."""
+    if _dominates(defs, v, at):
+        return True
+    d = defs.get(v)
+    if d is None or depth > 6 or d.block != at.block or not d.name.startswith(_PURE_PREFIXES):
+        return False
+    if not all(_hoist(defs, x, at, depth + 1) for x in d.operands):
+        return False
+    d.move_before(at)
+    return True
+
+
+def _collapse_like(defs: _Defs, y: ir.Value, expand: ir.Operation, at: ir.Operation) -> ir.Value:
+    """`y` in the shape of `expand`'s source (the inverse reshape), created before `at`."""
+    y_def = defs.get(y)
+    reassoc = expand.attributes["reassociation"]
+    if y_def is not None and y_def.name == "tensor.expand_shape" and str(y_def.attributes["reassociation"]) == \
+            str(reassoc) and y_def.operands[0].type == expand.operands[0].type:
+        source = y_def.operands[0]
+        if not list(y.uses):
+            y_def.erase()
+        return source
+    collapse = ir.Operation.create("tensor.collapse_shape", results=[expand.operands[0].type], operands=[y],
+                                   attributes={"reassociation": reassoc}, ip=ir.InsertionPoint(at))
+    return collapse.results[0]
+
+
+def accumulate_sums(module: ir.Module) -> int:
+    """`dot(a, b) + y` -> the dot accumulates into y (its init, instead of zeros) — see `_accumulate`."""
+    if not enabled():
+        return 0
+    done = 0
+    while True:
+        defs = _Defs(module.operation)
+        if not any(_accumulate(defs, op) for op in defs.ops if _is_plain_add(op)):
+            return done
+        done += 1
+
+
+def _accumulate(defs: _Defs, add: ir.Operation) -> bool:
+    """One rewrite of `add` = x + y where x is a chain of single-use contractions started from zeros:
+    the chain's first contraction starts from y instead (BLAS's C = A B + C, XLA's dot-addend output
+    fusion), so neither the products nor the sum need a buffer of their own. In `(d1 + d2) + d3`
+    (9 shifted einsums of a convolution, x @ w + h @ u + b of an LSTM gate) every term accumulates
+    into one buffer. The sum is reassociated (y first), as with any accumulating GEMM."""
+    for x_pos in (0, 1):
+        x, y = add.operands[x_pos], add.operands[1 - x_pos]
+        last, expand = _through_reshape(defs, x)
+        if last is None:
+            continue
+        root = _root(defs, last)
+        if root is None or root.block != add.block or y == x:
+            continue
+        if not _hoist(defs, y, root):
+            continue
+        init = y if expand is None else _collapse_like(defs, y, expand, root)
+        root.operands[len(root.operands) - 1] = init
+        add.results[0].replace_all_uses_with(x)
+        add.erase()
+        return True
+    return False
+
+
+__all__ = ["MIN_INNER", "accumulate_sums", "choose_order", "enabled", "interchange_loops"]

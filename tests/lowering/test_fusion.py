@@ -1,0 +1,160 @@
+"""lowering/fusion.py: generic loop order (innermost loop contiguous) and sums of contractions
+accumulated in one buffer, checked on the chosen orders, on the IR the pipeline keeps, and on
+compiled results against numpy."""
+import re
+
+import numpy as np
+import pytest
+from torch_mlir import ir
+
+import sprue
+import sprue.numpy as snp
+from sprue.lowering.fusion import MIN_INNER, choose_order
+
+
+def _maps(*texts: str) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(ir.Attribute.parse(f"affine_map<{t}>")).value for t in texts]
+
+
+@pytest.fixture
+def ctx():
+    with ir.Context() as c:
+        yield c
+
+
+def test_column_sum_moves_the_contiguous_axis_innermost(ctx):
+    # sum over axis 0 of [m, n]: (d0 = n parallel, d1 = m reduction), input read as x[d1, d0]
+    maps = _maps("(d0, d1) -> (d1, d0)", "(d0, d1) -> (d0)")
+    assert choose_order(maps, [128, 512]) == [1, 0]
+
+
+def test_row_sum_and_elementwise_keep_their_order(ctx):
+    assert choose_order(_maps("(d0, d1) -> (d0, d1)", "(d0, d1) -> (d0)"), [512, 128]) is None
+    assert choose_order(_maps("(d0, d1) -> (d0, d1)", "(d0, d1) -> (d0, d1)"), [4, 8]) is None
+    # a transpose: one operand contiguous either way, the order stays
+    assert choose_order(_maps("(d0, d1) -> (d1, d0)", "(d0, d1) -> (d0, d1)"), [64, 64]) is None
+
+
+def test_short_dimensions_are_not_moved_inward(ctx):
+    maps = _maps("(d0, d1) -> (d1, d0)", "(d0, d1) -> (d0)")
+    assert choose_order(maps, [MIN_INNER - 1, 512]) is None
+    assert choose_order(maps, [None, 512]) == [1, 0]   # unknown extent: contiguity decides
+
+
+def test_contraction_generic_accumulates_along_the_output_row(ctx):
+    # out[n, d] += x[n, c] * k[c, d] with c innermost: d is contiguous in k and in out
+    maps = _maps("(d0, d1, d2) -> (d0, d2)", "(d0, d1, d2) -> (d2, d1)", "(d0, d1, d2) -> (d0, d1)")
+    assert choose_order(maps, [100, 16, 8]) == [0, 2, 1]
+
+
+def _stage(tmp_path, name: str) -> str:
+    return next(tmp_path.glob(f"*_{name}.mlir")).read_text()
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_leading_axis_reductions_match_numpy_in_the_new_order(dt, tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((37, 19, 23)).astype(dt)
+
+    def f(x):
+        return snp.sum(x, axis=0), snp.max(x, axis=(0, 1)), snp.mean(x * 2.0, axis=(0, 2))
+    out = sprue.qjit(f, keep_intermediate=str(tmp_path))(x)
+    for got, ref in zip(out, (x.sum(0), x.max((0, 1)), (x * 2).mean((0, 2)))):
+        np.testing.assert_allclose(got, ref, rtol=1e-12 if dt == np.float64 else 2e-5, atol=0 if dt == np.float64 else 1e-5)
+    # the sum over axis 0 iterates its reduction outside, the contiguous axis inside
+    text = _stage(tmp_path, "bufferized")
+    assert re.search(r'iterator_types = \["parallel", "reduction", "parallel"\]', text) or \
+        re.search(r'iterator_types = \["reduction", "parallel", "parallel"\]', text), text
+
+
+def test_iota_in_a_reordered_reduction_keeps_its_dimension(tmp_path):
+    # a weighted column sum whose weights come from linalg.index (iota): renumbered with the loops
+    x = np.random.default_rng(1).standard_normal((40, 24))
+
+    def f(x):
+        rows = snp.arange(40.0)[:, None] + 0.0 * x
+        cols = snp.arange(24.0)[None, :] + 0.0 * x
+        return snp.sum(x * rows + cols, axis=0)
+    got = sprue.qjit(f)(x)
+    np.testing.assert_allclose(got, (x * np.arange(40.0)[:, None] + np.arange(24.0)[None, :]).sum(0), rtol=1e-12)
+
+
+def _linalg_and_buffers(tmp_path) -> tuple[str, int]:
+    return _stage(tmp_path, "linalg"), _stage(tmp_path, "bufferized").count("memref.alloc")
+
+
+def test_sum_of_products_accumulates_into_one_buffer(tmp_path):
+    rng = np.random.default_rng(2)
+    x, h, w, u, b = (rng.standard_normal(s) for s in [(32, 48), (32, 40), (48, 64), (40, 64), (64,)])
+
+    def f(x, h, w, u, b):
+        return x @ w + h @ u + b     # the LSTM gate: b is broadcast after both products
+    out = sprue.qjit(f, keep_intermediate=str(tmp_path))(x, h, w, u, b)
+    np.testing.assert_allclose(out, x @ w + h @ u + b, rtol=1e-12, atol=1e-12)
+    linalg, allocs = _linalg_and_buffers(tmp_path)
+    # no add of two tensors is left: the bias is the first product's init, the second accumulates
+    assert "linalg.fill" not in linalg
+    assert allocs == 1, allocs
+
+
+def test_shifted_einsums_of_a_convolution_share_one_accumulator(tmp_path):
+    rng = np.random.default_rng(3)
+    x, k = rng.standard_normal((2, 10, 12, 8)), rng.standard_normal((3, 3, 8, 16))
+
+    def conv(x, k):
+        out = None
+        for dy in range(3):
+            for dx in range(3):
+                patch = x[:, dy:dy + 8, dx:dx + 10, :]
+                term = snp.einsum("nhwc,cd->nhwd", patch, k[dy, dx])
+                out = term if out is None else out + term
+        return out
+    ref = sum(np.einsum("nhwc,cd->nhwd", x[:, dy:dy + 8, dx:dx + 10, :], k[dy, dx]) for dy in range(3) for dx in range(3))
+    out = sprue.qjit(conv, keep_intermediate=str(tmp_path))(x, k)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
+    linalg, allocs = _linalg_and_buffers(tmp_path)
+    assert linalg.count("linalg.fill") == 1
+    assert allocs <= 2, allocs   # the accumulator (and at most one reshaping copy of the input)
+
+
+def test_product_used_twice_is_not_overwritten(tmp_path):
+    rng = np.random.default_rng(4)
+    a, b, y = rng.standard_normal((20, 30)), rng.standard_normal((30, 24)), rng.standard_normal((20, 24))
+
+    def f(a, b, y):
+        d = a @ b
+        return d + y, d * 2.0
+    s, t = sprue.qjit(f)(a, b, y)
+    np.testing.assert_allclose(s, a @ b + y, rtol=1e-12)
+    np.testing.assert_allclose(t, 2 * (a @ b), rtol=1e-12)
+
+
+def test_accumulating_into_an_argument_leaves_the_argument_alone(tmp_path):
+    rng = np.random.default_rng(5)
+    a, b, y = rng.standard_normal((33, 17)), rng.standard_normal((17, 9)), rng.standard_normal((33, 9))
+    y0 = y.copy()
+    out = sprue.qjit(lambda a, b, y: y + a @ b)(a, b, y)
+    np.testing.assert_allclose(out, y0 + a @ b, rtol=1e-12)
+    np.testing.assert_array_equal(y, y0)
+
+
+def test_dynamic_sizes_and_integer_products(tmp_path):
+    rng = np.random.default_rng(6)
+    a, b, y = rng.standard_normal((21, 13)), rng.standard_normal((13, 11)), rng.standard_normal((21, 11))
+    f = sprue.qjit(lambda a, b, y: a @ b + y, abstracted_axes=({0: "m"}, None, {0: "m"}))
+    np.testing.assert_allclose(f(a, b, y), a @ b + y, rtol=1e-12)
+    np.testing.assert_allclose(f(a[:5], b, y[:5]), a[:5] @ b + y[:5], rtol=1e-12)
+    ai, bi, yi = (rng.integers(-5, 5, s) for s in [(6, 7), (7, 3), (6, 3)])
+    np.testing.assert_array_equal(sprue.qjit(lambda a, b, y: a @ b + y)(ai, bi, yi), ai @ bi + yi)
+
+
+def test_sum_inside_a_loop_body(tmp_path):
+    rng = np.random.default_rng(7)
+    h0, w, u = rng.standard_normal((8, 16)), 0.1 * rng.standard_normal((16, 16)), 0.1 * rng.standard_normal((16, 16))
+
+    def f(h, w, u):
+        return sprue.lax.fori_loop(0, 5, lambda i, h: snp.tanh(h @ w + h @ u + 1.0), h)
+    ref = h0
+    for _ in range(5):
+        ref = np.tanh(ref @ w + ref @ u + 1.0)
+    np.testing.assert_allclose(sprue.qjit(f)(h0, w, u), ref, rtol=1e-12)
