@@ -1,0 +1,98 @@
+"""Large static matmuls pack their operands into panels (lowering/matmul.py, _script_packed) and
+keep numpy's results: B always, A too where no register row count divides its rows (zero-padded
+panels), f32 and f64, results returned or used further, inside loops; SPRUE_MATMUL_FORMS=0 keeps the
+unpacked kernel."""
+import math
+import re
+
+import numpy as np
+import pytest
+
+import sprue
+from sprue import lax
+from sprue.lowering import matmul
+
+RNG = np.random.default_rng(21)
+
+
+def _args(dtype, *shapes):
+    return [RNG.standard_normal(s).astype(dtype) for s in shapes]
+
+
+def _close(got, want, dtype):
+    tol = 2e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max(initial=0))))
+
+
+def _panels(m, k, n, dtype):
+    """The packed buffers' types the module must hold: B as (N/NR, K, NR), A as (M/MR, K, MR)
+    when A is packed (MR, NR from the host's register tile, as matmul.py picks them)."""
+    rows, cols = matmul._register_tiles(np.dtype(dtype).itemsize)
+    nr = cols[0]
+    ty = "f32" if dtype == np.float32 else "f64"
+    want = [f"memref<{math.ceil(n / nr)}x{k}x{nr}x{ty}>"]
+    if not any(m % r == 0 for r in rows[:2]):
+        want.append(f"memref<{math.ceil(m / rows[0])}x{k}x{rows[0]}x{ty}>")
+    return want
+
+
+# (m, k, n): rows 4 or 6 divide (B packed only), or neither (A padded too), columns a register
+# tile does not divide (B padded), a k the cache tile does not divide
+SHAPES = [(512, 512, 512), (516, 400, 520), (515, 513, 517), (600, 130, 1001)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_packed_matmul_matches_numpy(m, k, n, dtype, tmp_path):
+    a, b = _args(dtype, (m, k), (k, n))
+    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path))
+    got = f(a, b)
+    assert got.dtype == dtype
+    _close(got, a.astype(np.float64) @ b.astype(np.float64), dtype)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    for panel in _panels(m, k, n, dtype):
+        assert panel in text, (panel, re.findall(r"memref<\d+x\d+x\d+x\w+>", text))
+
+
+def test_packed_result_used_further_and_returned():
+    """The unpacked result is a view of the packed one (its copy dropped): returned and also read
+    by later ops, whether it was padded or not."""
+    a, b, c = _args(np.float64, (515, 513), (513, 517), (516, 400))
+    d = _args(np.float64, (400, 520))[0]
+    f = sprue.qjit(lambda a, b, c, d: (a @ b, (a @ b)[:3, :5] * 2.0, c @ d + 1.0, (c @ d).T))
+    p, q, r, s = f(a, b, c, d)
+    _close(p, a @ b, np.float64)
+    _close(q, (a @ b)[:3, :5] * 2.0, np.float64)
+    _close(r, c @ d + 1.0, np.float64)
+    _close(s, (c @ d).T, np.float64)
+
+
+def test_packed_matmul_in_a_loop():
+    x, w = _args(np.float64, (420, 430), (430, 430))
+    f = sprue.qjit(lambda x, w: lax.fori_loop(0, 3, lambda i, x: (x @ w) * 0.05, x))
+    ref = x
+    for _ in range(3):
+        ref = (ref @ w) * 0.05
+    _close(f(x, w), ref, np.float64)
+
+
+def test_forms_switch_keeps_the_unpacked_kernel(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPRUE_MATMUL_FORMS", "0")
+    a, b = _args(np.float64, (512, 512), (512, 512))
+    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path))
+    _close(f(a, b), a @ b, np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert not re.search(r"memref<\d+x512x\d+xf64>", text)
+    assert re.search(r"vector\.fma", text)
+
+
+def test_small_and_dynamic_products_are_not_packed(tmp_path):
+    a, b = _args(np.float64, (256, 256), (256, 256))
+    sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path / "small"))(a, b)
+    a, b = _args(np.float64, (520, 520), (520, 520))
+    dyn = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path / "dyn"),
+                     abstracted_axes=({0: "m", 1: "k"}, {0: "k", 1: "n"}))
+    _close(dyn(a, b), a @ b, np.float64)
+    for d in ("small", "dyn"):
+        text = next((tmp_path / d).glob("*.03_bufferized.mlir")).read_text()
+        assert not re.search(r"memref<(\d+|\?)x(256|\?)x\d+xf64>", text), d
