@@ -6,6 +6,7 @@ import builtins
 from collections import Counter
 
 from sprue import lax
+from sprue.lax.dot import contract as contract_product
 from sprue.numpy import _dims as _d
 from sprue.numpy._avals import aval, describe, type_error, value_error
 from sprue.numpy._creation import astype
@@ -18,9 +19,11 @@ from sprue.numpy._ufuncs import _funcs as F
 __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "kron"]
 
 
-def _dg(a, b, contract, batch=((), ())):
-    """dot_general of two operands of one dtype (the result's: no preferred_element_type needed)."""
-    return lax.dot_general(a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))))
+def _dg(a, b, contract, batch=((), ()), permutation=None):
+    """dot_general of two operands of one dtype (the result's: no preferred_element_type needed),
+    its result transposed by `permutation`, as lax.dot.contract plans it: a broadcast multiply where
+    nothing is summed, the operands swapped where that gives the order asked for."""
+    return contract_product(a, b, (tuple(map(tuple, contract)), tuple(map(tuple, batch))), permutation)
 
 
 def _contract(fname, a, b, pairs, message: str):
@@ -73,9 +76,8 @@ def matmul(x1, x2, /):
     if not bb:  # b is a matrix: a's batch dims are free dims of the product
         return as_result(_dg(a, b, ((na - 1,), (0,))))
     if not ba:  # a is a matrix: (m, batch..., n) -> (batch..., m, n)
-        r = _dg(a, b, ((1,), (nb - 2,)))
         k = len(bb)
-        return as_result(lax.transpose(r, tuple(range(1, k + 1)) + (0, k + 1)))
+        return as_result(_dg(a, b, ((1,), (nb - 2,)), permutation=tuple(range(1, k + 1)) + (0, k + 1)))
     nd = builtins.max(len(ba), len(bb))
     pa, pb = (1,) * (nd - len(ba)) + ba, (1,) * (nd - len(bb)) + bb
     batch = []
@@ -275,9 +277,14 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
         shared = [l for l in acc_l if l in xl]
         batch = [l for l in shared if l in needed]
         contract = [l for l in shared if l not in needed]
+        labels = batch + [l for l in acc_l if l not in shared] + [l for l in xl if l not in shared]
+        # the last product is asked for in the output's order (no transpose after it where swapping
+        # its operands gives that order, none at all for a broadcast product)
+        perm = tuple(labels.index(l) for l in out_labels) if k == len(ops) - 1 and set(labels) == set(out_labels) \
+            else None
         acc = _dg(acc, x, ([acc_l.index(l) for l in contract], [xl.index(l) for l in contract]),
-                  ([acc_l.index(l) for l in batch], [xl.index(l) for l in batch]))
-        acc_l = batch + [l for l in acc_l if l not in shared] + [l for l in xl if l not in shared]
+                  ([acc_l.index(l) for l in batch], [xl.index(l) for l in batch]), perm)
+        acc_l = labels if perm is None else list(out_labels)
     acc, acc_l = _sum_labels(acc, acc_l, {l for l in acc_l if l not in out_labels})
     perm = tuple(acc_l.index(l) for l in out_labels)
     if perm != tuple(range(len(perm))):
