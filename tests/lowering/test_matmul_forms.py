@@ -33,6 +33,7 @@ FORMS = [
     ("vecmat", lambda x, a: x @ a, lambda x, a: x @ a, [(65,), (65, 96)]),
     ("vecmat_odd", lambda x, a: x @ a, lambda x, a: x @ a, [(33,), (33, 131)]),
     ("vecmat_wide", lambda x, a: x @ a, lambda x, a: x @ a, [(1100,), (1100, 320)]),
+    ("vecmat_big_odd", lambda x, a: x @ a, lambda x, a: x @ a, [(1029,), (1029, 1031)]),
     ("a_t_vec", lambda a, x: a.T @ x, lambda a, x: a.T @ x, [(65, 129), (65,)]),
     ("vec_a_t", lambda x, a: x @ a.T, lambda x, a: x @ a.T, [(65,), (96, 65)]),
     ("dg_00", lambda a, b: lax.dot_general(a, b, (((0,), (0,)), ((), ()))), lambda a, b: a.T @ b, [(17, 40), (17, 24)]),
