@@ -9,6 +9,7 @@ runs we rewrite those ops ourselves.  Each rule replaces one op in place:
   stablehlo.sort     -> merge sort loops              (legalize_sort.py)
   stablehlo.reduce_window spanning an axis (cumsum & co.) -> one pass (legalize_scan.py)
   stablehlo.scatter  -> scatter loops                 (legalize_scatter.py)
+  stablehlo.gather   -> a generic of point reads      (legalize_scatter.py, before the `?` rules)
   stablehlo.while    -> scf.while, or scf.for when marked counted (below)
   stablehlo.if       -> scf.if                        (below)
   stablehlo.case     -> scf.index_switch              (below)
@@ -26,8 +27,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, scf, tensor
 
 from sprue.lowering.legalize_dynamic import RULES as DYNAMIC_RULES
-from sprue.lowering.legalize_scatter import lower_scatter
 from sprue.lowering.legalize_scan import lower_prefix_window
+from sprue.lowering.legalize_scatter import lower_gather, lower_scatter
 from sprue.lowering.legalize_sort import lower_sort
 from sprue.lowering.mlir_util import (
     LegalizeError,
@@ -165,6 +166,8 @@ RULES: dict[str, Callable[[ir.Operation], None]] = {
     "stablehlo.sort": lower_sort,
     "stablehlo.reduce_window": lower_prefix_window,   # prefix scans only (legalize_scan.py)
     "stablehlo.scatter": lower_scatter,
+    "stablehlo.gather": lower_gather,           # static and dynamic: legalize_scatter.py
+    "stablehlo.dynamic_gather": lower_gather,
     "stablehlo.while": lower_while,
     "stablehlo.if": lower_if,
     "stablehlo.case": lower_case,
@@ -187,8 +190,11 @@ def _collect(module: ir.Module, names: tuple[str, ...]) -> list[ir.Operation]:
 def legalize(module: ir.Module) -> None:
     """Rewrites every op in RULES, in place.  Raises LegalizeError."""
     with module.context:
-        for group in (tuple(DYNAMIC_RULES),
-                      ("stablehlo.sort", "stablehlo.scatter", "stablehlo.reduce_window"),
+        # Scatters first, so that they find the gathers feeding their updates (computed in the
+        # scatter loop), then the other gathers, before the rules for `?` dims.
+        for group in (("stablehlo.scatter",), ("stablehlo.gather", "stablehlo.dynamic_gather"),
+                      tuple(DYNAMIC_RULES),
+                      ("stablehlo.sort", "stablehlo.reduce_window"),
                       ("stablehlo.while", "stablehlo.if", "stablehlo.case")):
             for op in _collect(module, group):
                 RULES[op.name](op)

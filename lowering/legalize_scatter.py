@@ -1,4 +1,11 @@
-"""stablehlo.scatter -> loops over scatter indices and update windows.
+"""stablehlo.scatter -> loops over scatter indices and update windows; stablehlo.gather and
+dynamic_gather -> a linalg.generic reading one operand element per result element.
+
+Both read their indices and updates element by element where the loop needs them
+(point_reads.PointReader): the elementwise ops, broadcasts and gathers computing them run inside
+the loop rather than into temporaries. Bounds: a gather clamps each start index (the spec's
+rule); a scatter tests `0 <= start <= dim - window` per index with the limit computed before the
+loops (no `start + window` that a huge index would overflow).
 
 Follows the StableHLO spec's index arithmetic (`scatter`):
   update_scatter_dims = dims of updates not in update_window_dims
@@ -20,8 +27,11 @@ a "set" with duplicate indices keeps the last update.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
+from torch_mlir.dialects import arith
 
 from sprue.lowering.mlir_util import (
     LegalizeError,
@@ -38,11 +48,13 @@ from sprue.lowering.mlir_util import (
     insert,
     insert_at,
     loop_nest_carried,
+    signless_tensor_type,
     tensor_sizes,
     tensor_type,
     to_index,
     to_signless,
 )
+from sprue.lowering.point_reads import PointReader
 
 
 class _Dims:
@@ -59,7 +71,12 @@ class _Dims:
 
 
 def lower_scatter(op: ir.Operation) -> None:
-    """Replaces one stablehlo.scatter by loops; the op is erased."""
+    """Replaces one stablehlo.scatter by loops; the op is erased.
+
+    The indices and updates are read element by element where the loop needs them
+    (point_reads.PointReader): elementwise producers, broadcasts and point gathers feeding them
+    are computed inside the scatter loop instead of into temporaries (`agg.at[dst].add(x[src] *
+    w)` is one loop over the edges: read dst and src, load x[src], multiply, add into agg)."""
     where = f"stablehlo.scatter at {op.location}"
     n = len(op.results)
     operands = list(op.operands)
@@ -72,25 +89,28 @@ def lower_scatter(op: ir.Operation) -> None:
     # Operand dims covered by the update window, in update_window_dims order.
     window_dims = [d for d in range(rank)
                    if d not in dims.inserted_window and d not in dims.input_batching]
+    reader = PointReader(op, range(n, 2 * n + 1), destinations=operands[:n])
 
-    with ir.InsertionPoint(op), op.location:
+    with ir.InsertionPoint(reader.hoist), op.location:
         inputs = [to_signless(v) for v in operands[:n]]
-        indices = to_signless(operands[n])
-        updates = [to_signless(v) for v in operands[n + 1:]]
         input_sizes = tensor_sizes(inputs[0])
-        update_sizes = tensor_sizes(updates[0])
+        update_sizes = reader.sizes(operands[n + 1])
         scatter_dims = [d for d in range(len(update_sizes)) if d not in dims.update_window]
         extent = [index(1)] * rank
         for k, d in enumerate(window_dims):
             extent[d] = update_sizes[dims.update_window[k]]
+        # The last start at which a window fits, per operand dim (loop-invariant). The test
+        # `start <= limit` rather than `start + extent <= size`: the sum overflows for a huge index.
+        limits = [arith.SubIOp(input_sizes[d], extent[d]).result for d in range(rank)]
 
+    with ir.InsertionPoint(op), op.location:
         def window_start(sivs: list[ir.Value]) -> list[ir.Value]:
             """full_start_index + full_batching_index for one scatter index."""
             start = [index(0)] * rank
             for d_start, d_input in enumerate(dims.to_operand):
                 at = (insert_at(sivs, dims.index_vector_dim, index(d_start))
                       if dims.index_vector_dim < indices_rank else sivs)
-                start[d_input] = to_index(extract(indices, at), index_kind)
+                start[d_input] = to_index(reader.read(operands[n], at), index_kind)
             for d_input, d_start in zip(dims.input_batching, dims.indices_batching):
                 start[d_input] = sivs[d_start - (0 if d_start < dims.index_vector_dim else 1)]
             return start
@@ -106,15 +126,14 @@ def lower_scatter(op: ir.Operation) -> None:
             for k, d in enumerate(window_dims):
                 result_index[d] = add(start[d], wivs[k])
             current = [extract(r, result_index) for r in results]
-            new = [extract(u, update_index) for u in updates]
+            new = [reader.read(u, update_index) for u in operands[n + 1:]]
             combined = inline_scalar_region(op.regions[0], current + new, where)
             return [insert(v, r, result_index) for r, v in zip(results, combined)]
 
         def scatter_one(sivs: list[ir.Value], results: list[ir.Value]) -> list[ir.Value]:
             start = window_start(sivs)
             fits = all_of([cond for d in range(rank) for cond in (
-                cmp("sge", start[d], index(0)),
-                cmp("sle", add(start[d], extent[d]), input_sizes[d]))])
+                cmp("sge", start[d], index(0)), cmp("sle", start[d], limits[d]))])
             window_bounds = [update_sizes[d] for d in dims.update_window]
             return if_carried(fits, lambda rs: loop_nest_carried(
                 window_bounds, lambda wivs, rs2: apply_update(sivs, wivs, start, rs2), rs), results)
@@ -128,6 +147,48 @@ def lower_scatter(op: ir.Operation) -> None:
     for old, new in zip(op.results, new_results):
         old.replace_all_uses_with(new)
     op.erase()
+    reader.erase_fused()
 
 
-__all__ = ["lower_scatter"]
+def _generic(result_type: ir.RankedTensorType, sizes: list[ir.Value],
+             element: Callable[[list[ir.Value]], ir.Value]) -> ir.Value:
+    """A linalg.generic with no inputs computing element(ivs) at every index of a new tensor.
+
+    linalg.generic rather than tensor.generate: linalg-fuse-elementwise-ops then fuses its
+    elementwise consumers into it (`x[idx] * w` is one loop). Built generically, as matmul.py
+    and fusion.py do, since importing the linalg dialect's Python module costs first-call time."""
+    rank = result_type.rank
+    dynamic = [sizes[d] for d in range(rank) if ir.ShapedType.is_dynamic_size(result_type.shape[d])]
+    init = ir.Operation.create("tensor.empty", results=[result_type], operands=dynamic).result
+    maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))])
+    iterators = ir.Attribute.parse("[" + ", ".join(["#linalg.iterator_type<parallel>"] * rank) + "]")
+    generic = ir.Operation.create(
+        "linalg.generic", results=[result_type], operands=[init], regions=1,
+        attributes={"indexing_maps": maps, "iterator_types": iterators,
+                    "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 1])})
+    block = generic.regions[0].blocks.append(result_type.element_type)
+    i64 = ir.IntegerType.get_signless(64)
+    with ir.InsertionPoint(block):
+        ivs = [ir.Operation.create("linalg.index", results=[ir.IndexType.get()],
+                                   attributes={"dim": ir.IntegerAttr.get(i64, d)}).result for d in range(rank)]
+        ir.Operation.create("linalg.yield", operands=[element(ivs)])
+    return generic.result
+
+
+def lower_gather(op: ir.Operation) -> None:
+    """stablehlo.gather / dynamic_gather -> a linalg.generic reading operand[clamped start +
+    offset] per result element (point_reads._GatherPlan: the spec's index arithmetic, zeros from
+    an operand smaller than the window), its start indices computed in place from their
+    producers (a negative-index wrap, a convert, a broadcast to [n, 1])."""
+    reader = PointReader(op, (), extra=[op])
+    result_type = signless_tensor_type(tensor_type(op.results[0]))
+    with ir.InsertionPoint(reader.hoist), op.location:
+        sizes = reader.sizes(op.results[0])
+    with ir.InsertionPoint(op), op.location:
+        out = from_signless(_generic(result_type, sizes, lambda ivs: reader.read(op.results[0], ivs)),
+                            op.results[0].type)
+    op.results[0].replace_all_uses_with(out)
+    reader.erase_fused()
+
+
+__all__ = ["lower_gather", "lower_scatter"]

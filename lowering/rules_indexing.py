@@ -5,9 +5,8 @@ Out-of-bounds windows follow `mode`, as the reference rules in sprue/lax/indexin
   clamp each start index into [0, dim - window]. stablehlo.gather clamps by itself; for scatter
   we clamp the indices first, since stablehlo.scatter skips out-of-bounds updates instead.
 - FILL_OR_DROP: gather returns the fill value for every window that does not fit entirely
-  (mask computed here, then a select); scatter skips such windows entirely: we move their start
-  index to the end of the operand, past where any window fits, so the update is dropped under
-  both the spec's per-element skip and XLA's whole-window skip.
+  (mask computed here, then a select); scatter skips such windows entirely, which the scatter
+  loops (legalize_scatter.py) do with the raw indices, as XLA does with a stablehlo.scatter.
 Indices are converted to i64 first (every stablehlo index operand then has one type).
 
 Run-time sizes: a gather with `?` dims (or a window over a `?` dim: slice size None in the param,
@@ -156,19 +155,17 @@ def _scatter_window(rank: int, updates: Value, dn) -> list[Size]:
 
 
 def _scatter_indices(indices: Value, operand: Value, updates: Value, dn, mode: GatherScatterMode) -> Value:
-    """Indices with the mode applied: clamped (CLIP), or non-fitting windows moved out (DROP).
-    (Clamped into an operand smaller than the window, a start is 0 and the window still does not
-    fit: the scatter loops skip it, so nothing is written outside.)"""
+    """Indices with the mode applied. CLIP clamps them. FILL_OR_DROP leaves them: the scatter
+    loops (legalize_scatter.py) skip every window that does not fit entirely, which is what XLA
+    does with a stablehlo.scatter and what JAX's mode="drop" promises (JAX emits the scatter with
+    its raw indices too). (Clamped into an operand smaller than the window, a start is 0 and the
+    window still does not fit: the loops skip it, so nothing is written outside.)"""
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        return indices
     window = _scatter_window(len(shape_of(operand)), updates, dn)
     limits = _window_limits(operand, window, dn.scatter_dims_to_operand_dims)
-    if mode in (GatherScatterMode.CLIP, GatherScatterMode.PROMISE_IN_BOUNDS):
-        lo = _along_last_axis([0] * len(limits), indices)
-        return ew("minimum", ew("maximum", indices, lo), _along_last_axis([_max0(n) for n in limits], indices))
-    fits = _windows_fit(indices, limits)
-    rank = len(shape_of(indices))
-    past_end = [_sizes(operand)[d] for d in dn.scatter_dims_to_operand_dims]
-    mask = broadcast_in_dim(fits, _sizes(indices), list(range(rank - 1)))
-    return select(mask, indices, _along_last_axis(past_end, indices))
+    lo = _along_last_axis([0] * len(limits), indices)
+    return ew("minimum", ew("maximum", indices, lo), _along_last_axis([_max0(n) for n in limits], indices))
 
 
 def _scatter(combine: Callable[[Value, Value], Value]):
