@@ -243,9 +243,36 @@ def _label_sizes(fname, specs: list, xs: list) -> dict:
     return sizes
 
 
+def _next_pair(ops: list, out_labels: list, sizes: dict) -> tuple[int, int]:
+    """The two operands to contract next: opt_einsum's greedy choice (the path JAX's einsum takes
+    by default), the pair whose product most shrinks the total size held, pairs that share a label
+    before outer products, then the cheaper product. 'ij,jk,k->i' is two matrix-vector products,
+    never the (i, k) matrix. Left to right where a size is known only at run time."""
+    if len(ops) == 2 or not builtins.all(isinstance(d, int) for d in sizes.values()):
+        return 0, 1
+
+    def size(labels):
+        n = 1
+        for l in labels:
+            n *= sizes[l]
+        return n
+    best = None
+    for i in range(len(ops)):
+        for j in range(i + 1, len(ops)):
+            li, lj = ops[i][1], ops[j][1]
+            needed = set(out_labels).union(*[set(t) for k, (_, t) in enumerate(ops) if k not in (i, j)])
+            union = list(dict.fromkeys(li + lj))
+            kept = [l for l in union if l in needed]
+            key = (not set(li) & set(lj), size(kept) - size(li) - size(lj), size(union))
+            if best is None or key < best[0]:
+                best = (key, (i, j))
+    return best[1]
+
+
 def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, preferred_element_type=None):
     """numpy.einsum: diagonals of repeated labels, sums of private labels, then pairwise
-    dot_general contractions left to right, and a final transpose to the output order."""
+    contractions in opt_einsum's greedy order (`optimize` is accepted and the greedy path always
+    taken, as jax.numpy.einsum takes one by default), the last one formed in the output's order."""
     fname = "einsum"
     if out is not None:
         raise type_error(fname, "out= is not supported (sprue arrays are immutable)")
@@ -270,21 +297,22 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
         elsewhere = set(out_labels).union(*[set(t) for j, t in enumerate(specs) if j != k])
         x, s = _sum_labels(x, s, {l for l in s if l not in elsewhere})
         ops.append((x, s))
-    acc, acc_l = ops[0]
-    for k in range(1, len(ops)):
-        x, xl = ops[k]
-        needed = set(out_labels).union(*[set(t) for _, t in ops[k + 1:]])
+    while len(ops) > 1:
+        i, j = _next_pair(ops, out_labels, sizes)
+        (acc, acc_l), (x, xl) = ops[i], ops[j]
+        rest = [o for k, o in enumerate(ops) if k not in (i, j)]
+        needed = set(out_labels).union(*[set(t) for _, t in rest])
         shared = [l for l in acc_l if l in xl]
         batch = [l for l in shared if l in needed]
         contract = [l for l in shared if l not in needed]
         labels = batch + [l for l in acc_l if l not in shared] + [l for l in xl if l not in shared]
         # the last product is asked for in the output's order (no transpose after it where swapping
         # its operands gives that order, none at all for a broadcast product)
-        perm = tuple(labels.index(l) for l in out_labels) if k == len(ops) - 1 and set(labels) == set(out_labels) \
-            else None
+        perm = tuple(labels.index(l) for l in out_labels) if not rest and set(labels) == set(out_labels) else None
         acc = _dg(acc, x, ([acc_l.index(l) for l in contract], [xl.index(l) for l in contract]),
                   ([acc_l.index(l) for l in batch], [xl.index(l) for l in batch]), perm)
-        acc_l = labels if perm is None else list(out_labels)
+        ops = rest + [(acc, labels if perm is None else list(out_labels))]
+    acc, acc_l = ops[0]
     acc, acc_l = _sum_labels(acc, acc_l, {l for l in acc_l if l not in out_labels})
     perm = tuple(acc_l.index(l) for l in out_labels)
     if perm != tuple(range(len(perm))):

@@ -168,3 +168,19 @@ def test_matmul_of_a_matrix_and_a_stack_is_exact():
     a, b = randn(3, 4), randn(2, 4, 5, seed=1)
     close(jnp.matmul(a, b), np.matmul(a, b), rtol=1e-12)
     check_vjp(jnp.matmul, np.matmul, (a, b))
+
+
+def test_einsum_contracts_in_the_greedy_order():
+    """'ij,jk,k->i' as opt_einsum's greedy path (jax.numpy.einsum's default) forms it: two
+    matrix-vector products, never the (i, k) matrix; the values are numpy's."""
+    a, b, c = randn(6, 7), randn(7, 8, seed=1), randn(8, seed=2)
+    f = lambda a, b, c: jnp.einsum("ij,jk,k->i", a, b, c)  # noqa: E731
+    cj = sprue.make_jaxpr(f)(a, b, c)
+    assert [d.outvars[0].aval.shape for d in dots(cj)] == [(7,), (6,)]
+    close(sprue.qjit(f)(a, b, c), a @ (b @ c), rtol=1e-12)
+    check_vjp(f, lambda a, b, c: np.einsum("ij,jk,k->i", a, b, c), (a, b, c))
+    # four operands, the output's order asked of the last product
+    d = randn(5, 6, seed=3)
+    g = lambda a, b, c, d: jnp.einsum("ij,jk,k,li->li", a, b, c, d)  # noqa: E731
+    close(g(a, b, c, d), np.einsum("ij,jk,k,li->li", a, b, c, d), rtol=1e-12)
+    assert "transpose" not in prims(sprue.make_jaxpr(g)(a, b, c, d))
