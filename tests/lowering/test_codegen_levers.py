@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
@@ -182,3 +183,51 @@ def test_vector_math_follows_the_target_features():
     assert "_ZGVdN4v_sin" not in backend.use_vector_math(ir, "generic")            # sse2 only: no 256-bit variant
     assert "@_ZGVdN4v_sin(" in backend.use_vector_math(ir, "generic", "+avx2")     # the user says avx2 is there
     assert "_ZGVdN4v_sin" not in backend.use_vector_math(ir, "host", "-avx2")      # ... or is not
+
+
+_COUNTED_LOOP = """
+define double @f(ptr %p) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %acc = phi double [ 0.0, %entry ], [ %sum, %loop ]
+  %q = getelementptr double, ptr %p, i64 %i
+  %x = load double, ptr %q
+  %sum = fadd double %acc, %x
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, TRIPS
+  br i1 %done, label %exit, label %loop
+exit:
+  ret double %sum
+}
+"""
+
+
+def _still_loops(trips: int, ours: bool) -> bool:
+    """Whether LLVM's O3 leaves a loop of `trips` trips a loop (not fully unrolled): through sprue's
+    codegen, or through llvmlite's pipeline as another llvmlite user runs it."""
+    ir_text = _COUNTED_LOOP.replace("TRIPS", str(trips))
+    if ours:
+        return "br i1" in backend.codegen(ir_text).optimized_ir
+    mod = llvm.parse_assembly(ir_text)
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    builder = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    builder.getModulePassManager().run(mod, builder)
+    return "br i1" in str(mod)
+
+
+def test_full_unrolling_stops_at_the_limit_and_is_restored_for_others():
+    limit = backend.FULL_UNROLL_MAX_TRIPS
+    assert not _still_loops(limit, ours=True)       # short static loops are still unrolled
+    assert _still_loops(2 * limit, ours=True)       # longer ones stay loops for the vectorizer
+    assert not _still_loops(2 * limit, ours=False)  # LLVM's own default, for numba & co.
+
+
+def test_static_batch_statistics_reduce_over_contiguous_rows():
+    # a reduction over the 32x32 pixels of each channel: the inner loop stays the vectorized one
+    x = np.random.default_rng(5).standard_normal((4, 6, 32, 32))
+    f = sprue.qjit(lambda x: (snp.mean(x, axis=(0, 2, 3)), snp.var(x, axis=(0, 2, 3))))
+    mean, var = f(x)
+    np.testing.assert_allclose(mean, x.mean(axis=(0, 2, 3)), rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(var, x.var(axis=(0, 2, 3)), rtol=1e-10)
