@@ -141,11 +141,13 @@ def _peel(loop: str, out: str) -> str:
 
 _UNPACK_COPY = "sprue.unpack_copy"
 # Packing pays where the operands leave the caches: measured (f64, one core of a 2-core EPYC,
-# AVX2, one process, interleaved) 512^2 18.5 -> 10.5 ms, 1024^2 13 -> 34 GFLOP/s (numpy's
-# OpenBLAS 35); at 256^2 and 384^2 both ways run alike, the packing copy and its fresh buffer
-# eating what the contiguous panels save.
+# AVX2, one process, interleaved, CPU time) 512^2 18.1 -> 7.3-7.9 ms (OpenBLAS 7.0), 1024^2 148 ->
+# 58-60 ms (OpenBLAS 55-61); at 256^2 and 384^2 both ways ran alike.
 PACK_MIN_VOLUME = 400 ** 3
 PACK_MIN_SIDE = 128
+# B block of the packed kernel, KC x PACK_NC (512 KiB of f64, L2): 1024^2 f64 70 -> 59 ms against
+# NC = 64 (A's rows stream past the block N / PACK_NC times); 512^2 alike
+PACK_NC = 256
 
 
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], bool] | None:
@@ -154,12 +156,15 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], bool] | None:
     A only where no register row count (6, else 4; 4, else 2 on AVX-512) divides its rows: it is
     then packed into zero-padded MR-row panels, so that every tile is still a full one (the rows
     of an unpacked A are MR streams the prefetchers follow; packing them costs one more copy and
-    buffer: 1024^2 63 ms against 75 ms packing both)."""
+    buffer: 1024^2 63 ms against 75 ms packing both). B-only is BLIS's loop order: per KC x NC
+    block of B, packed into one block-sized buffer inside the loops, every row of A streams past
+    it, and the result is computed in place (no unpacking)."""
     if not forms_enabled() or op.name != "linalg.matmul" \
-            or str(op.attributes["indexing_maps"]) != _PLAIN_MAPS["linalg.matmul"]:
+            or str(op.attributes["indexing_maps"]) not in (_PLAIN_MAPS["linalg.matmul"], _LHS_T_MAPS):
         return None
     itemsize = _float_itemsize(op)
-    (m, k), (_, n) = (_sizes(v.type) for v in op.operands[:2])
+    a, (_, n) = (_sizes(v.type) for v in op.operands[:2])
+    (m, k) = a if str(op.attributes["indexing_maps"]) == _PLAIN_MAPS["linalg.matmul"] else a[::-1]
     if itemsize is None or None in (m, n, k) or min(m, n, k) < PACK_MIN_SIDE or m * n * k < PACK_MIN_VOLUME:
         return None
     rows, cols = _register_tiles(itemsize)
@@ -167,9 +172,9 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], bool] | None:
     mr = next((r for r in rows[:2] if m % r == 0), None)
     pack_a = mr is None
     mr = mr or rows[0]
-    # unpacked rows: a cache tile of whole register tiles (partial ones would not vectorize)
-    mc = mr * max(1, MC // mr) if pack_a else _largest_divisor(m, mr, MC)
-    return [mc, nr * max(1, NC // nr), min(KC, k)], [mr, nr], pack_a
+    # unpacked rows are not cache-tiled: all of them stream past each packed block of B
+    mc = mr * max(1, MC // mr) if pack_a else m
+    return [mc, nr * max(1, PACK_NC // nr), min(KC, k)], [mr, nr], pack_a
 
 
 def _drop_unpack_copies(module: ir.Module) -> None:
@@ -201,7 +206,16 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], pack_a: bool) -
     # loops of the packed op: (m or m / MR, n / NR, k, [MR,] NR); the register tile's unit loops
     # are folded away, leaving a (MR, NR) product over k: (k, MR, NR) or (MR, k, NR)
     inner = [0] * (2 if pack_a else 1)
-    t1 = [mc // mr if pack_a else mc, nc // nr, kc] + inner
+    # B-only: BLIS's loop order -- per (NC, KC) block of B, packed into a block-sized buffer
+    # inside the loops (allocated once: buffer-loop-hoisting), all rows of A stream past it
+    # (fold_tensor_empty: the block's destination becomes a block-sized tensor.empty)
+    fuse = "" if pack_a else f"""    %fz{ident}, %fl{ident} = transform.structured.fuse_into_containing_op %x3{ident} into %al{ident}#1 : ({T}<"linalg.transpose">, {_ANY}) -> ({_ANY}, {_ANY})
+    transform.apply_patterns to %f{ident} {{
+      transform.apply_patterns.tensor.fold_tensor_empty
+    }} : {_ANY}
+"""
+    t1 = [mc // mr if pack_a else 0, nc // nr, kc] + inner
+    nloops = 3 if pack_a else 2
     t2 = [1 if pack_a else mr, 1, 0] + inner
     t3 = [1, 0, 0] if pack_a else [0, 1, 0]
     return f"""
@@ -210,13 +224,15 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], pack_a: bool) -
     %p{ident} = transform.structured.pack %mm{ident} packed_sizes = {[pm, nr, 0]} : ({_ANY}) -> ({_ANY})
     %pb{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
     %g{ident}, %pk{ident}, %up{ident} = transform.structured.pack_transpose %pb{ident} with_compute_op(%p{ident}) outer_perm = [1, 0] : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
+    %pkb{ident} = transform.cast %pk{ident} : {_ANY} to {T}<"linalg.pack">
+    %x1{ident}, %x2{ident}, %x3{ident} = transform.structured.lower_pack %pkb{ident} : ({T}<"linalg.pack">) -> ({T}<"tensor.pad">, {T}<"tensor.expand_shape">, {T}<"linalg.transpose">)
     %packs{ident} = transform.structured.match ops{{["linalg.pack"]}} in %f{ident} : ({_ANY}) -> {T}<"linalg.pack">
-    %x1{ident}, %x2{ident}, %x3{ident} = transform.structured.lower_pack %packs{ident} : ({T}<"linalg.pack">) -> ({T}<"tensor.pad">, {T}<"tensor.expand_shape">, {T}<"linalg.transpose">)
+    %z1{ident}, %z2{ident}, %z3{ident} = transform.structured.lower_pack %packs{ident} : ({T}<"linalg.pack">) -> ({T}<"tensor.pad">, {T}<"tensor.expand_shape">, {T}<"linalg.transpose">)
     %ups{ident} = transform.structured.match ops{{["linalg.unpack"]}} in %f{ident} : ({_ANY}) -> {T}<"linalg.unpack">
     %y1{ident}, %y2{ident}, %y3{ident}, %y4{ident}, %y5{ident} = transform.structured.lower_unpack %ups{ident} : ({T}<"linalg.unpack">) -> ({T}<"tensor.empty">, {T}<"linalg.transpose">, {T}<"tensor.collapse_shape">, {T}<"tensor.extract_slice">, {T}<"linalg.copy">)
     transform.annotate %y5{ident} "{_UNPACK_COPY}" : {T}<"linalg.copy">
-    %a{ident}, %al{ident}:3 = transform.structured.tile_using_for %g{ident} tile_sizes {t1} : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY}, {_ANY})
-    %b{ident}, %bl{ident}:2 = transform.structured.tile_using_for %a{ident} tile_sizes {t2} : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
+    %a{ident}, %al{ident}:{nloops} = transform.structured.tile_using_for %g{ident} tile_sizes {t1} : ({_ANY}) -> ({_ANY}, {", ".join([_ANY] * nloops)})
+{fuse}    %b{ident}, %bl{ident}:2 = transform.structured.tile_using_for %a{ident} tile_sizes {t2} : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
     transform.apply_patterns to %bl{ident}#0 {{
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
     }} : {_ANY}
@@ -315,6 +331,8 @@ def _wrap(parts: list[str]) -> str:
 }}"""
 
 
+_LHS_T_MAPS = ("[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
+               "affine_map<(d0, d1, d2) -> (d0, d1)>]")
 _PLAIN_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
                      "affine_map<(d0, d1, d2) -> (d0, d1)>]",
@@ -348,6 +366,38 @@ def plan_masked(m: int | None, n: int | None, k: int | None, itemsize: int = 8) 
     nc = nr * max(1, NC // nr)
     kc = KC if k is None or k > KC else k
     return [mr * max(1, MC // mr), nc, kc], [mr, nr]
+
+
+def _is_transpose_2d(op: ir.Operation) -> bool:
+    """A linalg.generic that only copies a matrix into its transpose (what stablehlo.transpose
+    becomes)."""
+    if op.name != "linalg.generic" or len(op.operands) != 2:
+        return False
+    if str(op.attributes["indexing_maps"]) != "[affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>]":
+        return False
+    body = op.regions[0].blocks[0]
+    ops = list(body.operations)
+    return len(ops) == 1 and ops[0].name == "linalg.yield" and ops[0].operands[0] == body.arguments[0]
+
+
+def _fold_lhs_transposes(found: list[ir.Operation]) -> None:
+    """A matmul of a transposed A (`a.T @ b`, `x.T @ g` in a gradient: dot_canonical.py transposes
+    the lhs into canonical order) reads the untransposed A through its indexing map instead of a
+    transposed copy: the register kernel's MR values of A per k are then one contiguous row of it,
+    the layout BLIS packs A into. (A transposed B stays copied: its NR values per k would be a
+    strided gather.)"""
+    maps = None
+    for op in found:
+        if op.name != "linalg.matmul" or str(op.attributes["indexing_maps"]) != _PLAIN_MAPS["linalg.matmul"]:
+            continue
+        producer = op.operands[0].owner
+        if not isinstance(producer, ir.Operation) and hasattr(producer, "operation"):
+            producer = producer.operation
+        if not isinstance(producer, ir.Operation) or not _is_transpose_2d(producer):
+            continue
+        maps = maps or ir.Attribute.parse(_LHS_T_MAPS)
+        op.operands[0] = producer.operands[0]
+        op.attributes["indexing_maps"] = maps
 
 
 def _generic_batch(op: ir.Operation) -> int | None:
@@ -392,8 +442,8 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
         batch = _generic_batch(op)
         if batch is None:
             return None
-    elif "indexing_maps" in op.attributes:   # only the plain form, not transposed/broadcast operands
-        if str(op.attributes["indexing_maps"]) != _PLAIN_MAPS.get(kind):
+    elif "indexing_maps" in op.attributes:   # the plain form or a transposed A, not other operand maps
+        if str(op.attributes["indexing_maps"]) not in (_PLAIN_MAPS.get(kind), _LHS_T_MAPS if kind == "linalg.matmul" else None):
             return None
     if len(op.operands) != 3:
         return None
@@ -402,7 +452,7 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
         return None
     a, b, _ = (_sizes(v.type) for v in op.operands)
     if kind == "linalg.matmul":
-        (m, k), (_, n) = a, b
+        (m, k), (_, n) = a if str(op.attributes["indexing_maps"]) == _PLAIN_MAPS[kind] else a[::-1], b
     elif kind in ("linalg.batch_matmul", "linalg.generic"):
         (m, k), n = a[-2:], b[-1]
     elif kind == "linalg.vecmat":
@@ -477,6 +527,8 @@ def tile_matmuls(module: ir.Module) -> None:
             found.append(op)
         return ir.WalkResult.ADVANCE
     module.operation.walk(visit)
+    if forms_enabled():
+        _fold_lhs_transposes(found)
     plans, parts, matvecs = 0, [], set()
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in found:
