@@ -57,6 +57,7 @@ from sprue.lowering.rules_common import (
     static_or_dynamic,
     tensor_type,
 )
+from sprue.lowering.rules_control_flow import counted_loop
 
 # How each reduction combines two values: (stablehlo op, op on booleans, identity of dtype).
 Monoid = tuple[str, str, Callable[[np.dtype], object]]
@@ -145,7 +146,7 @@ def _cumulative(monoid: Monoid):
         identity, combine = constant(monoid[2](dt), dt), _combiner(monoid, dt)
         if is_static(x):
             return [_prefix_window(x, axis, reverse, identity, combine)]
-        return [_doubling_loop(x, axis, reverse, identity, combine)]
+        return [_sequential_loop(x, axis, reverse, identity, combine)]
     return rule
 
 
@@ -159,6 +160,35 @@ def _prefix_window(x: Value, axis: int, reverse: bool, identity: Value, combine)
     scalar = scalar_type(dtype_of(x))
     build_region(window, [scalar, scalar], combine)
     return window.results[0]
+
+
+def _sequential_loop(x: Value, axis: int, reverse: bool, identity: Value, combine) -> Value:
+    """A counted loop over the rows along the axis, carrying the last result row (at first a row of
+    identities, so an axis empty at run time makes no trip): row i of the result is combine(the row
+    before, row i of x), written in place (dynamic_update_slice). The result is never read back, so
+    bufferization needs no copy of a row it could overwrite."""
+    sizes = dims_of(x)
+    n = size_value(sizes[axis])
+    one = constant(1, np.int64)
+    zero = constant(0, np.int64)
+    row_type = tensor_type([1 if d == axis else s if isinstance(s, int) else None
+                            for d, s in enumerate(sizes)], dtype_of(x))
+
+    def row(at: Value) -> Value:
+        return slice_(x, [at if d == axis else 0 for d in range(len(sizes))],
+                      [ew("add", at, one) if d == axis else s for d, s in enumerate(sizes)], None, row_type)
+
+    def place(k: Value) -> Value:   # the k-th row in scan order
+        return ew("subtract", ew("subtract", n, one), k) if reverse else k
+
+    def body(k: Value, values: list[Value]) -> list[Value]:
+        out, last = values
+        at = place(k)
+        new = combine([last, row(at)])[0]
+        starts = [at if d == axis else zero for d in range(len(sizes))]
+        return [op1("stablehlo.dynamic_update_slice", [out, new, *starts], out.type), new]
+    first = broadcast_in_dim(identity, [1 if d == axis else s for d, s in enumerate(sizes)], [])
+    return counted_loop(n, [x, first], body, [x.type, row_type])[0]
 
 
 def _shifted(out: Value, k: Value, sizes: list[Size], axis: int, reverse: bool, identity: Value) -> Value:

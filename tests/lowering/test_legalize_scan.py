@@ -98,3 +98,23 @@ def test_which_windows_are_prefix_scans(init, window, padding, expected):
         return ir.WalkResult.ADVANCE
     module.operation.walk(visit)
     assert prefix_axis(found[0]) == expected
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 257])
+def test_cumulative_ops_with_run_time_sizes_match_numpy(n):
+    # `?` sizes: a counted loop along the axis carrying the last row (rules_reductions._sequential_loop)
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((3, n))
+
+    @sprue.qjit(abstracted_axes=({0: "b", 1: "n"},))
+    def f(x):
+        return (lax.cumsum(x, 1), lax.cumsum(x, 1, True), lax.cummax(x, 0), lax.cummin(x, 1, True),
+                lax.cumprod(x, 1))
+
+    got = f(x)
+    flip = np.flip
+    np.testing.assert_allclose(got[0], np.cumsum(x, 1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[1], flip(np.cumsum(flip(x, 1), 1), 1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got[2], np.maximum.accumulate(x, 0))
+    np.testing.assert_array_equal(got[3], flip(np.minimum.accumulate(flip(x, 1), 1), 1))
+    np.testing.assert_allclose(got[4], np.cumprod(x, 1), rtol=1e-12, atol=1e-300)
