@@ -18,7 +18,6 @@ from sprue.lowering.dot_canonical import canonical_dot
 from sprue.lowering.matmul import forms_enabled as matmul_forms_enabled
 from sprue.lowering.rules_common import (
     LoweringContext,
-    Size,
     Value,
     axes_param,
     boolean,
@@ -130,13 +129,9 @@ lowering_rules[lax.argmin_p] = _arg_reduction("LT", highest)
 def _cumulative(monoid: Monoid):
     """Static sizes: JAX's encoding, a reduce_window spanning the axis with n - 1 identities padded
     before it (after it when reversed); the legalization computes it in one O(n) pass
-    (legalize_scan.py), and a cumsum in a program exported from JAX takes the same path.
-
-    `?` sizes: a window's size is an attribute, so a doubling (Hillis-Steele) scan: after the step
-    with offset k, element i combines the 2k elements ending at i (starting at i when reversed);
-    log2(n) steps of a shift (k identities concatenated with the first n - k elements) and an
-    elementwise combine, O(n log n) work, the steps a loop over k = 1, 2, 4, ... < n. Float sums and
-    products associate differently from numpy's sequential loop, within rounding."""
+    (legalize_scan.py), and a cumsum in a program exported from JAX takes the same path. `?` sizes
+    (a window's size is an attribute): a counted loop along the axis (_sequential_loop). Both
+    combine in numpy's order, element after element."""
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
         (axis,), reverse = axes_param(eqn, "axis"), eqn.params.get("reverse", False)
         n = shape_of(x)[axis]
@@ -189,35 +184,6 @@ def _sequential_loop(x: Value, axis: int, reverse: bool, identity: Value, combin
         return [op1("stablehlo.dynamic_update_slice", [out, new, *starts], out.type), new]
     first = broadcast_in_dim(identity, [1 if d == axis else s for d, s in enumerate(sizes)], [])
     return counted_loop(n, [x, first], body, [x.type, row_type])[0]
-
-
-def _shifted(out: Value, k: Value, sizes: list[Size], axis: int, reverse: bool, identity: Value) -> Value:
-    """out moved by k along the axis, the vacated places holding the identity: k identities then
-    out[:n-k] (reversed: out[k:] then k identities)."""
-    n = size_value(sizes[axis])
-    rank = len(sizes)
-    fill = broadcast_in_dim(identity, [k if d == axis else s for d, s in enumerate(sizes)], [])
-    starts = [k if d == axis and reverse else 0 for d in range(rank)]
-    limits = [ew("subtract", n, k) if d == axis and not reverse else s for d, s in enumerate(sizes)]
-    kept = slice_(out, starts, limits, None, tensor_type([None if d == axis else s for d, s in enumerate(sizes)],
-                                                         dtype_of(out)))
-    return op1("stablehlo.concatenate", [kept, fill] if reverse else [fill, kept], out.type, {"dimension": i64(axis)})
-
-
-def _doubling_loop(x: Value, axis: int, reverse: bool, identity: Value, combine) -> Value:
-    """A while over (k, out) for k = 1, 2, 4, ... < n, each trip combining out with out shifted by k."""
-    sizes = list(shape_of(x)) if is_static(x) else dims_of(x)  # read before the loop, used inside
-    n = size_value(sizes[axis])
-
-    def body(args: list[Value]) -> list[Value]:
-        k, out = args
-        return [ew("add", k, k), combine([_shifted(out, k, sizes, axis, reverse, identity), out])[0]]
-
-    carried = [scalar_type(np.int64), x.type]
-    loop = op("stablehlo.while", [constant(1, np.int64), x], carried, regions=2)
-    build_region(loop, carried, lambda a: [compare(a[0], n, "LT")], 0)
-    build_region(loop, carried, body, 1)
-    return loop.results[1]
 
 
 for _p, _m in [(lax.cumsum_p, _SUM), (lax.cumprod_p, _PROD), (lax.cummax_p, _MAX), (lax.cummin_p, _MIN)]:
