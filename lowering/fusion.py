@@ -342,4 +342,143 @@ def _accumulate(defs: _Defs, add: ir.Operation) -> bool:
     return False
 
 
-__all__ = ["MIN_INNER", "accumulate_sums", "choose_order", "enabled", "interchange_loops"]
+# -- cheap elementwise producers are recomputed by each consumer ---------------------------------
+# linalg-fuse-elementwise-ops fuses a producer only into its single consumer; a producer read by two
+# ops (softmax's scaled scores feed both the max and the exp) stays a full temporary, written once
+# and read twice. A producer whose payload is a few arith ops (a multiply, a broadcast) is cloned
+# per consumer instead (XLA's instruction fusion duplicates producers that are not "expensive" the
+# same way), so each clone fuses and no temporary is left -- only when every user is a
+# linalg.generic of the same block (all of them can fuse), and never a math.* call (recomputing an
+# exp costs more than the memory pass it saves). Runs after cse (which would merge the clones) and
+# before linalg-fuse-elementwise-ops. The clone is built with ir.Operation.create, not
+# Operation.clone: clone returns a view of the op, and building a linalg op view imports
+# torch_mlir.dialects.linalg (~0.3 s of a first compilation).
+MAX_CHEAP_OPS = 3
+MAX_CLONES = 4
+
+
+def _users(defs: _Defs) -> dict[ir.Value, list[ir.Operation]]:
+    users: dict[ir.Value, list[ir.Operation]] = {}
+    for op in defs.ops:
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    return users
+
+
+def _is_cheap_elementwise(op: ir.Operation) -> bool:
+    if op.name != "linalg.generic" or len(op.results) != 1 or "reduction" in str(op.attributes["iterator_types"]):
+        return False
+    body = _payload(op)
+    return len(body) - 1 <= MAX_CHEAP_OPS and all(o.name.startswith("arith.") and not len(o.regions)
+                                                   for o in body[:-1])
+
+
+def _clone_generic(op: ir.Operation, ip: ir.InsertionPoint) -> ir.Operation:
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    new = ir.Operation.create("linalg.generic", results=[r.type for r in op.results], operands=list(op.operands),
+                              attributes=attrs, regions=1, loc=op.location, ip=ip)
+    old_block = op.regions[0].blocks[0]
+    block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
+    mapping: dict[ir.Value, ir.Value] = dict(zip(old_block.arguments, block.arguments))
+    inside = ir.InsertionPoint(block)
+    for inner in _payload(op):
+        if inner.name == "linalg.yield":
+            ir.Operation.create("linalg.yield", operands=[mapping.get(v, v) for v in inner.operands],
+                                loc=inner.location, ip=inside)
+            continue
+        copy = inner.clone(ip=inside).operation     # arith ops: their dialect module is loaded already
+        for i, v in enumerate(copy.operands):
+            if v in mapping:
+                copy.operands[i] = mapping[v]
+        mapping.update(zip(inner.results, copy.results))
+    return new
+
+
+def duplicate_cheap_producers(module: ir.Module) -> int:
+    """Clones each cheap elementwise producer for every extra consumer; returns the clones made."""
+    if not enabled():
+        return 0
+    defs = _Defs(module.operation)
+    users = _users(defs)
+    made = 0
+    # consumers first: a clone's own operands gain readers (the broadcast scale of `x * scale`)
+    for op in reversed(defs.ops):
+        if not _is_cheap_elementwise(op):
+            continue
+        readers = list(dict.fromkeys(users.get(op.results[0], [])))
+        if not 1 < len(readers) <= MAX_CLONES or \
+                not all(r.name == "linalg.generic" and r.block == op.block for r in readers):
+            continue
+        for reader in readers[1:]:
+            clone = _clone_generic(op, ir.InsertionPoint(reader))
+            for i, v in enumerate(reader.operands):
+                if v == op.results[0]:
+                    reader.operands[i] = clone.results[0]
+            for v in clone.operands:
+                users.setdefault(v, []).append(clone)
+            made += 1
+    return made
+
+
+# -- elementwise results written over an operand that dies there ---------------------------------
+# stablehlo-legalize-to-linalg gives every elementwise op a fresh tensor.empty destination, so each
+# becomes a new allocation: softmax's exp and its division by the row sums are two buffers of the
+# scores' size, a fresh, page-faulting mmap each for large arrays. When an input of the same type
+# is read at the same index (identity map), was computed in this block by a linalg op (its buffer is
+# a writable allocation) and nothing reads it after this op, the op writes into it (`outs(%input)`),
+# the in-place reuse IREE's dispatch-region formation and XLA's buffer assignment make. One-shot
+# bufferization still decides: an elementwise op reading and writing the same buffer at the same
+# index is no conflict for it. inplace.py does the same for loop-carried values.
+_VIEW_OPS = {"tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice"}
+
+
+def _ancestor_in(op: ir.Operation, block: ir.Block) -> ir.Operation | None:
+    while op is not None and op.block != block:
+        op = op.parent
+    return op
+
+
+def _dead_after(users: dict[ir.Value, list[ir.Operation]], v: ir.Value, at: ir.Operation, depth: int = 0) -> bool:
+    for u in users.get(v, []):
+        if u == at:
+            continue
+        a = _ancestor_in(u, at.block)
+        if a is None or a == at or not a.is_before_in_block(at):
+            return False
+        if u.name in _VIEW_OPS and (depth > 4 or not _dead_after(users, u.results[0], at, depth + 1)):
+            return False
+    return True
+
+
+def reuse_dying_inputs(module: ir.Module) -> int:
+    """Points elementwise generics' outputs at a dying input's buffer; returns how many."""
+    if not enabled():
+        return 0
+    defs = _Defs(module.operation)
+    users = _users(defs)
+    reused = 0
+    for op in defs.ops:
+        if op.name != "linalg.generic" or len(op.results) != 1 or _n_outs(op) != 1 or \
+                "reduction" in str(op.attributes["iterator_types"]):
+            continue
+        out = op.operands[len(op.operands) - 1]
+        empty = defs.get(out)
+        if empty is None or empty.name != "tensor.empty" or list(op.regions[0].blocks[0].arguments[-1].uses):
+            continue
+        maps = _maps(op)
+        identity = list(ir.AffineMap.get_identity(maps[0].n_dims).results)
+        for i in range(len(op.operands) - 1):
+            v = op.operands[i]
+            producer = defs.get(v)
+            if v.type != op.results[0].type or list(maps[i].results) != identity or producer is None or \
+                    not producer.name.startswith("linalg.") or producer.block != op.block or \
+                    any(v == op.operands[j] for j in range(i)) or not _dead_after(users, v, op):
+                continue
+            op.operands[len(op.operands) - 1] = v
+            reused += 1
+            break
+    return reused
+
+
+__all__ = ["MIN_INNER", "accumulate_sums", "choose_order", "duplicate_cheap_producers", "enabled",
+           "interchange_loops", "reuse_dying_inputs"]

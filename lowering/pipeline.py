@@ -29,7 +29,7 @@ from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 from sprue.base.errors import CompileError, SprueError  # noqa: F401
 from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.fastmath import mark_reductions
-from sprue.lowering.fusion import accumulate_sums, interchange_loops
+from sprue.lowering.fusion import accumulate_sums, duplicate_cheap_producers, interchange_loops, reuse_dying_inputs
 from sprue.lowering.inplace import tie_loop_outputs
 from sprue.lowering.legalize import legalize
 from sprue.lowering.matmul import tile_matmuls
@@ -101,6 +101,7 @@ STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 # Python rewrites run on the module just before a stage's passes.
 def _before_bufferization(module: ir.Module) -> None:
     tie_loop_outputs(module)    # elementwise ops in loop bodies write into the carried buffers
+    reuse_dying_inputs(module)  # ... and others into an input read for the last time (fusion.py)
     mark_reductions(module)     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls(module)        # blocked, vectorized matrix products (matmul.py)
     interchange_loops(module)   # the other generics: innermost loop contiguous (fusion.py)
@@ -113,6 +114,7 @@ def _before_llvm(module: ir.Module) -> None:
 
 def _fuse(module: ir.Module) -> None:
     accumulate_sums(module)     # dot(a, b) + y: the dot accumulates into y (fusion.py)
+    duplicate_cheap_producers(module)   # x * scale read twice: each reader fuses its own copy
     run_stage(module, "linalg", LINALG_FUSION)
 
 

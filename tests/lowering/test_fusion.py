@@ -158,3 +158,62 @@ def test_sum_inside_a_loop_body(tmp_path):
     for _ in range(5):
         ref = np.tanh(ref @ w + ref @ u + 1.0)
     np.testing.assert_allclose(sprue.qjit(f)(h0, w, u), ref, rtol=1e-12)
+
+
+def _allocs_of_shape(text: str, shape: str) -> int:
+    return len(re.findall(rf"memref\.alloc\(\)[^\n]*memref<{shape}x", text))
+
+
+def test_softmax_of_scaled_scores_keeps_one_scores_buffer(tmp_path):
+    rng = np.random.default_rng(8)
+    q, k = rng.standard_normal((2, 40, 16)), rng.standard_normal((2, 40, 16))
+
+    def f(q, k):
+        s = (q @ snp.swapaxes(k, -1, -2)) * 0.25
+        s = s - snp.max(s, axis=-1, keepdims=True)
+        e = snp.exp(s)
+        return e / snp.sum(e, axis=-1, keepdims=True)
+    s = (q @ np.swapaxes(k, -1, -2)) * 0.25
+    e = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(sprue.qjit(f, keep_intermediate=str(tmp_path))(q, k), e / e.sum(-1, keepdims=True),
+                               rtol=1e-12)
+    linalg = _stage(tmp_path, "linalg")
+    # the scaling is recomputed inside the max and inside the exp: no generic of its own
+    assert not re.search(r"\{\n\s*\^bb0\(%in: f64, %out: f64\):\n\s*%\S+ = arith\.mulf %in, %cst\S* : f64\n\s*linalg\.yield",
+                         linalg), linalg
+    # the scores, exp and quotient share one buffer (each written over the one it reads last)
+    assert _allocs_of_shape(_stage(tmp_path, "bufferized"), "2x40x40") == 1
+
+
+def test_expensive_producers_are_not_recomputed(tmp_path):
+    x = np.random.default_rng(9).standard_normal((30, 50))
+
+    def f(x):
+        e = snp.exp(x)
+        return e / snp.sum(e, axis=1, keepdims=True)
+    got = sprue.qjit(f, keep_intermediate=str(tmp_path))(x)
+    np.testing.assert_allclose(got, np.exp(x) / np.exp(x).sum(1, keepdims=True), rtol=1e-12)
+    assert _stage(tmp_path, "linalg").count("math.exp") == 1
+
+
+def test_an_input_read_later_is_not_overwritten(tmp_path):
+    rng = np.random.default_rng(10)
+    a, w = rng.standard_normal((24, 24)), rng.standard_normal((24, 24))
+
+    def f(a, w):
+        p = a @ w
+        q = snp.tanh(p) * 2.0      # could write over p, but p is read again below and returned
+        return q + p, p
+    s, p = sprue.qjit(f)(a, w)
+    np.testing.assert_allclose(p, a @ w, rtol=1e-12)
+    np.testing.assert_allclose(s, np.tanh(a @ w) * 2 + a @ w, rtol=1e-12)
+
+
+def test_loop_invariant_value_is_not_overwritten_inside_the_loop(tmp_path):
+    rng = np.random.default_rng(11)
+    a, w = rng.standard_normal((16, 16)), 0.1 * rng.standard_normal((16, 16))
+
+    def f(a, w):
+        p = a @ w                  # computed once, read by every trip
+        return sprue.lax.fori_loop(0, 4, lambda i, c: c + snp.exp(p * 0.5), snp.zeros_like(a))
+    np.testing.assert_allclose(sprue.qjit(f)(a, w), 4 * np.exp((a @ w) * 0.5), rtol=1e-12)
