@@ -31,7 +31,7 @@ from typing import Callable
 
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
-from torch_mlir.dialects import arith
+from torch_mlir.dialects import arith, scf
 
 from sprue.lowering.mlir_util import (
     LegalizeError,
@@ -141,13 +141,32 @@ def lower_scatter(op: ir.Operation) -> None:
         # Destination-passing style: the operands are threaded through the loops as tensors and
         # updated with tensor.insert, so bufferization writes into the operand's buffer when it is
         # dead afterwards (a loop carry updated with x.at[i].set) and copies it once otherwise.
-        results = loop_nest_carried([update_sizes[d] for d in scatter_dims], scatter_one, inputs)
+        def loops(guarded: bool) -> list[ir.Value]:
+            reader.begin(guarded)
+            return loop_nest_carried([update_sizes[d] for d in scatter_dims], scatter_one, inputs)
+
+        results = _versioned(reader, loops, [v.type for v in inputs])
         new_results = [from_signless(r, t.type) for r, t in zip(results, op.results)]
 
     for old, new in zip(op.results, new_results):
         old.replace_all_uses_with(new)
     op.erase()
     reader.erase_fused()
+
+
+def _versioned(reader: PointReader, build: Callable[[bool], list[ir.Value]],
+               types: list[ir.Type]) -> list[ir.Value]:
+    """build(guarded) once when no read needs a guard, else twice under scf.if on the reader's
+    conditions: the unguarded loops where they hold (the common case, no branch per element)."""
+    conds = reader.conditions()
+    if not conds:
+        return build(False)
+    branch = scf.IfOp(all_of(conds), types, has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp(build(False))
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp(build(True))
+    return list(branch.results)
 
 
 def _generic(result_type: ir.RankedTensorType, sizes: list[ir.Value],
@@ -184,9 +203,12 @@ def lower_gather(op: ir.Operation) -> None:
     result_type = signless_tensor_type(tensor_type(op.results[0]))
     with ir.InsertionPoint(reader.hoist), op.location:
         sizes = reader.sizes(op.results[0])
+    def build(guarded: bool) -> list[ir.Value]:
+        reader.begin(guarded)
+        return [_generic(result_type, sizes, lambda ivs: reader.read(op.results[0], ivs))]
+
     with ir.InsertionPoint(op), op.location:
-        out = from_signless(_generic(result_type, sizes, lambda ivs: reader.read(op.results[0], ivs)),
-                            op.results[0].type)
+        out = from_signless(_versioned(reader, build, [result_type])[0], op.results[0].type)
     op.results[0].replace_all_uses_with(out)
     reader.erase_fused()
 

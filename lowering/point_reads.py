@@ -114,7 +114,12 @@ def _fusible_operands(op: ir.Operation) -> list[int]:
     if name == "stablehlo.reshape":
         return [0]
     if name in GATHERS:
-        return [1]      # the start indices; the operand is read at arbitrary positions
+        # The start indices; the operand is read at arbitrary positions, so only a pad (index
+        # arithmetic and a select, no work per element) is computed in place there.
+        source = _operation(op.operands[0].owner)
+        return [1, 0] if isinstance(source, ir.Operation) and source.name == "stablehlo.pad" else [1]
+    if name == "stablehlo.pad":
+        return [0]
     return []
 
 
@@ -129,6 +134,8 @@ def _readable(op: ir.Operation) -> bool:
         return ir.DenseElementsAttr(op.attributes["value"]).is_splat
     if name == "stablehlo.reshape":
         return _unit_reshape(op)
+    if name == "stablehlo.pad":
+        return not any(ir.DenseI64ArrayAttr(op.attributes["interior_padding"]))
     return name in ("stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.iota") + GATHERS
 
 
@@ -175,8 +182,10 @@ class PointReader:
                         blocked.append(f)
                         grown = True
         self._signless: dict = {}
-        self._memo: dict = {}
-        self._gathers = [(op, _GatherPlan(op, self.hoist)) for op in self.fused if op.name in GATHERS]
+        self._memo: dict = {}       # reads in the loop being built
+        self._hoisted: dict = {}    # values computed before the loops
+        self.guarded = True         # see begin()
+        self._gathers = [(op, _GatherPlan(op, self)) for op in self.fused if op.name in GATHERS]
         self._replace_dims()
 
     # -- which producers are pulled in ----------------------------------------------------------
@@ -239,6 +248,11 @@ class PointReader:
 
     def _compute(self, v: ir.Value, ivs: list[ir.Value]) -> ir.Value:
         op = self._producer(v)
+        if op is None and not ivs:     # a 0-d value: read once, before the loops (LLVM could not
+            if v not in self._hoisted:  # hoist the load past the scatter's stores)
+                with ir.InsertionPoint(self.hoist), self.anchor.location:
+                    self._hoisted[v] = extract(self.array(v), [])
+            return self._hoisted[v]
         if op is None:
             return extract(self.array(v), ivs)
         name = op.name
@@ -256,8 +270,58 @@ class PointReader:
                 return self.read(op.operands[0], [index(0) if n == 1 else next(outer) for n in src])
             if name in GATHERS:
                 return next(plan for g, plan in self._gathers if g == op).element(self, ivs)
+            if name == "stablehlo.pad":
+                return self._pad_element(op, ivs)
             args = [self.read(o, ivs if tensor_type(o).rank else []) for o in op.operands]
             return SCALAR_RULES[name](op, args)
+
+    # -- versions: reads that may not touch memory ---------------------------------------------
+    def conditions(self) -> list[ir.Value]:
+        """Run-time conditions (i1, computed before the loops) under which no read needs a
+        guard: every gather's operand holds its window, every padded operand is non-empty.
+        Consumers build their loops twice, `begin(guarded=False)` under these conditions and
+        `begin(guarded=True)` otherwise (loop versioning, as LLVM's LoopVersioning), so the
+        common case has no branch per element."""
+        conds = [plan.fits for _, plan in self._gathers if plan.fits is not None]
+        with ir.InsertionPoint(self.hoist), self.anchor.location:
+            for op in self.fused:
+                if op.name == "stablehlo.pad":
+                    operand = op.operands[0]
+                    conds += [cmp("sge", self._size(operand, k), index(1))
+                              for k, n in enumerate(_shape(operand)) if _dynamic(n)]
+        return conds
+
+    def in_branch(self, emit):
+        """emit() inside a nested block: what it reads there is not reused outside."""
+        saved = dict(self._memo)
+        try:
+            return emit()
+        finally:
+            self._memo = saved
+
+    def begin(self, guarded: bool) -> None:
+        """Starts a new version of the consumer's loops (reads are not shared between them)."""
+        self.guarded = guarded
+        self._memo = {}
+
+    def _pad_element(self, op: ir.Operation, ivs: list[ir.Value]) -> ir.Value:
+        operand = op.operands[0]
+        low = list(ir.DenseI64ArrayAttr(op.attributes["edge_padding_low"]))
+        with ir.InsertionPoint(self.hoist), self.anchor.location:
+            sizes = [self._size(operand, k) for k in range(len(low))]
+        inner = [arith.SubIOp(iv, index(lo)).result if lo else iv for iv, lo in zip(ivs, low)]
+        inside = all_of([c for j, n in zip(inner, sizes) for c in (cmp("sge", j, index(0)), cmp("slt", j, n))])
+        fill = self.read(op.operands[1], [])
+        if self.guarded:    # the operand may be empty: read it only where inside
+            branch = scf.IfOp(inside, [fill.type], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                scf.YieldOp([self.in_branch(lambda: self.read(operand, inner))])
+            with ir.InsertionPoint(branch.else_block):
+                scf.YieldOp([fill])
+            return branch.results[0]
+        last = [arith.SubIOp(n, index(1)).result for n in sizes]
+        clamped = [arith.MaxSIOp(arith.MinSIOp(j, m).result, index(0)).result for j, m in zip(inner, last)]
+        return select(inside, self.read(operand, clamped), fill)
 
     def _broadcast_ivs(self, op: ir.Operation, ivs: list[ir.Value]) -> list[ir.Value]:
         out: list[ir.Value] = []
@@ -294,6 +358,10 @@ class PointReader:
             return to_index(extract(shape, [index(k)]), element_kind(elem_of(op.operands[1])))
         if op.name in GATHERS:
             return next(plan for g, plan in self._gathers if g == op).sizes(self)[k]
+        if op.name == "stablehlo.pad":
+            low = ir.DenseI64ArrayAttr(op.attributes["edge_padding_low"])[k]
+            high = ir.DenseI64ArrayAttr(op.attributes["edge_padding_high"])[k]
+            return arith.AddIOp(self._size(op.operands[0], k), index(low + high)).result
         return tensor_sizes(v)[k]   # not reached: the other producers have static shapes
 
     def _replace_dims(self) -> None:
@@ -312,10 +380,10 @@ class PointReader:
 
     def _dim_of(self, v: ir.Value, k: int) -> ir.Value:
         key = ("dim", v, k)
-        if key not in self._memo:
+        if key not in self._hoisted:
             with ir.InsertionPoint(self.hoist), self.anchor.location:
-                self._memo[key] = tensor_sizes(v)[k]
-        return self._memo[key]
+                self._hoisted[key] = tensor_sizes(v)[k]
+        return self._hoisted[key]
 
     def erase_fused(self) -> None:
         """Erases the pulled-in producers (dead once the anchor is replaced). They were pulled in
@@ -361,7 +429,7 @@ class _GatherPlan:
     clamp; a window always fits), read from an operand too small for the window as 0 (as the
     reference rule and legalize_dynamic's gather)."""
 
-    def __init__(self, op: ir.Operation, hoist: ir.Operation):
+    def __init__(self, op: ir.Operation, reader: PointReader):
         self.op = op
         dn = _stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
         self.offset = list(dn.offset_dims)
@@ -378,9 +446,8 @@ class _GatherPlan:
         self.batch_dims = [d for d in range(self.result_rank) if d not in self.offset]
         self.window_dims = [d for d in range(self.rank)
                             if d not in self.collapsed and d not in self.operand_batching]
-        with ir.InsertionPoint(hoist), op.location:
-            self.operand = to_signless(operand)
-            dims = tensor_sizes(self.operand)
+        with ir.InsertionPoint(reader.hoist), op.location:
+            dims = [reader._size(operand, d) for d in range(self.rank)]
             self.slices = self._slice_sizes()
             self.limits = [arith.SubIOp(n, s).result for n, s in zip(dims, self.slices)]
             static = all(not _dynamic(n) for n in _shape(operand)) and op.name == "stablehlo.gather"
@@ -421,12 +488,13 @@ class _GatherPlan:
             full[d] = batch[b if b < self.index_vector_dim else b - 1]
         for d, o in zip(self.window_dims, self.offset):
             full[d] = add(full[d], ivs[o])
-        if self.fits is None:
-            return extract(self.operand, full)
+        operand = self.op.operands[0]
+        if self.fits is None or not reader.guarded:
+            return reader.read(operand, full)
         elem = signless(elem_of(self.op.results[0]))
         branch = scf.IfOp(self.fits, [elem], has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp([extract(self.operand, full)])
+            scf.YieldOp([reader.in_branch(lambda: reader.read(operand, full))])
         with ir.InsertionPoint(branch.else_block):
             scf.YieldOp([const(elem, 0)])
         return branch.results[0]
