@@ -28,10 +28,10 @@ away, only the last, partial tile uses masked loads and stores (IREE's CPU pipel
 for dynamic shapes). Products of fewer than MIN_FLOPS with static sizes and non-float types keep
 the plain loops. The vector ops are lowered in the pipeline's llvm stage.
 
-Large static matmuls (PACK_MIN_VOLUME) are data-tiled first (_script_packed, IREE's CPU data
-tiling / BLIS's packing with transform.structured.pack): B copied into NR-column panels (N/NR, K,
-NR), A into MR-row panels where no row count divides M (zero-padded, so every tile is full), and
-the same register kernel then streams contiguous panels (1024^2 f64: 13 -> 34 GFLOP/s, OpenBLAS 35).
+Large static matmuls (PACK_MIN_VOLUME) pack B first (_script_packed, IREE's CPU data tiling /
+BLIS's packing, with transform.structured.pack): block by block into NR-column panels, which the
+same register kernel then streams contiguously (1024^2 f64: 13 -> 34 GFLOP/s, OpenBLAS 35).
+A matmul of a transposed A reads A through its indexing map, not a transposed copy.
 
 Numerics: each C element is still accumulated along k in order, with FMAs (one rounding per step
 instead of two), like any BLAS (matvec's accumulation is reassociated, like numpy's dot).
@@ -150,15 +150,13 @@ PACK_MIN_SIDE = 128
 PACK_NC = 256
 
 
-def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], bool] | None:
-    """(cache tile [MC, NC, KC], register tile [MR, NR], whether A is packed too) for a static
-    linalg.matmul large enough to pack its operands (_script_packed), or None. B is always packed.
-    A only where no register row count (6, else 4; 4, else 2 on AVX-512) divides its rows: it is
-    then packed into zero-padded MR-row panels, so that every tile is still a full one (the rows
-    of an unpacked A are MR streams the prefetchers follow; packing them costs one more copy and
-    buffer: 1024^2 63 ms against 75 ms packing both). B-only is BLIS's loop order: per KC x NC
-    block of B, packed into one block-sized buffer inside the loops, every row of A streams past
-    it, and the result is computed in place (no unpacking)."""
+def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
+    """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile) for a
+    static linalg.matmul large enough to pack B (_script_packed), or None. MR is 6 rows (AVX2; 4 on
+    AVX-512) unless 4 divides the rows and 6 does not; where neither does, the row loop is peeled
+    (its last tile a static, smaller count). A stays unpacked: its MR rows are as many streams the
+    prefetchers follow (packing A as well, into zero-padded MR-row panels, measured slower: 1023 x
+    1000 x 1024 78 ms against 71 ms, 512^2 16 ms against 7.7 ms)."""
     if not forms_enabled() or op.name != "linalg.matmul" \
             or str(op.attributes["indexing_maps"]) not in (_PLAIN_MAPS["linalg.matmul"], _LHS_T_MAPS):
         return None
@@ -170,11 +168,13 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], bool] | None:
     rows, cols = _register_tiles(itemsize)
     nr = cols[0]
     mr = next((r for r in rows[:2] if m % r == 0), None)
-    pack_a = mr is None
     mr = mr or rows[0]
-    # unpacked rows are not cache-tiled: all of them stream past each packed block of B
-    mc = mr * max(1, MC // mr) if pack_a else m
-    return [mc, nr * max(1, PACK_NC // nr), min(KC, k)], [mr, nr], pack_a
+    # blocks that divide the panels and k where that keeps them at least half size: a partial
+    # block has run-time sizes, and its packing buffer is then allocated in the loop
+    panels, most = -(-n // nr), max(1, PACK_NC // nr)
+    nb = _largest_divisor(panels, 1, most)
+    kc = _largest_divisor(k, 1, KC)
+    return [m, nr * (nb if 2 * nb >= most else most), kc if 2 * kc >= min(k, KC) else min(k, KC)], [mr, nr], m % mr
 
 
 def _drop_unpack_copies(module: ir.Module) -> None:
@@ -193,35 +193,44 @@ def _drop_unpack_copies(module: ir.Module) -> None:
         op.erase()
 
 
-def _script_packed(ident: int, cache: list[int], reg: list[int], pack_a: bool) -> str:
-    """Data tiling (IREE's CPU pipeline, BLIS): A packed into MR-row panels (M/MR, K, MR), B into
-    NR-column panels (N/NR, K, NR), both zero-padded to whole panels (transform.structured.pack +
-    pack_transpose, lowered to pad/expand_shape/transpose copies); the product runs on the packed
-    layouts, so every register tile is full (no peeled or masked variants) and its k loop streams
-    two contiguous panels (the strided rows of unpacked operands cost a TLB miss and a cold cache
-    line per k step once they leave L2); the result, packed (M/MR, N/NR, MR, NR), is unpacked."""
-    (mc, nc, kc), (mr, nr) = cache, reg
+def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int) -> str:
+    """Data tiling of B (BLIS's packing, IREE's CPU data tiling; transform.structured.pack):
+    B (K, N) is seen as NR-column panels (N/NR, K, NR), zero-padded to whole panels, and the
+    product runs on them, so its k loop streams a contiguous panel (an unpacked B's rows cost a
+    TLB miss and a cold cache line per k step once they leave L2). BLIS's loop order: per
+    KC x NC block of B, packed into one block-sized buffer inside the loops (the packing transpose
+    fused into the block loop; fold_tensor_empty gives it a block-sized destination, which
+    buffer-loop-hoisting allocates once), every row of A streams past the block. The result's
+    packed layout (M, N/NR, NR) is its own: the unpack is a collapse_shape (its copy dropped) --
+    plus a slice where B was padded."""
+    (_, nc, kc), (mr, nr) = cache, reg
     T = "!transform.op"
-    pm = mr if pack_a else 0
-    # loops of the packed op: (m or m / MR, n / NR, k, [MR,] NR); the register tile's unit loops
-    # are folded away, leaving a (MR, NR) product over k: (k, MR, NR) or (MR, k, NR)
-    inner = [0] * (2 if pack_a else 1)
-    # B-only: BLIS's loop order -- per (NC, KC) block of B, packed into a block-sized buffer
-    # inside the loops (allocated once: buffer-loop-hoisting), all rows of A stream past it
-    # (fold_tensor_empty: the block's destination becomes a block-sized tensor.empty)
-    fuse = "" if pack_a else f"""    %fz{ident}, %fl{ident} = transform.structured.fuse_into_containing_op %x3{ident} into %al{ident}#1 : ({T}<"linalg.transpose">, {_ANY}) -> ({_ANY}, {_ANY})
-    transform.apply_patterns to %f{ident} {{
-      transform.apply_patterns.tensor.fold_tensor_empty
+    # rows no MR divides (`last_rows` left over): the register row loop is peeled, its last tile
+    # (fewer rows, a static count) a second, smaller kernel
+    peel, scope = "", f"%bl{ident}#0"
+    tile_k = f"""    %r{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({_ANY}) -> {_ANY}
+    %c{ident}, %cl{ident} = transform.structured.tile_using_for %r{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+"""
+    if last_rows:
+        peel = _peel(f"%bl{ident}#0", f"pr{ident}") + f"""    transform.apply_patterns to %f{ident} {{
+      transform.apply_patterns.canonicalization
     }} : {_ANY}
 """
-    t1 = [mc // mr if pack_a else 0, nc // nr, kc] + inner
-    nloops = 3 if pack_a else 2
-    t2 = [1 if pack_a else mr, 1, 0] + inner
-    t3 = [1, 0, 0] if pack_a else [0, 1, 0]
+        scope = f"%al{ident}#1"
+        # a last tile of one row loses that unit dim too: (k, NR)
+        tile_k = f"""    %rm{ident} = transform.structured.match ops{{["linalg.generic"]}} in %pr{ident} : ({_ANY}) -> {_ANY}
+    %cm{ident}, %clm{ident} = transform.structured.tile_using_for %rm{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+    %rr{ident} = transform.structured.match ops{{["linalg.generic"]}} in %pr{ident}r : ({_ANY}) -> {_ANY}
+    %cr{ident}, %clr{ident} = transform.structured.tile_using_for %rr{ident} tile_sizes {[1, 0] if last_rows == 1 else [0, 1, 0]} : ({_ANY}) -> ({_ANY}, {_ANY})
+    %c{ident} = transform.merge_handles %cm{ident}, %cr{ident} : {_ANY}
+    %cl{ident} = transform.merge_handles %clm{ident}, %clr{ident} : {_ANY}
+"""
+    # loops of the packed op: (m, n / NR, k, NR); the register tile's unit loop is folded away,
+    # leaving a (MR, NR) product over k: (MR, k, NR)
     return f"""
     %mm{ident} = transform.structured.match ops{{["linalg.matmul"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
     %f{ident} = transform.get_parent_op %mm{ident} {{op_name = "func.func"}} : ({_ANY}) -> {_ANY}
-    %p{ident} = transform.structured.pack %mm{ident} packed_sizes = {[pm, nr, 0]} : ({_ANY}) -> ({_ANY})
+    %p{ident} = transform.structured.pack %mm{ident} packed_sizes = [0, {nr}, 0] : ({_ANY}) -> ({_ANY})
     %pb{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
     %g{ident}, %pk{ident}, %up{ident} = transform.structured.pack_transpose %pb{ident} with_compute_op(%p{ident}) outer_perm = [1, 0] : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
     %pkb{ident} = transform.cast %pk{ident} : {_ANY} to {T}<"linalg.pack">
@@ -231,14 +240,16 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], pack_a: bool) -
     %ups{ident} = transform.structured.match ops{{["linalg.unpack"]}} in %f{ident} : ({_ANY}) -> {T}<"linalg.unpack">
     %y1{ident}, %y2{ident}, %y3{ident}, %y4{ident}, %y5{ident} = transform.structured.lower_unpack %ups{ident} : ({T}<"linalg.unpack">) -> ({T}<"tensor.empty">, {T}<"linalg.transpose">, {T}<"tensor.collapse_shape">, {T}<"tensor.extract_slice">, {T}<"linalg.copy">)
     transform.annotate %y5{ident} "{_UNPACK_COPY}" : {T}<"linalg.copy">
-    %a{ident}, %al{ident}:{nloops} = transform.structured.tile_using_for %g{ident} tile_sizes {t1} : ({_ANY}) -> ({_ANY}, {", ".join([_ANY] * nloops)})
-{fuse}    %b{ident}, %bl{ident}:2 = transform.structured.tile_using_for %a{ident} tile_sizes {t2} : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
-    transform.apply_patterns to %bl{ident}#0 {{
+    %a{ident}, %al{ident}:2 = transform.structured.tile_using_for %g{ident} tile_sizes [0, {nc // nr}, {kc}, 0] : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
+    %fz{ident}, %fl{ident} = transform.structured.fuse_into_containing_op %x3{ident} into %al{ident}#1 : ({T}<"linalg.transpose">, {_ANY}) -> ({_ANY}, {_ANY})
+    transform.apply_patterns to %f{ident} {{
+      transform.apply_patterns.tensor.fold_tensor_empty
+    }} : {_ANY}
+    %b{ident}, %bl{ident}:2 = transform.structured.tile_using_for %a{ident} tile_sizes [{mr}, 1, 0, 0] : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
+{peel}    transform.apply_patterns to {scope} {{
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
     }} : {_ANY}
-    %r{ident} = transform.structured.match ops{{["linalg.generic"]}} in %bl{ident}#0 : ({_ANY}) -> {_ANY}
-    %c{ident}, %cl{ident} = transform.structured.tile_using_for %r{ident} tile_sizes {t3} : ({_ANY}) -> ({_ANY}, {_ANY})
-""" + _VECTORIZE.format(ident=ident, sizes="", loop=f"%cl{ident}")
+{tile_k}""" + _VECTORIZE.format(ident=ident, sizes="", loop=f"%cl{ident}")
 
 
 _VECTORIZE = """    transform.structured.vectorize %c{ident}{sizes} : !transform.any_op
@@ -543,8 +554,7 @@ def tile_matmuls(module: ir.Module) -> None:
                 continue
             packed = _packed_plan(op)
             if packed is not None:
-                cache, reg, pack_a = packed
-                parts.append(_script_packed(plans, cache, reg, pack_a))
+                parts.append(_script_packed(plans, *packed))
             else:
                 parts.append(_script_one(plans, *p))
         op.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
