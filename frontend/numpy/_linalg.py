@@ -243,6 +243,19 @@ def _label_sizes(fname, specs: list, xs: list) -> dict:
     return sizes
 
 
+def _drop_broadcast_dims(x, labels: list, sizes: dict):
+    """x without its size-1 dims whose label another operand has at a larger size (JAX's einsum
+    filter_singleton_dims): x is constant along them, so the label is left to that operand, and a
+    contracted one is summed there before the product ('ij,jk' with i x 1 and 3 x 4: b's rows are
+    summed, then a broadcast product) instead of broadcasting x and multiplying it in full."""
+    shape = aval(x).shape
+    drop = [i for i, (l, d) in enumerate(zip(labels, shape)) if isinstance(d, int) and d == 1
+            and isinstance(sizes[l], int) and sizes[l] != 1 and labels.count(l) == 1]
+    if not drop:
+        return x, labels
+    return lax.squeeze(x, drop), [l for i, l in enumerate(labels) if i not in drop]
+
+
 def _next_pair(ops: list, out_labels: list, sizes: dict) -> tuple[int, int]:
     """The two operands to contract next: opt_einsum's greedy choice (the path JAX's einsum takes
     by default), the pair whose product most shrinks the total size held, pairs that share a label
@@ -290,6 +303,7 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
     n_ell = builtins.max(ell_counts, default=0)
     out_labels = _output_labels(fname, subscripts, specs, n_ell)
     sizes = _label_sizes(fname, specs, xs)
+    xs, specs = map(list, zip(*[_drop_broadcast_dims(x, s, sizes) for x, s in zip(xs, specs)]))
     xs = [broadcast_to(x, tuple(sizes[l] for l in s)) for s, x in zip(specs, xs)]
     ops = []
     for k, (x, s) in enumerate(zip(xs, specs)):

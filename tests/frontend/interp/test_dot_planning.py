@@ -188,3 +188,24 @@ def test_einsum_contracts_in_the_greedy_order():
     g = lambda a, b, c, d: jnp.einsum("ij,jk,k,li->li", a, b, c, d)  # noqa: E731
     close(g(a, b, c, d), np.einsum("ij,jk,k,li->li", a, b, c, d), rtol=1e-12)
     assert "transpose" not in prims(sprue.make_jaxpr(g)(a, b, c, d))
+
+
+@pytest.mark.parametrize("spec, shapes", [
+    ("ij,jk->ik", [(2, 1), (3, 4)]),             # a's j broadcast: b's rows summed first
+    ("ij,ij->ij", [(1, 3), (2, 3)]),             # a label of the output broadcast
+    ("ij,jk,kl->il", [(2, 1), (3, 1), (4, 5)]),  # through three operands
+    ("...ij,...jk->...ik", [(2, 1, 2, 3), (5, 3, 4)]),
+    ("ii,ij->j", [(1, 1), (3, 2)]),              # a repeated label keeps its broadcast
+])
+def test_einsum_leaves_a_broadcast_label_to_the_operand_that_has_it(spec, shapes):
+    """A size-1 dim whose label another operand has at a larger size is dropped (JAX's einsum
+    filter_singleton_dims) rather than broadcast: no product is larger than numpy's result needs."""
+    xs = [randn(*s, seed=i) for i, s in enumerate(shapes)]
+    f = lambda *xs: jnp.einsum(spec, *xs)  # noqa: E731
+    want = np.einsum(spec, *xs)
+    close(f(*xs), want, rtol=1e-12)
+    close(sprue.qjit(f)(*xs), want, rtol=1e-12)
+    check_vjp(f, lambda *xs: np.einsum(spec, *xs), tuple(xs))
+    if spec == "ij,jk->ik":
+        cj = sprue.make_jaxpr(f)(*xs)
+        assert "dot_general" not in prims(cj) and max(e.outvars[0].aval.size for e in cj.eqns) == want.size
