@@ -309,8 +309,12 @@ class PointReader:
         low = list(ir.DenseI64ArrayAttr(op.attributes["edge_padding_low"]))
         with ir.InsertionPoint(self.hoist), self.anchor.location:
             sizes = [self._size(operand, k) for k in range(len(low))]
+        high = list(ir.DenseI64ArrayAttr(op.attributes["edge_padding_high"]))
         inner = [arith.SubIOp(iv, index(lo)).result if lo else iv for iv, lo in zip(ivs, low)]
-        inside = all_of([c for j, n in zip(inner, sizes) for c in (cmp("sge", j, index(0)), cmp("slt", j, n))])
+        # A read is always inside the padded array (reads are at valid indices only), so no low
+        # padding means inner >= 0 and no high padding inner < n: those tests are left out.
+        inside = all_of([c for j, n, lo, hi in zip(inner, sizes, low, high)
+                         for c in ([cmp("sge", j, index(0))] if lo > 0 else []) + ([cmp("slt", j, n)] if hi > 0 else [])])
         fill = self.read(op.operands[1], [])
         if self.guarded:    # the operand may be empty: read it only where inside
             branch = scf.IfOp(inside, [fill.type], has_else=True)
@@ -319,8 +323,11 @@ class PointReader:
             with ir.InsertionPoint(branch.else_block):
                 scf.YieldOp([fill])
             return branch.results[0]
-        last = [arith.SubIOp(n, index(1)).result for n in sizes]
-        clamped = [arith.MaxSIOp(arith.MinSIOp(j, m).result, index(0)).result for j, m in zip(inner, last)]
+        clamped = []
+        for j, n, lo, hi in zip(inner, sizes, low, high):
+            if hi > 0:
+                j = arith.MinSIOp(j, arith.SubIOp(n, index(1)).result).result
+            clamped.append(arith.MaxSIOp(j, index(0)).result if lo > 0 else j)
         return select(inside, self.read(operand, clamped), fill)
 
     def _broadcast_ivs(self, op: ir.Operation, ivs: list[ir.Value]) -> list[ir.Value]:

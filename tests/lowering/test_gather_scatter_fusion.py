@@ -205,3 +205,17 @@ def test_segment_sum_is_one_loop_without_edge_sized_temporaries(tmp_path, dynami
     # The dynamic x[src] reads x padded by one element (sprue.numpy's guard against an empty x):
     # the pad is read in place (a select), not copied.
     assert "memref.copy" not in loops, loops
+
+
+@pytest.mark.parametrize("dynamic, n", [(False, 6), (True, 6), (True, 0)], ids=["static", "dynamic", "dynamic-empty"])
+def test_gather_through_a_pad_reads_the_pad_value_outside_the_operand(n, dynamic):
+    """lax.pad(x)[i]: the pad is read in place (a select), both edges; from an empty x (the
+    loops' guarded version) only the pad value."""
+    x = RNG.normal(size=n)
+    i = RNG.integers(-15, 15, 40)
+
+    def f(x, i):
+        return lax.pad(x, jnp.float64(7.0), [(2, 3, 0)])[i] + 1.0
+
+    got = compile_fn(f, dynamic, ({0: "n"}, {0: "m"}))(x, i)
+    np.testing.assert_array_equal(got, read_clipped(np.pad(x, (2, 3), constant_values=7.0), i) + 1.0)
