@@ -303,6 +303,7 @@ def _collapse_like(defs: _Defs, y: ir.Value, expand: ir.Operation, at: ir.Operat
         return source
     collapse = ir.Operation.create("tensor.collapse_shape", results=[expand.operands[0].type], operands=[y],
                                    attributes={"reassociation": reassoc}, ip=ir.InsertionPoint(at))
+    defs.of[collapse.results[0]] = collapse
     return collapse.results[0]
 
 
@@ -310,12 +311,10 @@ def accumulate_sums(module: ir.Module) -> int:
     """`dot(a, b) + y` -> the dot accumulates into y (its init, instead of zeros) — see `_accumulate`."""
     if not enabled():
         return 0
-    done = 0
-    while True:
-        defs = _Defs(module.operation)
-        if not any(_accumulate(defs, op) for op in defs.ops if _is_plain_add(op)):
-            return done
-        done += 1
+    # One pass in program order: a rewrite only replaces the add it matched, so the adds after it
+    # (the next term of a chain) see its result; the definitions map learns the reshapes it creates.
+    defs = _Defs(module.operation)
+    return sum(_accumulate(defs, op) for op in [op for op in defs.ops if _is_plain_add(op)])
 
 
 def _accumulate(defs: _Defs, add: ir.Operation) -> bool:
