@@ -140,11 +140,13 @@ def _peel(loop: str, out: str) -> str:
 
 
 _UNPACK_COPY = "sprue.unpack_copy"
-# Packing pays where the operands leave the caches: measured (f64, one core of a 2-core EPYC,
-# AVX2, one process, interleaved, CPU time) 512^2 18.1 -> 7.3-7.9 ms (OpenBLAS 7.0), 1024^2 148 ->
-# 58-60 ms (OpenBLAS 55-61); at 256^2 and 384^2 both ways ran alike.
-PACK_MIN_VOLUME = 400 ** 3
-PACK_MIN_SIDE = 128
+# Packing pays where the operands leave the caches, and wherever the unpacked kernel would run
+# partial tiles (rows no 4 or 6 divides, columns no register tile divides: masked and peeled
+# variants, or 1- and 2-row tiles): measured (f64, one core of a 2-core EPYC, AVX2, one process,
+# interleaved, CPU time; OpenBLAS in brackets) 512^2 18.1 -> 7.3-7.9 ms (7.0), 1024^2 148 -> 58-63
+# ms (55-61), 384^2 3.3 -> 2.7 ms (2.8), 129^3 0.25 -> 0.13 ms (0.12), 129 x 1000 x 128 11.9 ->
+# 0.94 ms (0.93), 130 x 256 x 256 1.4 -> 0.57 ms (0.50); at 256^2 both ways ran alike.
+PACK_MIN_VOLUME = 300 ** 3
 # B block of the packed kernel, KC x PACK_NC (512 KiB of f64, L2): 1024^2 f64 70 -> 59 ms against
 # NC = 64 (A's rows stream past the block N / PACK_NC times); 512^2 alike
 PACK_NC = 256
@@ -152,7 +154,8 @@ PACK_NC = 256
 
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile) for a
-    static linalg.matmul large enough to pack B (_script_packed), or None. MR is 6 rows (AVX2; 4 on
+    static linalg.matmul that packs B (_script_packed): a large one, or one whose unpacked tiles
+    would be partial (PACK_MIN_VOLUME); else None. MR is 6 rows (AVX2; 4 on
     AVX-512) unless 4 divides the rows and 6 does not; where neither does, the row loop is peeled
     (its last tile a static, smaller count). A stays unpacked: its MR rows are as many streams the
     prefetchers follow (packing A as well, into zero-padded MR-row panels, measured slower: 1023 x
@@ -163,10 +166,15 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     itemsize = _float_itemsize(op)
     a, (_, n) = (_sizes(v.type) for v in op.operands[:2])
     (m, k) = a if str(op.attributes["indexing_maps"]) == _PLAIN_MAPS["linalg.matmul"] else a[::-1]
-    if itemsize is None or None in (m, n, k) or min(m, n, k) < PACK_MIN_SIDE or m * n * k < PACK_MIN_VOLUME:
+    if itemsize is None or None in (m, n, k):
         return None
     rows, cols = _register_tiles(itemsize)
     nr = cols[0]
+    if m < 2 * rows[0] or n < 2 * nr or k < 2:   # (the loops' one-trip forms are not handled)
+        return None
+    full = plan(m, n, k, itemsize)
+    if m * n * k < PACK_MIN_VOLUME and full is not None and full[1][0] >= 4:
+        return None                        # the unpacked kernel: full tiles of 4 or 6 rows
     mr = next((r for r in rows[:2] if m % r == 0), None)
     mr = mr or rows[0]
     # blocks that divide the panels and k where that keeps them at least half size: a partial
@@ -212,15 +220,19 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int)
     %c{ident}, %cl{ident} = transform.structured.tile_using_for %r{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
 """
     if last_rows:
-        peel = _peel(f"%bl{ident}#0", f"pr{ident}") + f"""    transform.apply_patterns to %f{ident} {{
+        # the last tile's one-trip loop promoted and its sizes folded to constants (only inside
+        # the block loop: canonicalizing it too could fold away a one-trip block loop a handle holds)
+        peel = _peel(f"%bl{ident}#0", f"pr{ident}") + f"""    transform.loop.promote_if_one_iteration %pr{ident}r : {_ANY}
+    transform.apply_patterns to %al{ident}#1 {{
       transform.apply_patterns.canonicalization
     }} : {_ANY}
 """
         scope = f"%al{ident}#1"
-        # a last tile of one row loses that unit dim too: (k, NR)
-        tile_k = f"""    %rm{ident} = transform.structured.match ops{{["linalg.generic"]}} in %pr{ident} : ({_ANY}) -> {_ANY}
+        # the main tiles' generic comes first in the block, the last tile's after it; a last tile of
+        # one row loses that unit dim too: (k, NR)
+        tile_k = f"""    %rs{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({_ANY}) -> {_ANY}
+    %rm{ident}, %rr{ident} = transform.split_handle %rs{ident} : ({_ANY}) -> ({_ANY}, {_ANY})
     %cm{ident}, %clm{ident} = transform.structured.tile_using_for %rm{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
-    %rr{ident} = transform.structured.match ops{{["linalg.generic"]}} in %pr{ident}r : ({_ANY}) -> {_ANY}
     %cr{ident}, %clr{ident} = transform.structured.tile_using_for %rr{ident} tile_sizes {[1, 0] if last_rows == 1 else [0, 1, 0]} : ({_ANY}) -> ({_ANY}, {_ANY})
     %c{ident} = transform.merge_handles %cm{ident}, %cr{ident} : {_ANY}
     %cl{ident} = transform.merge_handles %clm{ident}, %clr{ident} : {_ANY}

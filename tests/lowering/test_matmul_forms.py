@@ -142,15 +142,26 @@ def test_matvec_reassociates(tmp_path):
     assert "fastmath<reassoc,contract>" in text
 
 
-@pytest.mark.parametrize("axes", [None, ({0: "m", 1: "k"}, {0: "k", 1: "n"})], ids=["odd_static", "dynamic"])
-def test_partial_tiles_take_the_vector_kernel(axes, tmp_path):
-    """Sizes no tile divides, or known only at run time: the register loops are peeled, and the
-    full tiles run the unmasked kernel (vector FMAs on whole rows, C held across the k loop), the
-    last partial ones masked loads and stores."""
+def test_partial_tiles_take_the_vector_kernel(tmp_path):
+    """Sizes known only at run time: the register loops are peeled, and the full tiles run the
+    unmasked kernel (vector FMAs on whole rows, C held across the k loop), the last partial ones
+    masked loads and stores."""
     a, b = _args(np.float64, (129, 67), (67, 131))
-    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path), abstracted_axes=axes)
+    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path), abstracted_axes=({0: "m", 1: "k"}, {0: "k", 1: "n"}))
     _close(f(a, b), a @ b, np.float64)
     text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
     assert re.search(r"vector\.fma .*: vector<\d+xf64>", text)
     assert "vector.create_mask" in text
     assert re.search(r"scf\.for .* iter_args\(.*\) -> \(vector<4x\d+xf64>\)", text)
+
+
+def test_odd_static_sizes_pack_instead_of_masking(tmp_path):
+    """Static sizes no register tile divides pack B into zero-padded panels and peel the row
+    loop (matmul.py, _packed_plan): full tiles, a static last row tile, no masks."""
+    a, b = _args(np.float64, (129, 67), (67, 131))
+    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path))
+    _close(f(a, b), a @ b, np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert "vector.create_mask" not in text and "vector.mask" not in text
+    assert "permutation = [1, 0, 2]" in text
+    assert re.search(r"vector\.fma .*: vector<\d+xf64>", text)
