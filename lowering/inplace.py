@@ -195,8 +195,199 @@ def _sink(op: ir.Operation) -> bool:
     return True
 
 
+# -- prefix slices of elementwise results -----------------------------------------------------------
+def _dense(op: ir.Operation, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def _slice_sizes(op: ir.Operation) -> list[ir.Value | int]:
+    """The sizes of a tensor.extract_slice: an int where static, else its size operand."""
+    n_offsets, n_sizes = _segments(op)[1:3]
+    dynamic = iter(list(op.operands)[1 + n_offsets:1 + n_offsets + n_sizes])
+    return [next(dynamic) if ir.ShapedType.is_dynamic_size(s) else s for s in _dense(op, "static_sizes")]
+
+
+def _input_sizes(amap: ir.AffineMap, sizes: list) -> list | None:
+    """The sizes of an input read through `amap` when the loops run over `sizes` (None unless each
+    result of the map is a loop dim or the constant 0 of a broadcast unit dim)."""
+    out = []
+    for e in amap.results:
+        if isinstance(e, ir.AffineDimExpr):
+            out.append(sizes[e.position])
+        elif isinstance(e, ir.AffineConstantExpr) and e.value == 0:
+            out.append(1)
+        else:
+            return None
+    return out
+
+
+def _empty_sizes(empty: ir.Operation) -> list[ir.Value | int]:
+    shape = ir.RankedTensorType(empty.results[0].type).shape
+    dynamic = iter(list(empty.operands))
+    return [next(dynamic) if ir.ShapedType.is_dynamic_size(s) else s for s in shape]
+
+
+def _as_value(size: ir.Value | int) -> ir.Value:
+    if isinstance(size, int):
+        return ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
+                                   attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), size)}).result
+    return size
+
+
+def _prefix_slice(x: ir.Value, sizes: list) -> ir.Value:
+    """tensor.extract_slice x[0, ...][sizes][1, ...] (same rank)."""
+    t = ir.RankedTensorType(x.type)
+    dyn = ir.ShapedType.get_dynamic_size()
+    static = [dyn if isinstance(s, ir.Value) else s for s in sizes]
+    values = [s for s in sizes if isinstance(s, ir.Value)]
+    rank = len(sizes)
+    attrs = {"static_offsets": ir.DenseI64ArrayAttr.get([0] * rank), "static_sizes": ir.DenseI64ArrayAttr.get(static),
+             "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, len(values), 0])}
+    return ir.Operation.create("tensor.extract_slice", results=[ir.RankedTensorType.get(static, t.element_type)],
+                               operands=[x, *values], attributes=attrs).result
+
+
+def _sliceable(s: ir.Operation) -> ir.Operation | None:
+    """The elementwise linalg.generic whose result a prefix slice `s` takes, if the slice can be
+    computed by running it over the slice only (see bubble_prefix_slices)."""
+    src = s.operands[0]
+    g = _operation(src.owner) if isinstance(src, ir.OpResult) else None
+    if g is None or g.name != "linalg.generic" or g.block != s.block:
+        return None
+    if any(_dense(s, "static_offsets")) or any(v != 1 for v in _dense(s, "static_strides")):
+        return None
+    if ir.RankedTensorType(s.results[0].type).rank != ir.RankedTensorType(src.type).rank:
+        return None     # rank-reducing
+    n_in, n_out = _segments(g)
+    if n_out != 1 or "reduction" in str(g.attributes["iterator_types"]):
+        return None
+    init = g.operands[n_in]
+    empty = _operation(init.owner) if isinstance(init, ir.OpResult) else None
+    if empty is None or empty.name != "tensor.empty" or len(list(g.regions[0].blocks[0].arguments[n_in].uses)):
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    if maps[n_in] != ir.AffineMap.get_identity(maps[n_in].n_dims):
+        return None
+    if any(_input_sizes(m, [0] * m.n_dims) is None for m in maps[:n_in]):
+        return None
+    if any(_operation(u.owner) != s and _operation(u.owner).name not in _SHAPE_READERS for u in src.uses):
+        return None
+    return g
+
+
+def _bubble(s: ir.Operation, g: ir.Operation) -> None:
+    n_in = _segments(g)[0]
+    src = g.results[0]
+    empty = _operation(g.operands[n_in].owner)
+    full = _empty_sizes(empty)
+    for use in list(src.uses):                     # the result's sizes are the init's
+        dim = _operation(use.owner)
+        if dim != s:
+            with ir.InsertionPoint(dim), dim.location:
+                index_op = _operation(dim.operands[1].owner)
+                d = ir.IntegerAttr(index_op.attributes["value"]).value
+                dim.results[0].replace_all_uses_with(_as_value(full[d]))
+            dim.erase()
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    with ir.InsertionPoint(s), s.location:
+        sizes = _slice_sizes(s)
+        for k in range(n_in):
+            x = g.operands[k]
+            if isinstance(x.type, ir.RankedTensorType):
+                g.operands[k] = _prefix_slice(x, _input_sizes(maps[k], sizes))
+        t = ir.RankedTensorType(s.results[0].type)
+        g.operands[n_in] = ir.Operation.create("tensor.empty", results=[t],
+                                               operands=[v for v in sizes if isinstance(v, ir.Value)]).result
+    src.set_type(s.results[0].type)
+    g.move_before(s)
+    s.results[0].replace_all_uses_with(src)
+    s.erase()
+    if not len(list(empty.results[0].uses)):
+        empty.erase()
+
+
+def bubble_prefix_slices(module: ir.Module) -> None:
+    """A slice [0, n) of an elementwise result is computed by running the op over [0, n) only
+    (MLIR's linalg bubble-up-extract-slice pattern, for prefixes). Why: a dynamic_update_slice
+    of a row computed in the body of a scan writes `min(row size, dim)` elements, clamped for
+    memory safety (legalize_dynamic.py), so with `?` sizes it inserts a slice of the row; as a
+    slice of a fresh buffer that is a copy per trip through MLIR's generic memrefCopy, element by
+    element. Computed over the slice, the row has the inserted size, and eliminate-empty-tensors
+    then has the op write it straight into the output (as it does for static shapes)."""
+    slices: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "tensor.extract_slice":
+            slices.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for s in slices:
+        g = _sliceable(s)
+        if g is not None:
+            _bubble(s, g)
+
+
+def _known_sizes(op: ir.Operation) -> list[ir.Value | int] | None:
+    """The sizes of the result of a tensor.empty or tensor.expand_shape, from its operands."""
+    if op.name == "tensor.empty":
+        return _empty_sizes(op)
+    if op.name == "tensor.expand_shape":
+        dynamic = iter(list(op.operands)[1:])
+        return [next(dynamic) if ir.ShapedType.is_dynamic_size(s) else s for s in _dense(op, "static_output_shape")]
+    return None
+
+
+def fold_known_dims(module: ir.Module) -> None:
+    """tensor.dim of a tensor.empty or expand_shape -> the size it was built with, and the empty
+    tensors and reshapes then unused are erased. Reshape fusion (linalg-fuse-elementwise-ops) sizes
+    a new `?` buffer by the dim of an expanded empty tensor; left alone, bufferization allocates
+    that empty tensor on every trip of a loop only to read its size."""
+    dims: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "tensor.dim":
+            dims.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for dim in dims:
+        src, at = dim.operands[0], dim.operands[1]
+        maker = _operation(src.owner) if isinstance(src, ir.OpResult) else None
+        sizes = _known_sizes(maker) if maker is not None else None
+        index_op = _operation(at.owner) if isinstance(at, ir.OpResult) else None
+        if sizes is None or index_op is None or index_op.name != "arith.constant":
+            continue
+        size = sizes[ir.IntegerAttr(index_op.attributes["value"]).value]
+        if isinstance(size, ir.Value) and not _dominates(size, dim):
+            continue
+        with ir.InsertionPoint(dim), dim.location:
+            dim.results[0].replace_all_uses_with(_as_value(size))
+        dim.erase()
+        while maker is not None and maker.name in ("tensor.empty", "tensor.expand_shape") \
+                and not len(list(maker.results[0].uses)):
+            src = maker.operands[0] if maker.name == "tensor.expand_shape" else None
+            maker.erase()
+            maker = _operation(src.owner) if isinstance(src, ir.OpResult) else None
+
+
+def _dominates(v: ir.Value, op: ir.Operation) -> bool:
+    """v is defined before op in op's block or in a block enclosing it."""
+    owner = v.owner
+    block = owner if isinstance(owner, ir.Block) else _operation(owner).block
+    at = op
+    while at is not None:
+        if at.block == block:
+            return isinstance(owner, ir.Block) or _operation(owner).is_before_in_block(at)
+        at = _operation(at.parent)
+    return False
+
+
 def tie_loop_outputs(module: ir.Module) -> None:
-    """Rewrite every eligible elementwise linalg.generic inside a loop body (see the module doc)."""
+    """Rewrite every eligible elementwise linalg.generic inside a loop body (see the module doc),
+    after computing prefix slices of elementwise results in place (bubble_prefix_slices) and
+    reading sizes from the operands that built the tensors (fold_known_dims)."""
+    bubble_prefix_slices(module)
+    fold_known_dims(module)
     generics: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
@@ -208,4 +399,4 @@ def tie_loop_outputs(module: ir.Module) -> None:
         _tie(op)
 
 
-__all__ = ["tie_loop_outputs"]
+__all__ = ["bubble_prefix_slices", "fold_known_dims", "tie_loop_outputs"]

@@ -2,9 +2,11 @@
 
 With static shapes these ops are left to the upstream pass. With run-time sizes:
 
-  stablehlo.dynamic_reshape       -> tensor.reshape with the shape operand (the upstream pass has
+  stablehlo.dynamic_reshape       -> a view when it only adds or drops unit dims, else
+                                     tensor.reshape with the shape operand (the upstream pass has
                                      no pattern for it; bufferization copies a non-contiguous
                                      source first)
+  stablehlo.concatenate           -> tensor.from_elements for small integer shape vectors
   stablehlo.reverse               -> tensor.generate reading x[n - 1 - i] along a `?` reversed dim
   stablehlo.dynamic_update_slice  -> tensor.insert_slice at clamped offsets
   stablehlo.gather/dynamic_gather -> tensor.generate reading operand[clamped start + offset]
@@ -40,6 +42,7 @@ from sprue.lowering.mlir_util import (
     from_signless,
     index,
     insert_at,
+    signless,
     signless_tensor_type,
     tensor_sizes,
     tensor_type,
@@ -81,9 +84,115 @@ def _generate(result: ir.RankedTensorType, sizes: Sequence[ir.Value],
 
 
 # -- dynamic_reshape ------------------------------------------------------------------------------
+def _unit_groups(shape: Sequence[int]) -> list[list[int]]:
+    """Reassociation of `shape` onto its dims other than static 1s: each such dim with the unit
+    dims before it, trailing unit dims with the last group ([] when every dim is a unit)."""
+    groups: list[list[int]] = []
+    pending: list[int] = []
+    for d, size in enumerate(shape):
+        pending.append(d)
+        if size != 1:
+            groups.append(pending)
+            pending = []
+    if pending and groups:
+        groups[-1].extend(pending)
+    return groups
+
+
+def _core(shape: Sequence[int]) -> list[int]:
+    return [s for s in shape if s != 1]
+
+
+def _is_unit_reshape(src: Sequence[int], res: Sequence[int]) -> bool:
+    """The reshape only adds or drops static unit dims: the other dims agree one for one. A `?` is
+    then equal to its partner because the element counts agree, when it is the only `?` and no
+    static dim is 0 (a 0 makes both counts 0 whatever the `?`)."""
+    a, b = _core(src), _core(res)
+    dynamic = ir.ShapedType.is_dynamic_size
+    return (a == b and sum(dynamic(s) for s in a) <= 1 and all(dynamic(s) or s > 0 for s in a))
+
+
+def _as_unit_reshape(x: ir.Value, result: ir.RankedTensorType) -> ir.Value:
+    """x viewed as `result` (see lower_dynamic_reshape). Unit dims are dropped by a rank-reducing
+    tensor.extract_slice of all of x, not tensor.collapse_shape: collapsing `1 x ?` whose `?` has
+    stride 1 gives a `?` stride (MLIR's computeCollapsedLayoutMap: the `?` might be 1 at run time),
+    and a loop over a row of unknown stride is neither vectorized nor a memcpy."""
+    src = tensor_type(x)
+    core_shape = _core(src.shape)
+    core = x
+    if list(src.shape) != core_shape:
+        rank = src.rank
+        dyn = ir.ShapedType.get_dynamic_size()
+        sizes = [tensor.DimOp(x, index(d)).result for d in range(rank) if src.is_dynamic_dim(d)]
+        core_type = ir.RankedTensorType.get(core_shape, src.element_type)
+        core = tensor.ExtractSliceOp(core_type, x, [], sizes, [], [0] * rank,
+                                     [dyn if src.is_dynamic_dim(d) else s for d, s in enumerate(src.shape)],
+                                     [1] * rank).result
+    if list(result.shape) == core_shape:
+        return core
+    sizes = tensor_sizes(core)
+    core_dims = [d for d, s in enumerate(result.shape) if s != 1]
+    output = [sizes[core_dims.index(d)] for d, s in enumerate(result.shape) if ir.ShapedType.is_dynamic_size(s)]
+    return tensor.ExpandShapeOp(result, core, _reassociation(_unit_groups(result.shape)), output,
+                                list(result.shape)).result
+
+
+def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
+
+
 def lower_dynamic_reshape(op: ir.Operation) -> None:
+    """A reshape that only adds or drops unit dims (a scan's row `1 x ?` <-> `?`) is a view
+    (rank-reducing extract_slice / expand_shape, as the upstream pass makes views of static
+    reshapes); any other is a
+    tensor.reshape by the shape operand, which bufferization turns into a copy of a
+    non-contiguous source (a row sliced out of a matrix: a generic element-by-element
+    memref.copy into a fresh buffer, on every trip of a scan)."""
+    x, result = op.operands[0], tensor_type(op.results[0])
     with ir.InsertionPoint(op), op.location:
-        new = tensor.ReshapeOp(op.results[0].type, op.operands[0], op.operands[1]).result
+        if _is_unit_reshape(tensor_type(x).shape, result.shape):
+            new = _as_unit_reshape(x, result)
+        else:
+            new = tensor.ReshapeOp(result, x, op.operands[1]).result
+    _replace(op, new)
+
+
+# -- concatenate of a shape vector -----------------------------------------------------------------
+MAX_SHAPE_VECTOR = 8
+
+
+def _element(piece: ir.Value, j: int) -> ir.Value:
+    """Element j of a 1-D integer tensor as a signless scalar, read through the ops that make shape
+    vectors (a reshaped 0-d size, a constant) rather than from a materialized tensor."""
+    owner = piece.owner if isinstance(piece, ir.OpResult) else None
+    name = owner.name if owner is not None else ""
+    elem = signless(elem_of(piece))
+    if name == "stablehlo.reshape" and tensor_type(owner.operands[0]).rank == 0:
+        return extract(to_signless(owner.operands[0]), [])
+    if name == "stablehlo.constant":
+        attr = ir.DenseElementsAttr(owner.attributes["value"])
+        value = attr.get_splat_value() if attr.is_splat else ir.DenseIntElementsAttr(attr)[j]
+        return const(elem, ir.IntegerAttr(value).value if not isinstance(value, int) else value)
+    return extract(to_signless(piece), [index(j)])
+
+
+def lower_concatenate(op: ir.Operation) -> None:
+    """A small 1-D integer concatenate (the shape vector of a dynamic broadcast, slice or reshape,
+    assembled from scalar sizes) -> tensor.from_elements of the scalars. The upstream pass makes it
+    a linalg.generic writing a buffer that its users then read back, with a branch per element;
+    from_elements lets canonicalization hand each user its scalar (XLA and IREE compute shapes as
+    scalars too). In a scan body this ran on every trip."""
+    result = tensor_type(op.results[0])
+    pieces = list(op.operands)
+    if (result.rank != 1 or not result.has_static_shape or result.shape[0] > MAX_SHAPE_VECTOR
+            or not isinstance(result.element_type, ir.IntegerType)
+            or not all(tensor_type(p).has_static_shape for p in pieces)):
+        return
+    with ir.InsertionPoint(op), op.location:
+        elems = [_element(p, j) for p in pieces for j in range(tensor_type(p).shape[0])]
+        out = tensor.FromElementsOp(signless_tensor_type(result), elems).result
+        new = from_signless(out, op.results[0].type)
     _replace(op, new)
 
 
@@ -193,6 +302,7 @@ def lower_gather(op: ir.Operation) -> None:
 
 
 RULES: dict[str, Callable[[ir.Operation], None]] = {
+    "stablehlo.concatenate": lower_concatenate,
     "stablehlo.dynamic_reshape": lower_dynamic_reshape,
     "stablehlo.reverse": lower_reverse,
     "stablehlo.dynamic_update_slice": lower_dynamic_update_slice,
@@ -200,4 +310,4 @@ RULES: dict[str, Callable[[ir.Operation], None]] = {
     "stablehlo.dynamic_gather": lower_gather,
 }
 
-__all__ = ["RULES", "lower_dynamic_reshape", "lower_dynamic_update_slice", "lower_gather", "lower_reverse"]
+__all__ = ["RULES", "lower_concatenate", "lower_dynamic_reshape", "lower_dynamic_update_slice", "lower_gather", "lower_reverse"]

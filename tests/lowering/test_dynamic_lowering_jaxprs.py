@@ -168,6 +168,27 @@ def test_dynamic_update_slice_never_writes_outside_even_for_an_oversized_update(
     np.testing.assert_array_equal(out, [0.0, 1.0, 2.0])
 
 
+def test_dynamic_update_slice_of_a_computed_row_computes_only_what_fits():
+    # The update is an elementwise result: lowering/inplace.py computes it over the slice that is
+    # written, in the destination; an oversized one still writes its first `dim` elements only.
+    b = Builder()
+    n, m = b.size("n"), b.size("m")
+    x, u, s = b.arg((1, n)), b.arg((1, m)), b.arg((), np.int64)
+    v = b.eqn(lax.mul_p, [u, u], (1, m))
+    w = b.eqn(lax.add_p, [v, lit(1.0, np.float64)], (1, m))
+    y = b.eqn(lax.dynamic_update_slice_p, [x, w, lit(0), s], (1, n))
+
+    def reference(n, m, x, u, s):
+        out = x.copy()
+        count = min(m, n)
+        start = _clamped(s, n, count)
+        out[0, start:start + count] = (u * u + 1.0)[0, :count]
+        return out
+    cases = [(k, j, rng.random((1, k)), rng.random((1, j)), s) for k, j, s in
+             [(0, 0, 0), (5, 2, 1), (5, 2, 9), (64, 64, 0), (3, 5, 0), (3, 5, 2), (0, 4, 0), (4, 0, 3)]]
+    agree(b.compile(y), cases, reference)
+
+
 # -- pad --------------------------------------------------------------------------------------------
 def test_pad_of_a_dynamic_dim():
     b = Builder()
