@@ -372,6 +372,29 @@ def _is_cheap_elementwise(op: ir.Operation) -> bool:
                                                    for o in body[:-1])
 
 
+def _is_scalar_broadcast(op: ir.Operation) -> bool:
+    """A generic filling a tensor from scalars (rank-0 inputs or none): free to recompute anywhere."""
+    n_ins = len(op.operands) - _n_outs(op)
+    return all(isinstance(op.operands[i].type, ir.RankedTensorType) and op.operands[i].type.rank == 0
+               for i in range(n_ins))
+
+
+def _duplicable(defs: _Defs, op: ir.Operation) -> bool:
+    """Cheap, and reading only values that stay materialized anyway (arguments, products, reductions,
+    expensive elementwise ops) or scalar broadcasts. Without that rule duplication would cascade up a
+    chain of cheap ops: in `x ^ (x >> 16)` repeated, each level reads its input twice, and cloning
+    every level recomputes the chain 2^depth times (a hash-based RNG ran 3x slower)."""
+    if not _is_cheap_elementwise(op):
+        return False
+    if _is_scalar_broadcast(op):
+        return True
+    for i in range(len(op.operands) - _n_outs(op)):
+        d = defs.get(op.operands[i])
+        if d is not None and _is_cheap_elementwise(d) and not _is_scalar_broadcast(d):
+            return False
+    return True
+
+
 def _clone_generic(op: ir.Operation, ip: ir.InsertionPoint) -> ir.Operation:
     attrs = {name: op.attributes[name] for name in op.attributes}
     new = ir.Operation.create("linalg.generic", results=[r.type for r in op.results], operands=list(op.operands),
@@ -402,7 +425,7 @@ def duplicate_cheap_producers(module: ir.Module) -> int:
     made = 0
     # consumers first: a clone's own operands gain readers (the broadcast scale of `x * scale`)
     for op in reversed(defs.ops):
-        if not _is_cheap_elementwise(op):
+        if not _duplicable(defs, op):
             continue
         readers = list(dict.fromkeys(users.get(op.results[0], [])))
         if not 1 < len(readers) <= MAX_CLONES or \

@@ -217,3 +217,25 @@ def test_loop_invariant_value_is_not_overwritten_inside_the_loop(tmp_path):
         p = a @ w                  # computed once, read by every trip
         return sprue.lax.fori_loop(0, 4, lambda i, c: c + snp.exp(p * 0.5), snp.zeros_like(a))
     np.testing.assert_allclose(sprue.qjit(f)(a, w), 4 * np.exp((a @ w) * 0.5), rtol=1e-12)
+
+
+def test_duplication_does_not_cascade_up_a_chain_of_cheap_ops(tmp_path):
+    # every level reads its input twice (x ^ (x >> s)); the last value feeds two reductions
+    c = np.arange(5000, dtype=np.uint32)
+
+    def f(c):
+        x = c * np.uint32(2)
+        x = x ^ (x >> np.uint32(16))
+        x = x * np.uint32(0x7FEB352D)
+        x = x ^ (x >> np.uint32(15))
+        r = (x >> np.uint32(8)).astype(snp.float64) * (1.0 / (1 << 24))
+        return snp.sum(r), snp.sum(snp.exp(-r))
+    x = c * np.uint32(2)
+    x = x ^ (x >> np.uint32(16))
+    x = x * np.uint32(0x7FEB352D)
+    x = x ^ (x >> np.uint32(15))
+    r = (x >> np.uint32(8)).astype(np.float64) * (1.0 / (1 << 24))
+    s, e = sprue.qjit(f, keep_intermediate=str(tmp_path))(c)
+    np.testing.assert_allclose([s, e], [r.sum(), np.exp(-r).sum()], rtol=1e-12)
+    # the chain is computed once (its three shifts), not once per reader of each level
+    assert _stage(tmp_path, "linalg").count("arith.shrui") == 3
