@@ -104,7 +104,7 @@ def _unit_reshape(op: ir.Operation) -> bool:
     return [n for n in src if n != 1] == [n for n in dst if n != 1]
 
 
-def _fusible_operands(op: ir.Operation) -> list[int]:
+def _fusible_operands(op: ir.Operation, defs: dict) -> list[int]:
     """Operand positions whose producers may be pulled into a read of op's result."""
     name = op.name
     if name in _ELEMENTWISE:
@@ -116,8 +116,8 @@ def _fusible_operands(op: ir.Operation) -> list[int]:
     if name in GATHERS:
         # The start indices; the operand is read at arbitrary positions, so only a pad (index
         # arithmetic and a select, no work per element) is computed in place there.
-        source = _operation(op.operands[0].owner)
-        return [1, 0] if isinstance(source, ir.Operation) and source.name == "stablehlo.pad" else [1]
+        source = defs.get(op.operands[0])
+        return [1, 0] if source is not None and source.name == "stablehlo.pad" else [1]
     if name == "stablehlo.pad":
         return [0]
     return []
@@ -155,9 +155,10 @@ class PointReader:
             # Loop-invariant values go before this marker, the consumer's loops after it.
             self.hoist = index(0).owner
         self._allowed = {(anchor, p) for p in root_positions}
+        self._index(anchor)
         extra = [_operation(o) for o in extra]
         roots = [anchor.operands[p] for p in root_positions] + [o.operands[p] for o in extra
-                                                                for p in _fusible_operands(o)]
+                                                                for p in _fusible_operands(o, self._defs)]
         # A pulled-in op that reads (a view of) a destination would read it while the loop writes
         # it: bufferization then copies the destination, or every view read (heat's stencil over
         # slices of the array it updates). Such ops stay outside, computed before the loop.
@@ -167,7 +168,7 @@ class PointReader:
             self._dims: list[ir.Operation] = []             # tensor.dim users of candidates (_replace_dims)
             self._grow(list(roots), blocked)
             reading = [f for f in self.fused[len(extra):]
-                       if any(_may_alias(v, destinations) for v in self._array_reads(f))]
+                       if any(_may_alias(v, destinations, self._defs) for v in self._array_reads(f))]
             if not reading:
                 break
             blocked.extend(reading)
@@ -178,7 +179,8 @@ class PointReader:
                 grown = False
                 for f in self.fused[len(extra):]:
                     if not any(f == b for b in blocked) and any(
-                            any(_operation(v.owner) == b for b in blocked) for v in f.operands):
+                            self._defs.get(v) is not None and any(self._defs[v] == b for b in blocked)
+                            for v in f.operands):
                         blocked.append(f)
                         grown = True
         self._signless: dict = {}
@@ -189,15 +191,32 @@ class PointReader:
         self._replace_dims()
 
     # -- which producers are pulled in ----------------------------------------------------------
-    def _is_fused_use(self, use) -> bool:
-        owner = _operation(use.owner)
-        if owner.name == "tensor.dim" and _operation(owner.operands[1].owner).name == "arith.constant":
+    def _index(self, anchor: ir.Operation) -> None:
+        """Definitions and uses of the values around the anchor, from one walk of the op holding
+        its block (every use of a value defined there is inside it). Value.owner and
+        OpOperand.owner would wrap each op in its dialect's Python view, which for stablehlo ops
+        means a failed module import per call (~0.5 ms)."""
+        self._defs: dict = {}
+        self._users: dict = {}
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            for r in op.results:
+                self._defs[r] = op
+            for k, v in enumerate(op.operands):
+                self._users.setdefault(v, []).append((op, k))
+            return ir.WalkResult.ADVANCE
+        anchor.parent.walk(visit)
+
+    def _is_fused_use(self, use: tuple) -> bool:
+        owner, position = use
+        constant = self._defs.get(owner.operands[1]) if owner.name == "tensor.dim" else None
+        if constant is not None and constant.name == "arith.constant":
             if not any(owner == d for d in self._dims):
                 self._dims.append(owner)
             return True
         if any(owner == f for f in self.fused):
             return True
-        return any(owner == a and use.operand_number == p for a, p in self._allowed)
+        return any(owner == a and position == p for a, p in self._allowed)
 
     def _array_reads(self, op: ir.Operation) -> list[ir.Value]:
         """The operands a pulled-in op reads from their arrays (those not computed in place)."""
@@ -209,8 +228,8 @@ class PointReader:
         while changed:
             changed = False
             for v in list(pending):
-                producer = _operation(v.owner)
-                if not isinstance(producer, ir.Operation) or producer.block != self.anchor.block:
+                producer = self._defs.get(v)
+                if producer is None or producer.block != self.anchor.block:
                     pending.remove(v)
                     continue
                 if any(producer == f for f in self.fused):
@@ -219,15 +238,15 @@ class PointReader:
                 if not _readable(producer) or any(producer == b for b in blocked):
                     pending.remove(v)
                     continue
-                if all(self._is_fused_use(u) for u in producer.results[0].uses):
+                if all(self._is_fused_use(u) for u in self._users.get(producer.results[0], [])):
                     self.fused.append(producer)
                     pending.remove(v)
-                    pending.extend(producer.operands[p] for p in _fusible_operands(producer))
+                    pending.extend(producer.operands[p] for p in _fusible_operands(producer, self._defs))
                     changed = True
 
     def _producer(self, v: ir.Value) -> ir.Operation | None:
-        owner = _operation(v.owner)
-        if isinstance(owner, ir.Operation) and any(owner == f for f in self.fused):
+        owner = self._defs.get(v)
+        if owner is not None and any(owner == f for f in self.fused):
             return owner
         return None
 
@@ -379,7 +398,7 @@ class PointReader:
             source = dim_op.operands[0]
             if self._producer(source) is None:
                 continue
-            k = ir.IntegerAttr(_operation(dim_op.operands[1].owner).attributes["value"]).value
+            k = ir.IntegerAttr(self._defs[dim_op.operands[1]].attributes["value"]).value
             with ir.InsertionPoint(dim_op), dim_op.location:
                 size = self._size(source, k)
             dim_op.results[0].replace_all_uses_with(size)
@@ -407,13 +426,13 @@ _VIEWS = ("stablehlo.slice", "stablehlo.reshape", "stablehlo.transpose", "stable
           "tensor.collapse_shape", "tensor.expand_shape")
 
 
-def _may_alias(v: ir.Value, destinations: Sequence[ir.Value]) -> bool:
+def _may_alias(v: ir.Value, destinations: Sequence[ir.Value], defs: dict) -> bool:
     """Whether v is one of `destinations` or may be a view of one."""
     while True:
         if any(v == d for d in destinations):
             return True
-        owner = _operation(v.owner)
-        if not isinstance(owner, ir.Operation) or owner.name not in _VIEWS:
+        owner = defs.get(v)
+        if owner is None or owner.name not in _VIEWS:
             return False
         v = owner.operands[0]
 
