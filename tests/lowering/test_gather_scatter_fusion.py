@@ -219,3 +219,23 @@ def test_gather_through_a_pad_reads_the_pad_value_outside_the_operand(n, dynamic
 
     got = compile_fn(f, dynamic, ({0: "n"}, {0: "m"}))(x, i)
     np.testing.assert_array_equal(got, read_clipped(np.pad(x, (2, 3), constant_values=7.0), i) + 1.0)
+
+
+@BOTH
+def test_batched_gather_and_scatter_under_vmap(dynamic):
+    """vmap of row[i] and of row.at[i].add(v): gathers/scatters with batching dimensions, their
+    indices computed (argmin of a distance, shifted) in the same loop."""
+    b, n, m = 5, 9, 7
+    mat, pts = RNG.normal(size=(b, n)), RNG.normal(size=(b, m))
+    i = indices(n, m, spread=1)
+
+    def f(mat, pts, i):
+        nearest = sprue.vmap(lambda row, p: row[jnp.argmin(jnp.abs(row[:, None] - p[None, :]), axis=0) + 1])(mat, pts)
+        added = sprue.vmap(lambda row, p: row.at[i].add(p * 2.0))(mat, pts)
+        return nearest, added
+
+    nearest, added = compile_fn(f, dynamic, ({0: "b", 1: "n"}, {0: "b", 1: "m"}, {0: "m"}))(mat, pts, i)
+    k = np.argmin(np.abs(mat[:, :, None] - pts[:, None, :]), axis=1) + 1
+    np.testing.assert_allclose(nearest, np.stack([read_clipped(mat[r], k[r]) for r in range(b)]), rtol=1e-12)
+    want = np.stack([apply_dropped(np.add.at, mat[r].copy(), i, pts[r] * 2.0) for r in range(b)])
+    np.testing.assert_allclose(added, want, rtol=1e-12)
