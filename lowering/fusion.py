@@ -1,6 +1,18 @@
-"""Loop order of linalg.generic ops: the innermost loop walks memory contiguously.
+"""Fewer passes over memory and fewer temporaries on the linalg IR; four rewrites, in pipeline order:
 
-convert-linalg-to-loops nests a generic's loops in the order of its dimensions (d0 outermost), and
+  accumulate_sums            dot(a, b) + y: the dot accumulates into y (end of the 'linalg' stage,
+                             before linalg-fuse-elementwise-ops)
+  duplicate_cheap_producers  a cheap elementwise op read by several generics is cloned per reader,
+                             so each fuses its own copy (same place)
+  reuse_dying_inputs         an elementwise result is written over an input read for the last time
+                             (before bufferization)
+  interchange_loops          each generic's innermost loop walks memory contiguously (before
+                             bufferization, after matmul.py)
+
+Each is described at its section below; SPRUE_FUSION=0 turns all four off (an A/B switch, part of the
+compile cache's key).
+
+Loop order. convert-linalg-to-loops nests a generic's loops in the order of its dimensions (d0 outermost), and
 stablehlo-legalize-to-linalg orders them parallel dimensions first, reductions last. A reduction over
 a leading axis (a bias gradient: sum over the rows of 512x128, a mean over (h, w) of an NHWC image)
 then has its innermost loop striding through memory by a whole row, and a contraction written as a
@@ -32,7 +44,7 @@ MIN_INNER = 4
 
 
 def enabled() -> bool:
-    """SPRUE_FUSION=0 turns this module off (an A/B switch for benchmarks)."""
+    """SPRUE_FUSION=0 turns the four rewrites off (an A/B switch for benchmarks)."""
     return os.environ.get("SPRUE_FUSION", "1") not in ("0", "")
 
 

@@ -95,6 +95,15 @@ def test_dump_callback_sees_stages_in_order() -> None:
     assert "define" in llvm_ir and "_mlir_ciface_main" in llvm_ir
 
 
+def test_linalg_stage_dump_shows_the_fused_module() -> None:
+    """The stage's Python finish (fusion.accumulate_sums, then elementwise fusion) runs before its
+    dump: the multiply, exp and add are one generic there."""
+    texts: dict[str, str] = {}
+    lower_to_llvm_ir(ELEMENTWISE, dump=lambda stage, text: texts.setdefault(stage, text))
+    assert texts["linalg"].count("linalg.generic") == 1
+    assert "math.exp" in texts["linalg"] and "stablehlo." not in texts["linalg"]
+
+
 def test_parse_error_is_a_lowering_error() -> None:
     with pytest.raises(LoweringError) as info:
         lower_to_llvm_ir("func.func @main(%a: tensor<4xf64>) -> tensor<4xf64> { return %zz : tensor<4xf64> }")
