@@ -271,9 +271,17 @@ def _sliceable(s: ir.Operation) -> ir.Operation | None:
         return None
     if any(_input_sizes(m, [0] * m.n_dims) is None for m in maps[:n_in]):
         return None
-    if any(_operation(u.owner) != s and _operation(u.owner).name not in _SHAPE_READERS for u in src.uses):
+    if any(_operation(u.owner) != s and not _constant_dim(_operation(u.owner)) for u in src.uses):
         return None
     return g
+
+
+def _constant_dim(op: ir.Operation) -> bool:
+    """op is a tensor.dim at a constant index."""
+    if op.name not in _SHAPE_READERS:
+        return False
+    at = op.operands[1]
+    return isinstance(at, ir.OpResult) and _operation(at.owner).name == "arith.constant"
 
 
 def _bubble(s: ir.Operation, g: ir.Operation) -> None:
