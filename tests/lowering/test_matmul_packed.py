@@ -120,3 +120,11 @@ def test_transposed_a_also_used_elsewhere_and_in_grad():
     x, w = _args(np.float64, (128, 64), (64, 48))
     g = sprue.qjit(sprue.grad(lambda w, x: sprue.numpy.sum(sprue.numpy.tanh(x @ w))))(w, x)
     _close(g, x.T @ (1 - np.tanh(x @ w) ** 2), np.float64)
+
+
+@pytest.mark.parametrize("m,k,n", [(512, 512, 512), (129, 67, 131)])
+def test_packed_matmul_accumulating_into_an_init(m, k, n):
+    """`a @ b + y`: the sum may become the product's initial value (fusion.py), which the packed
+    result layout then starts from."""
+    a, b, y = _args(np.float64, (m, k), (k, n), (m, n))
+    _close(sprue.qjit(lambda a, b, y: a @ b + y)(a, b, y), a @ b + y, np.float64)
