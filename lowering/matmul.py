@@ -140,24 +140,27 @@ def _peel(loop: str, out: str) -> str:
 
 
 _UNPACK_COPY = "sprue.unpack_copy"
-# Packing pays where the operands leave the caches, and wherever the unpacked kernel would run
-# partial tiles (rows no 4 or 6 divides, columns no register tile divides: masked and peeled
-# variants, or 1- and 2-row tiles): measured (f64, one core of a 2-core EPYC, AVX2, one process,
-# interleaved, CPU time; OpenBLAS in brackets) 512^2 18.1 -> 7.3-7.9 ms (7.0), 1024^2 148 -> 58-63
-# ms (55-61), 384^2 3.3 -> 2.7 ms (2.8), 129^3 0.25 -> 0.13 ms (0.12), 129 x 1000 x 128 11.9 ->
-# 0.94 ms (0.93), 130 x 256 x 256 1.4 -> 0.57 ms (0.50); at 256^2 both ways ran alike.
-PACK_MIN_VOLUME = 300 ** 3
-# B block of the packed kernel, KC x PACK_NC (512 KiB of f64, L2): 1024^2 f64 70 -> 59 ms against
-# NC = 64 (A's rows stream past the block N / PACK_NC times); 512^2 alike
-PACK_NC = 256
+# Packing pays for all but small products (the block-sized packing buffer is reused across the
+# rows of A), and wherever the unpacked kernel would run partial tiles (rows no 4 or 6 divides,
+# columns no register tile divides: masked and peeled variants, or 1- and 2-row tiles): measured
+# (f64, one core of a 2-core EPYC, AVX2, one process, interleaved, CPU time; OpenBLAS in brackets)
+# 128^2 0.125 -> 0.109 ms (0.113), 192^2 0.41 -> 0.35 ms (0.36), 256^2 1.5 -> 0.80-0.83 ms (0.84),
+# 512^2 18.1 -> 6.8-7.0 ms (7.0-7.3), 1024^2 148 -> 58-62 ms (54-58), 129^3 0.25 -> 0.13 ms (0.12),
+# 129 x 1000 x 128 11.9 -> 0.94 ms (0.93), 130 x 256 x 256 1.4 -> 0.57 ms (0.50).
+PACK_MIN_VOLUME = 64 ** 3
+# B block of the packed kernel, KC x PACK_NC (256 KiB of f64, half of L2, beside the A and C rows
+# streaming past it): 256^2 1.52 -> 0.83 ms against a 512 KiB block; 512^2 and 1024^2 alike
+# (1024^2 NC = 64: 70 ms).
+PACK_NC = 128
 
 
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile) for a
     static linalg.matmul that packs B (_script_packed): a large one, or one whose unpacked tiles
-    would be partial (PACK_MIN_VOLUME); else None. MR is 6 rows (AVX2; 4 on
-    AVX-512) unless 4 divides the rows and 6 does not; where neither does, the row loop is peeled
-    (its last tile a static, smaller count). A stays unpacked: its MR rows are as many streams the
+    would be partial (PACK_MIN_VOLUME); else None. MR is 6 rows (AVX2; 4 on AVX-512: the first
+    register tile); where it does not divide the rows, the row loop is peeled (its last tile a
+    static, smaller count; 6 rows and a peeled last tile measured faster than 4 rows dividing
+    256: 1.42 against 1.46 ms, 1024^2 62 against 70 ms). A stays unpacked: its MR rows are as many streams the
     prefetchers follow (packing A as well, into zero-padded MR-row panels, measured slower: 1023 x
     1000 x 1024 78 ms against 71 ms, 512^2 16 ms against 7.7 ms)."""
     if not forms_enabled() or op.name != "linalg.matmul" \
@@ -175,8 +178,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     full = plan(m, n, k, itemsize)
     if m * n * k < PACK_MIN_VOLUME and full is not None and full[1][0] >= 4:
         return None                        # the unpacked kernel: full tiles of 4 or 6 rows
-    mr = next((r for r in rows[:2] if m % r == 0), None)
-    mr = mr or rows[0]
+    mr = rows[0]
     # blocks that divide the panels and k where that keeps them at least half size: a partial
     # block has run-time sizes, and its packing buffer is then allocated in the loop
     panels, most = -(-n // nr), max(1, PACK_NC // nr)
