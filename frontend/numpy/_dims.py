@@ -33,7 +33,8 @@ Dim = int | DimExpr
 _memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _memo_of():
+def memo_of():
+    """This trace's memo of fresh dims and emitted checks (a throwaway dict outside tracing)."""
     b = current_builder()
     if b is None:
         return {}
@@ -159,7 +160,7 @@ def weak_value(d):
     """A dim used as a number (`x.shape[0] * 2.0`): numpy sees a Python int, so a weak i64."""
     if isinstance(d, int):
         return d
-    memo = _memo_of()
+    memo = memo_of()
     if ("weak", d) in memo:
         return memo[("weak", d)]
     strong = dim_value(d)
@@ -173,7 +174,7 @@ def weak_value(d):
 
 def fresh(key, compute) -> Dim:
     """The dim whose value compute() gives (an i64 tracer or an int), memoized under key."""
-    memo = _memo_of()
+    memo = memo_of()
     if key in memo:
         return memo[key]
     v = compute()
@@ -217,7 +218,7 @@ def check(ok, message: str, key=None):
             raise SprueValueError(message)
         return
     if key is not None:
-        memo = _memo_of()
+        memo = memo_of()
         if ("check", key) in memo:
             return
         memo[("check", key)] = True
@@ -283,7 +284,7 @@ def size_arg(fname: str, v, what: str = "a shape dimension") -> Dim:
 
 def _checked_nonneg(d) -> bool:
     """d >= 0 is known in this trace: checked, or implied by checks of its variables (n + 1)."""
-    memo = _memo_of()
+    memo = memo_of()
     if ("check", ("nonneg", d)) in memo:
         return True
     return nonneg(d) and all(("check", ("nonneg", dim(v))) in memo for v in d.dim_vars())

@@ -24,7 +24,7 @@ import numpy as np
 
 from sprue import lax
 from sprue.base import dtypes
-from sprue.ir.shapes import DimExpr
+from sprue.ir.shapes import DimExpr, substitute
 from sprue.numpy import _dims as _d
 from sprue.numpy._avals import aval, index_error, loc, type_error
 from sprue.numpy._promote import convert
@@ -62,18 +62,18 @@ def _as_value(v):
 
 
 def _raw(v, n, default, forward: bool):
-    """A or B of one bound: static arithmetic on dims when the bound is static, else a select."""
+    """A or B of one bound: static arithmetic on dims when the bound is static or a dim, else a
+    select. A dim bound is taken as counted from the start even where it may be negative (see
+    _assume_nonneg)."""
     if v is None:
         return default
-    if isinstance(v, DimExpr) and not _d.nonneg(v):  # may be negative (n - 5): counted from the end then
-        v = _d.value(v)
     if isinstance(v, Tracer):
         v = _as_value(v)
         nv = _val(n)
         wrapped = lax.add(v, nv) if forward else lax.sub(np.int64(-1), v)
         plain = v if forward else lax.sub(lax.sub(nv, np.int64(1)), v)
         return lax.select(lax.lt(v, np.int64(0)), wrapped, plain)
-    if isinstance(v, DimExpr):  # a non-negative dim (x.shape[0] // 2): plain arithmetic on dims
+    if isinstance(v, DimExpr):  # a dim (x.shape[0] // 2, n - 4): plain arithmetic on dims
         return v if forward else n - 1 - v
     v = int(v)
     if forward:
@@ -91,16 +91,115 @@ def bounds(s: slice, n) -> Bounds:
     fwd = step > 0
     A = _raw(s.start, n, 0, fwd)
     B = _raw(s.stop, n, n, fwd)
-    return Bounds(A, B, abs(step), not fwd, isinstance(A, Tracer) or isinstance(B, Tracer))
+    b = Bounds(A, B, abs(step), not fwd, isinstance(A, Tracer) or isinstance(B, Tracer))
+    _assume_nonneg(s, n, b)
+    return b
+
+
+# -- bounds computed from sizes ------------------------------------------------------------------
+# x[:, 0:n - 4] with n = x.shape[1]: numpy counts a negative stop from the end, so the length is
+# the piecewise n - 4 (n >= 4) / max(0, min(2n - 4, n)) (n < 4), which no polynomial is. Taking a
+# bound that is a dim as counted from the start keeps the length a polynomial-or-clamp of dims
+# (max(0, n - 4)), the same expression x[:, 1:n - 3] and x[:, 4:] get, so `x[:, 0:n-4] +
+# x[:, 1:n-3]` needs no broadcast check or index-based resize (the way JAX's shape polymorphism
+# and TVM Relax's symbolic shapes compute slice sizes on dimension expressions; JAX refuses the
+# bound outright unless its sign is decidable). Results stay numpy's: wherever a bound may be
+# negative, the sizes at which the two readings select different elements are enumerated when
+# they are finitely many (a bound a*n + b, a > 0, is negative only for n < -b/a); when none
+# differs nothing is emitted (x[:, 1:n - 3] reads the same either way: at n < 3 both are
+# empty), otherwise a run-time check (a few scalar ops, once) raises exactly where the two
+# differ (x[:, 0:n - 4] at n = 3 is numpy's x[:, 0:2], here empty).
+_ENUMERATE_LIMIT = 4096
+
+
+def _assumed(s: slice):
+    """The dim bounds of s that may be negative."""
+    return [v for v in (s.start, s.stop) if isinstance(v, DimExpr) and not _d.nonneg(v)]
+
+
+def _selection(start, stop, step: int, n: int, wrap_dims: bool, dim_bounds) -> list:
+    """The indices s selects on an axis of size n (ints); dim bounds (positions in dim_bounds)
+    count from the end when negative only if wrap_dims (numpy), else as _raw does."""
+    fwd = step > 0
+
+    def raw(v, default, is_dim):
+        if v is None:
+            return default
+        if v < 0 and (wrap_dims or not is_dim):
+            return n + v if fwd else -1 - v
+        return v if fwd else n - 1 - v
+    A = raw(start, 0, 0 in dim_bounds)
+    B = raw(stop, n, 1 in dim_bounds)
+    lo, hi = max(A, 0), min(B, n)
+    picked = list(range(lo, hi, abs(step)))
+    return picked if fwd else [n - 1 - i for i in picked]
+
+
+def _may_differ(s: slice, n, assumed) -> bool:
+    """Whether some run-time size makes numpy's reading of s differ from sprue's (see above):
+    False when every dim involved is one variable t and the bounds are negative only below a
+    small t, at each of which the two readings select the same indices."""
+    exprs = [d for d in (n, s.start, s.stop) if isinstance(d, DimExpr)]
+    vars_ = set().union(*(d.dim_vars() for d in exprs))
+    if len(vars_) != 1:
+        return True
+    t, = vars_
+    limit = 0
+    for v in assumed:
+        terms = dict(v.terms)
+        coef = terms.get(((t, 1),), 0)
+        if set(terms) - {(), ((t, 1),)} or coef <= 0:
+            return True  # not a*t + b with a > 0: no finite set of sizes to look at
+        limit = max(limit, -(terms.get((), 0) // coef))  # v >= 0 from t = ceil(-b / a) on
+    if limit > _ENUMERATE_LIMIT:
+        return True
+    step = 1 if s.step is None else int(s.step)
+    dim_pos = {i for i, v in enumerate((s.start, s.stop)) if isinstance(v, DimExpr)}
+    for value in range(limit):
+        at_t = {t: value}
+        nv = substitute(n, at_t)
+        if nv < 0:
+            continue
+        start, stop = (None if v is None else int(substitute(v, at_t)) for v in (s.start, s.stop))
+        if _selection(start, stop, step, nv, True, dim_pos) != _selection(start, stop, step, nv, False, dim_pos):
+            return True
+    return False
+
+
+def _assume_nonneg(s: slice, n, b: Bounds) -> None:
+    """The run-time check that numpy's reading of s is sprue's, where it may not be (see above)."""
+    assumed = _assumed(s)
+    if not assumed or not _may_differ(s, n, assumed):
+        return
+    key = ("slice-bounds", s.start, s.stop, s.step, n)
+    memo = _d.memo_of()
+    if ("check", key) in memo:
+        return
+    # the same elements: the same length and, unless empty, the same first index (A clamped at 0
+    # in the normalized axis: both readings go the same direction)
+    exact = bounds(slice(*(_d.value(v) if isinstance(v, DimExpr) else v for v in (s.start, s.stop, s.step))), n)
+    length, exact_length = _traced_length(b, n), _traced_length(exact, n)
+    same = lax.eq(lax.max(_val(b.A), np.int64(0)), lax.max(_val(exact.A), np.int64(0)))
+    ok = _d.all_of(lax.eq(length, exact_length), _d.any_of(lax.eq(length, np.int64(0)), same))
+    names = ", ".join(str(v) for v in assumed)
+    _d.check(ok, f"sprue.numpy.getitem: a slice bound computed from sizes ({names}) is negative at run time, where"
+                 f" numpy counts it from the end of the axis; sprue counts such bounds from the start (so that"
+                 f" slice sizes stay symbolic) and here the two select different elements: write the bound so"
+                 f" that it is not negative{loc()}", key=key)
+
+
+def _traced_length(b: Bounds, n):
+    """L0 (see contiguous_length) as an i64 scalar computed at run time."""
+    hi = lax.min(_val(b.B), _val(n))
+    lo = lax.max(_val(b.A), np.int64(0))
+    return lax.max(lax.sub(hi, lo), np.int64(0))
 
 
 def contiguous_length(b: Bounds, n) -> _d.Dim:
     """L0 = max(0, min(B, n) - max(A, 0)), symbolic when tracing can decide the min and max."""
     if not b.traced:
         return _d.dmax(0, _d.dmin(b.B, n) - _d.dmax(b.A, 0))
-    hi = lax.min(_val(b.B), _val(n))
-    lo = lax.max(_val(b.A), np.int64(0))
-    return as_dim(lax.max(lax.sub(hi, lo), np.int64(0)))
+    return as_dim(_traced_length(b, n))
 
 
 def length(b: Bounds, n) -> _d.Dim:
