@@ -42,7 +42,6 @@ from sprue.lowering.mlir_util import (
     from_signless,
     index,
     insert_at,
-    signless,
     signless_tensor_type,
     tensor_sizes,
     tensor_type,
@@ -163,17 +162,11 @@ MAX_SHAPE_VECTOR = 8
 
 
 def _element(piece: ir.Value, j: int) -> ir.Value:
-    """Element j of a 1-D integer tensor as a signless scalar, read through the ops that make shape
-    vectors (a reshaped 0-d size, a constant) rather than from a materialized tensor."""
+    """Element j of a 1-D integer tensor as a signless scalar: the scalar itself when the piece is
+    a reshaped 0-d size, else a tensor.extract (of a constant, canonicalization folds it)."""
     owner = piece.owner if isinstance(piece, ir.OpResult) else None
-    name = owner.name if owner is not None else ""
-    elem = signless(elem_of(piece))
-    if name == "stablehlo.reshape" and tensor_type(owner.operands[0]).rank == 0:
+    if owner is not None and owner.name == "stablehlo.reshape" and tensor_type(owner.operands[0]).rank == 0:
         return extract(to_signless(owner.operands[0]), [])
-    if name == "stablehlo.constant":
-        attr = ir.DenseElementsAttr(owner.attributes["value"])
-        value = attr.get_splat_value() if attr.is_splat else ir.DenseIntElementsAttr(attr)[j]
-        return const(elem, ir.IntegerAttr(value).value if not isinstance(value, int) else value)
     return extract(to_signless(piece), [index(j)])
 
 

@@ -132,16 +132,20 @@ def test_copies_of_dynamic_slices_by_rows_and_by_elements(tmp_path):
     assert "@memrefCopy(" in ll.read_text()
 
 
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint32])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint32, np.uint8, np.int8, np.uint64])
 def test_small_integer_concatenates_are_built_from_scalars(dtype, tmp_path):
     """Concatenates of small integer vectors (shape vectors, legalize_dynamic.py) are assembled
-    from their scalars: pieces that are reshaped scalars, constants (splat or not) and vectors."""
+    from their scalars: pieces that are reshaped scalars, constants (splat or not, the type's
+    extremes) and vectors."""
+    info = np.iinfo(dtype)
+
     def f(a, b, s):
-        return jnp.concatenate([a, jnp.array([7, 9], dtype), jnp.reshape(s, (1,)), b, jnp.full((2,), 5, dtype)])
+        return jnp.concatenate([a, jnp.array([info.max, info.min], dtype), jnp.reshape(s, (1,)), b,
+                                jnp.full((2,), 5, dtype)])
     compiled = sprue.qjit(f, keep_intermediate=tmp_path)
     a, b, s = np.array([1, 2], dtype), np.array([3], dtype), dtype(4)
     out = compiled(a, b, s)
-    np.testing.assert_array_equal(out, np.array([1, 2, 7, 9, 4, 3, 5, 5], dtype))
+    np.testing.assert_array_equal(out, np.array([1, 2, info.max, info.min, 4, 3, 5, 5], dtype))
     assert out.dtype == dtype
     assert any(line.strip().startswith("%from_elements") and line.endswith(f": tensor<8xi{8 * np.dtype(dtype).itemsize}>")
                for line in _stage_text(tmp_path, "linalg").splitlines())
