@@ -163,12 +163,12 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     256: 1.42 against 1.46 ms, 1024^2 62 against 70 ms). A stays unpacked: its MR rows are as many streams the
     prefetchers follow (packing A as well, into zero-padded MR-row panels, measured slower: 1023 x
     1000 x 1024 78 ms against 71 ms, 512^2 16 ms against 7.7 ms)."""
-    if not forms_enabled() or op.name != "linalg.matmul" \
-            or str(op.attributes["indexing_maps"]) not in (_PLAIN_MAPS["linalg.matmul"], _LHS_T_MAPS):
+    if not forms_enabled() or op.name != "linalg.matmul" or _transposed(op) is None:
         return None
     itemsize = _float_itemsize(op)
-    a, (_, n) = (_sizes(v.type) for v in op.operands[:2])
-    (m, k) = a if str(op.attributes["indexing_maps"]) == _PLAIN_MAPS["linalg.matmul"] else a[::-1]
+    a, b = (_sizes(v.type) for v in op.operands[:2])
+    lhs_t, rhs_t = _transposed(op)
+    (m, k), n = a[::-1] if lhs_t else a, b[0] if rhs_t else b[1]
     if itemsize is None or None in (m, n, k):
         return None
     rows, cols = _register_tiles(itemsize)
@@ -203,7 +203,7 @@ def _drop_unpack_copies(module: ir.Module) -> None:
         op.erase()
 
 
-def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int) -> str:
+def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, rhs_t: bool) -> str:
     """Data tiling of B (BLIS's packing, IREE's CPU data tiling; transform.structured.pack):
     B (K, N) is seen as NR-column panels (N/NR, K, NR), zero-padded to whole panels, and the
     product runs on them, so its k loop streams a contiguous panel (an unpacked B's rows cost a
@@ -239,15 +239,19 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int)
     %c{ident} = transform.merge_handles %cm{ident}, %cr{ident} : {_ANY}
     %cl{ident} = transform.merge_handles %clm{ident}, %clr{ident} : {_ANY}
 """
+    # B's panels (N/NR, K, NR): a transposed B (N, K) packs into that order as it is
+    order = f"""    %pk{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
+    %g{ident} = transform.cast %p{ident} : {_ANY} to {_ANY}
+""" if rhs_t else f"""    %pb{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
+    %g{ident}, %pk{ident}, %up{ident} = transform.structured.pack_transpose %pb{ident} with_compute_op(%p{ident}) outer_perm = [1, 0] : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
+"""
     # loops of the packed op: (m, n / NR, k, NR); the register tile's unit loop is folded away,
     # leaving a (MR, NR) product over k: (MR, k, NR)
     return f"""
     %mm{ident} = transform.structured.match ops{{["linalg.matmul"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
     %f{ident} = transform.get_parent_op %mm{ident} {{op_name = "func.func"}} : ({_ANY}) -> {_ANY}
     %p{ident} = transform.structured.pack %mm{ident} packed_sizes = [0, {nr}, 0] : ({_ANY}) -> ({_ANY})
-    %pb{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
-    %g{ident}, %pk{ident}, %up{ident} = transform.structured.pack_transpose %pb{ident} with_compute_op(%p{ident}) outer_perm = [1, 0] : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
-    %pkb{ident} = transform.cast %pk{ident} : {_ANY} to {T}<"linalg.pack">
+{order}    %pkb{ident} = transform.cast %pk{ident} : {_ANY} to {T}<"linalg.pack">
     %x1{ident}, %x2{ident}, %x3{ident} = transform.structured.lower_pack %pkb{ident} : ({T}<"linalg.pack">) -> ({T}<"tensor.pad">, {T}<"tensor.expand_shape">, {T}<"linalg.transpose">)
     %packs{ident} = transform.structured.match ops{{["linalg.pack"]}} in %f{ident} : ({_ANY}) -> {T}<"linalg.pack">
     %z1{ident}, %z2{ident}, %z3{ident} = transform.structured.lower_pack %packs{ident} : ({T}<"linalg.pack">) -> ({T}<"tensor.pad">, {T}<"tensor.expand_shape">, {T}<"linalg.transpose">)
@@ -358,6 +362,21 @@ def _wrap(parts: list[str]) -> str:
 
 _LHS_T_MAPS = ("[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
                "affine_map<(d0, d1, d2) -> (d0, d1)>]")
+# (lhs, rhs) transposed -> a matmul's indexing maps; only packed products read a transposed B
+_MATMUL_MAPS = {
+    (False, False): "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
+                    "affine_map<(d0, d1, d2) -> (d0, d1)>]",
+    (True, False): _LHS_T_MAPS,
+    (False, True): "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
+                   "affine_map<(d0, d1, d2) -> (d0, d1)>]",
+    (True, True): "[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
+                  "affine_map<(d0, d1, d2) -> (d0, d1)>]",
+}
+
+
+def _transposed(op: ir.Operation) -> tuple[bool, bool] | None:
+    """Which operands of a linalg.matmul its indexing maps read transposed, or None for others."""
+    return next((key for key, maps in _MATMUL_MAPS.items() if str(op.attributes["indexing_maps"]) == maps), None)
 _PLAIN_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
                      "affine_map<(d0, d1, d2) -> (d0, d1)>]",
@@ -423,6 +442,20 @@ def _fold_lhs_transposes(found: list[ir.Operation]) -> None:
         maps = maps or ir.Attribute.parse(_LHS_T_MAPS)
         op.operands[0] = producer.operands[0]
         op.attributes["indexing_maps"] = maps
+
+
+def _fold_rhs_transpose(op: ir.Operation) -> None:
+    """A packed matmul of a transposed B (`a @ b.T`, `g @ w.T` in a gradient) packs B's panels
+    straight from the untransposed B (N, K): one copy, not dot_canonical.py's transpose and then
+    the packing copy."""
+    producer = op.operands[1].owner
+    if not isinstance(producer, ir.Operation) and hasattr(producer, "operation"):
+        producer = producer.operation
+    if not isinstance(producer, ir.Operation) or not _is_transpose_2d(producer):
+        return
+    lhs_t, _ = _transposed(op)
+    op.operands[1] = producer.operands[0]
+    op.attributes["indexing_maps"] = ir.Attribute.parse(_MATMUL_MAPS[(lhs_t, True)])
 
 
 def _generic_batch(op: ir.Operation) -> int | None:
@@ -568,7 +601,8 @@ def tile_matmuls(module: ir.Module) -> None:
                 continue
             packed = _packed_plan(op)
             if packed is not None:
-                parts.append(_script_packed(plans, *packed))
+                _fold_rhs_transpose(op)
+                parts.append(_script_packed(plans, *packed, _transposed(op)[1]))
             else:
                 parts.append(_script_one(plans, *p))
         op.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)

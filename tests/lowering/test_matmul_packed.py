@@ -129,3 +129,19 @@ def test_packed_matmul_accumulating_into_an_init(m, k, n):
     result layout then starts from."""
     a, b, y = _args(np.float64, (m, k), (k, n), (m, n))
     _close(sprue.qjit(lambda a, b, y: a @ b + y)(a, b, y), a @ b + y, np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("m,k,n", [(256, 200, 264), (129, 67, 131), (515, 513, 517)])
+def test_transposed_b_packs_from_b_itself(m, k, n, dtype, tmp_path):
+    """`a @ b.T` and `a.T @ b.T`: B's panels are packed straight from the stored (N, K) B, with no
+    transposed copy of B (nor of A) before it."""
+    a, bt = _args(dtype, (m, k), (n, k))
+    at = np.ascontiguousarray(a.T)
+    want = a.astype(np.float64) @ bt.T.astype(np.float64)
+    for i, (f, args) in enumerate([(lambda a, b: a @ b.T, (a, bt)), (lambda a, b: a.T @ b.T, (at, bt))]):
+        got = sprue.qjit(f, keep_intermediate=str(tmp_path / str(i)))(*args)
+        _close(got, want, dtype)
+        text = next((tmp_path / str(i)).glob("*.03_bufferized.mlir")).read_text()
+        assert "affine_map<(d0, d1) -> (d1, d0)>" not in text
+        assert re.search(r"linalg.transpose .*permutation = \[0, 2, 1\]", text)
