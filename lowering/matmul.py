@@ -28,10 +28,12 @@ away, only the last, partial tile uses masked loads and stores (IREE's CPU pipel
 for dynamic shapes). Products of fewer than MIN_FLOPS with static sizes and non-float types keep
 the plain loops. The vector ops are lowered in the pipeline's llvm stage.
 
-Large static matmuls (PACK_MIN_VOLUME) pack B first (_script_packed, IREE's CPU data tiling /
-BLIS's packing, with transform.structured.pack): block by block into NR-column panels, which the
-same register kernel then streams contiguously (1024^2 f64: 13 -> 34 GFLOP/s, OpenBLAS 35).
-A matmul of a transposed A reads A through its indexing map, not a transposed copy.
+Static matmuls and batch_matmuls from PACK_MIN_VOLUME (and smaller ones whose tiles would be
+partial) pack B first (_script_packed, IREE's CPU data tiling / BLIS's packing, with
+transform.structured.pack): block by block into NR-column panels, which the same register kernel
+then streams contiguously (1024^2 f64: 13 -> 34 GFLOP/s, OpenBLAS 35); rows no register tile
+divides peel a static last tile, so no masks. A transposed A is read through the matmul's indexing
+map and a transposed B packed from itself, instead of dot_canonical.py's transposed copies.
 
 Numerics: each C element is still accumulated along k in order, with FMAs (one rounding per step
 instead of two), like any BLAS (matvec's accumulation is reassociated, like numpy's dot).
@@ -156,19 +158,25 @@ PACK_NC = 128
 
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile) for a
-    static linalg.matmul that packs B (_script_packed): a large one, or one whose unpacked tiles
+    static linalg.matmul (or batch_matmul, per batch element) that packs B (_script_packed): a
+    large one, or one whose unpacked tiles
     would be partial (PACK_MIN_VOLUME); else None. MR is 6 rows (AVX2; 4 on AVX-512: the first
     register tile); where it does not divide the rows, the row loop is peeled (its last tile a
     static, smaller count; 6 rows and a peeled last tile measured faster than 4 rows dividing
     256: 1.42 against 1.46 ms, 1024^2 62 against 70 ms). A stays unpacked: its MR rows are as many streams the
     prefetchers follow (packing A as well, into zero-padded MR-row panels, measured slower: 1023 x
     1000 x 1024 78 ms against 71 ms, 512^2 16 ms against 7.7 ms)."""
-    if not forms_enabled() or op.name != "linalg.matmul" or _transposed(op) is None:
+    if not forms_enabled():
         return None
     itemsize = _float_itemsize(op)
     a, b = (_sizes(v.type) for v in op.operands[:2])
-    lhs_t, rhs_t = _transposed(op)
-    (m, k), n = a[::-1] if lhs_t else a, b[0] if rhs_t else b[1]
+    if op.name == "linalg.batch_matmul" and str(op.attributes["indexing_maps"]) == _PLAIN_MAPS[op.name]:
+        (m, k), n = a[1:], b[2]          # one batch element at a time (_script_packed's `batch`)
+    elif op.name == "linalg.matmul" and _transposed(op) is not None:
+        lhs_t, rhs_t = _transposed(op)
+        (m, k), n = a[::-1] if lhs_t else a, b[0] if rhs_t else b[1]
+    else:
+        return None
     if itemsize is None or None in (m, n, k):
         return None
     rows, cols = _register_tiles(itemsize)
@@ -203,7 +211,7 @@ def _drop_unpack_copies(module: ir.Module) -> None:
         op.erase()
 
 
-def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, rhs_t: bool) -> str:
+def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, rhs_t: bool, batch: bool) -> str:
     """Data tiling of B (BLIS's packing, IREE's CPU data tiling; transform.structured.pack):
     B (K, N) is seen as NR-column panels (N/NR, K, NR), zero-padded to whole panels, and the
     product runs on them, so its k loop streams a contiguous panel (an unpacked B's rows cost a
@@ -239,6 +247,18 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int,
     %c{ident} = transform.merge_handles %cm{ident}, %cr{ident} : {_ANY}
     %cl{ident} = transform.merge_handles %clm{ident}, %clr{ident} : {_ANY}
 """
+    # a batch_matmul: one batch element at a time, its unit batch dim folded away (as _script_one
+    # does), leaving a matmul-shaped generic to pack
+    kind, head, target = "linalg.matmul", "", f"%mm{ident}"
+    if batch:
+        kind, target = "linalg.batch_matmul", f"%mg{ident}"
+        head = f"""    %bt{ident}, %btl{ident} = transform.structured.tile_using_for %mm{ident} tile_sizes [1, 0, 0, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+    %bg{ident} = transform.structured.generalize %bt{ident} : ({_ANY}) -> {_ANY}
+    transform.apply_patterns to %btl{ident} {{
+      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
+    }} : {_ANY}
+    %mg{ident} = transform.structured.match ops{{["linalg.generic"]}} in %btl{ident} : ({_ANY}) -> {_ANY}
+"""
     # B's panels (N/NR, K, NR): a transposed B (N, K) packs into that order as it is
     order = f"""    %pk{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
     %g{ident} = transform.cast %p{ident} : {_ANY} to {_ANY}
@@ -248,9 +268,9 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int,
     # loops of the packed op: (m, n / NR, k, NR); the register tile's unit loop is folded away,
     # leaving a (MR, NR) product over k: (MR, k, NR)
     return f"""
-    %mm{ident} = transform.structured.match ops{{["linalg.matmul"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
+    %mm{ident} = transform.structured.match ops{{["{kind}"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
     %f{ident} = transform.get_parent_op %mm{ident} {{op_name = "func.func"}} : ({_ANY}) -> {_ANY}
-    %p{ident} = transform.structured.pack %mm{ident} packed_sizes = [0, {nr}, 0] : ({_ANY}) -> ({_ANY})
+{head}    %p{ident} = transform.structured.pack {target} packed_sizes = [0, {nr}, 0] : ({_ANY}) -> ({_ANY})
 {order}    %pkb{ident} = transform.cast %pk{ident} : {_ANY} to {T}<"linalg.pack">
     %x1{ident}, %x2{ident}, %x3{ident} = transform.structured.lower_pack %pkb{ident} : ({T}<"linalg.pack">) -> ({T}<"tensor.pad">, {T}<"tensor.expand_shape">, {T}<"linalg.transpose">)
     %packs{ident} = transform.structured.match ops{{["linalg.pack"]}} in %f{ident} : ({_ANY}) -> {T}<"linalg.pack">
@@ -601,8 +621,10 @@ def tile_matmuls(module: ir.Module) -> None:
                 continue
             packed = _packed_plan(op)
             if packed is not None:
-                _fold_rhs_transpose(op)
-                parts.append(_script_packed(plans, *packed, _transposed(op)[1]))
+                batch = op.name == "linalg.batch_matmul"
+                if not batch:
+                    _fold_rhs_transpose(op)
+                parts.append(_script_packed(plans, *packed, not batch and _transposed(op)[1], batch))
             else:
                 parts.append(_script_one(plans, *p))
         op.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)

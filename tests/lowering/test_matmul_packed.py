@@ -145,3 +145,19 @@ def test_transposed_b_packs_from_b_itself(m, k, n, dtype, tmp_path):
         text = next((tmp_path / str(i)).glob("*.03_bufferized.mlir")).read_text()
         assert "affine_map<(d0, d1) -> (d1, d0)>" not in text
         assert re.search(r"linalg.transpose .*permutation = \[0, 2, 1\]", text)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name,f,ref,shapes", [
+    ("batched", lambda p, v: p @ v, lambda p, v: p @ v, [(4, 128, 96), (4, 96, 64)]),
+    ("attention", lambda q, k: q @ sprue.numpy.swapaxes(k, 1, 2), lambda q, k: q @ np.swapaxes(k, 1, 2),
+     [(3, 100, 64), (3, 136, 64)]),
+    ("odd", lambda p, v: p @ v, lambda p, v: p @ v, [(2, 129, 67), (2, 67, 131)]),
+], ids=["batched", "attention", "odd"])
+def test_packed_batch_matmul(name, f, ref, shapes, dtype, tmp_path):
+    """A batch_matmul packs each batch element's B (one element at a time, its unit dim folded)."""
+    args = _args(dtype, *shapes)
+    got = sprue.qjit(f, keep_intermediate=str(tmp_path))(*args)
+    _close(got, ref(*[x.astype(np.float64) for x in args]), dtype)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert re.search(r"linalg.transpose .*permutation = \[1, 0, 2\]", text)
