@@ -92,6 +92,8 @@ def _classify(item):
         raise index_error("boolean scalar indices (x[True]) are not supported; use x[None] or jnp.where")
     if isinstance(item, (int, np.integer)):
         return _Entry("int", int(item))
+    if isinstance(item, DimExpr):  # x[:, x.shape[1] - 1]: the size's run-time value, a traced int
+        return _classify_tracer(_d.value(item))
     if isinstance(item, Tracer):
         return _classify_tracer(item)
     if isinstance(item, (list, tuple)):

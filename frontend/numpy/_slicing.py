@@ -179,7 +179,8 @@ def _assume_nonneg(s: slice, n, b: Bounds) -> None:
     # in the normalized axis: both readings go the same direction)
     exact = bounds(slice(*(_d.value(v) if isinstance(v, DimExpr) else v for v in (s.start, s.stop, s.step))), n)
     length, exact_length = _traced_length(b, n), _traced_length(exact, n)
-    same = lax.eq(lax.max(_val(b.A), np.int64(0)), lax.max(_val(exact.A), np.int64(0)))
+    same = max(b.A, 0) == max(exact.A, 0) if isinstance(b.A, int) and isinstance(exact.A, int) \
+        else lax.eq(_max0(b.A), _max0(exact.A))
     ok = _d.all_of(lax.eq(length, exact_length), _d.any_of(lax.eq(length, np.int64(0)), same))
     names = ", ".join(str(v) for v in assumed)
     _d.check(ok, f"sprue.numpy.getitem: a slice bound computed from sizes ({names}) is negative at run time, where"
@@ -191,8 +192,12 @@ def _assume_nonneg(s: slice, n, b: Bounds) -> None:
 def _traced_length(b: Bounds, n):
     """L0 (see contiguous_length) as an i64 scalar computed at run time."""
     hi = lax.min(_val(b.B), _val(n))
-    lo = lax.max(_val(b.A), np.int64(0))
-    return lax.max(lax.sub(hi, lo), np.int64(0))
+    return lax.max(lax.sub(hi, _max0(b.A)), np.int64(0))
+
+
+def _max0(A):
+    """max(A, 0) as an i64 operand (folded for a static A)."""
+    return np.int64(max(A, 0)) if isinstance(A, int) else lax.max(_val(A), np.int64(0))
 
 
 def contiguous_length(b: Bounds, n) -> _d.Dim:

@@ -164,3 +164,14 @@ def test_compiled_static_and_dynamic_match_numpy(fn):
         np.testing.assert_allclose(sprue.qjit(fn)(x), want, rtol=1e-13)
     with pytest.raises(SprueValueError, match=NEGATIVE):
         dyn(np.ones((3, 3)))
+
+
+def test_an_index_computed_from_sizes():
+    fn = lambda x: (x[:, x.shape[1] - 1], x[:, x.shape[1] - 3])   # noqa: E731
+    cj = trace(fn, f64("b", "n"))
+    for n in (3, 4, 7):
+        x = np.arange(2.0 * n).reshape(2, n)
+        for got, want in zip(run(cj, 2, n, x), fn(x)):   # n - 3 counts from the end where negative
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(SprueValueError, match="index into axis 1 of size 0"):
+        run(cj, 2, 0, np.zeros((2, 0)))
