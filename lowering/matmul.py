@@ -150,6 +150,9 @@ _UNPACK_COPY = "sprue.unpack_copy"
 # 512^2 18.1 -> 6.8-7.0 ms (7.0-7.3), 1024^2 148 -> 58-62 ms (54-58), 129^3 0.25 -> 0.13 ms (0.12),
 # 129 x 1000 x 128 11.9 -> 0.94 ms (0.93), 130 x 256 x 256 1.4 -> 0.57 ms (0.50).
 PACK_MIN_VOLUME = 64 ** 3
+# Few rows reuse each packed block little, and a B fixed across a loop (a recurrent scan's weights)
+# is packed again on every trip: the LSTM's 32-row products ran ~1% slower packed.
+PACK_MIN_ROWS = 64
 # B block of the packed kernel, KC x PACK_NC (256 KiB of f64, half of L2, beside the A and C rows
 # streaming past it): 256^2 1.52 -> 0.83 ms against a 512 KiB block; 512^2 and 1024^2 alike
 # (1024^2 NC = 64: 70 ms).
@@ -184,7 +187,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     if m < 2 * rows[0] or n < 2 * nr or k < 2:   # (the loops' one-trip forms are not handled)
         return None
     full = plan(m, n, k, itemsize)
-    if m * n * k < PACK_MIN_VOLUME and full is not None and full[1][0] >= 4:
+    if (m * n * k < PACK_MIN_VOLUME or m < PACK_MIN_ROWS) and full is not None and full[1][0] >= 4:
         return None                        # the unpacked kernel: full tiles of 4 or 6 rows
     mr = rows[0]
     # blocks that divide the panels and k where that keeps them at least half size: a partial
