@@ -454,6 +454,103 @@ def duplicate_cheap_producers(module: ir.Module) -> int:
     return made
 
 
+# -- a reduction and the elementwise producer it reads, in one pass -------------------------------
+# softmax's `e = exp(s - max)` is read by its row sum and by the division: the elementwise fusion
+# cannot merge e into the sum (e stays needed), so e is written in one pass and read back in another.
+# Merged into one generic with two results (XLA's multi-output fusion, IREE's producer-consumer
+# fusion of a root with its reduction), each e element is summed as it is written. Only when the
+# reduction reads the producer's result at its own loop indices (identity map; the producer's loops
+# are the reduction's, the reduced one included), and every other reader of e comes after the
+# reduction. Runs before linalg-fuse-elementwise-ops, which then fuses `s - max` into the merged op.
+def _merge_one(defs: _Defs, users: dict[ir.Value, list[ir.Operation]], red: ir.Operation) -> bool:
+    n_ins = len(red.operands) - 1
+    maps = _maps(red)
+    identity = list(ir.AffineMap.get_identity(maps[0].n_dims).results)
+    for i in range(n_ins):
+        v = red.operands[i]
+        prod = defs.get(v)
+        if prod is None or prod.name != "linalg.generic" or prod.block != red.block or len(prod.results) != 1 \
+                or _n_outs(prod) != 1 or "reduction" in str(prod.attributes["iterator_types"]) \
+                or list(maps[i].results) != identity or sum(1 for x in red.operands if x == v) != 1:
+            continue
+        pmaps = _maps(prod)
+        if pmaps[0].n_dims != maps[0].n_dims or list(pmaps[-1].results) != identity or \
+                list(prod.regions[0].blocks[0].arguments[-1].uses):
+            continue
+        readers = users.get(v, [])
+        if len(readers) < 2 or not all(r == red or (r.block == red.block and red.is_before_in_block(r))
+                                        for r in readers):
+            continue
+        _build_merged(prod, pmaps, red, maps, i)
+        return True
+    return False
+
+
+def _build_merged(prod: ir.Operation, pmaps: list[ir.AffineMap], red: ir.Operation, maps: list[ir.AffineMap],
+                  i: int) -> None:
+    p_ins = list(prod.operands)[:-1]
+    r_other = [k for k in range(len(red.operands) - 1) if k != i]
+    operands = p_ins + [red.operands[k] for k in r_other] + [prod.operands[len(prod.operands) - 1],
+                                                              red.operands[len(red.operands) - 1]]
+    new_maps = pmaps[:-1] + [maps[k] for k in r_other] + [pmaps[-1], maps[-1]]
+    attrs = {
+        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps]),
+        "iterator_types": red.attributes["iterator_types"],
+        "operandSegmentSizes": ir.Attribute.parse(f"array<i32: {len(operands) - 2}, 2>"),
+    }
+    merged = ir.Operation.create("linalg.generic", results=[prod.results[0].type, red.results[0].type],
+                                 operands=operands, attributes=attrs, regions=1, loc=red.location,
+                                 ip=ir.InsertionPoint(red))
+    pb, rb = prod.regions[0].blocks[0], red.regions[0].blocks[0]
+    types = [a.type for a in pb.arguments][:-1] + [rb.arguments[k].type for k in r_other] + \
+        [pb.arguments[len(pb.arguments) - 1].type, rb.arguments[len(rb.arguments) - 1].type]
+    block = merged.regions[0].blocks.append(*types)
+    args = list(block.arguments)
+    n_p = len(p_ins)
+    mapping: dict[ir.Value, ir.Value] = dict(zip(list(pb.arguments)[:-1], args[:n_p]))
+    inside = ir.InsertionPoint(block)
+    value = _copy_payload(prod, mapping, inside)[0]
+    mapping = {rb.arguments[k]: args[n_p + j] for j, k in enumerate(r_other)}
+    mapping[rb.arguments[i]] = value
+    mapping[rb.arguments[len(rb.arguments) - 1]] = args[-1]
+    total = _copy_payload(red, mapping, inside)[0]
+    ir.Operation.create("linalg.yield", operands=[value, total], loc=red.location, ip=inside)
+    red.results[0].replace_all_uses_with(merged.results[1])
+    red.erase()
+    prod.results[0].replace_all_uses_with(merged.results[0])
+    prod.erase()
+
+
+def _copy_payload(op: ir.Operation, mapping: dict[ir.Value, ir.Value], ip: ir.InsertionPoint) -> list[ir.Value]:
+    """Copies `op`'s payload (but its yield) at `ip`, block arguments renamed by `mapping`; returns
+    the yielded values as copied."""
+    for inner in _payload(op):
+        if inner.name == "linalg.yield":
+            return [mapping.get(v, v) for v in inner.operands]
+        copy = inner.clone(ip=ip).operation     # arith/math ops: their dialect modules are loaded already
+        for k, v in enumerate(copy.operands):
+            if v in mapping:
+                copy.operands[k] = mapping[v]
+        mapping.update(zip(inner.results, copy.results))
+    raise ValueError("a linalg.generic payload without linalg.yield")
+
+
+def merge_reductions_with_producers(module: ir.Module) -> int:
+    """Merges each reduction with the multi-reader elementwise producer it reads; returns how many."""
+    if not enabled():
+        return 0
+    merged = 0
+    while merged < 64:
+        defs = _Defs(module.operation)
+        users = _users(defs)
+        reds = [op for op in defs.ops if op.name == "linalg.generic" and len(op.results) == 1
+                and _n_outs(op) == 1 and "reduction" in str(op.attributes["iterator_types"])]
+        if not any(_merge_one(defs, users, r) for r in reds):
+            return merged
+        merged += 1
+    return merged
+
+
 # -- elementwise results written over an operand that dies there ---------------------------------
 # stablehlo-legalize-to-linalg gives every elementwise op a fresh tensor.empty destination, so each
 # becomes a new allocation: softmax's exp and its division by the row sums are two buffers of the
@@ -515,4 +612,4 @@ def reuse_dying_inputs(module: ir.Module) -> int:
 
 
 __all__ = ["MIN_INNER", "accumulate_sums", "choose_order", "duplicate_cheap_producers", "enabled",
-           "interchange_loops", "reuse_dying_inputs"]
+           "interchange_loops", "merge_reductions_with_producers", "reuse_dying_inputs"]

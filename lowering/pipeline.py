@@ -29,7 +29,13 @@ from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 from sprue.base.errors import CompileError, SprueError  # noqa: F401
 from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.fastmath import mark_reductions
-from sprue.lowering.fusion import accumulate_sums, duplicate_cheap_producers, interchange_loops, reuse_dying_inputs
+from sprue.lowering.fusion import (
+    accumulate_sums,
+    duplicate_cheap_producers,
+    interchange_loops,
+    merge_reductions_with_producers,
+    reuse_dying_inputs,
+)
 from sprue.lowering.inplace import tie_loop_outputs
 from sprue.lowering.legalize import legalize
 from sprue.lowering.matmul import tile_matmuls
@@ -115,6 +121,7 @@ def _before_llvm(module: ir.Module) -> None:
 def _fuse(module: ir.Module) -> None:
     accumulate_sums(module)     # dot(a, b) + y: the dot accumulates into y (fusion.py)
     duplicate_cheap_producers(module)   # x * scale read twice: each reader fuses its own copy
+    merge_reductions_with_producers(module)   # softmax's exp and its row sum in one pass
     run_stage(module, "linalg", LINALG_FUSION)
 
 

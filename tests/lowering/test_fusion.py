@@ -181,8 +181,9 @@ def test_softmax_of_scaled_scores_keeps_one_scores_buffer(tmp_path):
     # the scaling is recomputed inside the max and inside the exp: no generic of its own
     assert not re.search(r"\{\n\s*\^bb0\(%in: f64, %out: f64\):\n\s*%\S+ = arith\.mulf %in, %cst\S* : f64\n\s*linalg\.yield",
                          linalg), linalg
-    # the scores, exp and quotient share one buffer (each written over the one it reads last)
-    assert _allocs_of_shape(_stage(tmp_path, "bufferized"), "2x40x40") == 1
+    # the exp (merged with its row sum) gets a buffer besides the scores', the quotient is written
+    # over the exp, which it reads last
+    assert _allocs_of_shape(_stage(tmp_path, "bufferized"), "2x40x40") == 2
 
 
 def test_expensive_producers_are_not_recomputed(tmp_path):
@@ -239,3 +240,33 @@ def test_duplication_does_not_cascade_up_a_chain_of_cheap_ops(tmp_path):
     np.testing.assert_allclose([s, e], [r.sum(), np.exp(-r).sum()], rtol=1e-12)
     # the chain is computed once (its three shifts), not once per reader of each level
     assert _stage(tmp_path, "linalg").count("arith.shrui") == 3
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_exp_and_its_row_sum_are_one_pass(dt, tmp_path):
+    x = np.random.default_rng(12).standard_normal((33, 70)).astype(dt)
+
+    def f(x):
+        e = snp.exp(x - snp.max(x, axis=1, keepdims=True))
+        return e / snp.sum(e, axis=1, keepdims=True), snp.sum(e, axis=1)
+    e = np.exp(x - x.max(1, keepdims=True))
+    p, s = sprue.qjit(f, keep_intermediate=str(tmp_path))(x)
+    tol = 1e-12 if dt == np.float64 else 2e-6
+    np.testing.assert_allclose(p, e / e.sum(1, keepdims=True), rtol=tol)
+    np.testing.assert_allclose(s, e.sum(1), rtol=tol)
+    # one generic yields both the exponentials and their running sum
+    linalg = _stage(tmp_path, "linalg")
+    assert re.search(r"%\w+ = math\.exp [^\n]*\n\s*%\w+ = arith\.addf [^\n]*\n\s*linalg\.yield %\w+, %\w+", linalg), linalg
+
+
+def test_producer_read_before_the_reduction_is_not_merged(tmp_path):
+    x = np.random.default_rng(13).standard_normal((20, 30))
+
+    def f(x):
+        e = snp.exp(x)
+        first = e[:, 0] * 2.0            # a reader of e before its sum
+        return first + snp.sum(e, axis=1), e * 3.0
+    e = np.exp(x)
+    a, b = sprue.qjit(f)(x)
+    np.testing.assert_allclose(a, e[:, 0] * 2 + e.sum(1), rtol=1e-12)
+    np.testing.assert_allclose(b, e * 3, rtol=1e-12)
