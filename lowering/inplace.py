@@ -390,12 +390,52 @@ def _dominates(v: ir.Value, op: ir.Operation) -> bool:
     return False
 
 
+def _fresh_empty(v: ir.Value) -> ir.Value | None:
+    """A new copy of v, placed before its uses, when v is a tensor.empty or a tensor.cast of one."""
+    chain = []
+    while isinstance(v, ir.OpResult) and _operation(v.owner).name == "tensor.cast":
+        chain.append(_operation(v.owner))
+        v = _operation(v.owner).operands[0]
+    if not isinstance(v, ir.OpResult) or _operation(v.owner).name != "tensor.empty":
+        return None
+    new = _operation(v.owner).clone(ip=ir.InsertionPoint(_operation(v.owner)))
+    for cast in reversed(chain):
+        copy = cast.clone(ip=ir.InsertionPoint(cast))
+        copy.operands[0] = new.results[0]
+        new = copy
+    return new.results[0]
+
+
+def split_shared_yields(module: ir.Module) -> None:
+    """A branch yielding one empty tensor for several results (the entry checks' `else`, whose
+    empty results CSE merged) gets an empty tensor per result. One-shot bufferization takes the
+    results of a conditional to alias when one branch yields the same value for them, so a
+    result computed in place of a dying input in the other branch was a conflict there: a dynamic
+    Black-Scholes allocated a third 16 MB buffer the static one does without."""
+    yields: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "scf.yield" and _operation(op.parent).name in _BRANCHES:
+            yields.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in yields:
+        values = list(op.operands)
+        for i, v in enumerate(values):
+            if isinstance(v.type, ir.RankedTensorType) and any(v == w for w in values[:i]):
+                fresh = _fresh_empty(v)
+                if fresh is not None:
+                    op.operands[i] = fresh
+
+
 def tie_loop_outputs(module: ir.Module) -> None:
     """Rewrite every eligible elementwise linalg.generic inside a loop body (see the module doc),
-    after computing prefix slices of elementwise results in place (bubble_prefix_slices) and
-    reading sizes from the operands that built the tensors (fold_known_dims)."""
+    after computing prefix slices of elementwise results in place (bubble_prefix_slices),
+    reading sizes from the operands that built the tensors (fold_known_dims) and giving each
+    result of a branch its own empty tensor (split_shared_yields)."""
     bubble_prefix_slices(module)
     fold_known_dims(module)
+    split_shared_yields(module)
     generics: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
@@ -407,4 +447,4 @@ def tie_loop_outputs(module: ir.Module) -> None:
         _tie(op)
 
 
-__all__ = ["bubble_prefix_slices", "fold_known_dims", "tie_loop_outputs"]
+__all__ = ["bubble_prefix_slices", "fold_known_dims", "split_shared_yields", "tie_loop_outputs"]

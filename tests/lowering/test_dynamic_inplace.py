@@ -149,3 +149,34 @@ def test_small_integer_concatenates_are_built_from_scalars(dtype, tmp_path):
     assert out.dtype == dtype
     assert any(line.strip().startswith("%from_elements") and line.endswith(f": tensor<8xi{8 * np.dtype(dtype).itemsize}>")
                for line in _stage_text(tmp_path, "linalg").splitlines())
+
+
+def _two_results(a, b):
+    t = jnp.exp(-0.02 * b)
+    z = jnp.log(a) * t + b
+    return z, z * t - jnp.sqrt(a)      # computed in the buffer of t, read here for the last time
+
+
+def _array_allocations(text: str) -> int:
+    """memref.alloc ops of at least one dim (not 0-d scalars), outside the `else` of the checks."""
+    body = text[:text.index("} else {")] if "} else {" in text else text
+    return sum(1 for line in body.splitlines() if "memref.alloc(" in line and "memref<0x" not in line
+               and not line.rstrip().endswith(("memref<i64>", "memref<f64>", "memref<i1>")))
+
+
+def test_dynamic_results_reuse_buffers_as_static_ones_do(tmp_path):
+    """The entry checks' `else` yields an empty tensor per result (split_shared_yields): one shared
+    between results made bufferization take them for aliases and allocate an extra buffer."""
+    rng = np.random.default_rng(6)
+    counts = {}
+    for name, axes in (("static", None), ("dynamic", ({0: "n"}, {0: "n"}))):
+        out = tmp_path / name
+        compiled = sprue.qjit(_two_results, abstracted_axes=axes, keep_intermediate=out)
+        for n in ((1000,) if axes is None else (0, 1, 1000)):
+            a, b = rng.random(n) + 0.5, rng.random(n)
+            z, w = compiled(a, b)
+            t = np.exp(-0.02 * b)
+            np.testing.assert_allclose(z, np.log(a) * t + b, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(w, (np.log(a) * t + b) * t - np.sqrt(a), rtol=1e-12, atol=1e-15)
+        counts[name] = _array_allocations(_stage_text(out, "bufferized"))
+    assert counts["dynamic"] == counts["static"] == 2, counts
