@@ -368,6 +368,166 @@ def _ema_args(scale):
     return np.cumsum(r.standard_normal((t, k)), axis=0), np.zeros(k)
 
 
+
+# -- programs added after the first runs: kinds the first twelve did not cover --------------------
+# (a transformer block, a GLM fitted by gradient descent, a kernel sum, a GRU, a large-vocabulary
+# loss, an eigenvector iteration, an escape-time fractal, batch statistics, a filter plus a running
+# sum)
+
+
+def ffn(m, x, g, w1, w2):   # layernorm + GELU MLP + residual
+    np_ = m.np
+    mu = np_.mean(x, axis=-1, keepdims=True)
+    var = np_.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    h = (x - mu) / np_.sqrt(var + 1e-5) * g
+    a = h @ w1
+    a = 0.5 * a * (1.0 + np_.tanh(0.7978845608 * (a + 0.044715 * a ** 3)))
+    return x + a @ w2
+
+
+def _ffn_args(scale):
+    r = _rng(20)
+    n, d, f = (256, 256, 1024) if scale == "full" else (3, 4, 8)
+    return (r.standard_normal((n, d)), np.ones(d), 0.05 * r.standard_normal((d, f)), 0.05 * r.standard_normal((f, d)))
+
+
+def logreg(m, x, y, w):
+    np_ = m.np
+    def loss(w):
+        z = x @ w
+        return np_.mean(np_.log1p(np_.exp(-y * z)))
+    def step(i, w):
+        return w - 0.1 * m.grad(loss)(w)
+    return m.lax.fori_loop(0, 50, step, w)
+
+
+def _logreg_args(scale):
+    r = _rng(21)
+    n, d = (20000, 64) if scale == "full" else (7, 3)
+    return r.standard_normal((n, d)), np.sign(r.standard_normal(n)), np.zeros(d)
+
+
+def rbf(m, x, z):
+    np_ = m.np
+    d2 = np_.sum((x[:, None, :] - z[None, :, :]) ** 2, axis=-1)
+    return np_.sum(np_.exp(-0.5 * d2), axis=1)
+
+
+def _rbf_args(scale):
+    r = _rng(22)
+    n, k, d = (2000, 1000, 16) if scale == "full" else (5, 4, 3)
+    return r.standard_normal((n, d)), r.standard_normal((k, d))
+
+
+def gru(m, xs, wz, wr, wh, h0):
+    np_ = m.np
+    def sig(v):
+        return 1.0 / (1.0 + np_.exp(-v))
+    def step(h, x):
+        xh = np_.concatenate([x, h], axis=1)
+        z = sig(xh @ wz)
+        r = sig(xh @ wr)
+        hh = np_.tanh(np_.concatenate([x, r * h], axis=1) @ wh)
+        h = (1 - z) * h + z * hh
+        return h, h
+    h, hs = m.lax.scan(step, h0, xs)
+    return hs
+
+
+def _gru_args(scale):
+    r = _rng(23)
+    t, b, i, h = (64, 32, 32, 64) if scale == "full" else (4, 2, 3, 5)
+    return (r.standard_normal((t, b, i)), 0.2 * r.standard_normal((i + h, h)), 0.2 * r.standard_normal((i + h, h)),
+            0.2 * r.standard_normal((i + h, h)), np.zeros((b, h)))
+
+
+def xent(m, logits, labels):
+    np_ = m.np
+    mx = np_.max(logits, axis=-1, keepdims=True)
+    lse = np_.log(np_.sum(np_.exp(logits - mx), axis=-1)) + mx[:, 0]
+    picked = np_.take_along_axis(logits, labels[:, None], axis=1)[:, 0]
+    return np_.mean(lse - picked)
+
+
+def _xent_args(scale):
+    r = _rng(24)
+    n, v = (128, 32000) if scale == "full" else (3, 7)
+    return r.standard_normal((n, v)), r.integers(0, v, n)
+
+
+def power_iter(m, a, v):
+    np_ = m.np
+    def step(i, v):
+        w = a @ v
+        return w / np_.sqrt(np_.sum(w * w))
+    v = m.lax.fori_loop(0, 50, step, v)
+    return v, v @ (a @ v)
+
+
+def _power_args(scale):
+    r = _rng(25)
+    n = 1000 if scale == "full" else 5
+    a = r.standard_normal((n, n))
+    return a + a.T, np.ones(n) / math.sqrt(n)
+
+
+def mandel(m, cr, ci):
+    np_ = m.np
+    def body(i, s):
+        zr, zi, cnt = s
+        zr2 = zr * zr - zi * zi + cr
+        zi2 = 2 * zr * zi + ci
+        inside = zr2 * zr2 + zi2 * zi2 < 4.0
+        return np_.where(inside, zr2, zr), np_.where(inside, zi2, zi), cnt + np_.where(inside, 1.0, 0.0)
+    z = np_.zeros_like(cr)
+    return m.lax.fori_loop(0, 50, body, (z, z, z))[2]
+
+
+def _mandel_args(scale):
+    n = 512 if scale == "full" else 5
+    re, im = np.meshgrid(np.linspace(-2, 1, n), np.linspace(-1.5, 1.5, n))
+    return re, im
+
+
+def batchnorm(m, x, g, b):
+    np_ = m.np
+    mu = np_.mean(x, axis=(0, 2, 3), keepdims=True)
+    var = np_.var(x, axis=(0, 2, 3), keepdims=True)
+    return np_.maximum((x - mu) / np_.sqrt(var + 1e-5) * g[None, :, None, None] + b[None, :, None, None], 0.0)
+
+
+def _bn_args(scale):
+    r = _rng(26)
+    shp = (32, 64, 32, 32) if scale == "full" else (2, 3, 4, 4)
+    return r.standard_normal(shp), np.ones(shp[1]), np.zeros(shp[1])
+
+
+def conv1d(m, x, k):
+    np_ = m.np
+    n = x.shape[1]
+    out = x[:, 0:n - 4] * k[0]
+    for j in range(1, 5):
+        out = out + x[:, j:n - 4 + j] * k[j]
+    return np_.cumsum(out, axis=1)
+
+
+def _conv1d_args(scale):
+    r = _rng(27)
+    return r.standard_normal((256, 4096) if scale == "full" else (2, 9)), r.standard_normal(5)
+
+
+def _ffn_flops(x, g, w1, w2):
+    return 2 * 2 * x.shape[0] * w1.shape[0] * w1.shape[1]
+
+
+def _logreg_flops(x, y, w):
+    return 50 * 4 * x.shape[0] * x.shape[1]
+
+
+def _power_flops(a, v):
+    return 51 * 2 * a.shape[0] * a.shape[1]
+
+
 PROGRAMS = [
     Program("attention", "multi-head attention 8x256x64", attention, _attention_args,
             ({0: "b", 1: "t"}, {0: "b", 1: "t"}, {0: "b", 1: "t"}), _attention_flops),
@@ -393,4 +553,22 @@ PROGRAMS = [
             _peg_args, (None, None, {0: "n"}, {0: "n"}), _peg_flops),
     Program("ema_filter", "two EMAs and a crossover signal, scan over 20000 steps x 64 series", ema_filter,
             _ema_args, ({0: "t", 1: "k"}, {0: "k"})),
+    Program("ffn", "transformer MLP block: layernorm, 256x256 @ 256x1024, tanh GELU, @ 1024x256, residual", ffn,
+            _ffn_args, ({0: "n"}, None, None, None), _ffn_flops),
+    Program("logreg", "logistic regression, 50 grad steps in fori_loop, 20000x64", logreg, _logreg_args,
+            ({0: "n"}, {0: "n"}, None), _logreg_flops),
+    Program("rbf", "Gaussian kernel sums, 2000x1000 pairs in 16 dims (broadcast difference, sum, exp)", rbf,
+            _rbf_args, ({0: "n"}, {0: "k"})),
+    Program("gru", "GRU, 64 steps of lax.scan (concatenate, batch 32, 32 in, 64 hidden)", gru, _gru_args,
+            ({0: "t", 1: "b"}, None, None, None, {0: "b"})),
+    Program("xent", "cross-entropy over a 32000-word vocabulary, 128 rows (logsumexp, take_along_axis)", xent,
+            _xent_args, ({0: "n", 1: "v"}, {0: "n"})),
+    Program("power_iter", "power iteration, 50 matrix-vector products in fori_loop, 1000x1000", power_iter,
+            _power_args, ({0: "n", 1: "n"}, {0: "n"}), _power_flops),
+    Program("mandel", "Mandelbrot escape counts, 50 iterations on 512x512 (where, shared masks)", mandel,
+            _mandel_args, ({0: "h", 1: "w"}, {0: "h", 1: "w"})),
+    Program("batchnorm", "batch normalization + relu, 32x64x32x32 NCHW (reductions over three axes)", batchnorm,
+            _bn_args, ({0: "n", 2: "h", 3: "w"}, None, None)),
+    Program("conv1d", "5-tap filter from shifted slices, then a running sum, 256x4096", conv1d, _conv1d_args,
+            ({0: "b", 1: "n"}, None)),
 ]
