@@ -187,12 +187,18 @@ def _i64(v):
     return v if isinstance(v, Tracer) else np.int64(v)
 
 
+def _le_here(a, b) -> bool:
+    """a <= b provably, or because this trace checked b - a >= 0 (jnp.zeros(n - 4) did: a later
+    x[:n - 4] then has n - 4 elements, not max(0, n - 4))."""
+    return bool(le(a, b)) or (isinstance(b - a, DimExpr) and ("check", ("nonneg", b - a)) in memo_of())
+
+
 def dmax(a, b) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return max(a, b)
-    if le(a, b):
+    if _le_here(a, b):
         return b
-    if le(b, a):
+    if _le_here(b, a):
         return a
     return fresh(("max",) + tuple(sorted((a, b), key=str)),
                  lambda: lax.max(_i64(value(a)), _i64(value(b))))
@@ -201,9 +207,9 @@ def dmax(a, b) -> Dim:
 def dmin(a, b) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
-    if le(a, b):
+    if _le_here(a, b):
         return a
-    if le(b, a):
+    if _le_here(b, a):
         return b
     return fresh(("min",) + tuple(sorted((a, b), key=str)),
                  lambda: lax.min(_i64(value(a)), _i64(value(b))))
@@ -262,7 +268,11 @@ def size_arg(fname: str, v, what: str = "a shape dimension") -> Dim:
     """A size argument: a static int, a dim (x.shape[0], n + 1), or a traced integer scalar. A
     traced size becomes a dimension; dimensions are non-negative, which a run-time check makes
     true (numpy raises for negative sizes too)."""
-    if isinstance(v, DimExpr):
+    if isinstance(v, DimExpr):  # x.shape[0] - 4: numpy raises where it is negative, so check it
+        if not nonneg(v):
+            check(lax.ge(_i64(value(v)), np.int64(0)),
+                  f"sprue.numpy.{fname}: negative dimensions are not allowed ({what} {v} is negative at run"
+                  f" time){loc()}", key=("nonneg", v))
         return v
     if isinstance(v, Tracer):
         if v.ndim != 0 or not dtypes.is_int(v.dtype):

@@ -113,8 +113,10 @@ _ENUMERATE_LIMIT = 4096
 
 
 def _assumed(s: slice):
-    """The dim bounds of s that may be negative."""
-    return [v for v in (s.start, s.stop) if isinstance(v, DimExpr) and not _d.nonneg(v)]
+    """The dim bounds of s that may be negative (not provably, nor checked in this trace, >= 0)."""
+    memo = _d.memo_of()
+    return [v for v in (s.start, s.stop) if isinstance(v, DimExpr) and not _d.nonneg(v)
+            and ("check", ("nonneg", v)) not in memo]
 
 
 def _selection(start, stop, step: int, n: int, wrap_dims: bool, dim_bounds) -> list:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import sprue
+import sprue.numpy as jnp
 from sprue.api.traced import trace_function
 from sprue.base.errors import SprueValueError
 from sprue.numpy._slicing import _selection
@@ -175,3 +176,22 @@ def test_an_index_computed_from_sizes():
             np.testing.assert_array_equal(got, want)
     with pytest.raises(SprueValueError, match="index into axis 1 of size 0"):
         run(cj, 2, 0, np.zeros((2, 0)))
+
+
+def test_a_size_computed_from_sizes_is_checked_and_then_known():
+    def fn(x):
+        n = x.shape[1]
+        return jnp.zeros((x.shape[0], n - 4)) + x[:, 0:n - 4] + x[:, 2:-2], jnp.ones(n + 1)
+    cj = trace(fn, f64("b", "n"))
+    ps = prims(cj)
+    # zeros' n - 4 >= 0 is checked (numpy raises for a negative size), which makes both slices n - 4
+    # long: no broadcast check between them, no clamp max(0, n - 4); n + 1 needs no check
+    negative = [e for e in cj.jaxpr.eqns if e.primitive.name == "check" and "negative" in e.params["message"]]
+    assert len(negative) == 1 and "gather" not in ps and "pad" not in ps
+    for n in (4, 5, 9):
+        x = np.arange(2.0 * n).reshape(2, n)
+        for got, want in zip(run(cj, 2, n, x), (x[:, 0:n - 4] + x[:, 2:-2], np.ones(n + 1))):
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(SprueValueError, match=r"sprue.numpy.zeros: negative dimensions are not allowed \(a shape"
+                                              r" dimension n-4 is negative at run time\)"):
+        run(cj, 2, 3, np.zeros((2, 3)))
