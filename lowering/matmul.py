@@ -148,8 +148,11 @@ _UNPACK_COPY = "sprue.unpack_copy"
 # (f64, one core of a 2-core EPYC, AVX2, one process, interleaved, CPU time; OpenBLAS in brackets)
 # 128^2 0.125 -> 0.109 ms (0.113), 192^2 0.41 -> 0.35 ms (0.36), 256^2 1.5 -> 0.80-0.83 ms (0.84),
 # 512^2 18.1 -> 6.8-7.0 ms (7.0-7.3), 1024^2 148 -> 58-62 ms (54-58), 129^3 0.25 -> 0.13 ms (0.12),
-# 129 x 1000 x 128 11.9 -> 0.94 ms (0.93), 130 x 256 x 256 1.4 -> 0.57 ms (0.50).
-PACK_MIN_VOLUME = 64 ** 3
+# 129 x 1000 x 128 11.9 -> 0.94 ms (0.93), 130 x 256 x 256 1.4 -> 0.57 ms (0.50). But the packing
+# copy's loops cost LLVM time (it unrolls the block's panel loop): a 512^2 matmul's codegen 0.07 ->
+# 0.15 s of CPU, two batched 256 x 256 x 64 products' 0.15 -> 0.3 s; so products with full tiles
+# pack only from 256^3 (per batch element), where the run time saved outweighs it.
+PACK_MIN_VOLUME = 256 ** 3
 # Few rows reuse each packed block little, and a B fixed across a loop (a recurrent scan's weights)
 # is packed again on every trip: the LSTM's 32-row products ran ~1% slower packed.
 PACK_MIN_ROWS = 64
@@ -189,7 +192,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     full = plan(m, n, k, itemsize)
     if (m * n * k < PACK_MIN_VOLUME or m < PACK_MIN_ROWS) and full is not None and full[1][0] >= 4:
         return None                        # the unpacked kernel: full tiles of 4 or 6 rows
-    mr = rows[0]
+    mr = next((r for r in rows[:2] if m % r == 0), rows[0])
     # blocks that divide the panels and k where that keeps them at least half size: a partial
     # block has run-time sizes, and its packing buffer is then allocated in the loop
     panels, most = -(-n // nr), max(1, PACK_NC // nr)
