@@ -165,13 +165,12 @@ PACK_NC = 128
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile) for a
     static linalg.matmul (or batch_matmul, per batch element) that packs B (_script_packed): a
-    large one, or one whose unpacked tiles
-    would be partial (PACK_MIN_VOLUME); else None. MR is 6 rows (AVX2; 4 on AVX-512: the first
-    register tile); where it does not divide the rows, the row loop is peeled (its last tile a
-    static, smaller count; 6 rows and a peeled last tile measured faster than 4 rows dividing
-    256: 1.42 against 1.46 ms, 1024^2 62 against 70 ms). A stays unpacked: its MR rows are as many streams the
-    prefetchers follow (packing A as well, into zero-padded MR-row panels, measured slower: 1023 x
-    1000 x 1024 78 ms against 71 ms, 512^2 16 ms against 7.7 ms)."""
+    large one, or one whose unpacked tiles would be partial (PACK_MIN_VOLUME); else None. MR is 6
+    rows (AVX2; 4 on AVX-512), or 4 where only 4 divides the rows; where neither does, the row loop
+    is peeled (a 6-row kernel and a static last tile; one kernel where a count divides, as each
+    kernel costs LLVM time). A stays unpacked: its MR rows are as many streams the prefetchers
+    follow (packing A as well, into zero-padded MR-row panels, measured slower: 1023 x 1000 x 1024
+    78 ms against 71 ms, 512^2 16 ms against 7.7 ms)."""
     if not forms_enabled():
         return None
     itemsize = _float_itemsize(op)
