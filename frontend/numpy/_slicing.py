@@ -8,7 +8,10 @@ None) and B = b (n + b, n); for k < 0 the reversed axis, with A = n - 1 - a (-1 
     L0 = max(0, min(B, n) - max(A, 0))
 and the result has ceil(L0 / |k|) elements. That is a polynomial when tracing can order the terms
 (x[::2] of f64[n] has (n+1)//2 elements); otherwise it is computed at run time and becomes a fresh
-dimension, memoized by the expression, so x[1:] and x[:-1] (both max(0, n - 1)) share it.
+dimension, memoized by the expression, so x[1:] and x[:-1] (both max(0, n - 1)) share it. Bounds
+computed from sizes (x[:, 0:n - 4], n = x.shape[1]) are dims too, counted from the start even
+where they may be negative, so x[:, 0:n - 4] and x[:, 1:n - 3] share max(0, n - 4); see "bounds
+computed from sizes" below for how results stay numpy's.
 
 The data moves with `rev`, then `dynamic_slice` from A with size L0 (JAX's dynamic_slice clamps
 the start into [0, n - L0], which is exactly max(A, 0) whenever L0 > 0), then, when |k| > 1, a
