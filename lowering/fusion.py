@@ -1,15 +1,18 @@
-"""Fewer passes over memory and fewer temporaries on the linalg IR; four rewrites, in pipeline order:
+"""Fewer passes over memory and fewer temporaries on the linalg IR; five rewrites, in pipeline order:
 
   accumulate_sums            dot(a, b) + y: the dot accumulates into y (end of the 'linalg' stage,
                              before linalg-fuse-elementwise-ops)
   duplicate_cheap_producers  a cheap elementwise op read by several generics is cloned per reader,
                              so each fuses its own copy (same place)
+  merge_reductions_with_producers
+                             a reduction and the multi-reader elementwise op it reads: one generic
+                             with two results (same place)
   reuse_dying_inputs         an elementwise result is written over an input read for the last time
                              (before bufferization)
   interchange_loops          each generic's innermost loop walks memory contiguously (before
                              bufferization, after matmul.py)
 
-Each is described at its section below; SPRUE_FUSION=0 turns all four off (an A/B switch, part of the
+Each is described at its section below; SPRUE_FUSION=0 turns all five off (an A/B switch, part of the
 compile cache's key).
 
 Loop order. convert-linalg-to-loops nests a generic's loops in the order of its dimensions (d0 outermost), and
@@ -44,7 +47,7 @@ MIN_INNER = 4
 
 
 def enabled() -> bool:
-    """SPRUE_FUSION=0 turns the four rewrites off (an A/B switch for benchmarks)."""
+    """SPRUE_FUSION=0 turns the five rewrites off (an A/B switch for benchmarks)."""
     return os.environ.get("SPRUE_FUSION", "1") not in ("0", "")
 
 
