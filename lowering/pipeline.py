@@ -38,6 +38,7 @@ from sprue.lowering.fusion import (
 )
 from sprue.lowering.inplace import tie_loop_outputs
 from sprue.lowering.legalize import legalize
+from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
 from sprue.lowering.vector_math import call_libm
@@ -115,6 +116,7 @@ def _before_bufferization(module: ir.Module) -> None:
 
 def _before_llvm(module: ir.Module) -> None:
     promote_accumulators(module)   # reductions accumulate in registers inside loops (accumulators.py)
+    keep_outer_loops_rolled(module)   # LLVM unrolls innermost loops only (loop_hints.py)
     call_libm(module)   # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
 
 
@@ -134,6 +136,7 @@ PREPARE: dict[str, Callable[[ir.Module], None]] = {
 # Python rewrites that end a stage (before its dump).
 FINISH: dict[str, Callable[[ir.Module], None]] = {
     "linalg": _fuse,
+    "llvm": apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
 }
 
 
