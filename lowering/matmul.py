@@ -186,7 +186,10 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
         return None
     rows, cols = _register_tiles(itemsize)
     nr = cols[0]
-    if m < 2 * rows[0] or n < 2 * nr or k < 2:   # (the loops' one-trip forms are not handled)
+    # (the loops' one-trip forms are not handled); from NR columns up, B's columns are padded to
+    # whole panels: 512 x 128 @ 128 x 10 f64 packed into two 8-column panels 0.32 -> 0.14 ms
+    # (OpenBLAS 0.10), where the unpacked kernel's masked last tile stored C on every k step
+    if m < 2 * rows[0] or n < nr or k < 2:
         return None
     full = plan(m, n, k, itemsize)
     if (m * n * k < PACK_MIN_VOLUME or m < PACK_MIN_ROWS) and full is not None and full[1][0] >= 4:
@@ -197,7 +200,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     panels, most = -(-n // nr), max(1, PACK_NC // nr)
     nb = _largest_divisor(panels, 1, most)
     kc = _largest_divisor(k, 1, KC)
-    return [m, nr * (nb if 2 * nb >= most else most), kc if 2 * kc >= min(k, KC) else min(k, KC)], [mr, nr], m % mr
+    return [m, nr * (nb if 2 * nb >= min(most, panels) else most), kc if 2 * kc >= min(k, KC) else min(k, KC)], [mr, nr], m % mr
 
 
 def _drop_unpack_copies(module: ir.Module) -> None:

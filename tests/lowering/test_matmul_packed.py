@@ -161,3 +161,21 @@ def test_packed_batch_matmul(name, f, ref, shapes, dtype, tmp_path):
     _close(got, ref(*[x.astype(np.float64) for x in args]), dtype)
     text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
     assert re.search(r"linalg.transpose .*permutation = \[1, 0, 2\]", text)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [10, 13])
+def test_narrow_products_pad_b_to_whole_panels(n, dtype, tmp_path):
+    """Products with fewer columns than two register tiles (a classifier's `h @ w2` and its
+    gradient `h.T @ g`) pack B into whole zero-padded panels: no masked last column tile."""
+    nr = matmul._register_tiles(np.dtype(dtype).itemsize)[1][0]
+    n = n if n >= nr else n + nr          # at least one whole register tile of columns
+    h, w, g = _args(dtype, (512, 128), (128, n), (512, n))
+    h64, w64, g64 = (x.astype(np.float64) for x in (h, w, g))
+    for i, (f, args, want) in enumerate([(lambda h, w: h @ w, (h, w), h64 @ w64),
+                                         (lambda h, g: h.T @ g, (h, g), h64.T @ g64)]):
+        got = sprue.qjit(f, keep_intermediate=str(tmp_path / str(i)))(*args)
+        _close(got, want, dtype)
+        text = next((tmp_path / str(i)).glob("*.03_bufferized.mlir")).read_text()
+        assert re.search(r"linalg.transpose .*permutation = \[1, 0, 2\]", text), i
+        assert "vector.mask" not in text and "maskedstore" not in text, i
