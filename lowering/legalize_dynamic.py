@@ -9,17 +9,13 @@ With static shapes these ops are left to the upstream pass. With run-time sizes:
   stablehlo.concatenate           -> tensor.from_elements for small integer shape vectors
   stablehlo.reverse               -> tensor.generate reading x[n - 1 - i] along a `?` reversed dim
   stablehlo.dynamic_update_slice  -> tensor.insert_slice at clamped offsets
-  stablehlo.gather/dynamic_gather -> tensor.generate reading operand[clamped start + offset]
+(gathers, static and dynamic, are legalize_scatter.py's: point reads in a linalg.generic)
 
 Memory safety: every index read or written is inside its tensor for any run-time sizes, even
 sizes the frontend promises never to make (a window larger than its dim), so that code running
 after a failed check cannot touch memory outside an array:
 - dynamic_update_slice writes min(update size, dim) elements per dim, at start clamped to
-  [0, dim - that size];
-- gather clamps each start to [0, dim - slice size]; when some operand dim is smaller than its
-  slice size (an empty operand), no window fits anywhere and the result is all zeros (the
-  reference rule's value for gathers from an empty operand; FILL_OR_DROP then masks them to the
-  fill value in the lowering rule).
+  [0, dim - that size].
 Element types go through signless casts, as in the other Python legalizations.
 """
 
@@ -28,20 +24,14 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from torch_mlir import ir
-from torch_mlir._mlir_libs import _stablehlo
-from torch_mlir.dialects import arith, scf, tensor
+from torch_mlir.dialects import arith, tensor
 
 from sprue.lowering.mlir_util import (
-    add,
-    all_of,
-    cmp,
-    const,
     elem_of,
     element_kind,
     extract,
     from_signless,
     index,
-    insert_at,
     signless_tensor_type,
     tensor_sizes,
     tensor_type,
@@ -227,80 +217,11 @@ def lower_dynamic_update_slice(op: ir.Operation) -> None:
     _replace(op, new)
 
 
-# -- gather ---------------------------------------------------------------------------------------
-class _GatherDims:
-    def __init__(self, op: ir.Operation):
-        dn = _stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
-        self.offset = list(dn.offset_dims)
-        self.collapsed = list(dn.collapsed_slice_dims)
-        self.operand_batching = list(dn.operand_batching_dims)
-        self.indices_batching = list(dn.start_indices_batching_dims)
-        self.start_map = list(dn.start_index_map)
-        self.index_vector_dim = dn.index_vector_dim
-
-
-def _slice_sizes(op: ir.Operation, rank: int) -> list[ir.Value]:
-    if op.name == "stablehlo.dynamic_gather":
-        sizes = to_signless(op.operands[2])
-        kind = element_kind(elem_of(op.operands[2]))
-        return [to_index(extract(sizes, [index(d)]), kind) for d in range(rank)]
-    return [index(s) for s in ir.DenseI64ArrayAttr(op.attributes["slice_sizes"])]
-
-
-def lower_gather(op: ir.Operation) -> None:
-    """stablehlo.gather (or dynamic_gather) with `?` dims, by the spec's index arithmetic."""
-    operand, indices = op.operands[0], op.operands[1]
-    if op.name == "stablehlo.gather" and not _dynamic(operand, indices, op.results[0]):
-        return
-    dn = _GatherDims(op)
-    rank = tensor_type(operand).rank
-    result_type = signless_tensor_type(tensor_type(op.results[0]))
-    batch_dims = [d for d in range(result_type.rank) if d not in dn.offset]
-    window_dims = [d for d in range(rank) if d not in dn.collapsed and d not in dn.operand_batching]
-    kind = element_kind(elem_of(indices))
-    has_vector = dn.index_vector_dim < tensor_type(indices).rank  # else: an implicit trailing 1
-    with ir.InsertionPoint(op), op.location:
-        xs, ids = to_signless(operand), to_signless(indices)
-        dims, slices = tensor_sizes(xs), _slice_sizes(op, rank)
-        index_sizes = [n for d, n in enumerate(tensor_sizes(ids)) if d != dn.index_vector_dim]
-        sizes = [index(0)] * result_type.rank
-        for d, n in zip(batch_dims, index_sizes):
-            sizes[d] = n
-        for d, w in zip(dn.offset, window_dims):
-            sizes[d] = slices[w]
-        limits = [_sub(n, s) for n, s in zip(dims, slices)]     # the last start where a window fits
-
-        def element(ivs: list[ir.Value]) -> ir.Value:
-            batch = [ivs[d] for d in batch_dims]
-            full = [index(0)] * rank
-            for k, d in enumerate(dn.start_map):
-                at = insert_at(batch, dn.index_vector_dim, index(k)) if has_vector else batch
-                full[d] = _max(_min(to_index(extract(ids, at), kind), limits[d]), index(0))
-            for d, b in zip(dn.operand_batching, dn.indices_batching):
-                full[d] = batch[b if b < dn.index_vector_dim else b - 1]
-            for d, o in zip(window_dims, dn.offset):
-                full[d] = add(full[d], ivs[o])
-            return extract(xs, full)
-
-        # No window fits anywhere when a dim is smaller than its slice (an empty operand): zeros.
-        fits = all_of([cmp("sge", n, s) for n, s in zip(dims, slices)])
-        branch = scf.IfOp(fits, [result_type], has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp([_generate(result_type, sizes, element)])
-        with ir.InsertionPoint(branch.else_block):
-            zero = const(result_type.element_type, 0)
-            scf.YieldOp([_generate(result_type, sizes, lambda ivs: zero)])
-        new = from_signless(branch.results[0], op.results[0].type)
-    _replace(op, new)
-
-
 RULES: dict[str, Callable[[ir.Operation], None]] = {
     "stablehlo.concatenate": lower_concatenate,
     "stablehlo.dynamic_reshape": lower_dynamic_reshape,
     "stablehlo.reverse": lower_reverse,
     "stablehlo.dynamic_update_slice": lower_dynamic_update_slice,
-    "stablehlo.gather": lower_gather,
-    "stablehlo.dynamic_gather": lower_gather,
 }
 
-__all__ = ["RULES", "lower_concatenate", "lower_dynamic_reshape", "lower_dynamic_update_slice", "lower_gather", "lower_reverse"]
+__all__ = ["RULES", "lower_concatenate", "lower_dynamic_reshape", "lower_dynamic_update_slice", "lower_reverse"]
