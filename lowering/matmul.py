@@ -148,11 +148,15 @@ _UNPACK_COPY = "sprue.unpack_copy"
 # (f64, one core of a 2-core EPYC, AVX2, one process, interleaved, CPU time; OpenBLAS in brackets)
 # 128^2 0.125 -> 0.109 ms (0.113), 192^2 0.41 -> 0.35 ms (0.36), 256^2 1.5 -> 0.80-0.83 ms (0.84),
 # 512^2 18.1 -> 6.8-7.0 ms (7.0-7.3), 1024^2 148 -> 58-62 ms (54-58), 129^3 0.25 -> 0.13 ms (0.12),
-# 129 x 1000 x 128 11.9 -> 0.94 ms (0.93), 130 x 256 x 256 1.4 -> 0.57 ms (0.50). But the packing
-# copy's loops cost LLVM time (it unrolls the block's panel loop): a 512^2 matmul's codegen 0.07 ->
-# 0.15 s of CPU, two batched 256 x 256 x 64 products' 0.15 -> 0.3 s; so products with full tiles
-# pack only from 256^3 (per batch element), where the run time saved outweighs it.
-PACK_MIN_VOLUME = 256 ** 3
+# 129 x 1000 x 128 11.9 -> 0.94 ms (0.93), 130 x 256 x 256 1.4 -> 0.57 ms (0.50). The packing
+# copy's loops once cost LLVM as much time again (it fully unrolled the block's panel loop: two
+# batched 256 x 256 x 64 products' codegen 0.15 -> 0.3 s), so products with full tiles packed only
+# from 256^3; with backend.py's full-unroll limit (loops of at most 16 trips) packing costs no
+# compile time measurably, and packs from 64^3 (one process, interleaved, CPU time, unpacked ->
+# packed): attention's batched q @ k^T 2.45 -> 2.12 ms, p @ v 2.72 -> 2.07 ms, the whole attention
+# program's compile 0.25 s either way; 512 x 64 @ 64 x 128 0.26 -> 0.21 ms, its x.T @ g
+# 0.43 -> 0.34 ms.
+PACK_MIN_VOLUME = 64 ** 3
 # Few rows reuse each packed block little, and a B fixed across a loop (a recurrent scan's weights)
 # is packed again on every trip: the LSTM's 32-row products ran ~1% slower packed.
 PACK_MIN_ROWS = 64
