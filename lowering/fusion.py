@@ -1,4 +1,4 @@
-"""Fewer passes over memory and fewer temporaries on the linalg IR; five rewrites, in pipeline order:
+"""Fewer passes over memory and fewer temporaries on the linalg IR; six rewrites, in pipeline order:
 
   accumulate_sums            dot(a, b) + y: the dot accumulates into y (end of the 'linalg' stage,
                              before linalg-fuse-elementwise-ops)
@@ -9,10 +9,12 @@
                              with two results (same place)
   reuse_dying_inputs         an elementwise result is written over an input read for the last time
                              (before bufferization)
+  merge_elementwise_chains   an elementwise consumer and the producer whose result it reads, also read
+                             elsewhere: one generic with several results (same place)
   interchange_loops          each generic's innermost loop walks memory contiguously (before
                              bufferization, after matmul.py)
 
-Each is described at its section below; SPRUE_FUSION=0 turns all five off (an A/B switch, part of the
+Each is described at its section below; SPRUE_FUSION=0 turns all six off (an A/B switch, part of the
 compile cache's key).
 
 Loop order. convert-linalg-to-loops nests a generic's loops in the order of its dimensions (d0 outermost), and
@@ -47,7 +49,7 @@ MIN_INNER = 4
 
 
 def enabled() -> bool:
-    """SPRUE_FUSION=0 turns the five rewrites off (an A/B switch for benchmarks)."""
+    """SPRUE_FUSION=0 turns the six rewrites off (an A/B switch for benchmarks)."""
     return os.environ.get("SPRUE_FUSION", "1") not in ("0", "")
 
 
@@ -614,5 +616,135 @@ def reuse_dying_inputs(module: ir.Module) -> int:
     return reused
 
 
+# -- elementwise producers and consumers over one iteration space, in one pass --------------------
+# A value read by several elementwise generics stays a buffer after linalg-fuse-elementwise-ops
+# (it fuses a producer into its consumer only when that is its single use): a Mandelbrot step's
+# zr*zr - zi*zi + cr is read by the escape test and by the `where` updating zr, the test's i1 mask by
+# three `where`s, and each is written in one pass and read back in another: six passes over the
+# arrays per trip where XLA's loop fusion (multi-output fusion of siblings sharing operands) and
+# IREE's dispatch-region formation make one loop writing the three carries. Here a consumer reading
+# a producer's result at its own indices (identity maps, all loops parallel) is merged with it into
+# one generic with several results, placed at the consumer; the producer's results read by nothing
+# else are dropped (never written). Legal when every other reader of them comes after the consumer.
+# Runs just before bufferization, after the outputs were tied to carries and dying inputs, which the
+# merged generic keeps: one-shot bufferization lets an elementwise op write the buffer it reads at the
+# same index, and convert-linalg-to-loops loads every input of an element before storing any result.
+MAX_MERGED_OPS = 256
+
+
+def _elementwise_identity_outs(op: ir.Operation) -> bool:
+    """All loops parallel, each output at the loop indices, no payload read of an output."""
+    if op.name != "linalg.generic" or "reduction" in str(op.attributes["iterator_types"]):
+        return False
+    n_outs = _n_outs(op)
+    maps = _maps(op)
+    identity = list(ir.AffineMap.get_identity(maps[0].n_dims).results)
+    args = list(op.regions[0].blocks[0].arguments)
+    return all(list(m.results) == identity for m in maps[len(maps) - n_outs:]) and \
+        not any(list(a.uses) for a in args[len(args) - n_outs:])
+
+
+def _merge_pair(prod: ir.Operation, cons: ir.Operation) -> ir.Operation:
+    p_in, c_in = len(prod.operands) - _n_outs(prod), len(cons.operands) - _n_outs(cons)
+    pmaps, cmaps = _maps(prod), _maps(cons)
+    keep = [r for r, res in enumerate(prod.results) if any(u != cons for u in _readers(res))]
+    p_results = list(prod.results)
+    ins: list[tuple[ir.Value, ir.AffineMap]] = []
+    for v, m in [(prod.operands[k], pmaps[k]) for k in range(p_in)] + \
+            [(cons.operands[k], cmaps[k]) for k in range(c_in) if cons.operands[k] not in p_results]:
+        if (v, m) not in ins:       # one load per element for an operand both read alike
+            ins.append((v, m))
+
+    def destination(v: ir.Value) -> ir.Value:
+        # a consumer told to write over the producer's result (reuse_dying_inputs) writes over the
+        # producer's destination instead: the result itself is no longer computed before
+        return prod.operands[p_in + p_results.index(v)] if v in p_results else v
+    outs = [(prod.operands[p_in + r], pmaps[p_in + r]) for r in keep] + \
+        [(destination(cons.operands[c_in + r]), cmaps[c_in + r]) for r in range(len(cons.results))]
+    attrs = {
+        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for _, m in ins + outs]),
+        "iterator_types": cons.attributes["iterator_types"],
+        "operandSegmentSizes": ir.Attribute.parse(f"array<i32: {len(ins)}, {len(outs)}>"),
+    }
+    merged = ir.Operation.create("linalg.generic", results=[v.type for v, _ in outs],
+                                 operands=[v for v, _ in ins + outs], attributes=attrs, regions=1,
+                                 loc=cons.location, ip=ir.InsertionPoint(cons))
+
+    def element_type(v: ir.Value) -> ir.Type:
+        return ir.ShapedType(v.type).element_type if isinstance(v.type, ir.ShapedType) else v.type
+    block = merged.regions[0].blocks.append(*[element_type(v) for v, _ in ins + outs])
+    args = list(block.arguments)
+    pb, cb = prod.regions[0].blocks[0], cons.regions[0].blocks[0]
+    inside = ir.InsertionPoint(block)
+    mapping = {pb.arguments[k]: args[ins.index((prod.operands[k], pmaps[k]))] for k in range(p_in)}
+    p_values = _copy_payload(prod, mapping, inside)
+    mapping = {}
+    for k in range(c_in):
+        v = cons.operands[k]
+        if v in p_results:
+            mapping[cb.arguments[k]] = p_values[p_results.index(v)]
+        else:
+            mapping[cb.arguments[k]] = args[ins.index((v, cmaps[k]))]
+    c_values = _copy_payload(cons, mapping, inside)
+    ir.Operation.create("linalg.yield", operands=[p_values[r] for r in keep] + c_values, loc=cons.location,
+                        ip=inside)
+    for j, r in enumerate(keep):
+        prod.results[r].replace_all_uses_with(merged.results[j])
+    for r in range(len(cons.results)):
+        cons.results[r].replace_all_uses_with(merged.results[len(keep) + r])
+    cons.erase()
+    prod.erase()
+    return merged
+
+
+def _mergeable(cons: ir.Operation) -> ir.Operation | None:
+    """The producer `cons` merges with (see above), or None."""
+    c_in = len(cons.operands) - _n_outs(cons)
+    cmaps = _maps(cons)
+    identity = list(ir.AffineMap.get_identity(cmaps[0].n_dims).results)
+    for k in range(c_in):
+        v = cons.operands[k]
+        prod = _operation_of(v)
+        if prod is None or prod.block != cons.block or list(cmaps[k].results) != identity or \
+                not _elementwise_identity_outs(prod) or _maps(prod)[0].n_dims != cmaps[0].n_dims:
+            continue
+        later = True
+        for res in prod.results:
+            for u in _readers(res):
+                a = _ancestor_in(u, cons.block)
+                if u != cons and (a is None or a == cons or not cons.is_before_in_block(a)):
+                    later = False
+        if later:
+            return prod
+    return None
+
+
+def _operation_of(v: ir.Value) -> ir.Operation | None:
+    if not isinstance(v, ir.OpResult):
+        return None
+    owner = v.owner
+    return getattr(owner, "operation", owner)
+
+
+def _readers(v: ir.Value) -> list[ir.Operation]:
+    return [getattr(u.owner, "operation", u.owner) for u in v.uses]
+
+
+def merge_elementwise_chains(module: ir.Module) -> int:
+    """Merges elementwise consumers with the producers they read (see above); returns how many.
+    One walk: a merged generic stands where its consumer stood, and producers come before it."""
+    if not enabled():
+        return 0
+    merged = 0
+    # generics only: the payload ops of merged (erased) generics must not be touched again
+    for cons in [op for op in _Defs(module.operation).ops if op.name == "linalg.generic"]:
+        while merged < MAX_MERGED_OPS and _elementwise_identity_outs(cons):
+            prod = _mergeable(cons)
+            if prod is None:
+                break
+            cons = _merge_pair(prod, cons)
+            merged += 1
+    return merged
+
 __all__ = ["MIN_INNER", "accumulate_sums", "choose_order", "duplicate_cheap_producers", "enabled",
-           "interchange_loops", "merge_reductions_with_producers", "reuse_dying_inputs"]
+           "interchange_loops", "merge_elementwise_chains", "merge_reductions_with_producers", "reuse_dying_inputs"]

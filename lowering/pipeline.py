@@ -33,6 +33,7 @@ from sprue.lowering.fusion import (
     accumulate_sums,
     duplicate_cheap_producers,
     interchange_loops,
+    merge_elementwise_chains,
     merge_reductions_with_producers,
     reuse_dying_inputs,
 )
@@ -109,6 +110,7 @@ STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 def _before_bufferization(module: ir.Module) -> None:
     tie_loop_outputs(module)    # elementwise ops in loop bodies write into the carried buffers
     reuse_dying_inputs(module)  # ... and others into an input read for the last time (fusion.py)
+    merge_elementwise_chains(module)   # a value read by several elementwise ops: one pass (fusion.py)
     mark_reductions(module)     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls(module)        # blocked, vectorized matrix products (matmul.py)
     interchange_loops(module)   # the other generics: innermost loop contiguous (fusion.py)
