@@ -166,6 +166,17 @@ PACK_MIN_ROWS = 64
 PACK_NC = 128
 
 
+# SPRUE_MATMUL_PACK_DYNAMIC=1 packs products with run-time sizes too: experimental, off by default.
+# Measured (f64, one core, CPU time; unpacked masked kernel -> packed; static, numpy): 512 x 128 @
+# 128 x 10 0.36 -> 0.09 ms (0.07, 0.07), 513 x 67 @ 67 x 131 0.43 -> 0.33 (0.28, 0.25), but 256 x 256
+# @ 256 x 1024 9.3 -> 22.5 ms (3.4, 3.4): each B block's packing buffer has run-time sizes, so
+# buffer-loop-hoisting cannot allocate it once; every block gets a fresh mmap (allocation.py) and
+# page-faults (~1000 minor faults a call), and B padded and C unpadded are whole copies. Needs a
+# static upper-bound block buffer (IREE bounds dynamic allocations by ValueBoundsOpInterface).
+def pack_dynamic() -> bool:
+    return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "0") not in ("0", "")
+
+
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile) for a
     static linalg.matmul (or batch_matmul, per batch element) that packs B (_script_packed): a
@@ -186,10 +197,16 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
         (m, k), n = a[::-1] if lhs_t else a, b[0] if rhs_t else b[1]
     else:
         return None
-    if itemsize is None or None in (m, n, k):
+    if itemsize is None:
         return None
     rows, cols = _register_tiles(itemsize)
     nr = cols[0]
+    if None in (m, n, k):
+        if not pack_dynamic():
+            return None
+        # run-time sizes: B padded to whole panels as above, the row loop peeled with its last
+        # tile masked (vector_sizes), blocks of PACK_NC columns and KC rows of B
+        return [0, nr * max(1, PACK_NC // nr), KC], [rows[0], nr], -1
     # (the loops' one-trip forms are not handled); from NR columns up, B's columns are padded to
     # whole panels: 512 x 128 @ 128 x 10 f64 packed into two 8-column panels 0.32 -> 0.14 ms
     # (OpenBLAS 0.10), where the unpacked kernel's masked last tile stored C on every k step
@@ -241,7 +258,16 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int,
     tile_k = f"""    %r{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({_ANY}) -> {_ANY}
     %c{ident}, %cl{ident} = transform.structured.tile_using_for %r{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
 """
-    if last_rows:
+    sizes = ""
+    if last_rows == -1:
+        # run-time rows: the peeled last tile has at most MR rows, a run-time count, so every
+        # tile is vectorized with vector_sizes (the masks fold away in the full ones)
+        peel = _peel(f"%bl{ident}#0", f"pr{ident}")
+        scope, sizes = f"%al{ident}#1", f" vector_sizes [{mr}, 1, {nr}]"
+        tile_k = f"""    %rs{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({_ANY}) -> {_ANY}
+    %c{ident}, %cl{ident} = transform.structured.tile_using_for %rs{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+"""
+    elif last_rows:
         # the last tile's one-trip loop promoted and its sizes folded to constants (only inside
         # the block loop: canonicalizing it too could fold away a one-trip block loop a handle holds)
         peel = _peel(f"%bl{ident}#0", f"pr{ident}") + f"""    transform.loop.promote_if_one_iteration %pr{ident}r : {_ANY}
@@ -299,7 +325,7 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int,
 {peel}    transform.apply_patterns to {scope} {{
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
     }} : {_ANY}
-{tile_k}""" + _VECTORIZE.format(ident=ident, sizes="", loop=f"%cl{ident}")
+{tile_k}""" + _VECTORIZE.format(ident=ident, sizes=sizes, loop=f"%cl{ident}")
 
 
 _VECTORIZE = """    transform.structured.vectorize %c{ident}{sizes} : !transform.any_op
