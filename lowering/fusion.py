@@ -726,6 +726,33 @@ def _operation_of(v: ir.Value) -> ir.Operation | None:
     return getattr(owner, "operation", owner)
 
 
+def _splat_value(defs: _Defs, v: ir.Value) -> ir.Value | None:
+    """The scalar every element of v is, when v is a linalg.fill or a generic without inputs
+    yielding a value from outside it (stablehlo-legalize-to-linalg's broadcast of a constant)."""
+    op = defs.get(v)
+    if op is None:
+        return None
+    if op.name == "linalg.fill":
+        return op.operands[0]
+    if op.name != "linalg.generic" or len(op.operands) != 1 or len(op.results) != 1:
+        return None
+    body = _payload(op)
+    if len(body) != 1 or defs.get(body[0].operands[0]) is None:   # yields a block argument
+        return None
+    value = body[0].operands[0]
+    return value if defs.get(value).parent != op else None
+
+
+def _fold_splat_inputs(defs: _Defs, op: ir.Operation) -> None:
+    """A generic reading a splat (a zeros_like carried into `where(mask, 1.0, 0.0)`) uses its scalar
+    instead: one load stream less; the unused operand's load is dead code for LLVM."""
+    args = op.regions[0].blocks[0].arguments
+    for k in range(len(op.operands) - _n_outs(op)):
+        scalar = _splat_value(defs, op.operands[k])
+        if scalar is not None and list(args[k].uses) and _dominates(defs, scalar, op):
+            args[k].replace_all_uses_with(scalar)
+
+
 def _readers(v: ir.Value) -> list[ir.Operation]:
     return [getattr(u.owner, "operation", u.owner) for u in v.uses]
 
@@ -736,8 +763,10 @@ def merge_elementwise_chains(module: ir.Module) -> int:
     if not enabled():
         return 0
     merged = 0
+    defs = _Defs(module.operation)
     # generics only: the payload ops of merged (erased) generics must not be touched again
-    for cons in [op for op in _Defs(module.operation).ops if op.name == "linalg.generic"]:
+    for cons in [op for op in defs.ops if op.name == "linalg.generic"]:
+        _fold_splat_inputs(defs, cons)
         while merged < MAX_MERGED_OPS and _elementwise_identity_outs(cons):
             prod = _mergeable(cons)
             if prod is None:

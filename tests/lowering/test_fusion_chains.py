@@ -45,6 +45,10 @@ def test_loop_body_with_shared_values_is_one_generic_writing_the_carries(tmp_pat
     # temporaries plus an i1 mask buffer per trip; merged, one generic yielding the three carries
     assert body.count("linalg.generic") == 1, buf
     assert not re.search(r"memref<17x23xi1>", buf), buf
+    # where(inside, 1.0, 0.0) reads the splat of 0.0 (zeros_like, shared with the carries' start) as
+    # a scalar: one trip loads zr, zi, cr, ci and cnt, nothing else
+    loops = _stage(tmp_path, "loops")
+    assert loops[loops.index("scf.for %arg2 = %c0 to %1"):].count("memref.load") == 5, loops
 
 
 def test_reader_between_producer_and_consumer_blocks_the_merge(tmp_path):
