@@ -169,10 +169,11 @@ PACK_NC = 128
 # SPRUE_MATMUL_PACK_DYNAMIC=1 packs products with run-time sizes too: experimental, off by default.
 # Measured (f64, one core, CPU time; unpacked masked kernel -> packed; static, numpy): 512 x 128 @
 # 128 x 10 0.36 -> 0.09 ms (0.07, 0.07), 513 x 67 @ 67 x 131 0.43 -> 0.33 (0.28, 0.25), but 256 x 256
-# @ 256 x 1024 9.3 -> 22.5 ms (3.4, 3.4): each B block's packing buffer has run-time sizes, so
-# buffer-loop-hoisting cannot allocate it once; every block gets a fresh mmap (allocation.py) and
-# page-faults (~1000 minor faults a call), and B padded and C unpadded are whole copies. Needs a
-# static upper-bound block buffer (IREE bounds dynamic allocations by ValueBoundsOpInterface).
+# @ 256 x 1024 9.3 -> 22.5 ms (3.4, 3.4), not yet explained: the kernel's loops read as the
+# static ones do; what differs is B padded to whole panels and C computed padded, each a whole
+# zero-filled copy in a fresh mmap (allocation.py: ~1000 minor faults a call), and each B block's
+# packing buffer run-time sized (given a static upper-bound buffer, hoisted out of the loops, the
+# time stayed 22.8 ms). To profile next: perf on the kept object.
 def pack_dynamic() -> bool:
     return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "0") not in ("0", "")
 
