@@ -640,8 +640,10 @@ def _elementwise_identity_outs(op: ir.Operation) -> bool:
     maps = _maps(op)
     identity = list(ir.AffineMap.get_identity(maps[0].n_dims).results)
     args = list(op.regions[0].blocks[0].arguments)
+    # payload ops with regions (an scf.if) are not copied op by op (_copy_payload)
     return all(list(m.results) == identity for m in maps[len(maps) - n_outs:]) and \
-        not any(list(a.uses) for a in args[len(args) - n_outs:])
+        not any(list(a.uses) for a in args[len(args) - n_outs:]) and \
+        not any(len(o.regions) for o in _payload(op))
 
 
 def _merge_pair(prod: ir.Operation, cons: ir.Operation) -> ir.Operation:
