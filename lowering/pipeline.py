@@ -37,6 +37,7 @@ from sprue.lowering.fusion import (
     merge_reductions_with_producers,
     reuse_dying_inputs,
 )
+from sprue.lowering.fusion_sums import merge_accumulating_chains
 from sprue.lowering.inplace import tie_loop_outputs
 from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
@@ -113,6 +114,7 @@ def _before_bufferization(module: ir.Module) -> None:
     merge_elementwise_chains(module)   # a value read by several elementwise ops: one pass (fusion.py)
     mark_reductions(module)     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls(module)        # blocked, vectorized matrix products (matmul.py)
+    merge_accumulating_chains(module)   # the others' sums of products: one loop nest (fusion_sums.py)
     interchange_loops(module)   # the other generics: innermost loop contiguous (fusion.py)
 
 
