@@ -167,13 +167,14 @@ PACK_NC = 128
 
 
 # SPRUE_MATMUL_PACK_DYNAMIC=1 packs products with run-time sizes too: experimental, off by default.
-# Measured (f64, one core, CPU time; unpacked masked kernel -> packed; static, numpy): 512 x 128 @
-# 128 x 10 0.36 -> 0.09 ms (0.07, 0.07), 513 x 67 @ 67 x 131 0.43 -> 0.33 (0.28, 0.25), but 256 x 256
-# @ 256 x 1024 9.3 -> 22.5 ms (3.4, 3.4), not yet explained: the kernel's loops read as the
-# static ones do; what differs is B padded to whole panels and C computed padded, each a whole
-# zero-filled copy in a fresh mmap (allocation.py: ~1000 minor faults a call), and each B block's
-# packing buffer run-time sized (given a static upper-bound buffer, hoisted out of the loops, the
-# time stayed 22.8 ms). To profile next: perf on the kept object.
+# Measured (f64, one core, CPU time, one process; unpacked masked kernel -> packed; static, numpy):
+# 512 x 128 @ 128 x 10 0.36 -> 0.07 ms (0.07, 0.07), 513 x 67 @ 67 x 131 0.48 -> 0.33 (0.28, 0.26),
+# 256 x 256 @ 256 x 1024 9.4 -> 8.1 (3.7, 3.7), 256 x 1024 @ 1024 x 256 6.1 -> 4.7 (3.9, 3.7); whole
+# programs with abstracted_axes: ffn 16.4 -> 11.4 ms, mlp_train 15.8 -> 13.9, but attention 7.2 ->
+# 8.1 and the LSTM 6.3 -> 8.3 (its 32-row products, whose B is fixed across the scan, are packed on
+# every trip: the static path's PACK_MIN_ROWS cannot be checked on run-time rows). Left to do: B
+# padded to whole panels and C computed padded are whole zero-filled copies in fresh mmaps
+# (allocation.py), and a run-time-sized block buffer; a run-time guard on the rows.
 def pack_dynamic() -> bool:
     return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "0") not in ("0", "")
 
@@ -261,12 +262,18 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int,
 """
     sizes = ""
     if last_rows == -1:
-        # run-time rows: the peeled last tile has at most MR rows, a run-time count, so every
-        # tile is vectorized with vector_sizes (the masks fold away in the full ones)
+        # run-time rows: the peeled last tile (fewer than MR rows, a run-time count) runs one row at
+        # a time, so that every tile has static sizes and no masks (a masked last tile's C was
+        # loaded and stored with vmaskmovpd on every k step: 256 x 256 @ 256 x 1024 22.5 ms)
         peel = _peel(f"%bl{ident}#0", f"pr{ident}")
-        scope, sizes = f"%al{ident}#1", f" vector_sizes [{mr}, 1, {nr}]"
+        scope = f"%al{ident}#1"
         tile_k = f"""    %rs{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({_ANY}) -> {_ANY}
-    %c{ident}, %cl{ident} = transform.structured.tile_using_for %rs{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+    %rm{ident}, %rr{ident} = transform.split_handle %rs{ident} : ({_ANY}) -> ({_ANY}, {_ANY})
+    %r1{ident}, %r1l{ident} = transform.structured.tile_using_for %rr{ident} tile_sizes [1, 0, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+    %cm{ident}, %clm{ident} = transform.structured.tile_using_for %rm{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+    %cr{ident}, %clr{ident} = transform.structured.tile_using_for %r1{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+    %c{ident} = transform.merge_handles %cm{ident}, %cr{ident} : {_ANY}
+    %cl{ident} = transform.merge_handles %clm{ident}, %clr{ident} : {_ANY}
 """
     elif last_rows:
         # the last tile's one-trip loop promoted and its sizes folded to constants (only inside

@@ -183,8 +183,8 @@ def test_narrow_products_pad_b_to_whole_panels(n, dtype, tmp_path):
 
 @pytest.mark.parametrize("m,k,n", [(512, 128, 10), (37, 64, 20), (515, 130, 131), (256, 300, 1024)])
 def test_dynamic_packing_switch_matches_numpy(m, k, n, monkeypatch, tmp_path):
-    """SPRUE_MATMUL_PACK_DYNAMIC=1 packs products with run-time sizes (rows the register tile does
-    not divide: a masked last row tile); off by default, the masked unpacked kernel."""
+    """SPRUE_MATMUL_PACK_DYNAMIC=1 packs products with run-time sizes (the rows the register tile
+    leaves, one at a time: no masks); off by default, the masked unpacked kernel."""
     a, b = _args(np.float64, (m, k), (k, n))
     axes = ({0: "m", 1: "k"}, {0: "k", 1: "n"})
     for mode in ("1", "0"):
@@ -193,3 +193,4 @@ def test_dynamic_packing_switch_matches_numpy(m, k, n, monkeypatch, tmp_path):
         _close(f(a, b), a @ b, np.float64)
         text = next((tmp_path / mode).glob("*.03_bufferized.mlir")).read_text()
         assert ("permutation = [1, 0, 2]" in text) == (mode == "1"), mode
+        assert ("vector.create_mask" in text) == (mode == "0"), mode
