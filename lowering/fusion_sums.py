@@ -36,8 +36,15 @@ def _link(defs: _Defs, op: ir.Operation, sums: list[ir.Value]) -> ir.Operation |
     # payload ops with regions are not copied op by op (_copy_payload)
     if maps[-1] != pmaps[-1] or any(len(o.regions) for o in _payload(op) + _payload(prev)):
         return None
+    if maps[0].n_dims != pmaps[0].n_dims:
+        return None
+    # a loop indexing the output runs over the output's extent in both (op's init is prev's result,
+    # so dynamic sizes agree too); the reduction loops must have equal static extents
     ext, pext = _extents(op, maps, maps[0].n_dims), _extents(prev, pmaps, pmaps[0].n_dims)
-    return prev if None not in ext and ext == pext else None
+    out_dims = {e.maybe_downcast().position for e in maps[-1].results
+                if isinstance(e.maybe_downcast(), ir.AffineDimExpr)}
+    same = all(d in out_dims or (ext[d] is not None and ext[d] == pext[d]) for d in range(len(ext)))
+    return prev if same else None
 
 
 def _merge(prev: ir.Operation, op: ir.Operation) -> ir.Operation:
