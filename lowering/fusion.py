@@ -14,8 +14,9 @@
   interchange_loops          each generic's innermost loop walks memory contiguously (before
                              bufferization, after matmul.py)
 
-Each is described at its section below; SPRUE_FUSION=0 turns all six off (an A/B switch, part of the
-compile cache's key).
+fusion_sums.py then merges the links of accumulate_sums' chains into one generic (before
+bufferization, after matmul.py). Each is described at its section below; SPRUE_FUSION=0 turns all
+off (an A/B switch, part of the compile cache's key).
 
 Loop order. convert-linalg-to-loops nests a generic's loops in the order of its dimensions (d0 outermost), and
 stablehlo-legalize-to-linalg orders them parallel dimensions first, reductions last. A reduction over
