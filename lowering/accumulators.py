@@ -29,6 +29,8 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import memref, scf
 
+from sprue.lowering.mlir_util import as_operation, ops_where
+
 # Views: the same allocation under another shape or offset.
 _VIEWS = {"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape",
           "memref.expand_shape", "memref.reshape", "memref.transpose"}
@@ -44,17 +46,12 @@ def _root(value: ir.Value) -> ir.Value:
     return value
 
 
-def _operation(op) -> ir.Operation:
-    """The ir.Operation of an OpView (the bindings hand out both, and they never compare equal)."""
-    return op.operation if isinstance(op, ir.OpView) else op
-
-
 def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
     """Whether `op` is nested (at any depth) in a region of `ancestor`."""
-    ancestor = _operation(ancestor)
+    ancestor = as_operation(ancestor)
     parent = op.parent
     while parent is not None:
-        if _operation(parent) == ancestor:
+        if as_operation(parent) == ancestor:
             return True
         parent = parent.parent
     return False
@@ -62,8 +59,8 @@ def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
 
 def _defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
     if isinstance(value, ir.BlockArgument):
-        owner = _operation(value.owner.owner)
-        return owner == _operation(loop) or _is_inside(owner, loop)
+        owner = as_operation(value.owner.owner)
+        return owner == as_operation(loop) or _is_inside(owner, loop)
     return _is_inside(value.owner, loop)
 
 
@@ -71,10 +68,10 @@ def _may_alias(read: ir.Value, alloc: ir.Operation) -> bool:
     """Whether a buffer the loop reads may share memory with the fresh allocation `alloc`."""
     root = _root(read)
     if isinstance(root, ir.OpResult):
-        if _operation(root.owner) == _operation(alloc):
+        if as_operation(root.owner) == as_operation(alloc):
             return True
         return root.owner.name not in _ALLOCS and root.owner.name != "memref.get_global"
-    owner = _operation(root.owner.owner)   # the op whose region the block argument belongs to
+    owner = as_operation(root.owner.owner)   # the op whose region the block argument belongs to
     if owner.name == "func.func":
         return False           # the caller's buffers: allocated before this call
     # A value carried by a loop enclosing the allocation was made in an earlier trip.
@@ -163,13 +160,8 @@ def _promote(loop: ir.Operation, accs: list[tuple[ir.Operation, list[ir.Operatio
 
 def promote_accumulators(module: ir.Module) -> int:
     """Rewrites every qualifying scf.for of the module, innermost first; returns how many."""
-    loops: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "scf.for" and len(op.results) == 0:
-            loops.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit, ir.WalkOrder.POST_ORDER)
+    loops = ops_where(module.operation, lambda op: op.name == "scf.for" and len(op.results) == 0,
+                      ir.WalkOrder.POST_ORDER)
     promoted = 0
     for loop in loops:
         accs = _accumulators(loop)

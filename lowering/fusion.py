@@ -46,6 +46,8 @@ import os
 
 from torch_mlir import ir
 
+from sprue.lowering.mlir_util import as_operation, ops_where
+
 MIN_INNER = 4
 
 
@@ -141,13 +143,7 @@ def interchange_loops(module: ir.Module) -> int:
     """Reorders the loops of every linalg.generic of `module` (see the module doc); returns how many."""
     if not enabled():
         return 0
-    generics: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "linalg.generic":
-            generics.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    generics = ops_where(module.operation, lambda op: op.name == "linalg.generic")
     changed = 0
     for op in generics:
         maps = _maps(op)
@@ -725,8 +721,7 @@ def _mergeable(cons: ir.Operation) -> ir.Operation | None:
 def _operation_of(v: ir.Value) -> ir.Operation | None:
     if not isinstance(v, ir.OpResult):
         return None
-    owner = v.owner
-    return getattr(owner, "operation", owner)
+    return as_operation(v.owner)
 
 
 def _splat_value(defs: _Defs, v: ir.Value) -> ir.Value | None:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from sprue.lowering.mlir_util import as_operation, ops_where
+
 _BRANCHES = {"scf.if", "scf.index_switch"}                   # regions exclusive of each other
 _PURE_READERS = {"linalg.generic", "tensor.extract"}         # read an operand, alias none of it
 _SHAPE_READERS = {"tensor.dim"}                              # read only its sizes (a `?` dim), never elements
@@ -31,17 +33,12 @@ _RESHAPES = {"tensor.collapse_shape", "tensor.expand_shape"}
 _VIEWS = {"tensor.extract_slice", *_RESHAPES}                 # alias their operand
 
 
-def _operation(x) -> ir.Operation | None:
-    """The Operation of an op or op view (value owners may be either)."""
-    return getattr(x, "operation", x) if x is not None else None
-
-
 def _carried_position(v: ir.Value) -> tuple[ir.Block, int] | None:
     """(loop body block, index in its terminator) when v is a carried argument of a loop body."""
     if not isinstance(v, ir.BlockArgument):
         return None
     block = v.owner
-    loop = _operation(block.owner)
+    loop = as_operation(block.owner)
     if loop is None:
         return None
     if loop.name == "scf.while" and block == loop.regions[1].blocks[0]:
@@ -57,7 +54,7 @@ def _flows_to(value: ir.Value, block: ir.Block, position: int) -> bool:
     for _ in range(64):   # one step per reshape or enclosing conditional
         step = None
         for use in value.uses:
-            user = _operation(use.owner)
+            user = as_operation(use.owner)
             if user.name in _RESHAPES:
                 step = user.results[0]
                 continue
@@ -65,7 +62,7 @@ def _flows_to(value: ir.Value, block: ir.Block, position: int) -> bool:
                 continue
             if user.block == block and use.operand_number == position:
                 return True
-            parent = _operation(user.parent)
+            parent = as_operation(user.parent)
             if parent is not None and parent.name in _BRANCHES:
                 step = parent.results[use.operand_number]
         if step is None:
@@ -78,7 +75,7 @@ def _path(op: ir.Operation, top: ir.Block) -> list[ir.Operation]:
     """The ops enclosing `op` (itself included) from the one directly in `top` down to `op`."""
     chain = [op]
     while chain[-1].block != top:
-        parent = _operation(chain[-1].parent)
+        parent = as_operation(chain[-1].parent)
         if parent is None:
             return []
         chain.append(parent)
@@ -95,7 +92,7 @@ def _settled_before(use_op: ir.Operation, op: ir.Operation, top: ir.Block) -> st
         if x == y:
             continue
         if x.block != y.block:        # first divergence is across regions of their common parent
-            parent = _operation(x.parent)
+            parent = as_operation(x.parent)
             return "exclusive" if parent is not None and parent.name in _BRANCHES else "after"
         return "before" if x.is_before_in_block(y) else "after"
     return "after"                     # one encloses the other
@@ -104,7 +101,7 @@ def _settled_before(use_op: ir.Operation, op: ir.Operation, top: ir.Block) -> st
 def _done_before(v: ir.Value, op: ir.Operation, top: ir.Block) -> bool:
     """Writing v's buffer at op clobbers nothing still to be read (see the module doc)."""
     for use in v.uses:
-        user = _operation(use.owner)
+        user = as_operation(use.owner)
         if user == op or user.name in _SHAPE_READERS:  # writing in place keeps the sizes
             continue
         where = _settled_before(user, op, top)
@@ -136,7 +133,7 @@ def _tie(op: ir.Operation) -> None:
     if n_out != 1 or "reduction" in str(op.attributes["iterator_types"]):
         return
     out = op.operands[n_in]
-    maker = _operation(out.owner) if isinstance(out, ir.OpResult) else None
+    maker = as_operation(out.owner) if isinstance(out, ir.OpResult) else None
     if maker is None or maker.name != "tensor.empty":
         return
     if len(list(op.regions[0].blocks[0].arguments[n_in].uses)):
@@ -160,8 +157,8 @@ def _tie(op: ir.Operation) -> None:
 
 def _unreshaped(v: ir.Value) -> ir.Value:
     """v with reshapes peeled off (the fusion pass works on reshaped views of carries)."""
-    while isinstance(v, ir.OpResult) and _operation(v.owner).name in _RESHAPES:
-        v = _operation(v.owner).operands[0]
+    while isinstance(v, ir.OpResult) and as_operation(v.owner).name in _RESHAPES:
+        v = as_operation(v.owner).operands[0]
     return v
 
 
@@ -172,7 +169,7 @@ def _sink(op: ir.Operation) -> bool:
     chain, users, frontier = [op], [], list(op.results)
     while frontier:
         for use in frontier.pop().uses:
-            user = _operation(use.owner)
+            user = as_operation(use.owner)
             if user.block == op.block and user.name in _RESHAPES:
                 chain.append(user)
                 frontier.append(user.results[0])
@@ -252,7 +249,7 @@ def _sliceable(s: ir.Operation) -> ir.Operation | None:
     """The elementwise linalg.generic whose result a prefix slice `s` takes, if the slice can be
     computed by running it over the slice only (see bubble_prefix_slices)."""
     src = s.operands[0]
-    g = _operation(src.owner) if isinstance(src, ir.OpResult) else None
+    g = as_operation(src.owner) if isinstance(src, ir.OpResult) else None
     if g is None or g.name != "linalg.generic" or g.block != s.block:
         return None
     if any(_dense(s, "static_offsets")) or any(v != 1 for v in _dense(s, "static_strides")):
@@ -263,7 +260,7 @@ def _sliceable(s: ir.Operation) -> ir.Operation | None:
     if n_out != 1 or "reduction" in str(g.attributes["iterator_types"]):
         return None
     init = g.operands[n_in]
-    empty = _operation(init.owner) if isinstance(init, ir.OpResult) else None
+    empty = as_operation(init.owner) if isinstance(init, ir.OpResult) else None
     if empty is None or empty.name != "tensor.empty" or len(list(g.regions[0].blocks[0].arguments[n_in].uses)):
         return None
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
@@ -271,7 +268,7 @@ def _sliceable(s: ir.Operation) -> ir.Operation | None:
         return None
     if any(_input_sizes(m, [0] * m.n_dims) is None for m in maps[:n_in]):
         return None
-    if any(_operation(u.owner) != s and not _constant_dim(_operation(u.owner)) for u in src.uses):
+    if any(as_operation(u.owner) != s and not _constant_dim(as_operation(u.owner)) for u in src.uses):
         return None
     return g
 
@@ -281,19 +278,19 @@ def _constant_dim(op: ir.Operation) -> bool:
     if op.name not in _SHAPE_READERS:
         return False
     at = op.operands[1]
-    return isinstance(at, ir.OpResult) and _operation(at.owner).name == "arith.constant"
+    return isinstance(at, ir.OpResult) and as_operation(at.owner).name == "arith.constant"
 
 
 def _bubble(s: ir.Operation, g: ir.Operation) -> None:
     n_in = _segments(g)[0]
     src = g.results[0]
-    empty = _operation(g.operands[n_in].owner)
+    empty = as_operation(g.operands[n_in].owner)
     full = _empty_sizes(empty)
     for use in list(src.uses):                     # the result's sizes are the init's
-        dim = _operation(use.owner)
+        dim = as_operation(use.owner)
         if dim != s:
             with ir.InsertionPoint(dim), dim.location:
-                index_op = _operation(dim.operands[1].owner)
+                index_op = as_operation(dim.operands[1].owner)
                 d = ir.IntegerAttr(index_op.attributes["value"]).value
                 dim.results[0].replace_all_uses_with(_as_value(full[d]))
             dim.erase()
@@ -323,13 +320,7 @@ def bubble_prefix_slices(module: ir.Module) -> None:
     slice of a fresh buffer that is a copy per trip through MLIR's generic memrefCopy, element by
     element. Computed over the slice, the row has the inserted size, and eliminate-empty-tensors
     then has the op write it straight into the output (as it does for static shapes)."""
-    slices: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "tensor.extract_slice":
-            slices.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    slices = ops_where(module.operation, lambda op: op.name == "tensor.extract_slice")
     for s in slices:
         g = _sliceable(s)
         if g is not None:
@@ -351,18 +342,12 @@ def fold_known_dims(module: ir.Module) -> None:
     tensors and reshapes then unused are erased. Reshape fusion (linalg-fuse-elementwise-ops) sizes
     a new `?` buffer by the dim of an expanded empty tensor; left alone, bufferization allocates
     that empty tensor on every trip of a loop only to read its size."""
-    dims: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "tensor.dim":
-            dims.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    dims = ops_where(module.operation, lambda op: op.name == "tensor.dim")
     for dim in dims:
         src, at = dim.operands[0], dim.operands[1]
-        maker = _operation(src.owner) if isinstance(src, ir.OpResult) else None
+        maker = as_operation(src.owner) if isinstance(src, ir.OpResult) else None
         sizes = _known_sizes(maker) if maker is not None else None
-        index_op = _operation(at.owner) if isinstance(at, ir.OpResult) else None
+        index_op = as_operation(at.owner) if isinstance(at, ir.OpResult) else None
         if sizes is None or index_op is None or index_op.name != "arith.constant":
             continue
         size = sizes[ir.IntegerAttr(index_op.attributes["value"]).value]
@@ -375,30 +360,30 @@ def fold_known_dims(module: ir.Module) -> None:
                 and not len(list(maker.results[0].uses)):
             src = maker.operands[0] if maker.name == "tensor.expand_shape" else None
             maker.erase()
-            maker = _operation(src.owner) if isinstance(src, ir.OpResult) else None
+            maker = as_operation(src.owner) if isinstance(src, ir.OpResult) else None
 
 
 def _dominates(v: ir.Value, op: ir.Operation) -> bool:
     """v is defined before op in op's block or in a block enclosing it."""
     owner = v.owner
-    block = owner if isinstance(owner, ir.Block) else _operation(owner).block
+    block = owner if isinstance(owner, ir.Block) else as_operation(owner).block
     at = op
     while at is not None:
         if at.block == block:
-            return isinstance(owner, ir.Block) or _operation(owner).is_before_in_block(at)
-        at = _operation(at.parent)
+            return isinstance(owner, ir.Block) or as_operation(owner).is_before_in_block(at)
+        at = as_operation(at.parent)
     return False
 
 
 def _fresh_empty(v: ir.Value) -> ir.Value | None:
     """A new copy of v, placed before its uses, when v is a tensor.empty or a tensor.cast of one."""
     chain = []
-    while isinstance(v, ir.OpResult) and _operation(v.owner).name == "tensor.cast":
-        chain.append(_operation(v.owner))
-        v = _operation(v.owner).operands[0]
-    if not isinstance(v, ir.OpResult) or _operation(v.owner).name != "tensor.empty":
+    while isinstance(v, ir.OpResult) and as_operation(v.owner).name == "tensor.cast":
+        chain.append(as_operation(v.owner))
+        v = as_operation(v.owner).operands[0]
+    if not isinstance(v, ir.OpResult) or as_operation(v.owner).name != "tensor.empty":
         return None
-    new = _operation(v.owner).clone(ip=ir.InsertionPoint(_operation(v.owner)))
+    new = as_operation(v.owner).clone(ip=ir.InsertionPoint(as_operation(v.owner)))
     for cast in reversed(chain):
         copy = cast.clone(ip=ir.InsertionPoint(cast))
         copy.operands[0] = new.results[0]
@@ -412,13 +397,8 @@ def split_shared_yields(module: ir.Module) -> None:
     results of a conditional to alias when one branch yields the same value for them, so a
     result computed in place of a dying input in the other branch was a conflict there: a dynamic
     Black-Scholes allocated a third 16 MB buffer the static one does without."""
-    yields: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "scf.yield" and _operation(op.parent).name in _BRANCHES:
-            yields.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    yields = ops_where(module.operation,
+                       lambda op: op.name == "scf.yield" and as_operation(op.parent).name in _BRANCHES)
     for op in yields:
         values = list(op.operands)
         for i, v in enumerate(values):
@@ -436,13 +416,7 @@ def tie_loop_outputs(module: ir.Module) -> None:
     bubble_prefix_slices(module)
     fold_known_dims(module)
     split_shared_yields(module)
-    generics: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "linalg.generic":
-            generics.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    generics = ops_where(module.operation, lambda op: op.name == "linalg.generic")
     for op in generics:
         _tie(op)
 

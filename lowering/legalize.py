@@ -37,6 +37,7 @@ from sprue.lowering.mlir_util import (
     extract,
     from_signless,
     index,
+    ops_where,
     signless,
     to_index,
     to_signless,
@@ -175,16 +176,9 @@ RULES: dict[str, Callable[[ir.Operation], None]] = {
 
 
 def _collect(module: ir.Module, names: tuple[str, ...]) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
     # Post-order: nested ops come before the ops holding them, so an outer
     # rewrite only ever moves inner ops that are already rewritten.
-    module.operation.walk(visit, ir.WalkOrder.POST_ORDER)
-    return found
+    return ops_where(module.operation, lambda op: op.name in names, ir.WalkOrder.POST_ORDER)
 
 
 def legalize(module: ir.Module) -> None:

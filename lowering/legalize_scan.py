@@ -137,7 +137,7 @@ def lower_prefix_window(op: ir.Operation) -> None:
             return inline_scalar_region(op.regions[0], [a, b], where)[0]
 
         def position(k: ir.Value) -> ir.Value:   # the k-th element in scan order
-            return add(index(last), _negate(k)) if reverse else k
+            return arith.SubIOp(index(last), k).result if reverse else k
 
         outer, inner = sizes[:axis], sizes[axis + 1:]
         if not inner:
@@ -173,10 +173,6 @@ def lower_prefix_window(op: ir.Operation) -> None:
         result = as_tensor(out, tensor_type(op.results[0]))
     op.results[0].replace_all_uses_with(result)
     op.erase()
-
-
-def _negate(k: ir.Value) -> ir.Value:
-    return arith.SubIOp(index(0), k).result
 
 
 __all__ = ["lower_prefix_window", "prefix_axis"]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from sprue.lowering.mlir_util import ops_where
+
 _ANNOTATION = "llvm.loop_annotation"
 _NO_UNROLL = "#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>"
 
@@ -37,13 +39,7 @@ def _has_inner_loop(loop: ir.Operation) -> bool:
 
 def keep_outer_loops_rolled(module: ir.Module) -> int:
     """Marks every scf.for holding another loop 'do not unroll'; returns how many."""
-    loops: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "scf.for" and _ANNOTATION not in op.attributes:
-            loops.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    loops = ops_where(module.operation, lambda op: op.name == "scf.for" and _ANNOTATION not in op.attributes)
     outer = [loop for loop in loops if _has_inner_loop(loop)]
     if outer:
         hint = ir.Attribute.parse(_NO_UNROLL, module.context)
@@ -54,13 +50,7 @@ def keep_outer_loops_rolled(module: ir.Module) -> int:
 
 def apply_loop_annotations(module: ir.Module) -> None:
     """On the LLVM dialect module: each branch's discardable loop annotation becomes its own."""
-    branches: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if _ANNOTATION in op.attributes:
-            branches.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    branches = ops_where(module.operation, lambda op: _ANNOTATION in op.attributes)
     for op in branches:
         hint = op.attributes[_ANNOTATION]
         del op.attributes[_ANNOTATION]

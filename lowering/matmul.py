@@ -47,6 +47,8 @@ import re
 import llvmlite.binding as llvm
 from torch_mlir import ir, passmanager
 
+from sprue.lowering.mlir_util import ops_where
+
 _MARK = "sprue.matmul"
 MIN_FLOPS = 2 * 32 * 32 * 32
 # Cache tile caps: a KC x NC panel of B (128 KiB of f64) stays in L2 while MC rows of A stream
@@ -230,13 +232,7 @@ def _drop_unpack_copies(module: ir.Module) -> None:
     """lower_unpack ends in a linalg.copy of the unpacked view into a fresh tensor: one more pass
     over the result and one more buffer. Its users take the view itself (bufferization still copies
     it where a function returns it and its layout is not the identity)."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if _UNPACK_COPY in op.attributes:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    found = ops_where(module.operation, lambda op: _UNPACK_COPY in op.attributes)
     for op in found:
         op.results[0].replace_all_uses_with(op.operands[0])
         op.erase()
@@ -628,13 +624,8 @@ def _contract_payloads(module: ir.Module) -> None:
     """`contract` on each marked product's multiply and add: where a masked tile's unit k
     reduction folds to a vector multiply and add (not vector.contract), LLVM still fuses them into
     FMAs, as the outer-product lowering does (the same numerics: one rounding per step)."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:   # a walk: block iteration would import linalg's views
-        if op.name in ("arith.mulf", "arith.addf") and op.parent is not None and _MARK in op.parent.attributes:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    found = ops_where(module.operation, lambda op: op.name in ("arith.mulf", "arith.addf")
+                      and op.parent is not None and _MARK in op.parent.attributes)
     flags = ir.Attribute.parse("#arith.fastmath<contract>")
     for op in found:
         op.attributes["fastmath"] = flags
@@ -644,13 +635,7 @@ def tile_matmuls(module: ir.Module) -> None:
     """Rewrites every eligible contraction of the module (see the module doc)."""
     kinds = {"linalg.matmul", "linalg.batch_matmul", "linalg.vecmat", "linalg.matvec", "linalg.generic"} \
         if forms_enabled() else {"linalg.matmul"}
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in kinds:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    found = ops_where(module.operation, lambda op: op.name in kinds)
     if forms_enabled():
         _fold_lhs_transposes(found)
     plans, parts, matvecs = 0, [], set()

@@ -77,6 +77,35 @@ def from_signless(v: ir.Value, original: ir.Type) -> ir.Value:
 
 
 # ---------------------------------------------------------------------------
+# Finding ops
+# ---------------------------------------------------------------------------
+
+def as_operation(x):
+    """The ir.Operation of an OpView (the bindings hand out both, as value owners and parents, and
+    the two never compare equal); an Operation, a Block or None as it is."""
+    return x.operation if isinstance(x, ir.OpView) else x
+
+
+def ops_where(root: ir.Operation, keep: Callable[[ir.Operation], bool],
+              order: ir.WalkOrder | None = None) -> list[ir.Operation]:
+    """The ops nested in `root` (itself included) that `keep` accepts, in walk order (the
+    bindings' default, post-order, unless `order` says), collected before the caller rewrites any.
+    A walk hands out plain Operations: iterating blocks would build op views and import their
+    dialects' Python modules (torch_mlir.dialects.linalg: ~50 ms of a first compilation)."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if keep(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    if order is None:
+        root.walk(visit)
+    else:
+        root.walk(visit, order)
+    return found
+
+
+# ---------------------------------------------------------------------------
 # Builders
 # ---------------------------------------------------------------------------
 

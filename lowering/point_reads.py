@@ -36,6 +36,7 @@ from sprue.lowering.mlir_util import (
     SCALAR_RULES,
     add,
     all_of,
+    as_operation,
     cmp,
     const,
     elem_of,
@@ -156,7 +157,7 @@ class PointReader:
             self.hoist = index(0).owner
         self._allowed = {(anchor, p) for p in root_positions}
         self._index(anchor)
-        extra = [_operation(o) for o in extra]
+        extra = [as_operation(o) for o in extra]
         roots = [anchor.operands[p] for p in root_positions] + [o.operands[p] for o in extra
                                                                 for p in _fusible_operands(o, self._defs)]
         # A pulled-in op that reads (a view of) a destination would read it while the loop writes
@@ -435,11 +436,6 @@ def _may_alias(v: ir.Value, destinations: Sequence[ir.Value], defs: dict) -> boo
         if owner is None or owner.name not in _VIEWS:
             return False
         v = owner.operands[0]
-
-
-def _operation(owner):
-    """An op (not its OpView), or the Block owning a block argument."""
-    return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
 def _from_index(i: ir.Value, t: ir.Type, kind: str) -> ir.Value:

@@ -20,6 +20,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, math, tensor
 
 from sprue.base.errors import UnsupportedError
+from sprue.lowering.mlir_util import ops_where
 
 
 class UnsupportedStableHLOOpError(UnsupportedError):
@@ -203,13 +204,8 @@ RULES: dict[str, Callable[[ir.Operation], ir.Value]] = {
 def lower_chlo(module: ir.Module) -> None:
     """Replaces every known chlo op by StableHLO/tensor/math ops; any other op outside the
     registered dialects raises UnsupportedStableHLOOpError naming it and its location."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name.split(".", 1)[0] in ("chlo", "sdy", "mhlo") or not op.context.is_registered_operation(op.name):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    found = ops_where(module.operation, lambda op: op.name.split(".", 1)[0] in ("chlo", "sdy", "mhlo")
+                      or not op.context.is_registered_operation(op.name))
     with module.context:
         for op in found:
             rule = RULES.get(op.name)

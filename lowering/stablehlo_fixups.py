@@ -27,6 +27,7 @@ from sprue.lowering.mlir_util import (
     extract,
     from_signless,
     index,
+    ops_where,
     select,
     signless_tensor_type,
     tensor_sizes,
@@ -161,13 +162,7 @@ RULES: dict[str, Callable[[ir.Operation], None]] = {
 
 
 def apply_fixups(module: ir.Module) -> None:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in RULES:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    found = ops_where(module.operation, lambda op: op.name in RULES)
     with module.context:
         for op in found:
             RULES[op.name](op)

@@ -31,6 +31,7 @@ from pathlib import Path
 from torch_mlir import ir, passmanager
 
 from sprue.base.errors import ParseError, SprueMemoryError
+from sprue.lowering.mlir_util import ops_where
 from sprue.lowering.pipeline import LoweringError, make_pipeline_context
 from sprue.lowering.stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
 from sprue.lowering.stablehlo_fixups import apply_fixups
@@ -271,13 +272,8 @@ def _custom_call_target(op: ir.Operation) -> str:
 def remove_identity_ops(module: ir.Module) -> None:
     """@Sharding-style custom calls and optimization_barrier pass their operands through.
     Any other custom call cannot be compiled: an error naming its target and location."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in ("stablehlo.custom_call", "stablehlo.optimization_barrier"):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    found = ops_where(module.operation,
+                      lambda op: op.name in ("stablehlo.custom_call", "stablehlo.optimization_barrier"))
     for op in found:
         if op.name == "stablehlo.custom_call":
             target = _custom_call_target(op)

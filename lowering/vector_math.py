@@ -29,6 +29,7 @@ import sys
 import llvmlite.binding as llvm
 from torch_mlir import ir
 
+from sprue.lowering.mlir_util import ops_where
 from sprue.lowering.targets import HOST_CPU, feature_overrides
 
 # Vectorized math. LLVM's loop vectorizer turns a loop of `llvm.sin.f64` into `llvm.sin.v8f64`, which
@@ -182,13 +183,8 @@ LIBM_CALLS = {"math.expm1": "expm1", "math.log1p": "log1p", "math.erf": "erf", "
 def call_libm(module: ir.Module) -> None:
     """Every scalar f32/f64 op of LIBM_CALLS becomes a func.call of its libm function (declared
     private in the module), which convert-func-to-llvm keeps as a plain C call."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in LIBM_CALLS and str(op.results[0].type) in ("f32", "f64"):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+    found = ops_where(module.operation,
+                      lambda op: op.name in LIBM_CALLS and str(op.results[0].type) in ("f32", "f64"))
     declared = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
                 if op.operation.name == "func.func"}
     for op in found:
