@@ -44,10 +44,10 @@ import functools
 import os
 import re
 
-import llvmlite.binding as llvm
 from torch_mlir import ir, passmanager
 
 from sprue.lowering.mlir_util import ops_where
+from sprue.lowering.targets import host_cpu_features
 
 _MARK = "sprue.matmul"
 MIN_FLOPS = 2 * 32 * 32 * 32
@@ -67,7 +67,7 @@ def forms_enabled() -> bool:
 @functools.cache
 def _vector_bytes() -> int:
     """Bytes of the host's widest float vector register (the register tile is sized from it)."""
-    features = dict(llvm.get_host_cpu_features())
+    features = host_cpu_features()
     if features.get("avx512f"):
         return 64
     return 32 if features.get("avx") else 16

@@ -28,6 +28,7 @@ need neither step: LLVM always knows them.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import re
@@ -374,6 +375,12 @@ def check_target(cpu: str, features: str = "") -> None:
                                 f"{'; the closest CPUs it can: ' + ', '.join(close) if close else ''}"
                                 f"{'' if flags else '; ' + _choices(table)}")
     _checked.add((cpu, joined))
+
+
+@functools.cache
+def host_cpu_features() -> dict[str, bool]:
+    """This CPU's features as LLVM names them ({"avx2": True, ...}), asked of LLVM once."""
+    return dict(llvm.get_host_cpu_features())
 
 
 def machine_cpu_and_features(cpu: str, features: str = "") -> tuple[str, str]:

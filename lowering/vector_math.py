@@ -26,11 +26,10 @@ import platform
 import re
 import sys
 
-import llvmlite.binding as llvm
 from torch_mlir import ir
 
 from sprue.lowering.mlir_util import ops_where
-from sprue.lowering.targets import HOST_CPU, feature_overrides
+from sprue.lowering.targets import HOST_CPU, feature_overrides, host_cpu_features
 
 # Vectorized math. LLVM's loop vectorizer turns a loop of `llvm.sin.f64` into `llvm.sin.v8f64`, which
 # the code generator then splits back into 8 scalar libm calls. glibc ships vector versions
@@ -171,7 +170,7 @@ def use_vector_math(optimized_ir: str, cpu: str, features: str = "") -> str:
 
 def _isa(cpu: str, features: str) -> dict[int, str]:
     """{vector bits: libmvec ISA letter} the target CPU can run."""
-    have = {**(dict(llvm.get_host_cpu_features()) if cpu == HOST_CPU else {"sse2": True}),
+    have = {**(host_cpu_features() if cpu == HOST_CPU else {"sse2": True}),
             **feature_overrides(features)}
     return {bits: letter for bits, letter, feature in _VECTOR_ISA if have.get(feature, False)}
 
