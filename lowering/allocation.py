@@ -69,6 +69,7 @@ RUNTIME_C = r"""/* sprue's run-time support, linked into every compiled library 
 #define _GNU_SOURCE   /* sigsetjmp (POSIX) and MADV_HUGEPAGE (Linux) whatever the -std */
 #endif
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,11 +91,16 @@ RUNTIME_C = r"""/* sprue's run-time support, linked into every compiled library 
 
 /* One thread's running call (of any kernel of this library; in a static link, of any kernel). */
 typedef struct {
+  void *p;
+  uint64_t bytes;
+} sprue_block;
+
+typedef struct {
   sigjmp_buf *env;             /* where a failed allocation returns to; NULL between calls */
-  void **live;                 /* the buffers the call allocated and has not freed ... */
+  sprue_block *live;           /* the buffers the call allocated and has not freed ... */
   size_t n, cap;               /* ... how many, and room for how many */
   uint64_t failed;             /* the byte count of the allocation that failed */
-  void *small[SPRUE_SMALL];    /* `live` of a call, until it holds more */
+  sprue_block small[SPRUE_SMALL];   /* `live` of a call, until it holds more */
   char message[256];           /* this thread's last failure, for _sprue_error_<kernel>() */
 } sprue_state;
 
@@ -111,13 +117,26 @@ static SPRUE_NORETURN void sprue_fail(sprue_state *st, uint64_t bytes) {
 
 static int sprue_grow(sprue_state *st) {
   size_t cap = st->cap ? 2 * st->cap : SPRUE_SMALL;
-  void **live = malloc(cap * sizeof *live);
+  sprue_block *live = malloc(cap * sizeof *live);
   if (!live) return 0;
   if (st->n) memcpy(live, st->live, st->n * sizeof *live);
   if (st->live != st->small) free(st->live);
   st->live = live;
   st->cap = cap;
   return 1;
+}
+
+/* Records p (`bytes` long) as the running call's; fails the call when there is no room to. */
+static void *sprue_record(sprue_state *st, void *p, uint64_t bytes) {
+  if (st->env) {
+    if (st->n == st->cap && !sprue_grow(st)) {
+      free(p);
+      sprue_fail(st, bytes);
+    }
+    st->live[st->n].p = p;
+    st->live[st->n++].bytes = bytes;
+  }
+  return p;
 }
 
 /* p, just allocated with `bytes` bytes: fails the call when it is null, else records it. */
@@ -133,28 +152,107 @@ static void *sprue_keep(void *p, uint64_t bytes) {
     if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
   }
 #endif
-  if (st->env) {
-    if (st->n == st->cap && !sprue_grow(st)) {
-      free(p);
-      sprue_fail(st, bytes);
-    }
-    st->live[st->n++] = p;
-  }
-  return p;
+  return sprue_record(st, p, bytes);
 }
 
-static void sprue_forget(sprue_state *st, void *p) {
+/* p's byte count (0 where unknown: outside a call), and p no longer recorded. */
+static uint64_t sprue_forget(sprue_state *st, void *p) {
   size_t i = st->n;
-  if (!st->env) return;
+  uint64_t bytes;
+  if (!st->env) return 0;
   while (i-- > 0)   /* from the end: buffers are mostly freed in the reverse order of allocation */
-    if (st->live[i] == p) {
+    if (st->live[i].p == p) {
+      bytes = st->live[i].bytes;
       st->live[i] = st->live[--st->n];
-      return;
+      return bytes;
     }
+  return 0;
 }
 
-SPRUE_HIDDEN void *_sprue_aligned_alloc(size_t align, size_t bytes) { return sprue_keep(aligned_alloc(align, bytes), bytes); }
-SPRUE_HIDDEN void *_sprue_malloc(size_t bytes) { return sprue_keep(malloc(bytes), bytes); }
+/* Big blocks the compiled code freed, kept for its next allocation of about the same size (the
+   next call's temporaries, mostly). glibc serves blocks above its mmap threshold with a fresh
+   mmap and gives them back on free (or trims its heap once the free top passes twice that
+   threshold), so each call of a kernel with a few MiB of temporaries touched fresh pages: their
+   faults and the kernel's zeroing of every page. Multi-head attention (8 x 256 x 64, 13 MiB of
+   temporaries) called in turn with another function: 14 ms a call, 6.8 ms with glibc's
+   thresholds raised (MALLOC_MMAP_THRESHOLD_), which is what this cache does for the compiled
+   code alone. Per library (its runtime is linked into each): at most SPRUE_CACHE_SLOTS blocks of
+   SPRUE_CACHE_MIN bytes and more, SPRUE_CACHE_BYTES in all; the oldest leaves first. A block is an
+   ordinary malloc'ed one, so a result handed out of the cache is freed with free() as any other.
+   The lock is only tried: a thread that finds it taken (or a child forked while it was taken)
+   goes to malloc and free as if the cache were full. */
+#define SPRUE_CACHE_SLOTS 8
+#define SPRUE_CACHE_MIN ((uint64_t)256 << 10)
+#define SPRUE_CACHE_BYTES ((uint64_t)64 << 20)
+
+static sprue_block sprue_cache[SPRUE_CACHE_SLOTS];   /* oldest first */
+static size_t sprue_cached;
+static uint64_t sprue_cached_bytes;
+static atomic_flag sprue_cache_lock = ATOMIC_FLAG_INIT;
+
+/* A cached block of at least `bytes` (at most an eighth more) aligned to `align`, recorded as the
+   running call's, or NULL. */
+static void *sprue_take(size_t align, uint64_t bytes) {
+  sprue_block got = {NULL, 0};
+  size_t i, best = SPRUE_CACHE_SLOTS;
+  if (bytes < SPRUE_CACHE_MIN || atomic_flag_test_and_set_explicit(&sprue_cache_lock, memory_order_acquire))
+    return NULL;
+  for (i = 0; i < sprue_cached; ++i)
+    if (sprue_cache[i].bytes >= bytes && sprue_cache[i].bytes - bytes <= bytes / 8
+        && (uintptr_t)sprue_cache[i].p % align == 0
+        && (best == SPRUE_CACHE_SLOTS || sprue_cache[i].bytes < sprue_cache[best].bytes))
+      best = i;
+  if (best < SPRUE_CACHE_SLOTS) {
+    got = sprue_cache[best];
+    sprue_cached_bytes -= got.bytes;
+    memmove(&sprue_cache[best], &sprue_cache[best + 1], (--sprue_cached - best) * sizeof *sprue_cache);
+  }
+  atomic_flag_clear_explicit(&sprue_cache_lock, memory_order_release);
+  return got.p ? sprue_record(&sprue_tls, got.p, got.bytes) : NULL;
+}
+
+/* Frees p (`bytes` long; 0: unknown) or keeps it in the cache, freeing older blocks for room. */
+static void sprue_put(void *p, uint64_t bytes) {
+  sprue_block out[SPRUE_CACHE_SLOTS];
+  size_t i, gone = 0;
+  if (bytes < SPRUE_CACHE_MIN || bytes > SPRUE_CACHE_BYTES / 2
+      || atomic_flag_test_and_set_explicit(&sprue_cache_lock, memory_order_acquire)) {
+    free(p);
+    return;
+  }
+  while (sprue_cached && (sprue_cached == SPRUE_CACHE_SLOTS || sprue_cached_bytes + bytes > SPRUE_CACHE_BYTES))
+    sprue_cached_bytes -= sprue_cache[gone].bytes, out[gone] = sprue_cache[gone], ++gone, --sprue_cached;
+  if (gone) memmove(sprue_cache, sprue_cache + gone, sprue_cached * sizeof *sprue_cache);
+  sprue_cache[sprue_cached].p = p;
+  sprue_cache[sprue_cached++].bytes = bytes;
+  sprue_cached_bytes += bytes;
+  atomic_flag_clear_explicit(&sprue_cache_lock, memory_order_release);
+  for (i = 0; i < gone; ++i) free(out[i].p);   /* outside the lock */
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((destructor))   /* the library is unloaded: its cached blocks go back to malloc */
+#endif
+static void sprue_cache_release(void) {
+  while (sprue_cached) free(sprue_cache[--sprue_cached].p);
+  sprue_cached_bytes = 0;
+}
+
+/* How many blocks and bytes the cache holds (for tests of the runtime linked into a host). */
+SPRUE_HIDDEN uint64_t _sprue_cache_held(uint64_t *bytes) {
+  *bytes = sprue_cached_bytes;
+  return sprue_cached;
+}
+
+SPRUE_HIDDEN void *_sprue_aligned_alloc(size_t align, size_t bytes) {
+  void *p = sprue_take(align, bytes);
+  return p ? p : sprue_keep(aligned_alloc(align, bytes), bytes);
+}
+
+SPRUE_HIDDEN void *_sprue_malloc(size_t bytes) {
+  void *p = sprue_take(16, bytes);
+  return p ? p : sprue_keep(malloc(bytes), bytes);
+}
 
 SPRUE_HIDDEN void *_sprue_calloc(size_t count, size_t size) {
   uint64_t bytes = size && count > SIZE_MAX / size ? UINT64_MAX : (uint64_t)count * size;
@@ -163,15 +261,17 @@ SPRUE_HIDDEN void *_sprue_calloc(size_t count, size_t size) {
 
 SPRUE_HIDDEN void *_sprue_realloc(void *old, size_t bytes) {
   sprue_state *st = &sprue_tls;
+  uint64_t old_bytes = old ? sprue_forget(st, old) : 0;   /* before: `old` may be gone after */
   void *p = realloc(old, bytes);
-  if (!p && bytes) sprue_fail(st, bytes);   /* `old` is still allocated, and recorded */
-  if (old) sprue_forget(st, old);
+  if (!p && bytes) {   /* `old` is still allocated: recorded again, freed with the call's others */
+    if (old) sprue_record(st, old, old_bytes);
+    sprue_fail(st, bytes);
+  }
   return p ? sprue_keep(p, bytes) : p;
 }
 
 SPRUE_HIDDEN void _sprue_free(void *p) {
-  if (p) sprue_forget(&sprue_tls, p);
-  free(p);
+  if (p) sprue_put(p, sprue_forget(&sprue_tls, p));
 }
 
 SPRUE_HIDDEN const char *_sprue_last_error(void) { return sprue_tls.message; }
@@ -179,7 +279,7 @@ SPRUE_HIDDEN const char *_sprue_last_error(void) { return sprue_tls.message; }
 /* A call's state before it began (that of a call it runs inside of: none does, kept for safety). */
 typedef struct {
   sigjmp_buf *env;
-  void **live;
+  sprue_block *live;
   size_t n, cap;
 } sprue_outer;
 
@@ -192,7 +292,7 @@ static int64_t sprue_end(sprue_state *st, const char *failed_in, const sprue_out
     double size;
     const char *unit = "bytes";
     failed = st->failed;
-    for (i = 0; i < st->n; ++i) free(st->live[i]);
+    for (i = 0; i < st->n; ++i) free(st->live[i].p);
     size = (double)failed;
     if (size >= 1024.0) { size /= 1024.0; unit = "KiB"; }
     if (size >= 1024.0) { size /= 1024.0; unit = "MiB"; }
