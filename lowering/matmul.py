@@ -45,6 +45,7 @@ import os
 import re
 
 from torch_mlir import ir, passmanager
+from torch_mlir.dialects import arith, scf, tensor
 
 from sprue.lowering.mlir_util import ops_where
 from sprue.lowering.targets import host_cpu_features
@@ -168,17 +169,22 @@ PACK_MIN_ROWS = 64
 PACK_NC = 128
 
 
-# SPRUE_MATMUL_PACK_DYNAMIC=1 packs products with run-time sizes too: experimental, off by default.
-# Measured (f64, one core, CPU time, one process; unpacked masked kernel -> packed; static, numpy):
-# 512 x 128 @ 128 x 10 0.36 -> 0.07 ms (0.07, 0.07), 513 x 67 @ 67 x 131 0.48 -> 0.33 (0.28, 0.26),
-# 256 x 256 @ 256 x 1024 9.4 -> 8.1 (3.7, 3.7), 256 x 1024 @ 1024 x 256 6.1 -> 4.7 (3.9, 3.7); whole
-# programs with abstracted_axes: ffn 16.4 -> 11.4 ms, mlp_train 15.8 -> 13.9, but attention 7.2 ->
-# 8.1 and the LSTM 6.3 -> 8.3 (its 32-row products, whose B is fixed across the scan, are packed on
-# every trip: the static path's PACK_MIN_ROWS cannot be checked on run-time rows). Left to do: B
-# padded to whole panels and C computed padded are whole zero-filled copies in fresh mmaps
-# (allocation.py), and a run-time-sized block buffer; a run-time guard on the rows.
+# Products with run-time sizes are packed where the sizes at run time pass the static rule
+# (_guard_packing: an scf.if between the packed kernel and the masked unpacked one; both compiled).
+# SPRUE_MATMUL_PACK_DYNAMIC=0 leaves them unpacked. Measured (f64, one core, CPU time, one process;
+# unpacked masked kernel -> packed; static, numpy): 512 x 128 @ 128 x 10 0.36 -> 0.07 ms (0.07,
+# 0.07), 513 x 67 @ 67 x 131 0.48 -> 0.33 (0.28, 0.26), 256 x 256 @ 256 x 1024 9.4 -> 8.1 (3.7, 3.7),
+# 256 x 1024 @ 1024 x 256 6.1 -> 4.7 (3.9, 3.7). Packed without the guard, few rows lose (in-process
+# A/B, min of 31: 32 x 256 @ 256 x 256 0.17 -> 0.24 ms, 8 x 1024 @ 1024 x 1024 3.0 -> 4.5), and so
+# did the LSTM and GRU (their 32-row products, whose B is fixed across the scan, packed on every
+# trip: dynamic 1.02 -> 1.20x and 1.08 -> 1.66x their static versions); with the guard, whole
+# programs with abstracted_axes against their static versions (one core, programs.py): ffn 1.75 ->
+# 1.12x, mlp_train 1.41 -> 1.18x, LSTM 1.02 -> 1.08x, GRU 1.08 -> 1.06x. The cost is compile time:
+# the two kernels of each such product, ~0.2 s more per product (mlp_train dynamic's first call
+# 1.5 -> 3.0 s). Left to do: B padded to whole panels and C computed padded are whole copies, and
+# a run-time-sized block buffer.
 def pack_dynamic() -> bool:
-    return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "0") not in ("0", "")
+    return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "1") not in ("0", "")
 
 
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
@@ -227,6 +233,53 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     nb = _largest_divisor(panels, 1, most)
     kc = _largest_divisor(k, 1, KC)
     return [m, nr * (nb if 2 * nb >= min(most, panels) else most), kc if 2 * kc >= min(k, KC) else min(k, KC)], [mr, nr], m % mr
+
+
+def _size_values(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(m, n, k) of a matmul or batch_matmul as index values (tensor.dim of run-time sizes),
+    built before op."""
+    a, b = op.operands[0], op.operands[1]
+    if op.name == "linalg.batch_matmul":
+        where = ((a, 1), (b, 2), (a, 2))
+    else:
+        lhs_t, rhs_t = _transposed(op)
+        where = ((a, 1 if lhs_t else 0), (b, 0 if rhs_t else 1), (a, 0 if lhs_t else 1))
+    index = ir.IndexType.get()
+    out = []
+    for value, dim in where:
+        size = _sizes(value.type)[dim]
+        out.append(arith.constant(index, size) if size is not None else tensor.dim(value, arith.constant(index, dim)))
+    return out[0], out[1], out[2]
+
+
+def _guard_packing(op: ir.Operation, nr: int) -> tuple[ir.Operation, ir.Operation]:
+    """A product with run-time sizes becomes `scf.if` (packing pays at these sizes) {op packed}
+    else {op unpacked}: the static rule (_packed_plan: at least PACK_MIN_ROWS rows and
+    PACK_MIN_VOLUME, NR columns, 2 steps of k) checked at run time. Both copies are compiled;
+    the returned pair (to pack, to leave) replace op."""
+    index = ir.IndexType.get()
+    with ir.InsertionPoint(op), op.location:
+        m, n, k = _size_values(op)
+
+        def at_least(value: ir.Value, bound: int) -> ir.Value:
+            return arith.cmpi(arith.CmpIPredicate.sge, value, arith.constant(index, bound))
+        # m n >= ceil(VOLUME / k) for m n k >= VOLUME: no product of three sizes to overflow
+        per_k = arith.ceildivsi(arith.constant(index, PACK_MIN_VOLUME), arith.maxsi(k, arith.constant(index, 1)))
+        cond = at_least(m, PACK_MIN_ROWS)
+        for more in (at_least(n, nr), at_least(k, 2),
+                     arith.cmpi(arith.CmpIPredicate.sge, arith.muli(m, n), per_k)):
+            cond = arith.andi(cond, more)
+        branch = scf.IfOp(cond, [r.type for r in op.results], has_else=True)
+        pair = []
+        for block in (branch.then_block, branch.else_block):
+            with ir.InsertionPoint(block):
+                copy = op.clone()
+                scf.YieldOp(list(copy.results))
+            pair.append(copy)
+    for old, new in zip(op.results, branch.results):
+        old.replace_all_uses_with(new)
+    op.erase()
+    return pair[0], pair[1]
 
 
 def _drop_unpack_copies(module: ir.Module) -> None:
@@ -652,6 +705,11 @@ def tile_matmuls(module: ir.Module) -> None:
             if p is None:
                 continue
             packed = _packed_plan(op)
+            if packed is not None and packed[2] == -1:    # run-time sizes: packed where they pay
+                op, plain = _guard_packing(op, packed[1][1])
+                parts.append(_script_one(plans, *p))
+                plain.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
+                plans += 1
             if packed is not None:
                 batch = op.name == "linalg.batch_matmul"
                 if not batch:

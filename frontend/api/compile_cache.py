@@ -374,6 +374,7 @@ def key_components(closed, n_implicit: int, in_names, options: dict[str, Any]) -
         "cc": os.environ.get("CC", "").strip(),
         # the lowering's A/B switch for the matmul forms (lowering/matmul.py) changes the code built
         "matmul_forms": os.environ.get("SPRUE_MATMUL_FORMS", "").strip(),
+        "matmul_pack_dynamic": os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "").strip(),
         # and so does the switch of the loop-order and accumulation rewrites (lowering/fusion.py)
         "fusion": os.environ.get("SPRUE_FUSION", "").strip(),
         "jaxpr": digest,
