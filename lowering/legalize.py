@@ -27,7 +27,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, scf, tensor
 
 from sprue.lowering.legalize_dynamic import RULES as DYNAMIC_RULES
-from sprue.lowering.legalize_scan import lower_prefix_window
+from sprue.lowering.legalize_scan import lower_prefix_call, lower_prefix_window
 from sprue.lowering.legalize_scatter import lower_gather, lower_scatter
 from sprue.lowering.legalize_sort import lower_sort
 from sprue.lowering.mlir_util import (
@@ -166,6 +166,7 @@ RULES: dict[str, Callable[[ir.Operation], None]] = {
     **DYNAMIC_RULES,
     "stablehlo.sort": lower_sort,
     "stablehlo.reduce_window": lower_prefix_window,   # prefix scans only (legalize_scan.py)
+    "stablehlo.custom_call": lower_prefix_call,       # sprue's own prefix scans only (legalize_scan.py)
     "stablehlo.scatter": lower_scatter,
     "stablehlo.gather": lower_gather,           # static and dynamic: legalize_scatter.py
     "stablehlo.dynamic_gather": lower_gather,
@@ -188,7 +189,7 @@ def legalize(module: ir.Module) -> None:
         # scatter loop), then the other gathers, before the rules for `?` dims.
         for group in (("stablehlo.scatter",), ("stablehlo.gather", "stablehlo.dynamic_gather"),
                       tuple(DYNAMIC_RULES),
-                      ("stablehlo.sort", "stablehlo.reduce_window"),
+                      ("stablehlo.sort", "stablehlo.reduce_window", "stablehlo.custom_call"),
                       ("stablehlo.while", "stablehlo.if", "stablehlo.case")):
             for op in _collect(module, group):
                 RULES[op.name](op)

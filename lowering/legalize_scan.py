@@ -18,11 +18,13 @@ so NaN propagation of stablehlo.maximum etc. is what the region says.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith
+from torch_mlir.dialects import arith, scf
 
 from sprue.lowering.mlir_util import (
+    SCALAR_RULES,
     add,
     alloc,
     as_tensor,
@@ -124,55 +126,82 @@ def lower_prefix_window(op: ir.Operation) -> None:
         return
     axis, reverse = form
     where = f"stablehlo.reduce_window at {op.location}"
+    _one_pass(op, axis, reverse, lambda a, b: inline_scalar_region(op.regions[0], [a, b], where)[0])
+
+
+# A prefix scan whose axis has a run-time size (a reduce_window's window is an attribute): the
+# cumulative ops' lowering rule (rules_reductions.py) emits this custom_call, named by the
+# StableHLO op that combines two elements; it is sprue's own, never accepted from a user's file
+# (stablehlo_input.py refuses custom_calls).
+PREFIX_SCAN_TARGET = "sprue.prefix_scan"
+
+
+def lower_prefix_call(op: ir.Operation) -> None:
+    """Rewrites a PREFIX_SCAN_TARGET custom_call as the same pass as a static prefix scan."""
+    if "call_target_name" not in op.attributes or ir.StringAttr(op.attributes["call_target_name"]).value != PREFIX_SCAN_TARGET:
+        return
+    axis = ir.IntegerAttr(op.attributes["sprue.axis"]).value
+    reverse = ir.BoolAttr(op.attributes["sprue.reverse"]).value
+    rule = SCALAR_RULES[ir.StringAttr(op.attributes["sprue.combine"]).value]
+    _one_pass(op, axis, reverse, lambda a, b: rule(op, [a, b]))   # the rule reads x's element type from op
+
+
+def _one_pass(op: ir.Operation, axis: int, reverse: bool, combine: Callable[[ir.Value, ir.Value], ir.Value]) -> None:
+    """Replaces `op` (its operand 0: x) by the prefix scan of x along `axis`, element after element."""
     with ir.InsertionPoint(op), op.location:
         x = to_signless(op.operands[0])
         shape_type = tensor_type(x)
         elem = shape_type.element_type
         sizes = tensor_sizes(x)
         n = sizes[axis]
-        last = shape_type.shape[axis] - 1
-        out = alloc(shape_type.shape, elem, sizes)
-
-        def combine(a: ir.Value, b: ir.Value) -> ir.Value:
-            return inline_scalar_region(op.regions[0], [a, b], where)[0]
+        last = arith.SubIOp(n, index(1)).result
 
         def position(k: ir.Value) -> ir.Value:   # the k-th element in scan order
-            return arith.SubIOp(index(last), k).result if reverse else k
+            return arith.SubIOp(last, k).result if reverse else k
 
+        out = alloc(shape_type.shape, elem, sizes)
         outer, inner = sizes[:axis], sizes[axis + 1:]
-        if not inner:
-            # the running value stays in a register
-            def lane(ivs: list[ir.Value]) -> None:
-                first = extract(x, insert_at(ivs, axis, position(index(0))))
-                store(first, out, insert_at(ivs, axis, position(index(0))))
 
-                def step(k: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
-                    at = insert_at(ivs, axis, position(k))
-                    value = combine(acc[0], extract(x, at))
-                    store(value, out, at)
-                    return [value]
-                for_loop(index(1), n, index(1), [first], step)
-            loop_nest(outer, lane)
+        def lane(ivs: list[ir.Value]) -> None:   # the last axis: the running value stays in a register
+            first = extract(x, insert_at(ivs, axis, position(index(0))))
+            store(first, out, insert_at(ivs, axis, position(index(0))))
+
+            def step(k: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
+                at = insert_at(ivs, axis, position(k))
+                value = combine(acc[0], extract(x, at))
+                store(value, out, at)
+                return [value]
+            for_loop(index(1), n, index(1), [first], step)
+
+        def row(ivs: list[ir.Value]) -> None:   # axes after it: each step a contiguous row
+            def first(jvs: list[ir.Value]) -> None:
+                at = ivs + [position(index(0))] + jvs
+                store(extract(x, at), out, at)
+            loop_nest(inner, first)
+
+            def step(k: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+                here, before = position(k), position(add(k, index(-1)))
+
+                def element(jvs: list[ir.Value]) -> None:
+                    at = ivs + [here] + jvs
+                    store(combine(load(out, ivs + [before] + jvs), extract(x, at)), out, at)
+                loop_nest(inner, element)
+                return []
+            for_loop(index(1), n, index(1), [], step)
+
+        def body() -> None:
+            loop_nest(outer, row if inner else lane)
+        if ir.ShapedType.is_dynamic_size(shape_type.shape[axis]):
+            # an axis empty at run time: no first element to read
+            nonempty = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.sgt, n, index(0)).result)
+            with ir.InsertionPoint(nonempty.then_block):
+                body()
+                scf.YieldOp([])
         else:
-            def row(ivs: list[ir.Value]) -> None:
-                def first(jvs: list[ir.Value]) -> None:
-                    at = ivs + [position(index(0))] + jvs
-                    store(extract(x, at), out, at)
-                loop_nest(inner, first)
-
-                def step(k: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
-                    here, before = position(k), position(add(k, index(-1)))
-
-                    def element(jvs: list[ir.Value]) -> None:
-                        at = ivs + [here] + jvs
-                        store(combine(load(out, ivs + [before] + jvs), extract(x, at)), out, at)
-                    loop_nest(inner, element)
-                    return []
-                for_loop(index(1), n, index(1), [], step)
-            loop_nest(outer, row)
+            body()
         result = as_tensor(out, tensor_type(op.results[0]))
     op.results[0].replace_all_uses_with(result)
     op.erase()
 
 
-__all__ = ["lower_prefix_window", "prefix_axis"]
+__all__ = ["PREFIX_SCAN_TARGET", "lower_prefix_call", "lower_prefix_window", "prefix_axis"]

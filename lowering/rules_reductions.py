@@ -15,13 +15,13 @@ from torch_mlir._mlir_libs import _stablehlo
 from sprue import lax
 from sprue.ir.core import Eqn
 from sprue.lowering.dot_canonical import canonical_dot
+from sprue.lowering.legalize_scan import PREFIX_SCAN_TARGET
 from sprue.lowering.matmul import forms_enabled as matmul_forms_enabled
 from sprue.lowering.rules_common import (
     LoweringContext,
     Value,
     axes_param,
     boolean,
-    broadcast_in_dim,
     build_region,
     compare,
     constant,
@@ -51,12 +51,9 @@ from sprue.lowering.rules_common import (
     scalar_type,
     select,
     shape_of,
-    size_value,
-    slice_,
     static_or_dynamic,
     tensor_type,
 )
-from sprue.lowering.rules_control_flow import counted_loop
 
 # How each reduction combines two values: (stablehlo op, op on booleans, identity of dtype).
 Monoid = tuple[str, str, Callable[[np.dtype], object]]
@@ -130,8 +127,8 @@ def _cumulative(monoid: Monoid):
     """Static sizes: JAX's encoding, a reduce_window spanning the axis with n - 1 identities padded
     before it (after it when reversed); the legalization computes it in one O(n) pass
     (legalize_scan.py), and a cumsum in a program exported from JAX takes the same path. `?` sizes
-    (a window's size is an attribute): a counted loop along the axis (_sequential_loop). Both
-    combine in numpy's order, element after element."""
+    (a window's size is an attribute): sprue's prefix-scan custom_call (_prefix_call), lowered by
+    the same pass. Both combine in numpy's order, element after element."""
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
         (axis,), reverse = axes_param(eqn, "axis"), eqn.params.get("reverse", False)
         n = shape_of(x)[axis]
@@ -141,7 +138,7 @@ def _cumulative(monoid: Monoid):
         identity, combine = constant(monoid[2](dt), dt), _combiner(monoid, dt)
         if is_static(x):
             return [_prefix_window(x, axis, reverse, identity, combine)]
-        return [_sequential_loop(x, axis, reverse, identity, combine)]
+        return [_prefix_call(x, axis, reverse, monoid[1] if dt == np.bool_ else monoid[0])]
     return rule
 
 
@@ -157,33 +154,15 @@ def _prefix_window(x: Value, axis: int, reverse: bool, identity: Value, combine)
     return window.results[0]
 
 
-def _sequential_loop(x: Value, axis: int, reverse: bool, identity: Value, combine) -> Value:
-    """A counted loop over the rows along the axis, carrying the last result row (at first a row of
-    identities, so an axis empty at run time makes no trip): row i of the result is combine(the row
-    before, row i of x), written in place (dynamic_update_slice). The result is never read back, so
-    bufferization needs no copy of a row it could overwrite."""
-    sizes = dims_of(x)
-    n = size_value(sizes[axis])
-    one = constant(1, np.int64)
-    zero = constant(0, np.int64)
-    row_type = tensor_type([1 if d == axis else s if isinstance(s, int) else None
-                            for d, s in enumerate(sizes)], dtype_of(x))
-
-    def row(at: Value) -> Value:
-        return slice_(x, [at if d == axis else 0 for d in range(len(sizes))],
-                      [ew("add", at, one) if d == axis else s for d, s in enumerate(sizes)], None, row_type)
-
-    def place(k: Value) -> Value:   # the k-th row in scan order
-        return ew("subtract", ew("subtract", n, one), k) if reverse else k
-
-    def body(k: Value, values: list[Value]) -> list[Value]:
-        out, last = values
-        at = place(k)
-        new = combine([last, row(at)])[0]
-        starts = [at if d == axis else zero for d in range(len(sizes))]
-        return [op1("stablehlo.dynamic_update_slice", [out, new, *starts], out.type), new]
-    first = broadcast_in_dim(identity, [1 if d == axis else s for d, s in enumerate(sizes)], [])
-    return counted_loop(n, [x, first], body, [x.type, row_type])[0]
+def _prefix_call(x: Value, axis: int, reverse: bool, combine: str) -> Value:
+    """A prefix scan along an axis with a run-time size: sprue's custom_call, which the
+    legalization computes in the same one pass as a static one (legalize_scan.lower_prefix_call):
+    over the last axis with the running value in a register, else row after contiguous row."""
+    i64 = ir.IntegerType.get_signless(64)
+    return op1("stablehlo.custom_call", [x], x.type, {
+        "call_target_name": ir.StringAttr.get(PREFIX_SCAN_TARGET),
+        "sprue.axis": ir.IntegerAttr.get(i64, axis), "sprue.reverse": ir.BoolAttr.get(bool(reverse)),
+        "sprue.combine": ir.StringAttr.get(f"stablehlo.{combine}")})
 
 
 for _p, _m in [(lax.cumsum_p, _SUM), (lax.cumprod_p, _PROD), (lax.cummax_p, _MAX), (lax.cummin_p, _MIN)]:

@@ -102,7 +102,7 @@ def test_which_windows_are_prefix_scans(init, window, padding, expected):
 
 @pytest.mark.parametrize("n", [0, 1, 2, 257])
 def test_cumulative_ops_with_run_time_sizes_match_numpy(n):
-    # `?` sizes: a counted loop along the axis carrying the last row (rules_reductions._sequential_loop)
+    # `?` sizes: sprue's prefix-scan custom_call, the same one pass as a static scan (legalize_scan.py)
     rng = np.random.default_rng(n)
     x = rng.standard_normal((3, n))
 
@@ -118,3 +118,50 @@ def test_cumulative_ops_with_run_time_sizes_match_numpy(n):
     np.testing.assert_array_equal(got[2], np.maximum.accumulate(x, 0))
     np.testing.assert_array_equal(got[3], flip(np.minimum.accumulate(flip(x, 1), 1), 1))
     np.testing.assert_allclose(got[4], np.cumprod(x, 1), rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.uint8, np.bool_])
+def test_run_time_sized_scans_along_every_axis_and_type_match_numpy(axis, dtype):
+    # the last axis carries the running value in a register; the others step row after row; an
+    # axis empty at run time reads nothing (the same compiled function for every size)
+    @sprue.qjit(abstracted_axes=({0: "a", 1: "b", 2: "c"},))
+    def f(x):
+        return (sprue.numpy.cumsum(x, axis), lax.cumsum(x, axis, True), lax.cummax(x, axis),
+                lax.cummin(x, axis, True))
+
+    rng = np.random.default_rng(axis)
+    flip = np.flip
+    for shape in ((3, 4, 5), (1, 7, 2), (2, 0, 3), (0, 2, 2), (2, 2, 0)):
+        x = (rng.standard_normal(shape) * 4).astype(dtype)
+        got = f(x)
+        acc = np.add if dtype != np.bool_ else np.logical_or
+        want_rev = flip(acc.accumulate(flip(x, axis), axis), axis) if x.size else x
+        np.testing.assert_array_equal(got[0], np.cumsum(x, axis), err_msg=str(shape))
+        np.testing.assert_array_equal(got[1], want_rev.astype(got[1].dtype), err_msg=str(shape))
+        np.testing.assert_array_equal(got[2], np.maximum.accumulate(x, axis), err_msg=str(shape))
+        np.testing.assert_array_equal(got[3], flip(np.minimum.accumulate(flip(x, axis), axis), axis), err_msg=str(shape))
+
+
+def test_run_time_sized_cumsum_keeps_negative_zero_and_nan_order():
+    # element after element from the first (not from an added identity): -0.0 stays -0.0
+    f = sprue.qjit(lambda x: sprue.numpy.cumsum(x, axis=1), abstracted_axes=({0: "a", 1: "b"},))
+    x = np.array([[-0.0, -0.0, 1.0], [np.nan, 1.0, 2.0]])
+    got = f(x)
+    np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
+    assert np.signbit(got[0, :2]).all()
+
+
+def test_a_users_module_cannot_call_sprues_own_prefix_scan():
+    # the custom_call is sprue's internal form: a StableHLO file naming it is refused like any other
+    text = """module @jit_f {
+  func.func public @main(%arg0: tensor<4xf64>) -> tensor<4xf64> {
+    %0 = "stablehlo.custom_call"(%arg0) <{call_target_name = "sprue.prefix_scan"}> {sprue.axis = 0 : i64, sprue.combine = "stablehlo.add", sprue.reverse = false} : (tensor<4xf64>) -> tensor<4xf64>
+    return %0 : tensor<4xf64>
+  }
+}"""
+    with pytest.raises(sprue.SprueError, match=r"attribute 'sprue.axis': sprue attributes may not appear in StableHLO input"):
+        load_stablehlo(text)
+    bare = text.replace(' {sprue.axis = 0 : i64, sprue.combine = "stablehlo.add", sprue.reverse = false}', "")
+    with pytest.raises(sprue.SprueError, match=r"stablehlo.custom_call @sprue.prefix_scan"):
+        load_stablehlo(bare)
