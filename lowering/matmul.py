@@ -213,7 +213,10 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     rows, cols = _register_tiles(itemsize)
     nr = cols[0]
     if None in (m, n, k):
-        if not pack_dynamic():
+        # the sizes known at compile time must pass the rule already (_guard_packing checks all);
+        # one that cannot never packs, and fewer than NR columns have no panel to pack into
+        if not pack_dynamic() or (n is not None and n < nr) or (k is not None and k < 2) \
+                or (m is not None and m < PACK_MIN_ROWS):
             return None
         # run-time sizes: B padded to whole panels as above, the row loop peeled with its last
         # tile masked (vector_sizes), blocks of PACK_NC columns and KC rows of B

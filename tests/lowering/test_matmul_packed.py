@@ -202,3 +202,13 @@ def test_dynamic_packing_switch_matches_numpy(m, k, n, monkeypatch, tmp_path):
         text = next((tmp_path / mode).glob("*.03_bufferized.mlir")).read_text()
         assert ("permutation = [1, 0, 2]" in text) == (mode == "1"), mode
         assert "vector.create_mask" in text, mode
+
+
+@pytest.mark.parametrize("k,n", [(5, 7), (1, 64), (300, 8)])
+def test_run_time_rows_with_static_columns_too_few_to_pack_match_numpy(k, n):
+    # sizes known at compile time that fail the packing rule (fewer than NR columns, one step of
+    # k) leave the product unpacked, whatever the rows at run time
+    f = sprue.qjit(lambda a, b: a @ b, abstracted_axes=({0: "m"}, None))
+    for m in (9, 70, 300):
+        a, b = _args(np.float64, (m, k), (k, n))
+        _close(f(a, b), a @ b, np.float64)
