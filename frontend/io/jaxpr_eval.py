@@ -3,7 +3,9 @@
 Every equation goes through `Primitive.bind`, so sprue's shape rules re-check the program and
 the result is a ClosedJaxpr built exactly like a traced one; each equation's declared output types
 are then compared with the computed ones. Calls (`pjit`, `closed_call`, `custom_jvp_call`, ...) are
-inlined; nested jaxprs of control flow are traced into ClosedJaxprs of their own.
+inlined; nested jaxprs of control flow are traced into ClosedJaxprs of their own, whose parameters
+that hold an operand unchanged (a loop body's consts) stand for the operand's size, as in a traced
+body (control_flow.primitives.invariant_parameters).
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import numpy as np
 
 from sprue import lax
 from sprue.base import dtypes
-from sprue.base.errors import SprueError, SprueMemoryError
+from sprue.base.errors import SprueError, SprueMemoryError, at
+from sprue.base.source_info import user_frame_summary
 from sprue.io.jaxpr_ast import Binder, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
 from sprue.io.jaxpr_lexer import JaxprError, JaxprUnsupportedError
 from sprue.io.jaxpr_params import (
@@ -28,6 +31,8 @@ from sprue.io.jaxpr_params import (
 )
 from sprue.ir.core import ShapedArray, aval_of_value, primitives
 from sprue.ir.shapes import DimExpr, dim_out_of_range, format_dim, prove_equal
+from sprue.ir.shapes import dim as dim_of
+from sprue.lax.control_flow.primitives import invariant_parameters
 from sprue.trace.tracing import Tracer, as_dim, current_builder, trace_scope
 
 
@@ -190,13 +195,21 @@ class Evaluator:
             raise self.error(f"{what} has constvars ({', '.join(b.name or '_' for b in ast.constvars)}) whose"
                              f" values the text does not give", ast.tok)
 
-    def trace_closed(self, ast: JaxprAST):
-        """A nested jaxpr as a ClosedJaxpr (no consts), traced in a scope of its own."""
+    def trace_closed(self, ast: JaxprAST, operands: dict | None = None):
+        """A nested jaxpr as a ClosedJaxpr (no consts), traced in a scope of its own. `operands`
+        maps a parameter's index to the operand of the enclosing equation it holds unchanged
+        (control_flow.primitives.invariant_parameters): such a size parameter binds the operand's
+        dimension variable, not a fresh one, as tracing the body would have (`a:i64[] b:f64[a]` in
+        a loop body given `n`: b's type is f64[n], the operand's)."""
         self.no_consts(ast, "a nested jaxpr")
+        operands = operands or {}
         with trace_scope() as b:
-            env = {}
-            for binder in ast.invars:
+            env, aliased = {}, []
+            for k, binder in enumerate(ast.invars):
                 t = b.new_arg(self.aval(binder.type, env, binder.tok))
+                if k in operands:
+                    aliased.append((t, operands[k]))
+                    _bind_operand_dim(b, t, operands[k], aliased)
                 if binder.name is not None:
                     env[binder.name] = t
             outs = self.run(ast, env)
@@ -243,7 +256,7 @@ class Evaluator:
         except SprueMemoryError as ex:   # an array too large for memory stays a MemoryError, located in the text
             raise SprueMemoryError(f"{self.filename}:{e.tok.line}:{e.tok.col}: {ex}") from None
         except SprueError as ex:
-            raise self.error(f"{e.prim}: {ex}", e.tok) from None
+            raise self.error(_rule_message(e.prim, ex), e.tok) from None
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, StopIteration, ArithmeticError) as ex:
             # a rule met operands or params it cannot take (wrong arity, a malformed param)
             raise self.error(f"{e.prim} cannot take these operands/params ({len(args)} operands,"
@@ -281,7 +294,7 @@ class Evaluator:
         p = primitives.get(ALIASES.get(name, name))
         if p is None:
             raise self.unsupported(f"unknown primitive '{name}'", e.tok)
-        params = self.params(p, e, env)
+        params = self.params(p, e, env, args)
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
 
@@ -323,24 +336,31 @@ class Evaluator:
             y = lax.convert_element_type(y, dx) if isinstance(y, Tracer) else np.asarray(y, dx)[()]
         return [x, y]
 
-    def _convert(self, e, k):
+    def _convert(self, e, k, operands: dict | None = None):
         if k not in e.params:
             raise self.error(f"{e.prim} needs the param '{k}'", e.tok)
         prm = e.params[k]
-        v = convert_value(prm.value, self._jaxpr_value, self.error)
+        v = convert_value(prm.value, lambda x: self._jaxpr_value(x, operands), self.error)
         return convert_param(e.prim, k, v, prm.tok, self.error)
 
-    def _jaxpr_value(self, v):
+    def _jaxpr_value(self, v, operands: dict | None = None):
         ast = self.shared(v)
-        return None if ast is None else self.trace_closed(ast)
+        return None if ast is None else self.trace_closed(ast, operands)
 
-    def params(self, p, e, env) -> dict:
+    def _invariant_operands(self, p, e, args) -> dict[str, dict]:
+        """{jaxpr param: {parameter index: operand}}: the nested jaxprs' parameters that hold an
+        operand of this equation unchanged (see trace_closed)."""
+        found = invariant_parameters(p, lambda k: self._convert(e, k) if k in e.params else None, len(args))
+        return {k: {i: args[j] for i, j in m.items()} for k, m in found.items()}
+
+    def params(self, p, e, env, args=()) -> dict:
         spec = sprue_params(p)
+        invariant = self._invariant_operands(p, e, args)
         out = {}
         for k, prm in e.params.items():
             if k in spec:
                 if k not in RESET:
-                    out[k] = self._convert(e, k)
+                    out[k] = self._convert(e, k, invariant.get(k))
             elif k in HARMLESS or prm.value is None:
                 continue
             else:
@@ -371,6 +391,40 @@ def _bad_dim(shape):
                 (not isinstance(d, DimExpr) and d < 0):
             return d
     return None
+
+
+def _rule_message(prim: str, ex: SprueError) -> str:
+    """A shape rule's error as the reader reports it at the equation's file:line:col: prefixed with
+    the primitive's name once, without the Python line the rule names (the caller of sprue.load or
+    the `sprue` script, not a place in the program)."""
+    msg = str(ex)
+    suffix = at(user_frame_summary())
+    if suffix and msg.endswith(suffix):
+        msg = msg[:-len(suffix)]
+    return msg if msg.startswith((f"{prim}: ", f"{prim} ")) else f"{prim}: {msg}"
+
+
+def _bind_operand_dim(b, t: Tracer, operand, aliased: list) -> None:
+    """Make the nested jaxpr's integer parameter t (of builder b), which holds `operand` unchanged,
+    stand for the operand's size: a dimension variable's value binds that variable (the body's
+    types then mention the enclosing jaxpr's variable, as a traced body's do); a size expression
+    over variables that the jaxpr's earlier parameters bind becomes t's value as a size (traced
+    code captures the variables, not the expression). Anything else keeps t's fresh variable."""
+    if not (isinstance(operand, Tracer) and operand.aval.shape == () and operand.aval.dtype == dtypes.int64
+            and t.aval.shape == () and t.aval.dtype == dtypes.int64):
+        return
+    d = operand.dim_expr
+    if not isinstance(d, DimExpr):
+        return
+    vs = d.dim_vars()
+    if len(vs) == 1 and d == dim_of(next(iter(vs))):
+        t.jvar.dim = next(iter(vs))   # not bind_dim: the variable's binder stays the outer tracer
+    elif vs <= {a.jvar.dim for a, _ in aliased if a.jvar.dim is not None}:
+        t.jvar.dim = None
+    else:
+        return
+    t.dim_expr = d
+    b.dim_values.setdefault(d, t)   # dim_value(d) inside the body: this parameter, not a capture
 
 
 class _DimError(Exception):

@@ -11,6 +11,7 @@ import enum
 import functools
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -439,7 +440,13 @@ def pp_param(value, indent: int) -> str:
         return f"{type(value).__name__}.{value.name}"
     if isinstance(value, (np.generic, float)):
         return format_scalar(value)
+    if isinstance(value, str) and (not _BARE_STRING.fullmatch(value) or value in RESERVED_NAMES):
+        return repr(value)   # a message with spaces or ':' reads back only quoted (sprue.io.jaxpr_lexer)
     return str(value)
+
+
+# a string param prints bare (as JAX prints `name=f`) when the reader reads it back as one name
+_BARE_STRING = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def pp_eqn(eqn, names: _Names, indent: int) -> str:

@@ -30,7 +30,7 @@ The reference rules run the nested jaxprs with eval_jaxpr in Python loops.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -318,5 +318,35 @@ def _scan_impl(*args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, lengt
 
 scan_p = define("scan", _scan_rule, _scan_impl, multiple_results=True)
 
-__all__ = ["for_loop_p", "while_p", "cond_p", "scan_p", "trip_count", "typematch", "type_mismatches",
-           "check_types"]
+
+# -- parameters that receive an operand unchanged ---------------------------------------------------
+def invariant_parameters(p, count: Callable[[str], object], n_operands: int) -> dict[str, dict[int, int]]:
+    """For an equation of p: {jaxpr param: {parameter index: operand index}} for the parameters of
+    its nested jaxprs that hold an operand's value unchanged on every run (the hoisted consts of a
+    loop body; every operand of a cond branch), not the carries, the index or scanned slices.
+
+    A traced body's size consts bind the enclosing jaxpr's own dimension variables (closure
+    conversion, tracing.close_dims), so `f64[a]` in the body and `f64[n]` outside are one type. A
+    reader building a body from text (sprue.io.jaxpr_eval) binds these parameters to their operands'
+    dimension variables to get that same jaxpr back. `count(name)` gives the equation's integer
+    param (body_nconsts, ...); one that is missing or not a count leaves its jaxpr out (the shape
+    rule reports it)."""
+    def span(n, offset=0) -> dict[int, int]:   # parameters 0..n-1 hold operands offset..offset+n-1
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (n, offset)) \
+                or n + offset > n_operands:
+            return {}
+        return {i: offset + i for i in range(n)}
+    if p is for_loop_p:
+        return {"body_jaxpr": span(count("body_nconsts"))}
+    if p is while_p:
+        cond_nconsts = count("cond_nconsts")
+        return {"cond_jaxpr": span(cond_nconsts), "body_jaxpr": span(count("body_nconsts"), cond_nconsts)}
+    if p is cond_p:
+        return {"branches": {i: 1 + i for i in range(n_operands - 1)}}
+    if p is scan_p:
+        return {"jaxpr": span(count("num_consts"))}
+    return {}
+
+
+__all__ = ["for_loop_p", "while_p", "cond_p", "scan_p", "invariant_parameters", "trip_count", "typematch",
+           "type_mismatches", "check_types"]
