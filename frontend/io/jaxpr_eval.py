@@ -232,8 +232,9 @@ class Evaluator:
         return self.run(ast, env)
 
     def run(self, ast: JaxprAST, env: dict) -> list:
+        sizes = _dim_names([*ast.constvars, *ast.invars, *(b for e in ast.eqns for b in e.outs)])
         for e in ast.eqns:
-            self.eqn(e, env)
+            self.eqn(e, env, sizes)
         outs = []
         for a in ast.outs:
             if isinstance(a, VarRef):
@@ -245,7 +246,7 @@ class Evaluator:
         return outs
 
     # -- equations ----------------------------------------------------------------------------
-    def eqn(self, e, env):
+    def eqn(self, e, env, sizes=frozenset()):
         args = self.args(e, env)
         builder = current_builder()
         n0 = len(builder.eqns)
@@ -275,6 +276,9 @@ class Evaluator:
         for b, v in zip(e.outs, outs):
             if b.name is not None:
                 env[b.name] = v
+            if b.name in sizes and isinstance(v, Tracer) and v.aval.shape == () and v.aval.dtype == dtypes.int64 \
+                    and v.dim_expr is None:
+                as_dim(v)   # a size the types name: its variable is bound where it is made, as the tracer had it
         for k, (b, v) in enumerate(zip(e.outs, outs)):
             self.check_type(f"output {k} of {e.prim}", b.type, v, env, b.tok)
 
@@ -442,20 +446,22 @@ def _fmt(aval: ShapedArray) -> str:
     return aval.str_short()
 
 
-def _implicit_names(ast: JaxprAST) -> list[str]:
-    """Leading i64[] invars that name a dimension of a later invar: implicit size arguments."""
+def _dim_names(binders) -> set[str]:
+    """The names the binders' types use in their dimensions."""
     mentioned = set()
-
-    def walk(d):
+    stack = [d for b in binders if b.type is not None for d in b.type.dims]
+    while stack:
+        d = stack.pop()
         if d[0] == "name":
             mentioned.add(d[1])
         elif d[0] != "int":
-            for x in d[1:]:
-                if isinstance(x, tuple):
-                    walk(x)
-    for b in ast.invars:
-        for d in (b.type.dims if b.type else []):
-            walk(d)
+            stack.extend(x for x in d[1:] if isinstance(x, tuple))
+    return mentioned
+
+
+def _implicit_names(ast: JaxprAST) -> list[str]:
+    """Leading i64[] invars that name a dimension of a later invar: implicit size arguments."""
+    mentioned = _dim_names(ast.invars)
     out = []
     for b in ast.invars:
         if b.name in mentioned and b.type is not None and b.type.dtype == "i64" and not b.type.dims:

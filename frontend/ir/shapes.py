@@ -235,6 +235,8 @@ class DimExpr:
             factors = []
             for atom, p in m:
                 s = name_of(atom) if isinstance(atom, DimVar) else atom.format(name_of)
+                if not isinstance(atom, DimVar) and (len(m) > 1 or p > 1 or c != 1):
+                    s = f"({s})"   # 2*(n//2), -(n//2): `2*n//2` and `-n//2` read as (2*n)//2 and (-n)//2
                 factors += [s] * p
             body = "*".join(factors)
             if not body:

@@ -28,7 +28,7 @@ from sprue.interp.ad_util import (
 from sprue.interp.batching import elementwise_batch_rule
 from sprue.interp.cost import free, numel, per_output_element
 from sprue.ir.core import ShapedArray
-from sprue.ir.shapes import prove_equal
+from sprue.ir.shapes import lower_bound, prove_equal
 from sprue.lax._rules import define, require_equal, same_dtypes, shapes_equal, weak
 from sprue.lax.structural import broadcast_in_dim, reduce_sum
 from sprue.trace.tracing import Tracer, dim_arith_rules
@@ -229,7 +229,7 @@ def _binary_function(p):
 
 # -- symbolic sizes: integer scalar arithmetic on sizes keeps its symbolic value ----------------
 # (`jnp.ones(n + 1)` then has the type f64[n+1], provably equal to other n+1 sizes.) Registered
-# for add, sub, mul, neg and convert_element_type in sprue.trace.tracing.dim_arith_rules.
+# for add, sub, mul, neg, div, rem and convert_element_type in sprue.trace.tracing.dim_arith_rules.
 def _size_operand(x):
     if isinstance(x, Tracer):
         return x.dim_expr if x.ndim == 0 and dtypes.is_int(x.dtype) else None
@@ -438,6 +438,17 @@ _binary_ad(mul_p, lambda x, y, o: y, lambda x, y, o: x)
 _binary_ad(div_p, lambda x, y, o: div_p.bind(_c(x, 1), y), lambda x, y, o: neg_p.bind(div_p.bind(o, y)))
 _binary_ad(rem_p, lambda x, y, o: _c(x, 1),
            lambda x, y, o: neg_p.bind(_mul(sign_p.bind(div_p.bind(x, y)), floor_p.bind(abs_p.bind(div_p.bind(x, y))))))
+
+
+def _floor_rule(combine):
+    """div and rem of a size by a positive constant (how the tracer stages `n//2`, tracing.dim_value):
+    C's truncation is floor division when the size cannot be negative."""
+    return _size_rule(lambda a, b: combine(a, b) if isinstance(b, int) and b > 0 and lower_bound(a) >= 0
+                      else None)
+
+
+dim_arith_rules[div_p] = _floor_rule(lambda a, b: a // b)
+dim_arith_rules[rem_p] = _floor_rule(lambda a, b: a % b)
 
 
 # -- pow, atan2 ------------------------------------------------------------------------------------

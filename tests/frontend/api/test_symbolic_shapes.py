@@ -160,7 +160,7 @@ def test_e_assert_shape_binds_and_checks_at_run_time():
     head, b = caller(a)
     np.testing.assert_array_equal(b, ff_np(a))
     with pytest.raises(sprue.SprueValueError, match=re.escape("assert_shape(): the array of type i32[k*64] does not"
-                                                              " fit i32[p*q//4]: in axis 0, k*64 = p*q//4 has no"
+                                                              " fit i32[p*(q//4)]: in axis 0, k*64 = p*(q//4) has no"
                                                               " solution") + r".*" + HERE):
         caller(np.zeros((3, 8), np.int8))
     assert caller.compile_count == 1
