@@ -190,6 +190,9 @@ def _join_consts(bodies: Sequence[Body]) -> tuple[list, list[ClosedJaxpr]]:
     """One operand list for every branch: the union of their consts; each branch takes them all."""
     joint: list = []
     avals: list[ShapedArray] = []
+    # a size const binds its dimension variable in every branch, also one that does not use it: the
+    # types of the other consts mention it there too (and the printer names it by its binder)
+    dims: list = []
     seen: dict[int, int] = {}
     for b in bodies:
         for c, v in zip(b.consts, b.jaxpr.jaxpr.invars):
@@ -197,11 +200,12 @@ def _join_consts(bodies: Sequence[Body]) -> tuple[list, list[ClosedJaxpr]]:
                 seen[id(c)] = len(joint)
                 joint.append(c)
                 avals.append(v.aval)
+                dims.append(v.dim)
     jaxprs = []
     for b in bodies:
         j, n = b.jaxpr.jaxpr, len(b.consts)
         mine = {id(c): v for c, v in zip(b.consts, j.invars[:n])}
-        params = [mine.get(id(c)) or Var(a) for c, a in zip(joint, avals)]
+        params = [mine.get(id(c)) or Var(a, dim=d) for c, a, d in zip(joint, avals, dims)]
         jaxprs.append(ClosedJaxpr(Jaxpr([], [*params, *j.invars[n:]], j.outvars, j.eqns), []))
     return joint, jaxprs
 

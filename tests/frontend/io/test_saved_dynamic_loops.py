@@ -108,6 +108,34 @@ def scan_in_while_np(x, w):
     return a
 
 
+def deep(x, w):   # a cond in a scan in a fori_loop; one branch uses the size const, the other not
+    def fbody(i, a):
+        def sbody(c, r):
+            return lax.cond(jnp.sum(r) > 0, lambda: c + r * a[0], lambda: c - r), jnp.sum(c)
+        c, ys = lax.scan(sbody, a[0] * 0, w)
+        return a * 0.5 + c + jnp.sum(ys)
+    return lax.fori_loop(0, 2, fbody, x)
+
+
+def deep_np(x, w):
+    a = x
+    for _ in range(2):
+        c, total = a[0] * 0, 0.0
+        for r in w:
+            total += c.sum()
+            c = c + r * a[0] if r.sum() > 0 else c - r
+        a = a * 0.5 + c + total
+    return a
+
+
+def half_to_end(x, w):   # bounds computed from the size
+    return lax.fori_loop(x.shape[0] // 2, x.shape[0], lambda i, a: a + w[i] * x[i], jnp.zeros(4))
+
+
+def half_to_end_np(x, w):
+    return (w * x)[len(x) // 2:].sum(0)
+
+
 def rows_loop(x, w):   # the trip count is the run-time size
     return lax.fori_loop(0, x.shape[0], lambda i, acc: acc + x[i] * w[i], jnp.zeros(x.shape[1]))
 
@@ -202,6 +230,8 @@ CASES = {
     "nested": (nested, nested_np, _pair, BOTH),
     "cond_in_loop": (cond_in_loop, cond_in_loop_np, _pair, BOTH),
     "scan_in_while": (scan_in_while, scan_in_while_np, _pair, BOTH),
+    "deep": (deep, deep_np, _pair, BOTH),
+    "half_to_end": (half_to_end, half_to_end_np, _pair, BOTH),
     "rows_loop": (rows_loop, rows_loop_np, _pair, BOTH),
     "resizing": (resizing, resizing_np, _pair, BOTH),
     "grad_through": (grad_through, grad_through_np, _pair, BOTH),
