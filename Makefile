@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench bench-programs venv clean example fuzz
+.PHONY: run test bench bench-programs bench-compile venv clean example fuzz
 
 venv: $(STAMP)
 
@@ -65,6 +65,11 @@ bench: $(STAMP)
 # realistic whole programs vs jax.jit (issue 13); ARGS=--one-core for the per-core comparison
 bench-programs: $(STAMP)
 	$(PY) benchmarks/programs.py $(ARGS)
+
+# first-call compile time as programs grow, vs jax.jit (issue 24): each case in a fresh process;
+# ARGS=--quick for a short run, ARGS="--sizes 30,100 --timeout 120 --one-core" and so on
+bench-compile: $(STAMP)
+	$(PY) benchmarks/compile_time.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache $(EXAMPLE_BUILD)
