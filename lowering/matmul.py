@@ -688,6 +688,11 @@ def _contract_payloads(module: ir.Module) -> None:
         op.attributes["fastmath"] = flags
 
 
+# Each product's script names its handles by a prefix and the product's number (%x1<n>, %x<n>):
+# numbers of one width keep two names from meeting (%x1 with 1 and %x with 11 were both %x11).
+_FIRST_IDENT = 100000
+
+
 def tile_matmuls(module: ir.Module) -> None:
     """Rewrites every eligible contraction of the module (see the module doc)."""
     kinds = {"linalg.matmul", "linalg.batch_matmul", "linalg.vecmat", "linalg.matvec", "linalg.generic"} \
@@ -695,7 +700,7 @@ def tile_matmuls(module: ir.Module) -> None:
     found = ops_where(module.operation, lambda op: op.name in kinds)
     if forms_enabled():
         _fold_lhs_transposes(found)
-    plans, parts, matvecs = 0, [], set()
+    plans, parts, matvecs = _FIRST_IDENT, [], set()
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in found:
         if op.name == "linalg.matvec":
@@ -722,7 +727,7 @@ def tile_matmuls(module: ir.Module) -> None:
                 parts.append(_script_one(plans, *p))
         op.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
         plans += 1
-    if not plans:
+    if plans == _FIRST_IDENT:
         return
     _contract_payloads(module)
     # Deferred: the transform dialect's bindings take ~24 ms to import; only a matmul to tile needs them.

@@ -43,6 +43,7 @@ from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
+from sprue.lowering.outline import outline_loop_nests
 from sprue.lowering.vector_math import call_libm
 
 Dump = Callable[[str, str], None]
@@ -122,6 +123,7 @@ def _before_llvm(module: ir.Module) -> None:
     promote_accumulators(module)   # reductions accumulate in registers inside loops (accumulators.py)
     keep_outer_loops_rolled(module)   # LLVM unrolls innermost loops only (loop_hints.py)
     call_libm(module)   # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
+    outline_loop_nests(module)   # big functions: a function per loop nest, shared by equal nests (outline.py)
 
 
 def _fuse(module: ir.Module) -> None:
@@ -261,7 +263,12 @@ def _prepare_entry_points(module: ir.Module) -> None:
       `cbrt`, leaving an undefined `_mlir_ciface_cbrt` in the library.)
     - mark every argument `bufferization.writable = false`: one-shot bufferization otherwise treats
       arguments as writable and updates them in place (dynamic_update_slice, scatter), so the
-      compiled code would write into the caller's numpy arrays."""
+      compiled code would write into the caller's numpy arrays.
+    - mark it `llvm.always_inline`: its C wrapper, its only caller in the library, unpacks each
+      memref descriptor into its fields (7 values for a 2-D array) and calls it; inlined, that
+      call and the function's hundreds of stack parameters are gone (a 100-layer network's 101
+      arrays: 707 parameters, whose lowering and instruction selection cost seconds). A library
+      that exports the raw function too (backend's `internal` leaves it out) keeps a copy of it."""
     false = ir.BoolAttr.get(False)
     for op in module.body.operations:
         if op.operation.name != "func.func" or not op.operation.regions[0].blocks:
@@ -270,6 +277,7 @@ def _prepare_entry_points(module: ir.Module) -> None:
         if "sym_visibility" in attrs and ir.StringAttr(attrs["sym_visibility"]).value != "public":
             continue
         attrs["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        attrs["llvm.always_inline"] = ir.UnitAttr.get()
         n_args = len(op.operation.regions[0].blocks[0].arguments)
         old = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else [ir.DictAttr.get({})] * n_args
         new = []

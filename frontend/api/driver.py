@@ -177,7 +177,7 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
     text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
     staging = _staging(cache, key, stem)
     if staging is None:
-        library = _lowering().backend.build_shared_library(text, out_dir, name=stem,
+        library = _lowering().backend.build_shared_library(text, out_dir, name=stem, internal=["main"],
                                                            keep_intermediate=keep_intermediate, **options)
         save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
     else:
@@ -223,7 +223,9 @@ def _build_into_cache(cache, key: str, staging: Path, text: str, sig: Signature,
     """Built in a private folder inside the cache, then published atomically: the library to load
     (the entry's, or a copy in out_dir when it cannot be published)."""
     try:
-        library = _lowering().backend.build_shared_library(text, staging, name="lib", **options)
+        # only _mlir_ciface_main is called: the raw function, internal, is inlined into it and not
+        # compiled a second time on its own (it was: twice the LLVM work of every kernel)
+        library = _lowering().backend.build_shared_library(text, staging, name="lib", internal=["main"], **options)
         save_signature(library, sig, "main", stem)
         (staging / compile_cache.STABLEHLO).write_text(text)
         try:

@@ -1,0 +1,133 @@
+"""Big functions split into one function per outermost loop nest, identical nests sharing one.
+
+LLVM's function passes are superlinear in a function's size (the loop vectorizer's and GVN's
+analyses, constraint elimination, instruction selection over one huge block list), and so are
+some of MLIR's conversions to the LLVM dialect: a 100-layer network (`tanh(x @ w)` on 16 x 16)
+lowered to one function of 16k lines of LLVM IR spent 6.6 s in LLVM's O3 passes and 3.4 s in
+instruction selection, and its per-layer cost grew fivefold from 100 to 300 layers. XLA compiles
+such a program as many small kernels, each fusion its own function, and compiles a kernel once
+however often the program runs it; IREE's dispatch regions are the same idea.
+
+Here, on loops over buffers (the pipeline's "loops" stage, before the LLVM conversion): in a
+function with at least OUTLINE_MIN_NESTS outermost loop nests, each nest (an scf.for, scf.while
+or scf.parallel no loop encloses) becomes a private function taking the values it uses from
+outside (buffers, run-time sizes, scalars; constants are copied in, so that bounds stay static)
+and returning what the nest returns, and a call replaces it. Nests whose functions print the same
+(the same ops on the same types: a deep network's layers, an unrolled loop, a gradient's repeated
+steps) share one function, compiled once. The functions are `noinline` (LLVM would otherwise
+inline them back into one function), so LLVM optimizes each on its own. What is lost: optimizing
+across nests (each nest reads and writes memory, so little is), and a call per nest per run
+(nanoseconds; a nest of fewer than OUTLINE_MIN_NESTS functions keeps everything inline).
+"""
+from __future__ import annotations
+
+from torch_mlir import ir
+from torch_mlir.dialects import func
+
+from sprue.lowering.mlir_util import as_operation
+
+_LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall"})
+# Values defined by these ops (no operands, no side effects) are copied into the outlined function
+# instead of being passed: loop bounds and steps stay constants there.
+_COPIED = frozenset({"arith.constant", "memref.get_global", "ub.poison"})
+OUTLINE_MIN_NESTS = 24
+_PREFIX = "__sprue_nest_"
+
+
+def _outermost_nests(fn: ir.Operation) -> list[ir.Operation]:
+    """The loops of `fn` that no other loop encloses, in program order."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in _LOOPS:
+            found.append(op)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+    fn.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def _defining_op(value: ir.Value) -> ir.Operation:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return as_operation(owner.owner)
+    return as_operation(owner)
+
+
+def _captures(nest: ir.Operation) -> tuple[list[ir.Value], list[tuple[ir.Operation, int, ir.Value]]]:
+    """The values `nest` uses that are defined outside it (in first-use order), and every use of
+    one: (op, operand number, value)."""
+    inside: set[ir.Operation] = set()
+    ops: list[ir.Operation] = []
+
+    def collect(op: ir.Operation) -> ir.WalkResult:
+        inside.add(op)
+        ops.append(op)
+        return ir.WalkResult.ADVANCE
+    nest.walk(collect, ir.WalkOrder.PRE_ORDER)
+    captured: dict[ir.Value, None] = {}
+    uses = []
+    for op in ops:
+        for i, value in enumerate(op.operands):
+            if _defining_op(value) not in inside:
+                captured.setdefault(value, None)
+                uses.append((op, i, value))
+    return list(captured), uses
+
+
+def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, str]) -> None:
+    """Moves `nest` into a new private function `name` (or, where one that prints the same exists,
+    drops it and calls that one) and calls it in the nest's place."""
+    captured, uses = _captures(nest)
+    copied = [v for v in captured if not isinstance(v.owner, ir.Block) and _defining_op(v).name in _COPIED]
+    passed = [v for v in captured if v not in set(copied)]
+    results = [r.type for r in nest.results]
+    with nest.location:
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp(name, ir.FunctionType.get([v.type for v in passed], results), visibility="private")
+            # func-to-llvm keeps llvm.-prefixed attributes: never inlined back, and internal (a
+            # private func.func would be exported: two kernels linked into one program clash)
+            fn.attributes["llvm.no_inline"] = ir.UnitAttr.get()
+            fn.attributes["llvm.linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")
+            entry = fn.add_entry_block()
+        with ir.InsertionPoint(entry):
+            replacement = {v: a for v, a in zip(passed, entry.arguments)}
+            for v in copied:
+                replacement[v] = _defining_op(v).clone().results[0]
+        with ir.InsertionPoint(nest):
+            call = func.CallOp(results, name, passed)
+        for old, new in zip(nest.results, call.results):
+            old.replace_all_uses_with(new)
+        nest.detach_from_parent()
+        ir.InsertionPoint(entry).insert(nest)
+        with ir.InsertionPoint(entry):
+            func.ReturnOp(list(nest.results))
+    for op, i, value in uses:
+        op.operands[i] = replacement[value]
+    # printed on its own (use_local_scope; no verification): printing an op inside a module
+    # otherwise numbers the whole module first, and outlining every nest became quadratic
+    key = fn.operation.get_asm(use_local_scope=True, assume_verified=True).replace(f"@{name}(", "@(", 1)
+    if key in seen:
+        as_operation(call).attributes["callee"] = ir.FlatSymbolRefAttr.get(seen[key])
+        fn.operation.erase()
+    else:
+        seen[key] = name
+
+
+def outline_loop_nests(module: ir.Module) -> None:
+    """Each outermost loop nest of a function with at least OUTLINE_MIN_NESTS of them becomes a
+    call of a private, noinline function; nests that print the same share one (module doc)."""
+    functions = [op for op in map(as_operation, module.body.operations)
+                 if op.name == "func.func" and len(op.regions[0].blocks)]
+    seen: dict[str, str] = {}
+    count = 0
+    for fn in functions:
+        nests = _outermost_nests(fn)
+        if len(nests) < OUTLINE_MIN_NESTS:
+            continue
+        for nest in nests:
+            _outline(nest, module, f"{_PREFIX}{count}", seen)
+            count += 1
+
+
+__all__ = ["OUTLINE_MIN_NESTS", "outline_loop_nests"]

@@ -1,0 +1,92 @@
+"""Big functions are split into a function per outermost loop nest, equal nests sharing one
+(lowering/outline.py): results stay numpy's, the nests become noinline calls, repeated layers
+compile once, and small functions keep their nests inline."""
+import re
+
+import numpy as np
+import pytest
+
+import sprue
+import sprue.numpy as jnp
+from sprue import lax
+from sprue.lowering.outline import OUTLINE_MIN_NESTS
+
+
+def _net(x, ws):
+    for w in ws:
+        x = jnp.tanh(x @ w)
+    return x
+
+
+def _ref(x, ws):
+    for w in ws:
+        x = np.tanh(x @ w)
+    return x
+
+
+def _stage(tmp_path, suffix):
+    return next(tmp_path.glob(f"*{suffix}")).read_text()
+
+
+def test_a_deep_network_calls_one_function_per_kind_of_nest(tmp_path):
+    rng = np.random.default_rng(0)
+    ws = [rng.standard_normal((16, 16)) * 0.3 for _ in range(40)]
+    x = rng.standard_normal((16, 16))
+    f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), _ref(x, ws), rtol=1e-10, atol=1e-12)
+    text = _stage(tmp_path, ".05_llvm.mlir")
+    defined = re.findall(r"llvm\.func (?:\w+ )*@(__sprue_nest_\d+)\(", text)
+    calls = re.findall(r"llvm\.call @(__sprue_nest_\d+)\(", text)
+    # 40 layers of a product and a tanh (and the fills and copies around them): a few kinds of
+    # nest, each defined once, called once per layer
+    assert len(calls) >= 80 and 2 <= len(defined) <= 6, (len(calls), defined)
+    assert set(calls) == set(defined)
+    # internal (not exported: two kernels linked into one program must not clash) and noinline
+    opt = _stage(tmp_path, ".opt.ll")
+    definitions = re.findall(r"^define (.*)@__sprue_nest_\d+\(.*\) .*#(\d+) \{", opt, re.MULTILINE)
+    assert definitions and all(d[0].startswith("internal ") for d in definitions), definitions
+    groups = dict(re.findall(r"^attributes #(\d+) = \{(.*)\}", opt, re.MULTILINE))
+    assert all("noinline" in groups[d[1]] for d in definitions), groups
+
+
+def test_a_small_function_keeps_its_nests_inline(tmp_path):
+    rng = np.random.default_rng(1)
+    ws = [rng.standard_normal((8, 8)) for _ in range(3)]
+    x = rng.standard_normal((8, 8))
+    f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), _ref(x, ws), rtol=1e-10, atol=1e-12)
+    assert 3 * 3 < OUTLINE_MIN_NESTS
+    assert "__sprue_nest_" not in _stage(tmp_path, ".05_llvm.mlir")
+
+
+@pytest.mark.parametrize("n", [5, 33])
+def test_outlined_nests_with_run_time_sizes_carried_values_and_different_shapes(n, tmp_path):
+    # run-time sizes passed to the nests, loops whose results are used after them (a fori_loop's
+    # carry, reductions), and layers of two shapes that must not share a function
+    def program(x, a, b):
+        total = 0.0
+        for i in range(14):
+            y = jnp.tanh(x * (i + 1.0)) @ a
+            z = jnp.cumsum(y, axis=1) @ b
+            total = total + lax.fori_loop(0, 3, lambda j, s: s + jnp.sum(z) * 0.5, 0.0)
+            x = x + 0.01 * z.sum()
+        return x, total
+
+    def reference(x, a, b):
+        total = 0.0
+        for i in range(14):
+            y = np.tanh(x * (i + 1.0)) @ a
+            z = np.cumsum(y, axis=1) @ b
+            total = total + 3 * (np.sum(z) * 0.5)
+            x = x + 0.01 * z.sum()
+        return x, total
+
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((6, 9)) * 0.2, rng.standard_normal((9, 6)) * 0.2
+    f = sprue.qjit(program, abstracted_axes=({0: "n"}, None, None), keep_intermediate=str(tmp_path))
+    for rows in (n, n + 4):
+        xr = rng.standard_normal((rows, 6))
+        got, want = f(xr, a, b), reference(xr, a, b)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-9, atol=1e-9)
+    assert "llvm.call @__sprue_nest_" in _stage(tmp_path, ".05_llvm.mlir")
