@@ -169,22 +169,21 @@ PACK_MIN_ROWS = 64
 PACK_NC = 128
 
 
-# Products with run-time sizes are packed where the sizes at run time pass the static rule
-# (_guard_packing: an scf.if between the packed kernel and the masked unpacked one; both compiled).
-# SPRUE_MATMUL_PACK_DYNAMIC=0 leaves them unpacked. Measured (f64, one core, CPU time, one process;
-# unpacked masked kernel -> packed; static, numpy): 512 x 128 @ 128 x 10 0.36 -> 0.07 ms (0.07,
-# 0.07), 513 x 67 @ 67 x 131 0.48 -> 0.33 (0.28, 0.26), 256 x 256 @ 256 x 1024 9.4 -> 8.1 (3.7, 3.7),
-# 256 x 1024 @ 1024 x 256 6.1 -> 4.7 (3.9, 3.7). Packed without the guard, few rows lose (in-process
-# A/B, min of 31: 32 x 256 @ 256 x 256 0.17 -> 0.24 ms, 8 x 1024 @ 1024 x 1024 3.0 -> 4.5), and so
-# did the LSTM and GRU (their 32-row products, whose B is fixed across the scan, packed on every
-# trip: dynamic 1.02 -> 1.20x and 1.08 -> 1.66x their static versions); with the guard, whole
-# programs with abstracted_axes against their static versions (one core, programs.py): ffn 1.75 ->
-# 1.12x, mlp_train 1.41 -> 1.18x, LSTM 1.02 -> 1.08x, GRU 1.08 -> 1.06x. The cost is compile time:
-# the two kernels of each such product, ~0.2 s more per product (mlp_train dynamic's first call
-# 1.5 -> 3.0 s). Left to do: B padded to whole panels and C computed padded are whole copies, and
-# a run-time-sized block buffer.
+# SPRUE_MATMUL_PACK_DYNAMIC=1 packs products with run-time sizes where the sizes at run time pass
+# the static rule (_guard_packing: an scf.if between the packed kernel and the masked unpacked
+# one; both compiled). Off by default, for its compile time: each such product's two kernels cost
+# ~0.2 s more of LLVM (first calls, one core: the MLP training program's dynamic version 1.6 ->
+# 4.8 s, the LSTM's 0.6 -> 1.3 s, the CNN's 1.2 -> 2.7 s), where issue 13 allows the realistic
+# suite's first calls 10 % more. Its run-time gain, whole programs with abstracted_axes against
+# their static versions (one core, programs.py): ffn 1.75 -> 1.12x, mlp_train 1.41 -> 1.18x, the
+# LSTM and GRU unchanged (packed without the guard, their 32-row products, whose B is fixed across
+# the scan, were packed on every trip: 1.02 -> 1.20x, 1.08 -> 1.66x). Single products (f64, one
+# core, CPU time; unpacked masked kernel -> packed; static, numpy): 512 x 128 @ 128 x 10 0.36 ->
+# 0.07 ms (0.07, 0.07), 513 x 67 @ 67 x 131 0.48 -> 0.33 (0.28, 0.26), 256 x 256 @ 256 x 1024
+# 9.4 -> 8.1 (3.7, 3.7). To make it the default: a cheaper pair of kernels (the packed kernel's
+# leftover rows run by the unpacked one, not a third kernel), B padded without a whole copy.
 def pack_dynamic() -> bool:
-    return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "1") not in ("0", "")
+    return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "0") not in ("0", "")
 
 
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:

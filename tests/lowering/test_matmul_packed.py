@@ -87,7 +87,8 @@ def test_forms_switch_keeps_the_unpacked_kernel(tmp_path, monkeypatch):
     assert re.search(r"vector\.fma", text)
 
 
-def test_small_products_are_not_packed_and_dynamic_ones_only_where_their_sizes_pay(tmp_path):
+def test_small_products_are_not_packed_and_dynamic_ones_only_where_their_sizes_pay(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPRUE_MATMUL_PACK_DYNAMIC", "1")
     a, b = _args(np.float64, (48, 48), (48, 48))
     small = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path / "small"))
     _close(small(a, b), a @ b, np.float64)
@@ -189,10 +190,10 @@ def test_narrow_products_pad_b_to_whole_panels(n, dtype, tmp_path):
 
 @pytest.mark.parametrize("m,k,n", [(512, 128, 10), (37, 64, 20), (515, 130, 131), (256, 300, 1024)])
 def test_dynamic_packing_switch_matches_numpy(m, k, n, monkeypatch, tmp_path):
-    """Products with run-time sizes are packed (the rows the register tile leaves, one at a time:
-    no masks) where the sizes at run time pass the static rule, else run the masked unpacked
-    kernel: both are compiled, behind an scf.if (37 rows take the unpacked one). With
-    SPRUE_MATMUL_PACK_DYNAMIC=0 only the masked unpacked kernel."""
+    """SPRUE_MATMUL_PACK_DYNAMIC=1: products with run-time sizes are packed (the rows the register
+    tile leaves, one at a time: no masks) where the sizes at run time pass the static rule, else
+    run the masked unpacked kernel: both are compiled, behind an scf.if (37 rows take the unpacked
+    one). By default (0) only the masked unpacked kernel."""
     a, b = _args(np.float64, (m, k), (k, n))
     axes = ({0: "m", 1: "k"}, {0: "k", 1: "n"})
     for mode in ("1", "0"):
@@ -205,9 +206,10 @@ def test_dynamic_packing_switch_matches_numpy(m, k, n, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("k,n", [(5, 7), (1, 64), (300, 8)])
-def test_run_time_rows_with_static_columns_too_few_to_pack_match_numpy(k, n):
+def test_run_time_rows_with_static_columns_too_few_to_pack_match_numpy(k, n, monkeypatch):
     # sizes known at compile time that fail the packing rule (fewer than NR columns, one step of
     # k) leave the product unpacked, whatever the rows at run time
+    monkeypatch.setenv("SPRUE_MATMUL_PACK_DYNAMIC", "1")
     f = sprue.qjit(lambda a, b: a @ b, abstracted_axes=({0: "m"}, None))
     for m in (9, 70, 300):
         a, b = _args(np.float64, (m, k), (k, n))
