@@ -408,17 +408,37 @@ def split_shared_yields(module: ir.Module) -> None:
                     op.operands[i] = fresh
 
 
+def split_shared_fills(module: ir.Module) -> None:
+    """A linalg.fill that several ops write into (the zeros every matmul accumulates into, which
+    CSE merged into one) gets a copy per writer, placed before it. One-shot bufferization gives
+    each writer its own buffer either way; with one fill it filled one and copied it into every
+    other (a 100-layer network: 100 copies, each a loop nest of its own to compile and a pass
+    over the result to run); a fill per writer fills that buffer in place."""
+    fills = ops_where(module.operation, lambda op: op.name == "linalg.fill")
+    for fill in fills:
+        result = fill.results[0]
+        writers = [(owner, use.operand_number) for use in result.uses
+                   for owner in [as_operation(use.owner)] if _writes(owner, use.operand_number)
+                   or owner.name == "scf.for" and use.operand_number >= 3]   # a tiled product's init
+        for owner, number in writers[1:]:
+            with ir.InsertionPoint(owner):
+                copy = fill.clone()
+            owner.operands[number] = copy.results[0]
+
+
 def tie_loop_outputs(module: ir.Module) -> None:
     """Rewrite every eligible elementwise linalg.generic inside a loop body (see the module doc),
     after computing prefix slices of elementwise results in place (bubble_prefix_slices),
-    reading sizes from the operands that built the tensors (fold_known_dims) and giving each
-    result of a branch its own empty tensor (split_shared_yields)."""
+    reading sizes from the operands that built the tensors (fold_known_dims), giving each
+    result of a branch its own empty tensor (split_shared_yields) and each writer of a shared
+    fill its own (split_shared_fills; again after the matmul tiling's CSE: pipeline.py)."""
     bubble_prefix_slices(module)
     fold_known_dims(module)
     split_shared_yields(module)
+    split_shared_fills(module)
     generics = ops_where(module.operation, lambda op: op.name == "linalg.generic")
     for op in generics:
         _tie(op)
 
 
-__all__ = ["bubble_prefix_slices", "fold_known_dims", "split_shared_yields", "tie_loop_outputs"]
+__all__ = ["bubble_prefix_slices", "fold_known_dims", "split_shared_fills", "split_shared_yields", "tie_loop_outputs"]

@@ -38,7 +38,7 @@ from sprue.lowering.fusion import (
     reuse_dying_inputs,
 )
 from sprue.lowering.fusion_sums import merge_accumulating_chains
-from sprue.lowering.inplace import tie_loop_outputs
+from sprue.lowering.inplace import split_shared_fills, tie_loop_outputs
 from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
@@ -117,6 +117,7 @@ def _before_bufferization(module: ir.Module) -> None:
     tile_matmuls(module)        # blocked, vectorized matrix products (matmul.py)
     merge_accumulating_chains(module)   # the others' sums of products: one loop nest (fusion_sums.py)
     interchange_loops(module)   # the other generics: innermost loop contiguous (fusion.py)
+    split_shared_fills(module)  # a fill per product again, after the tiling's CSE merged them (inplace.py)
 
 
 def _before_llvm(module: ir.Module) -> None:

@@ -180,3 +180,19 @@ def test_dynamic_results_reuse_buffers_as_static_ones_do(tmp_path):
             np.testing.assert_allclose(w, (np.log(a) * t + b) * t - np.sqrt(a), rtol=1e-12, atol=1e-15)
         counts[name] = _array_allocations(_stage_text(out, "bufferized"))
     assert counts["dynamic"] == counts["static"] == 2, counts
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_products_sharing_their_zeros_each_fill_their_own_buffer(tmp_path, dynamic):
+    # CSE leaves one linalg.fill of zeros for every product; each product gets its own copy of
+    # the fill (inplace.split_shared_fills), not a filled buffer copied into its own
+    def layers(x, a, b, c):
+        return jnp.tanh(jnp.tanh(x @ a) @ b) @ c
+
+    rng = np.random.default_rng(7)
+    x, a, b, c = (rng.standard_normal((12, 12)) for _ in range(4))
+    axes = ({0: "n"}, None, None, None) if dynamic else None
+    f = sprue.qjit(layers, abstracted_axes=axes, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, a, b, c), np.tanh(np.tanh(x @ a) @ b) @ c, rtol=1e-12, atol=1e-12)
+    text = _stage_text(tmp_path, "loops")
+    assert "memref.copy" not in text
