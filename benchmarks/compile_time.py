@@ -344,11 +344,17 @@ HEAD = (f"{'case':<8} {'N':>5} {'eqns':>6}  {'sprue 1st':>10} {'jax 1st':>10} {'
         f"{'imp sprue':>9} {'imp jax':>8}  {'sprue MB':>8} {'+compile':>8} {'jax MB':>7}  check")
 
 
+def impls_of(row: dict) -> list[str]:
+    return [impl for impl in ("sprue", "jax") if impl in row]
+
+
 def format_row(row: dict) -> str:
     s, j = row["sprue"], row.get("jax")
     ratio = row.get("ratio")
     per = row.get("per_unit")
-    check_text = row.get("check") or "ok"
+    finished = [impl for impl in ("sprue", "jax") if (row.get(impl) or {}).get("status") == "ok"]
+    check_text = row.get("check") or ("ok" if len(finished) == len(impls_of(row)) else
+                                      f"ok ({', '.join(finished)} only)" if finished else "-")
     return (f"{row['case']:<8} {row['n']:>5} {s.get('eqns') or '-':>6}  {_cell(s):>10} {_cell(j):>10} "
             f"{'-' if ratio is None else f'{ratio:.1f}x':>8}  "
             f"{'-' if per is None else f'{per * 1e3:.2f} ms':>11}  "
