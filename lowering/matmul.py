@@ -33,7 +33,8 @@ partial) pack B first (_script_packed, IREE's CPU data tiling / BLIS's packing, 
 transform.structured.pack): block by block into NR-column panels, which the same register kernel
 then streams contiguously (1024^2 f64: 13 -> 34 GFLOP/s, OpenBLAS 35); rows no register tile
 divides peel a static last tile, so no masks. A transposed A is read through the matmul's indexing
-map and a transposed B packed from itself, instead of dot_canonical.py's transposed copies.
+map and a transposed B -- each batch element's too, attention's `q @ swapaxes(k, -1, -2)` -- packed
+from itself, instead of dot_canonical.py's transposed copies (matmul_operands.py).
 
 Numerics: each C element is still accumulated along k in order, with FMAs (one rounding per step
 instead of two), like any BLAS (matvec's accumulation is reassociated, like numpy's dot).
@@ -47,6 +48,13 @@ import re
 from torch_mlir import ir, passmanager
 from torch_mlir.dialects import arith, scf, tensor
 
+from sprue.lowering.matmul_operands import (
+    LHS_T_MAPS,
+    PLAIN_MAPS,
+    fold_lhs_transposes,
+    fold_rhs_transpose,
+    transposed,
+)
 from sprue.lowering.mlir_util import ops_where
 from sprue.lowering.targets import host_cpu_features
 
@@ -200,10 +208,10 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
         return None
     itemsize = _float_itemsize(op)
     a, b = (_sizes(v.type) for v in op.operands[:2])
-    if op.name == "linalg.batch_matmul" and str(op.attributes["indexing_maps"]) == _PLAIN_MAPS[op.name]:
+    if op.name == "linalg.batch_matmul" and str(op.attributes["indexing_maps"]) == PLAIN_MAPS[op.name]:
         (m, k), n = a[1:], b[2]          # one batch element at a time (_script_packed's `batch`)
-    elif op.name == "linalg.matmul" and _transposed(op) is not None:
-        lhs_t, rhs_t = _transposed(op)
+    elif op.name == "linalg.matmul" and transposed(op) is not None:
+        lhs_t, rhs_t = transposed(op)
         (m, k), n = a[::-1] if lhs_t else a, b[0] if rhs_t else b[1]
     else:
         return None
@@ -242,9 +250,9 @@ def _size_values(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value]:
     built before op."""
     a, b = op.operands[0], op.operands[1]
     if op.name == "linalg.batch_matmul":
-        where = ((a, 1), (b, 2), (a, 2))
+        where = ((a, 1), (b, 1 if transposed(op)[1] else 2), (a, 2))
     else:
-        lhs_t, rhs_t = _transposed(op)
+        lhs_t, rhs_t = transposed(op)
         where = ((a, 1 if lhs_t else 0), (b, 0 if rhs_t else 1), (a, 0 if lhs_t else 1))
     index = ir.IndexType.get()
     out = []
@@ -357,7 +365,8 @@ def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int,
     }} : {_ANY}
     %mg{ident} = transform.structured.match ops{{["linalg.generic"]}} in %btl{ident} : ({_ANY}) -> {_ANY}
 """
-    # B's panels (N/NR, K, NR): a transposed B (N, K) packs into that order as it is
+    # B's panels (N/NR, K, NR): a transposed B (N, K) packs into that order as it is (a batch
+    # element's B too: the unit batch dim folded, the generic reads B (N, K) through its map)
     order = f"""    %pk{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
     %g{ident} = transform.cast %p{ident} : {_ANY} to {_ANY}
 """ if rhs_t else f"""    %pb{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
@@ -478,32 +487,6 @@ def _wrap(parts: list[str]) -> str:
 }}"""
 
 
-_LHS_T_MAPS = ("[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
-               "affine_map<(d0, d1, d2) -> (d0, d1)>]")
-# (lhs, rhs) transposed -> a matmul's indexing maps; only packed products read a transposed B
-_MATMUL_MAPS = {
-    (False, False): "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
-                    "affine_map<(d0, d1, d2) -> (d0, d1)>]",
-    (True, False): _LHS_T_MAPS,
-    (False, True): "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
-                   "affine_map<(d0, d1, d2) -> (d0, d1)>]",
-    (True, True): "[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
-                  "affine_map<(d0, d1, d2) -> (d0, d1)>]",
-}
-
-
-def _transposed(op: ir.Operation) -> tuple[bool, bool] | None:
-    """Which operands of a linalg.matmul its indexing maps read transposed, or None for others."""
-    return next((key for key, maps in _MATMUL_MAPS.items() if str(op.attributes["indexing_maps"]) == maps), None)
-_PLAIN_MAPS = {
-    "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
-                     "affine_map<(d0, d1, d2) -> (d0, d1)>]",
-    "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, "
-                           "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, "
-                           "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
-}
-
-
 def _float_itemsize(op: ir.Operation) -> int | None:
     types = {str(ir.RankedTensorType(v.type).element_type) for v in op.operands}
     return {frozenset({"f64"}): 8, frozenset({"f32"}): 4}.get(frozenset(types))
@@ -528,52 +511,6 @@ def plan_masked(m: int | None, n: int | None, k: int | None, itemsize: int = 8) 
     nc = nr * max(1, NC // nr)
     kc = KC if k is None or k > KC else k
     return [mr * max(1, MC // mr), nc, kc], [mr, nr]
-
-
-def _is_transpose_2d(op: ir.Operation) -> bool:
-    """A linalg.generic that only copies a matrix into its transpose (what stablehlo.transpose
-    becomes)."""
-    if op.name != "linalg.generic" or len(op.operands) != 2:
-        return False
-    if str(op.attributes["indexing_maps"]) != "[affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>]":
-        return False
-    body = op.regions[0].blocks[0]
-    ops = list(body.operations)
-    return len(ops) == 1 and ops[0].name == "linalg.yield" and ops[0].operands[0] == body.arguments[0]
-
-
-def _fold_lhs_transposes(found: list[ir.Operation]) -> None:
-    """A matmul of a transposed A (`a.T @ b`, `x.T @ g` in a gradient: dot_canonical.py transposes
-    the lhs into canonical order) reads the untransposed A through its indexing map instead of a
-    transposed copy: the register kernel's MR values of A per k are then one contiguous row of it,
-    the layout BLIS packs A into. (A transposed B stays copied: its NR values per k would be a
-    strided gather.)"""
-    maps = None
-    for op in found:
-        if op.name != "linalg.matmul" or str(op.attributes["indexing_maps"]) != _PLAIN_MAPS["linalg.matmul"]:
-            continue
-        producer = op.operands[0].owner
-        if not isinstance(producer, ir.Operation) and hasattr(producer, "operation"):
-            producer = producer.operation
-        if not isinstance(producer, ir.Operation) or not _is_transpose_2d(producer):
-            continue
-        maps = maps or ir.Attribute.parse(_LHS_T_MAPS)
-        op.operands[0] = producer.operands[0]
-        op.attributes["indexing_maps"] = maps
-
-
-def _fold_rhs_transpose(op: ir.Operation) -> None:
-    """A packed matmul of a transposed B (`a @ b.T`, `g @ w.T` in a gradient) packs B's panels
-    straight from the untransposed B (N, K): one copy, not dot_canonical.py's transpose and then
-    the packing copy."""
-    producer = op.operands[1].owner
-    if not isinstance(producer, ir.Operation) and hasattr(producer, "operation"):
-        producer = producer.operation
-    if not isinstance(producer, ir.Operation) or not _is_transpose_2d(producer):
-        return
-    lhs_t, _ = _transposed(op)
-    op.operands[1] = producer.operands[0]
-    op.attributes["indexing_maps"] = ir.Attribute.parse(_MATMUL_MAPS[(lhs_t, True)])
 
 
 def _generic_batch(op: ir.Operation) -> int | None:
@@ -619,7 +556,7 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
         if batch is None:
             return None
     elif "indexing_maps" in op.attributes:   # the plain form or a transposed A, not other operand maps
-        if str(op.attributes["indexing_maps"]) not in (_PLAIN_MAPS.get(kind), _LHS_T_MAPS if kind == "linalg.matmul" else None):
+        if str(op.attributes["indexing_maps"]) not in (PLAIN_MAPS.get(kind), LHS_T_MAPS if kind == "linalg.matmul" else None):
             return None
     if len(op.operands) != 3:
         return None
@@ -628,7 +565,7 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
         return None
     a, b, _ = (_sizes(v.type) for v in op.operands)
     if kind == "linalg.matmul":
-        (m, k), (_, n) = a if str(op.attributes["indexing_maps"]) == _PLAIN_MAPS[kind] else a[::-1], b
+        (m, k), (_, n) = a if str(op.attributes["indexing_maps"]) == PLAIN_MAPS[kind] else a[::-1], b
     elif kind in ("linalg.batch_matmul", "linalg.generic"):
         (m, k), n = a[-2:], b[-1]
     elif kind == "linalg.vecmat":
@@ -698,7 +635,7 @@ def tile_matmuls(module: ir.Module) -> None:
         if forms_enabled() else {"linalg.matmul"}
     found = ops_where(module.operation, lambda op: op.name in kinds)
     if forms_enabled():
-        _fold_lhs_transposes(found)
+        fold_lhs_transposes(found)
     plans, parts, matvecs = _FIRST_IDENT, [], set()
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in found:
@@ -718,10 +655,8 @@ def tile_matmuls(module: ir.Module) -> None:
                 plain.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
                 plans += 1
             if packed is not None:
-                batch = op.name == "linalg.batch_matmul"
-                if not batch:
-                    _fold_rhs_transpose(op)
-                parts.append(_script_packed(plans, *packed, not batch and _transposed(op)[1], batch))
+                fold_rhs_transpose(op)
+                parts.append(_script_packed(plans, *packed, transposed(op)[1], op.name == "linalg.batch_matmul"))
             else:
                 parts.append(_script_one(plans, *p))
         op.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)

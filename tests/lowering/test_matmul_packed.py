@@ -1,6 +1,7 @@
 """Large static matmuls pack B into panels (lowering/matmul.py, _script_packed) and keep numpy's
 results: rows a register tile divides or not (a peeled last row tile), columns padded or not, f32
-and f64, results returned or used further, inside loops, a transposed A read in place;
+and f64, results returned or used further, inside loops, a transposed A read in place, a
+transposed B (2-D or batched: attention's q @ k^T) packed from itself;
 SPRUE_MATMUL_FORMS=0 keeps the unpacked kernel."""
 import re
 
@@ -157,10 +158,8 @@ def test_transposed_b_packs_from_b_itself(m, k, n, dtype, tmp_path):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name,f,ref,shapes", [
     ("batched", lambda p, v: p @ v, lambda p, v: p @ v, [(2, 258, 256), (2, 256, 256)]),
-    ("attention", lambda q, k: q @ sprue.numpy.swapaxes(k, 1, 2), lambda q, k: q @ np.swapaxes(k, 1, 2),
-     [(2, 256, 256), (2, 264, 256)]),
     ("odd", lambda p, v: p @ v, lambda p, v: p @ v, [(2, 129, 67), (2, 67, 131)]),
-], ids=["batched", "attention", "odd"])
+], ids=["batched", "odd"])
 def test_packed_batch_matmul(name, f, ref, shapes, dtype, tmp_path):
     """A batch_matmul packs each batch element's B (one element at a time, its unit dim folded)."""
     args = _args(dtype, *shapes)
@@ -168,6 +167,88 @@ def test_packed_batch_matmul(name, f, ref, shapes, dtype, tmp_path):
     _close(got, ref(*[x.astype(np.float64) for x in args]), dtype)
     text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
     assert re.search(r"linalg.transpose .*permutation = \[1, 0, 2\]", text)
+
+
+def _attention_forms():
+    """Batched products of a batch-transposed B (b, N, K): swapaxes, einsum, vmap of `q @ k.T`."""
+    snp = sprue.numpy
+    return [lambda q, k: q @ snp.swapaxes(k, -1, -2), lambda q, k: snp.einsum("bqd,bkd->bqk", q, k),
+            sprue.vmap(lambda q, k: q @ k.T)]
+
+
+def _no_transposed_copy(text, k, n, ty):
+    """No copy of B into its (batch-)transposed layout (stablehlo.transpose's generic, or a
+    buffer of B's transposed shape (K, N)) is left in the bufferized module."""
+    assert "affine_map<(d0, d1, d2) -> (d0, d2, d1)>" not in text
+    assert "affine_map<(d0, d1) -> (d1, d0)>" not in text
+    assert not re.search(rf"memref.alloc\(\).*: memref<(\d+x)?{k}x{n}x{ty}>", text)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("b,m,n,k", [(8, 256, 256, 64), (3, 130, 131, 67), (1, 256, 200, 64), (2, 64, 520, 96)])
+def test_batched_transposed_b_packs_from_b_itself(b, m, n, k, dtype, tmp_path):
+    """Attention's `q @ swapaxes(k, -1, -2)` (and its einsum and vmap forms): the batch_matmul
+    reads the untransposed B (b, N, K) through its indexing maps and packs each batch element's
+    NR-column panels straight from it (matmul_operands.fold_rhs_transpose): the only copy of B is
+    the packing one, a transpose of B seen as (N/NR, NR, K) into (N/NR, K, NR)."""
+    q, kk = _args(dtype, (b, m, k), (b, n, k))
+    want = q.astype(np.float64) @ np.swapaxes(kk, 1, 2).astype(np.float64)
+    ty = "f32" if dtype == np.float32 else "f64"
+    nr = matmul._register_tiles(np.dtype(dtype).itemsize)[1][0]
+    for i, f in enumerate(_attention_forms()):
+        got = sprue.qjit(f, keep_intermediate=str(tmp_path / str(i)))(q, kk)
+        assert got.dtype == dtype
+        _close(got, want, dtype)
+        text = next((tmp_path / str(i)).glob("*.03_bufferized.mlir")).read_text()
+        _no_transposed_copy(text, k, n, ty)
+        assert re.search(rf"linalg.transpose ins\(%\w+ : memref<[?\d]+x{nr}x{k}x{ty}.*permutation = \[0, 2, 1\]", text), i
+
+
+def test_batched_transposed_b_used_elsewhere_and_in_a_loop():
+    """The transposed copy stays for its other users; a loop's product packs from k each trip."""
+    snp = sprue.numpy
+    q, k = _args(np.float64, (4, 128, 64), (4, 136, 64))
+    s, kt = sprue.qjit(lambda q, k: (q @ snp.swapaxes(k, 1, 2), snp.swapaxes(k, 1, 2) * 2.0))(q, k)
+    _close(s, q @ np.swapaxes(k, 1, 2), np.float64)
+    _close(kt, np.swapaxes(k, 1, 2) * 2.0, np.float64)
+    x, w = _args(np.float64, (2, 128, 128), (2, 128, 128))
+    f = sprue.qjit(lambda x, w: lax.fori_loop(0, 3, lambda i, x: (x @ snp.swapaxes(w, 1, 2)) * 0.05, x))
+    ref = x
+    for _ in range(3):
+        ref = (ref @ np.swapaxes(w, 1, 2)) * 0.05
+    _close(f(x, w), ref, np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_small_batched_transposed_b_keeps_the_unpacked_kernel(dtype, tmp_path):
+    """Products too small to pack run the unpacked kernel on the transposed copy of B (its NR
+    values per k contiguous there, a strided gather in B itself)."""
+    q, k = _args(dtype, (3, 20, 16), (3, 24, 16))
+    want = q.astype(np.float64) @ np.swapaxes(k, 1, 2).astype(np.float64)
+    for i, f in enumerate(_attention_forms()):
+        _close(sprue.qjit(f, keep_intermediate=str(tmp_path / str(i)))(q, k), want, dtype)
+        text = next((tmp_path / str(i)).glob("*.03_bufferized.mlir")).read_text()
+        assert "affine_map<(d0, d1, d2) -> (d0, d2, d1)>" in text, i
+        assert "permutation = [0, 2, 1]" not in text and "permutation = [1, 0, 2]" not in text, i
+
+
+@pytest.mark.parametrize("pack", ["0", "1"])
+def test_batched_transposed_b_with_run_time_sizes(pack, monkeypatch, tmp_path):
+    """abstracted_axes: by default the masked unpacked kernel on the transposed copy; under
+    SPRUE_MATMUL_PACK_DYNAMIC=1 the packed branch of the run-time guard packs from k itself (its
+    linalg.transpose reads k's (N/NR, NR, K) view), the unpacked branch keeps the copy."""
+    monkeypatch.setenv("SPRUE_MATMUL_PACK_DYNAMIC", pack)
+    snp = sprue.numpy
+    axes = ({0: "b", 1: "m", 2: "d"}, {0: "b", 1: "n", 2: "d"})
+    f = sprue.qjit(lambda q, k: q @ snp.swapaxes(k, -1, -2), abstracted_axes=axes, keep_intermediate=str(tmp_path))
+    for b, m, n, d in [(4, 130, 96, 64), (2, 63, 40, 33), (1, 200, 257, 64), (3, 8, 8, 5)]:
+        q, k = _args(np.float64, (b, m, d), (b, n, d))
+        _close(f(q, k), q @ np.swapaxes(k, 1, 2), np.float64)
+    assert f.compile_count == 1
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert "affine_map<(d0, d1, d2) -> (d0, d2, d1)>" in text
+    packed = re.search(r"linalg.transpose ins\(%\w+ : memref<\?x8x\?xf64.*permutation = \[0, 2, 1\]", text)
+    assert bool(packed) == (pack == "1")
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
