@@ -247,13 +247,12 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
 
 def _size_values(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(m, n, k) of a matmul or batch_matmul as index values (tensor.dim of run-time sizes),
-    built before op."""
-    a, b = op.operands[0], op.operands[1]
-    if op.name == "linalg.batch_matmul":
-        where = ((a, 1), (b, 1 if transposed(op)[1] else 2), (a, 2))
-    else:
-        lhs_t, rhs_t = transposed(op)
-        where = ((a, 1 if lhs_t else 0), (b, 0 if rhs_t else 1), (a, 0 if lhs_t else 1))
+    built before op: m and n from C, k from A (not B, whose transposed copy may then move into
+    the unpacked branch alone)."""
+    a, c = op.operands[0], op.operands[2]
+    last = len(_sizes(c.type)) - 1
+    lhs_t = transposed(op)[0]
+    where = ((c, last - 1), (c, last), (a, last - 1 if lhs_t else last))
     index = ir.IndexType.get()
     out = []
     for value, dim in where:
@@ -649,13 +648,17 @@ def tile_matmuls(module: ir.Module) -> None:
             if p is None:
                 continue
             packed = _packed_plan(op)
+            plain = None
             if packed is not None and packed[2] == -1:    # run-time sizes: packed where they pay
                 op, plain = _guard_packing(op, packed[1][1])
                 parts.append(_script_one(plans, *p))
                 plain.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
                 plans += 1
             if packed is not None:
-                fold_rhs_transpose(op)
+                copy = fold_rhs_transpose(op)
+                if copy is not None and plain is not None and \
+                        all(getattr(use.owner, "operation", use.owner) == plain.operation for use in copy.results[0].uses):
+                    copy.move_before(plain)     # B's transposed copy only where the unpacked branch runs
                 parts.append(_script_packed(plans, *packed, transposed(op)[1], op.name == "linalg.batch_matmul"))
             else:
                 parts.append(_script_one(plans, *p))

@@ -91,19 +91,20 @@ def fold_lhs_transposes(found: list[ir.Operation]) -> None:
         op.attributes["indexing_maps"] = maps
 
 
-def fold_rhs_transpose(op: ir.Operation) -> None:
+def fold_rhs_transpose(op: ir.Operation) -> ir.Operation | None:
     """A packed matmul of a transposed B (`a @ b.T`, `g @ w.T` in a gradient) or a packed
     batch_matmul of a batch-transposed B (attention's `q @ swapaxes(k, -1, -2)`) packs B's panels
     straight from the untransposed B (N, K), per batch element (b, N, K): one copy, not
     dot_canonical.py's transpose and then the packing copy. Other users of the transposed copy
-    keep it."""
+    keep it. Returns the copy, or None where B was no transposed copy."""
     batch = op.name == "linalg.batch_matmul"
     producer = _producer(op.operands[1])
     if producer is None or not is_transpose(producer, batch) or transposed(op) is None:
-        return
+        return None
     lhs_t, _ = transposed(op)
     op.operands[1] = producer.operands[0]
     op.attributes["indexing_maps"] = ir.Attribute.parse(BATCH_RHS_T_MAPS if batch else MATMUL_MAPS[(lhs_t, True)])
+    return producer
 
 
 __all__ = ["BATCH_RHS_T_MAPS", "LHS_T_MAPS", "MATMUL_MAPS", "PLAIN_MAPS", "fold_lhs_transposes",
