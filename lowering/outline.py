@@ -16,8 +16,9 @@ and returning what the nest returns, and a call replaces it. Nests whose functio
 (the same ops on the same types: a deep network's layers, an unrolled loop, a gradient's repeated
 steps) share one function, compiled once. The functions are `noinline` (LLVM would otherwise
 inline them back into one function), so LLVM optimizes each on its own. What is lost: optimizing
-across nests (each nest reads and writes memory, so little is), and a call per nest per run
-(nanoseconds; a nest of fewer than OUTLINE_MIN_NESTS functions keeps everything inline).
+across nests (each nest reads and writes memory, so little is), a call per nest per run
+(nanoseconds), and LLVM's knowledge that a nest's buffers, fresh allocations, do not alias (see
+OUTLINE_MIN_NESTS): a function of fewer nests keeps everything inline.
 """
 from __future__ import annotations
 
@@ -30,7 +31,12 @@ _LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall"})
 # Values defined by these ops (no operands, no side effects) are copied into the outlined function
 # instead of being passed: loop bounds and steps stay constants there.
 _COPIED = frozenset({"arith.constant", "memref.get_global", "ub.poison"})
-OUTLINE_MIN_NESTS = 24
+# From 48 nests: below, the realistic programs' biggest functions (up to 30 nests: a CNN with
+# run-time sizes) ran slower outlined (that CNN 2.0 -> 2.8 ms, min of 31, one core): in a function
+# of its own a nest's buffers are pointer arguments, no longer fresh allocations LLVM knows do not
+# alias, and its vectorized loops check for overlap or are not vectorized. Deep unrolled
+# programs (a 24-layer network has ~50 nests) are where one function's size costs superlinearly.
+OUTLINE_MIN_NESTS = 48
 _PREFIX = "__sprue_nest_"
 
 
