@@ -184,6 +184,13 @@ class _Defs:
     def get(self, v: ir.Value) -> ir.Operation | None:
         return self.of.get(v)
 
+    def forget(self, *ops: ir.Operation) -> None:
+        """Drops ops about to be erased: a value is keyed by its address, which a new op may reuse,
+        and would then find the erased op ('the operation has been invalidated')."""
+        for op in ops:
+            for r in op.results:
+                self.of.pop(r, None)
+
 
 def _one_use(v: ir.Value) -> bool:
     return len(list(v.uses)) == 1
@@ -313,6 +320,7 @@ def _collapse_like(defs: _Defs, y: ir.Value, expand: ir.Operation, at: ir.Operat
             str(reassoc) and y_def.operands[0].type == expand.operands[0].type:
         source = y_def.operands[0]
         if not list(y.uses):
+            defs.forget(y_def)
             y_def.erase()
         return source
     collapse = ir.Operation.create("tensor.collapse_shape", results=[expand.operands[0].type], operands=[y],
@@ -350,6 +358,7 @@ def _accumulate(defs: _Defs, add: ir.Operation) -> bool:
         init = y if expand is None else _collapse_like(defs, y, expand, root)
         root.operands[len(root.operands) - 1] = init
         add.results[0].replace_all_uses_with(x)
+        defs.forget(add)
         add.erase()
         return True
     return False
@@ -769,7 +778,9 @@ def merge_elementwise_chains(module: ir.Module) -> int:
             prod = _mergeable(cons)
             if prod is None:
                 break
+            defs.forget(prod, cons)
             cons = _merge_pair(prod, cons)
+            defs.of.update((r, cons) for r in cons.results)
             merged += 1
     return merged
 

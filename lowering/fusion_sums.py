@@ -85,6 +85,7 @@ def merge_accumulating_chains(module: ir.Module) -> int:
         prev = _link(defs, op, merged)
         if prev is None:
             continue
+        defs.forget(prev, op)   # erased by _merge: their values' addresses may be reused
         chain = _merge(prev, op)
         defs.of[chain.results[0]] = chain
         merged.append(chain.results[0])
