@@ -88,7 +88,8 @@ def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, s
     from torch_mlir.dialects import func
     captured, uses = _captures(nest)
     copied = [v for v in captured if not isinstance(v.owner, ir.Block) and _defining_op(v).name in _COPIED]
-    passed = [v for v in captured if v not in set(copied)]
+    kept = set(copied)
+    passed = [v for v in captured if v not in kept]
     results = [r.type for r in nest.results]
     with nest.location:
         with ir.InsertionPoint(module.body):
