@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
+from sprue.base import forks
 from sprue.base.errors import CompileError, SprueValueError
 from sprue.lowering import pipeline as _pipeline
 from sprue.lowering.allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
@@ -100,6 +101,7 @@ _LLVMLITE_LOCK = getattr(_LLVMLITE_LOCK, "_lock", None)   # the RLock inside _LL
 
 
 def _before_fork() -> None:
+    forks.loading.acquire()   # first: a thread importing the compiler may take the locks below
     _pipeline._register_lock.acquire()
     _llvm_lock.acquire()
     if _LLVMLITE_LOCK is not None:
@@ -111,6 +113,7 @@ def _after_fork() -> None:
         _LLVMLITE_LOCK.release()
     _llvm_lock.release()
     _pipeline._register_lock.release()
+    forks.loading.release()
 
 
 def _after_fork_in_child() -> None:

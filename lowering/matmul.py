@@ -47,6 +47,7 @@ import re
 
 from torch_mlir import ir, passmanager
 from torch_mlir.dialects import arith, scf, tensor
+from torch_mlir.dialects.transform import interpreter
 
 from sprue.lowering.matmul_operands import (
     LHS_T_MAPS,
@@ -667,8 +668,6 @@ def tile_matmuls(module: ir.Module) -> None:
     if plans == _FIRST_IDENT:
         return
     _contract_payloads(module)
-    # Deferred: the transform dialect's bindings take ~24 ms to import; only a matmul to tile needs them.
-    from torch_mlir.dialects.transform import interpreter
     script = ir.Module.parse(_wrap(parts), module.context)
     entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
     interpreter.apply_named_sequence(module.operation, entry, script)

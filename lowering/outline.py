@@ -23,6 +23,7 @@ OUTLINE_MIN_NESTS): a function of fewer nests keeps everything inline.
 from __future__ import annotations
 
 from torch_mlir import ir
+from torch_mlir.dialects import func
 
 from sprue.lowering.mlir_util import as_operation
 
@@ -83,9 +84,6 @@ def _captures(nest: ir.Operation) -> tuple[list[ir.Value], list[tuple[ir.Operati
 def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, str]) -> None:
     """Moves `nest` into a new private function `name` (or, where one that prints the same exists,
     drops it and calls that one) and calls it in the nest's place."""
-    # Deferred: only functions of 48 nests and more need it, and every module imported during a
-    # first compile widens the window in which a fork finds another thread inside an import
-    from torch_mlir.dialects import func
     captured, uses = _captures(nest)
     copied = [v for v in captured if not isinstance(v.owner, ir.Block) and _defining_op(v).name in _COPIED]
     kept = set(copied)

@@ -27,6 +27,7 @@ from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 
 from sprue.base.errors import CompileError, SprueError  # noqa: F401
+from sprue.lowering import dialects
 from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.fastmath import mark_reductions
 from sprue.lowering.fusion import (
@@ -45,6 +46,8 @@ from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
 from sprue.lowering.outline import outline_loop_nests
 from sprue.lowering.vector_math import call_libm
+
+dialects.load()   # before any op is read: see sprue.lowering.dialects
 
 Dump = Callable[[str, str], None]
 

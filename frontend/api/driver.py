@@ -28,6 +28,7 @@ import numpy as np
 
 from sprue.api import compile_cache
 from sprue.api.shape_functions import shape_function_of
+from sprue.base import forks
 from sprue.base.errors import SprueValueError
 from sprue.ir.core import ShapedArray, allocation_sites
 from sprue.ir.shapes import dim as dim_of
@@ -42,15 +43,18 @@ __all__ = ["ImplicitDim", "StableHLOFunction", "check_build_options", "compile_c
 
 @functools.cache
 def _lowering() -> SimpleNamespace:
-    """The lowering's modules the driver calls, imported at the first compilation."""
-    # deferred: MLIR and llvmlite load with these (~150 ms), never on a cache hit, at import or for `sprue --help`
-    from sprue.lowering import backend, stablehlo, stablehlo_input, targets
+    """The lowering's modules the driver calls, imported at the first compilation, while a fork
+    waits (sprue.base.forks)."""
+    with forks.loading:
+        # deferred: MLIR and llvmlite load with these (~150 ms), never on a cache hit, at import or for `sprue --help`
+        from sprue.lowering import backend, stablehlo, stablehlo_input, targets
     return SimpleNamespace(backend=backend, stablehlo=stablehlo, stablehlo_input=stablehlo_input, targets=targets)
 
 
 def toolchain() -> ModuleType:
     """lowering/toolchain.py: `sprue doctor`'s probes of MLIR and LLVM, each on its own."""
-    from sprue.lowering import toolchain as probes  # deferred: as _lowering, and it must load without them
+    with forks.loading:
+        from sprue.lowering import toolchain as probes  # deferred: as _lowering, and it must load without them
     return probes
 
 

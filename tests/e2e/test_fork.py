@@ -172,3 +172,60 @@ def test_uncached_child_builds_in_its_own_folder(tmp_path):
     """, tmp_path, SPRUE_CACHE_DIR="off", TMPDIR=str(tmp_path))
     assert out == {"child": "exit 0", "roots differ": True, "child root gone": True, "parent root kept": True,
                    "parent": True}
+
+
+def test_fork_while_another_thread_loads_the_compiler(tmp_path):
+    """A thread is inside the first compilation's import of the compiler (held there, between two
+    of its modules, for 0.5 s) when the main thread forks: the fork waits for the import to end,
+    and the child then compiles (instead of waiting for ever on an import lock a thread it does not
+    have holds)."""
+    out = _run("""
+        import json, sys, threading, time
+        import numpy as np
+        import sprue, sprue.numpy as jnp
+        from sprue.api import driver
+        inside, go = threading.Event(), threading.Event()
+        class Pause:
+            '''Holds the import of one module of the compiler until `go`.'''
+            def find_spec(self, name, path=None, target=None):
+                if name == "sprue.runtime.c_names":
+                    inside.set()
+                    go.wait()
+                return None
+        sys.meta_path.insert(0, Pause())
+        loader = threading.Thread(target=driver._lowering)
+        loader.start()
+        inside.wait()
+        threading.Timer(0.5, go.set).start()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(child_work(1, sprue.qjit(lambda x: jnp.cos(x) + 1.0)))
+        fate = wait(pid)
+        loader.join()
+        shared = sprue.qjit(lambda x: jnp.cos(x) + 1.0)
+        print(json.dumps({"child": fate, "waited for the import": go.is_set(),
+                          "parent": bool(np.allclose(shared(np.zeros(5)), 2.0))}))
+    """, tmp_path)
+    assert out == {"child": "exit 0", "waited for the import": True, "parent": True}
+
+
+def test_loading_the_compiler_registers_no_fork_handler_that_takes_a_lock_first(tmp_path):
+    """A fork waits for the compiler's import in sprue's handler (sprue.base.forks), which must
+    run before any other that takes a lock: os.fork() runs the last registered first, so no module
+    the compiler imports may register one of its own (logging's is registered before sprue's)."""
+    out = _run("""
+        import json
+        registered = []
+        real = os.register_at_fork
+        def spy(**handlers):
+            if "before" in handlers:
+                registered.append(getattr(handlers["before"], "__module__", None) or repr(handlers["before"]))
+            return real(**handlers)
+        os.register_at_fork = spy
+        import sprue
+        from sprue.api import driver
+        registered.clear()
+        driver._lowering()
+        print(json.dumps({"before handlers": registered}))
+    """, tmp_path)
+    assert out == {"before handlers": ["sprue.lowering.backend"]}

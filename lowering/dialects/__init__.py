@@ -1,0 +1,52 @@
+"""The Python modules of the MLIR dialects, loaded once, before any compilation reads an op.
+
+MLIR's Python bindings import a dialect's module the first time Python sees one of its ops
+(PyGlobals::loadDialectModule: every `block.operations`, `use.owner`, walk callback), and retry a
+dialect that has none every time. Two costs follow:
+- time: torch_mlir's linalg module builds its OpDSL named ops from YAML (~170 ms) and its llvm
+  module takes ~140 ms; sprue only reads those ops generically (by name, operands, attributes) and
+  builds them from text, yet every process paid both at its first compilation;
+- forks: an import in progress while another thread calls os.fork() leaves the module
+  half-initialized in the child, its import lock held for ever by a thread the child does not
+  have, and the child's next compilation waits for it (sprue.base.forks).
+So this package comes first on the bindings' search path: linalg, llvm and the dialects JAX
+exports (stablehlo, chlo, sdy, mhlo) find their (empty) module here and their ops come back as plain OpViews, and `load` imports every
+other dialect module the pipelines meet. After `load`, compiling imports nothing
+(tests/lowering/test_dialects.py).
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+
+from torch_mlir._mlir_libs import _mlir
+
+# Dialects whose modules torch_mlir ships and the pipelines' ops belong to; the transform
+# interpreter too (the matmul tiling's scripts).
+TORCH_MLIR_DIALECTS = ("builtin", "func", "arith", "math", "scf", "cf", "memref", "tensor", "bufferization",
+                       "vector", "affine", "complex", "index", "ub", "transform")
+# Dialects read but never built from Python, each with an empty module in this package.
+READ_ONLY_DIALECTS = ("linalg", "llvm", "stablehlo", "chlo", "sdy", "mhlo")
+_EXTRA_MODULES = ("torch_mlir.dialects.transform.interpreter",)
+
+_loaded = False
+_lock = threading.Lock()
+
+
+def load() -> None:
+    """Puts this package first on the search path and imports every dialect module (once)."""
+    global _loaded
+    with _lock:
+        if _loaded:
+            return
+        globals_ = _mlir.globals
+        if __name__ not in globals_.dialect_search_modules:
+            globals_.dialect_search_modules = [__name__, *globals_.dialect_search_modules]
+        for namespace in (*TORCH_MLIR_DIALECTS, *READ_ONLY_DIALECTS):
+            # What the bindings do at the first op of `namespace`; found modules are remembered
+            if not globals_._check_dialect_module_loaded(namespace):
+                raise ImportError(f"no Python module for the MLIR dialect {namespace!r} on "
+                                  f"{globals_.dialect_search_modules}")
+        for name in _EXTRA_MODULES:
+            importlib.import_module(name)
+        _loaded = True
