@@ -27,6 +27,7 @@ from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 
 from sprue.base.errors import CompileError, SprueError  # noqa: F401
+from sprue.base.timing import step
 from sprue.lowering import dialects
 from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.fastmath import mark_reductions
@@ -111,43 +112,49 @@ LINALG_FUSION = "linalg-fuse-elementwise-ops"
 
 STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 
-# Python rewrites run on the module just before a stage's passes.
-def _before_bufferization(module: ir.Module) -> None:
-    tie_loop_outputs(module)    # elementwise ops in loop bodies write into the carried buffers
-    reuse_dying_inputs(module)  # ... and others into an input read for the last time (fusion.py)
-    merge_elementwise_chains(module)   # a value read by several elementwise ops: one pass (fusion.py)
-    mark_reductions(module)     # reductions may reassociate their accumulation (fastmath.py)
-    tile_matmuls(module)        # blocked, vectorized matrix products (matmul.py)
-    merge_accumulating_chains(module)   # the others' sums of products: one loop nest (fusion_sums.py)
-    interchange_loops(module)   # the other generics: innermost loop contiguous (fusion.py)
-    split_shared_fills(module)  # a fill per product again, after the tiling's CSE merged them (inplace.py)
+# Python rewrites run on the module just before a stage's passes, in order.
+Rewrite = Callable[[ir.Module], None]
+_BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
+    tie_loop_outputs,    # elementwise ops in loop bodies write into the carried buffers
+    reuse_dying_inputs,  # ... and others into an input read for the last time (fusion.py)
+    merge_elementwise_chains,   # a value read by several elementwise ops: one pass (fusion.py)
+    mark_reductions,     # reductions may reassociate their accumulation (fastmath.py)
+    tile_matmuls,        # blocked, vectorized matrix products (matmul.py)
+    merge_accumulating_chains,  # the others' sums of products: one loop nest (fusion_sums.py)
+    interchange_loops,   # the other generics: innermost loop contiguous (fusion.py)
+    split_shared_fills,  # a fill per product again, after the tiling's CSE merged them (inplace.py)
+)
+_BEFORE_LLVM: tuple[Rewrite, ...] = (
+    promote_accumulators,     # reductions accumulate in registers inside loops (accumulators.py)
+    keep_outer_loops_rolled,  # LLVM unrolls innermost loops only (loop_hints.py)
+    call_libm,           # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
+    outline_loop_nests,  # big functions: a function per loop nest, shared by equal nests (outline.py)
+)
 
 
-def _before_llvm(module: ir.Module) -> None:
-    promote_accumulators(module)   # reductions accumulate in registers inside loops (accumulators.py)
-    keep_outer_loops_rolled(module)   # LLVM unrolls innermost loops only (loop_hints.py)
-    call_libm(module)   # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
-    outline_loop_nests(module)   # big functions: a function per loop nest, shared by equal nests (outline.py)
-
-
-def _fuse(module: ir.Module) -> None:
-    accumulate_sums(module)     # dot(a, b) + y: the dot accumulates into y (fusion.py)
-    duplicate_cheap_producers(module)   # x * scale read twice: each reader fuses its own copy
-    merge_reductions_with_producers(module)   # softmax's exp and its row sum in one pass
+def _fuse_linalg(module: ir.Module) -> None:
     run_stage(module, "linalg", LINALG_FUSION)
 
 
-PREPARE: dict[str, Callable[[ir.Module], None]] = {
-    "bufferized": _before_bufferization,
-    "llvm": _before_llvm,
-}
+# Rewrites that end a stage (before its dump).
+_AFTER_LINALG: tuple[Rewrite, ...] = (
+    accumulate_sums,     # dot(a, b) + y: the dot accumulates into y (fusion.py)
+    duplicate_cheap_producers,  # x * scale read twice: each reader fuses its own copy
+    merge_reductions_with_producers,   # softmax's exp and its row sum in one pass
+    _fuse_linalg,
+)
+_AFTER_LLVM: tuple[Rewrite, ...] = (
+    apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
+)
+
+PREPARE: dict[str, tuple[Rewrite, ...]] = {"bufferized": _BEFORE_BUFFERIZATION, "llvm": _BEFORE_LLVM}
+FINISH: dict[str, tuple[Rewrite, ...]] = {"linalg": _AFTER_LINALG, "llvm": _AFTER_LLVM}
 
 
-# Python rewrites that end a stage (before its dump).
-FINISH: dict[str, Callable[[ir.Module], None]] = {
-    "linalg": _fuse,
-    "llvm": apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
-}
+def _rewrite(module: ir.Module, rewrites: tuple[Rewrite, ...]) -> None:
+    for rewrite in rewrites:
+        with step(rewrite.__name__):
+            rewrite(module)
 
 
 class LoweringError(CompileError):
@@ -295,17 +302,16 @@ def _prepare_entry_points(module: ir.Module) -> None:
 def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
     """Runs every stage on `module` in place (it ends in the LLVM dialect)."""
     _prepare_entry_points(module)
-    _legalize(module)
+    with step("legalize (Python)"):
+        _legalize(module)
     if dump:
         dump(LEGALIZE_STAGE, str(module))
     for name, pipeline in STAGES:
-        prepare = PREPARE.get(name)
-        if prepare is not None:
-            prepare(module)
-        run_stage(module, name, pipeline)
-        finish = FINISH.get(name)
-        if finish is not None:
-            finish(module)
+        with step(f"stage {name}"):
+            _rewrite(module, PREPARE.get(name, ()))
+            with step("passes"):
+                run_stage(module, name, pipeline)
+            _rewrite(module, FINISH.get(name, ()))
         if name == "linalg":
             _check_no_stablehlo_left(module)
         if dump:
@@ -318,10 +324,12 @@ def lower_to_llvm_ir(stablehlo_text: str, *, dump: Dump | None = None) -> str:
     `dump(stage_name, text)` is called after each stage in STAGE_NAMES."""
     ctx = make_pipeline_context()
     with ctx, ir.Location.unknown():
-        module = parse_module(ctx, stablehlo_text)
+        with step("parse"):
+            module = parse_module(ctx, stablehlo_text)
         lower_module(module, dump)
         try:
-            return translate_module_to_llvmir(module.operation)
+            with step("translate to LLVM IR"):
+                return translate_module_to_llvmir(module.operation)
         except Exception as err:   # the binding raises a bare error type
             raise LoweringError("translate", f"LLVM dialect -> LLVM IR failed: {err}",
                                 ir_text=module_text(module)) from err

@@ -28,8 +28,9 @@ import numpy as np
 
 from sprue.api import compile_cache
 from sprue.api.shape_functions import shape_function_of
-from sprue.base import forks
+from sprue.base import forks, timing
 from sprue.base.errors import SprueValueError
+from sprue.base.timing import step
 from sprue.ir.core import ShapedArray, allocation_sites
 from sprue.ir.shapes import dim as dim_of
 from sprue.ir.shapes import dim_vars_of
@@ -45,7 +46,7 @@ __all__ = ["ImplicitDim", "StableHLOFunction", "check_build_options", "compile_c
 def _lowering() -> SimpleNamespace:
     """The lowering's modules the driver calls, imported at the first compilation, while a fork
     waits (sprue.base.forks)."""
-    with forks.loading:
+    with forks.loading, step("import the compiler"):
         # deferred: MLIR and llvmlite load with these (~150 ms), never on a cache hit, at import or for `sprue --help`
         from sprue.lowering import backend, stablehlo, stablehlo_input, targets
     return SimpleNamespace(backend=backend, stablehlo=stablehlo, stablehlo_input=stablehlo_input, targets=targets)
@@ -178,15 +179,20 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
             return hit[0].stablehlo, hit[0].library, _explained(hit[1], jaxpr), implicit
         compile_cache.count("misses")
     names = [d.name for d in implicit] + list(in_names)
-    text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
-    staging = _staging(cache, key, stem)
-    if staging is None:
-        library = _lowering().backend.build_shared_library(text, out_dir, name=stem, internal=["main"],
-                                                           keep_intermediate=keep_intermediate, **options)
-        save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
-    else:
-        library = _build_into_cache(cache, key, staging, text, sig, out_dir, stem, options)
-    return text, library, _explained(load(library, "main", sig, name=stem), jaxpr), implicit
+    with timing.profiled(stem):
+        _lowering()
+        with step("jaxpr -> StableHLO"):
+            text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
+        staging = _staging(cache, key, stem)
+        if staging is None:
+            library = _lowering().backend.build_shared_library(text, out_dir, name=stem, internal=["main"],
+                                                               keep_intermediate=keep_intermediate, **options)
+            save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
+        else:
+            library = _build_into_cache(cache, key, staging, text, sig, out_dir, stem, options)
+        with step("load"):
+            function = load(library, "main", sig, name=stem)
+    return text, library, _explained(function, jaxpr), implicit
 
 
 def _cache_key(closed, n_implicit: int, in_names, options: dict) -> str | None:

@@ -31,6 +31,7 @@ from sprue.api.hints import hint_to_avals, is_hint
 from sprue.api.shape_functions import flat_destinations
 from sprue.api.shape_signatures import Binding, FunctionSignature, check_results, function_signature, match
 from sprue.api.traced import TracedFunction, abstractify, trace_function
+from sprue.base import timing
 from sprue.base.errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
 from sprue.base.pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
 from sprue.base.source_info import user_frame_of, user_frame_summary
@@ -250,9 +251,14 @@ class QJIT:
 
     # -- compilation ------------------------------------------------------------------------
     def _compile(self, dynamic: dict, static: dict) -> Compiled:
+        with timing.profiled(self.name):
+            return self._trace_and_compile(dynamic, static)
+
+    def _trace_and_compile(self, dynamic: dict, static: dict) -> Compiled:
         names = list(dynamic)   # parameters in positional order: the jaxpr's invars follow it
-        traced = trace_function(lambda *vals: self._call_user(dict(zip(names, vals)), static),
-                                tuple(dynamic.values()), {}, names)
+        with timing.step("trace"):
+            traced = trace_function(lambda *vals: self._call_user(dict(zip(names, vals)), static),
+                                    tuple(dynamic.values()), {}, names)
         out_dir = self._out_dir()
         # one file name per signature: dlopen returns an already-loaded library for a path it has seen
         name = folder_name(self.name)   # (a file name: any Python name, any length)

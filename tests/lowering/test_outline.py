@@ -47,6 +47,22 @@ def test_a_deep_network_calls_one_function_per_kind_of_nest(tmp_path):
     assert definitions and all(d[0].startswith("internal ") for d in definitions), definitions
     groups = dict(re.findall(r"^attributes #(\d+) = \{(.*)\}", opt, re.MULTILINE))
     assert all("noinline" in groups[d[1]] for d in definitions), groups
+    # static buffers are passed as bare pointers, not as descriptors of 7 values
+    params = re.findall(r"llvm\.func (?:\w+ )*@__sprue_nest_\d+\(([^)]*)\)", text)
+    assert params and all(p and set(re.findall(r": ([^,]+)", p)) == {"!llvm.ptr"} for p in params), params
+
+
+def test_a_nest_over_buffers_of_run_time_size_gets_their_descriptors(tmp_path):
+    """A dynamic buffer's sizes and strides come with it (no bare pointer)."""
+    rng = np.random.default_rng(2)
+    ws = [rng.standard_normal((16, 16)) * 0.3 for _ in range(30)]
+    x = rng.standard_normal((5, 16))
+    f = sprue.qjit(_net, keep_intermediate=str(tmp_path), abstracted_axes=({0: "n"}, None))
+    np.testing.assert_allclose(f(x, ws), _ref(x, ws), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(f(x[:3], ws), _ref(x[:3], ws), rtol=1e-10, atol=1e-12)
+    text = _stage(tmp_path, ".05_llvm.mlir")
+    params = re.findall(r"llvm\.func (?:\w+ )*@__sprue_nest_\d+\(([^)]*)\)", text)
+    assert any(": i64" in p for p in params), params
 
 
 def test_a_small_function_keeps_its_nests_inline(tmp_path):
