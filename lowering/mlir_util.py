@@ -86,6 +86,36 @@ def as_operation(x):
     return x.operation if isinstance(x, ir.OpView) else x
 
 
+def defining_op(value: ir.Value) -> ir.Operation:
+    """The op that defines `value`: its owner, or for a block argument the block's op."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return as_operation(owner.owner)
+    return as_operation(owner)
+
+
+def captures(roots: Sequence[ir.Operation]) -> tuple[list[ir.Value], list[tuple[ir.Operation, int, ir.Value]]]:
+    """The values `roots` (and the ops inside them) use that are defined outside them, in
+    first-use order, and every use of one: (op, operand number, value)."""
+    inside: set[ir.Operation] = set()
+    ops: list[ir.Operation] = []
+
+    def collect(op: ir.Operation) -> ir.WalkResult:
+        inside.add(op)
+        ops.append(op)
+        return ir.WalkResult.ADVANCE
+    for root in roots:
+        root.walk(collect, ir.WalkOrder.PRE_ORDER)
+    captured: dict[ir.Value, None] = {}
+    uses = []
+    for op in ops:
+        for i, value in enumerate(op.operands):
+            if defining_op(value) not in inside:
+                captured.setdefault(value, None)
+                uses.append((op, i, value))
+    return list(captured), uses
+
+
 def ops_where(root: ir.Operation, keep: Callable[[ir.Operation], bool],
               order: ir.WalkOrder | None = None) -> list[ir.Operation]:
     """The ops nested in `root` (itself included) that `keep` accepts, in walk order (the

@@ -25,7 +25,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from sprue.lowering.mlir_util import as_operation
+from sprue.lowering.mlir_util import as_operation, captures, defining_op
 
 _LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall"})
 # Values defined by these ops (no operands, no side effects) are copied into the outlined function
@@ -53,38 +53,11 @@ def _outermost_nests(fn: ir.Operation) -> list[ir.Operation]:
     return found
 
 
-def _defining_op(value: ir.Value) -> ir.Operation:
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return as_operation(owner.owner)
-    return as_operation(owner)
-
-
-def _captures(nest: ir.Operation) -> tuple[list[ir.Value], list[tuple[ir.Operation, int, ir.Value]]]:
-    """The values `nest` uses that are defined outside it (in first-use order), and every use of
-    one: (op, operand number, value)."""
-    inside: set[ir.Operation] = set()
-    ops: list[ir.Operation] = []
-
-    def collect(op: ir.Operation) -> ir.WalkResult:
-        inside.add(op)
-        ops.append(op)
-        return ir.WalkResult.ADVANCE
-    nest.walk(collect, ir.WalkOrder.PRE_ORDER)
-    captured: dict[ir.Value, None] = {}
-    uses = []
-    for op in ops:
-        for i, value in enumerate(op.operands):
-            if _defining_op(value) not in inside:
-                captured.setdefault(value, None)
-                uses.append((op, i, value))
-    return list(captured), uses
-
-
-# A static, contiguous buffer is passed as its (aligned) pointer alone, not as a descriptor of
-# 3 + 2 * rank values (MLIR's bare-pointer calling convention, per function and call in
-# convert-func-to-llvm): a deep network's glue function built, unpacked and passed 21 values per
-# 2-D product; what LLVM had to clean up from them was half its time at 300 layers.
+# A static buffer is passed to (and returned from) a private function as its aligned pointer
+# alone, not as a descriptor of 3 + 2 * rank values (MLIR's bare-pointer calling convention, per
+# function and call in convert-func-to-llvm): a deep network's glue function built, unpacked and
+# passed 21 values per 2-D product; what LLVM had to clean up from them was half its time at 300
+# layers.
 _BARE_PTR = "llvm.bareptr"
 
 
@@ -104,8 +77,8 @@ def _bare_pointer_ok(t: ir.Type) -> bool:
 def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, str]) -> None:
     """Moves `nest` into a new private function `name` (or, where one that prints the same exists,
     drops it and calls that one) and calls it in the nest's place."""
-    captured, uses = _captures(nest)
-    copied = [v for v in captured if not isinstance(v.owner, ir.Block) and _defining_op(v).name in _COPIED]
+    captured, uses = captures([nest])
+    copied = [v for v in captured if not isinstance(v.owner, ir.Block) and defining_op(v).name in _COPIED]
     kept = set(copied)
     passed = [v for v in captured if v not in kept]
     results = [r.type for r in nest.results]
@@ -120,11 +93,9 @@ def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, s
         with ir.InsertionPoint(entry):
             replacement = {v: a for v, a in zip(passed, entry.arguments)}
             for v in copied:
-                replacement[v] = _defining_op(v).clone().results[0]
+                replacement[v] = defining_op(v).clone().results[0]
         with ir.InsertionPoint(nest):
             call = func.CallOp(results, name, passed)
-        if all(_bare_pointer_ok(t) for t in [*fn.type.inputs, *results]):
-            fn.attributes[_BARE_PTR] = as_operation(call).attributes[_BARE_PTR] = ir.UnitAttr.get()
         for old, new in zip(nest.results, call.results):
             old.replace_all_uses_with(new)
         nest.detach_from_parent()
@@ -143,6 +114,27 @@ def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, s
         seen[key] = name
 
 
+def pass_bare_pointers(module: ir.Module) -> None:
+    """Private functions whose buffers all have static shapes, strides and offsets (outlined nests,
+    partition.py's parts) and their calls take and return bare pointers."""
+    bare: set[str] = set()
+    for op in map(as_operation, module.body.operations):
+        attrs = op.attributes
+        if (op.name == "func.func" and len(op.regions[0].blocks) and "sym_visibility" in attrs
+                and ir.StringAttr(attrs["sym_visibility"]).value == "private"):
+            ftype = ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value)
+            if all(_bare_pointer_ok(t) for t in [*ftype.inputs, *ftype.results]):
+                attrs[_BARE_PTR] = ir.UnitAttr.get()
+                bare.add(ir.StringAttr(attrs["sym_name"]).value)
+
+    def mark(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value in bare:
+            op.attributes[_BARE_PTR] = ir.UnitAttr.get()
+        return ir.WalkResult.ADVANCE
+    if bare:
+        module.operation.walk(mark)
+
+
 def outline_loop_nests(module: ir.Module) -> None:
     """Each outermost loop nest of a function with at least OUTLINE_MIN_NESTS of them becomes a
     call of a private, noinline function; nests that print the same share one (module doc)."""
@@ -159,4 +151,4 @@ def outline_loop_nests(module: ir.Module) -> None:
             count += 1
 
 
-__all__ = ["OUTLINE_MIN_NESTS", "outline_loop_nests"]
+__all__ = ["OUTLINE_MIN_NESTS", "outline_loop_nests", "pass_bare_pointers"]

@@ -45,7 +45,8 @@ from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
-from sprue.lowering.outline import outline_loop_nests
+from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers
+from sprue.lowering.partition import partition_functions
 from sprue.lowering.vector_math import call_libm
 
 dialects.load()   # before any op is read: see sprue.lowering.dialects
@@ -115,6 +116,7 @@ STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 # Python rewrites run on the module just before a stage's passes, in order.
 Rewrite = Callable[[ir.Module], None]
 _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
+    partition_functions,  # big functions: parts of ~64 ops, shared by equal parts (partition.py)
     tie_loop_outputs,    # elementwise ops in loop bodies write into the carried buffers
     reuse_dying_inputs,  # ... and others into an input read for the last time (fusion.py)
     merge_elementwise_chains,   # a value read by several elementwise ops: one pass (fusion.py)
@@ -129,6 +131,7 @@ _BEFORE_LLVM: tuple[Rewrite, ...] = (
     keep_outer_loops_rolled,  # LLVM unrolls innermost loops only (loop_hints.py)
     call_libm,           # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
     outline_loop_nests,  # big functions: a function per loop nest, shared by equal nests (outline.py)
+    pass_bare_pointers,  # ... and those and the parts take static buffers as bare pointers (outline.py)
 )
 
 

@@ -1,0 +1,82 @@
+"""Big functions are split on tensors into parts of about PART_OPS ops, equal parts sharing one
+function (lowering/partition.py): results stay numpy's (forward, the training step's gradient,
+run-time sizes), a deep network's layers fall into a few distinct parts, and small functions stay
+whole."""
+import re
+
+import numpy as np
+
+import sprue
+import sprue.numpy as jnp
+from sprue.lowering.partition import PART_OPS, PARTITION_MIN_OPS
+
+
+def _net(x, ws):
+    for w in ws:
+        x = jnp.tanh(x @ w)
+    return x
+
+
+def _forward(x, ws):
+    """numpy's forward pass: every layer's output."""
+    xs = [x]
+    for w in ws:
+        xs.append(np.tanh(xs[-1] @ w))
+    return xs
+
+
+def _parts(tmp_path):
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    defined = re.findall(r"func\.func private @(__sprue_part_\d+)\(", text)
+    calls = re.findall(r"call @(__sprue_part_\d+)\(", text)
+    return defined, calls
+
+
+def _weights(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((16, 16)), [rng.standard_normal((16, 16)) * 0.3 for _ in range(n)]
+
+
+def test_a_deep_network_runs_as_a_chain_of_a_few_shared_parts(tmp_path):
+    x, ws = _weights(300)
+    f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
+    defined, calls = _parts(tmp_path)
+    # 600 ops (a product and a tanh per layer) in parts of PART_OPS: each part is called, and the
+    # equal ones (all but where the program starts and ends) are one function
+    assert len(calls) >= 600 // PART_OPS and set(calls) == set(defined), (calls, defined)
+    assert len(defined) <= 3, defined
+
+
+def test_the_training_steps_gradient_through_a_deep_network(tmp_path):
+    x, ws = _weights(130, seed=1)
+
+    def loss(ws, x):
+        return jnp.sum(_net(x, ws) ** 2)
+    f = sprue.qjit(sprue.grad(loss), keep_intermediate=str(tmp_path))
+    got = f(ws, x)
+    xs = _forward(x, ws)   # numpy's backward pass
+    g, expected = 2 * xs[-1], []
+    for i in range(len(ws) - 1, -1, -1):
+        g = g * (1 - xs[i + 1] ** 2)
+        expected.append(xs[i].T @ g)
+        g = g @ ws[i].T
+    for a, b in zip(got, expected[::-1]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert _parts(tmp_path)[1], "the gradient's function was not split"
+
+
+def test_run_time_sizes_flow_through_the_parts(tmp_path):
+    x, ws = _weights(150, seed=2)
+    f = sprue.qjit(_net, keep_intermediate=str(tmp_path), abstracted_axes=({0: "n"}, None))
+    for rows in (16, 5, 1):
+        np.testing.assert_allclose(f(x[:rows], ws), _forward(x[:rows], ws)[-1], rtol=1e-10, atol=1e-12)
+    assert _parts(tmp_path)[1]
+
+
+def test_a_small_function_stays_whole(tmp_path):
+    x, ws = _weights(20, seed=3)
+    assert 2 * len(ws) < PARTITION_MIN_OPS
+    f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
+    assert _parts(tmp_path) == ([], [])
