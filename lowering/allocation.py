@@ -392,8 +392,12 @@ def add_entry_wrappers(llvm_ir: str) -> str:
     if not entries:
         return llvm_ir
     for e in entries:
-        llvm_ir = re.sub(rf"^define (?:[a-z_]+ )*void @_mlir_ciface_{e.name}\(",
-                         f"define internal void @_sprue_body_{e.name}(", llvm_ir, count=1, flags=re.MULTILINE)
+        # alwaysinline: into the thunk before O3 (backend._inline_entry_points), else O3's
+        # ArgumentPromotion rewrites the body's descriptor pointers one by one (1.1 s of a
+        # 1,000-argument kernel's LLVM time), only for its inliner to put the body in the thunk
+        llvm_ir = re.sub(rf"^define (?:[a-z_]+ )*void @_mlir_ciface_{e.name}\((.*)\)(.*)\{{$",
+                         rf"define internal void @_sprue_body_{e.name}(\1)\2alwaysinline {{", llvm_ir, count=1,
+                         flags=re.MULTILINE)
         llvm_ir = llvm_ir.replace(f"@_mlir_ciface_{e.name}(", f"@_sprue_body_{e.name}(")
     return (llvm_ir + "\n" + "\n".join(_wrapper_ir(e) for e in entries)
             + "\ndeclare hidden i64 @_sprue_call(ptr, ptr, ptr)\ndeclare hidden ptr @_sprue_last_error()\n")
