@@ -30,6 +30,11 @@ from sprue.lowering.mlir_util import as_operation, captures, defining_op
 # fresh allocations LLVM knows do not alias (outline.py measured what that costs).
 PARTITION_MIN_OPS = 256
 PART_OPS = 64
+# A cut passes at most this many values from one part to the next. Buffer deallocation is
+# quadratic in the buffers a function holds times those it returns: a gradient's forward parts
+# return every activation its backward pass needs (a 150-layer training step spent 14 s there);
+# such a body has no cheap cut and stays whole.
+MAX_LIVE = 8
 _PREFIX = "__sprue_part_"
 # Ops copied into each part that uses them rather than passed (their own operands passed or
 # copied in turn): no side effects, cheap, and what later rewrites look for (static shapes,
@@ -137,6 +142,35 @@ def _copy_into(value: ir.Value, replacement: dict[ir.Value, ir.Value]) -> None:
         replacement[old] = new
 
 
+def _live_across(work: list[ir.Operation]) -> list[int]:
+    """For each position i, how many values the ops before work[i] define that work[i] or a
+    later op (or the block's terminator) uses: what a cut before work[i] would pass on."""
+    position = {op: i for i, op in enumerate(work)}
+    starts = [0] * (len(work) + 2)
+
+    def top(op: ir.Operation) -> int:
+        """The position of the op of `work` that holds `op`, or len(work) (the terminator and
+        what follows)."""
+        while op not in position:
+            parent = op.parent
+            if parent is None or parent.name == "func.func":
+                return len(work)
+            op = as_operation(parent)
+            if op.name == "scf.if" and op not in position:   # a body inside the guard: its terminator
+                return len(work)
+        return position[op]
+    for i, op in enumerate(work):
+        last = max((top(as_operation(u.owner)) for r in op.results for u in r.uses), default=i)
+        if last > i:   # live on the positions i + 1 .. last
+            starts[i + 1] += 1
+            starts[last + 1] -= 1
+    live, running = [], 0
+    for i in range(len(work) + 1):
+        running += starts[i]
+        live.append(running)
+    return live
+
+
 def _bodies(fn: ir.Operation) -> list[ir.Block]:
     """The blocks of `fn` that hold its computation: its body, and the branches of the scf.if
     ops in it (the entry checks' guard around a kernel with run-time sizes)."""
@@ -160,7 +194,12 @@ def partition_functions(module: ir.Module) -> None:
         if len(work) < PARTITION_MIN_OPS:
             continue
         offset, size = part_size(work)
-        bounds = ([0] if offset else []) + list(range(offset, len(work), size))
+        live = _live_across(work)
+        cuts = [i for i in ([offset] if offset else []) + list(range(offset + size, len(work), size))
+                if live[i] <= MAX_LIVE]
+        if not cuts:
+            continue
+        bounds = [0, *cuts]
         for lo, hi in zip(bounds, bounds[1:] + [len(work)]):
             _extract(work[lo:hi], module, f"{_PREFIX}{count}", seen)
             count += 1
@@ -169,4 +208,4 @@ def partition_functions(module: ir.Module) -> None:
                 op.erase()
 
 
-__all__ = ["PARTITION_MIN_OPS", "PART_OPS", "part_size", "partition_functions"]
+__all__ = ["MAX_LIVE", "PARTITION_MIN_OPS", "PART_OPS", "part_size", "partition_functions"]
