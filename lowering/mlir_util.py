@@ -116,6 +116,19 @@ def captures(roots: Sequence[ir.Operation]) -> tuple[list[ir.Value], list[tuple[
     return list(captured), uses
 
 
+def call_equal_function(fn: ir.Operation, call: ir.Operation, name: str, seen: dict[str, str]) -> None:
+    """Where a function that prints as `fn` (new, called by `call`, named `name`) is in `seen`
+    (its text -> its name), `call` calls that one and `fn` is erased; else `fn` joins `seen`."""
+    # printed on its own (use_local_scope; no verification): printing an op inside a module
+    # otherwise numbers the whole module first, and outlining every nest became quadratic
+    key = as_operation(fn).get_asm(use_local_scope=True, assume_verified=True).replace(f"@{name}(", "@(", 1)
+    if key in seen:
+        as_operation(call).attributes["callee"] = ir.FlatSymbolRefAttr.get(seen[key])
+        as_operation(fn).erase()
+    else:
+        seen[key] = name
+
+
 def ops_where(root: ir.Operation, keep: Callable[[ir.Operation], bool],
               order: ir.WalkOrder | None = None) -> list[ir.Operation]:
     """The ops nested in `root` (itself included) that `keep` accepts, in walk order (the

@@ -25,7 +25,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from sprue.lowering.mlir_util import as_operation, captures, defining_op
+from sprue.lowering.mlir_util import as_operation, call_equal_function, captures, defining_op
 
 _LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall"})
 # Values defined by these ops (no operands, no side effects) are copied into the outlined function
@@ -104,14 +104,7 @@ def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, s
             func.ReturnOp(list(nest.results))
     for op, i, value in uses:
         op.operands[i] = replacement[value]
-    # printed on its own (use_local_scope; no verification): printing an op inside a module
-    # otherwise numbers the whole module first, and outlining every nest became quadratic
-    key = fn.operation.get_asm(use_local_scope=True, assume_verified=True).replace(f"@{name}(", "@(", 1)
-    if key in seen:
-        as_operation(call).attributes["callee"] = ir.FlatSymbolRefAttr.get(seen[key])
-        fn.operation.erase()
-    else:
-        seen[key] = name
+    call_equal_function(fn, call, name, seen)
 
 
 def pass_bare_pointers(module: ir.Module) -> None:

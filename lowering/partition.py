@@ -23,7 +23,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from sprue.lowering.mlir_util import as_operation, captures, defining_op
+from sprue.lowering.mlir_util import as_operation, call_equal_function, captures, defining_op
 
 # Below this many ops (not counting copied ones) a body stays whole: the realistic programs'
 # largest have 195 (benchmarks/programs.py), and a part's buffers are pointer arguments, no longer
@@ -119,12 +119,7 @@ def _extract(part: list[ir.Operation], module: ir.Module, name: str, seen: dict[
             func.ReturnOp([r for r, _ in escaping])
     for op, i, value in uses:
         op.operands[i] = replacement[value]
-    key = fn.operation.get_asm(use_local_scope=True, assume_verified=True).replace(f"@{name}(", "@(", 1)
-    if key in seen:
-        as_operation(call).attributes["callee"] = ir.FlatSymbolRefAttr.get(seen[key])
-        fn.operation.erase()
-    else:
-        seen[key] = name
+    call_equal_function(fn, call, name, seen)
 
 
 def _copy_into(value: ir.Value, replacement: dict[ir.Value, ir.Value]) -> None:
