@@ -43,6 +43,7 @@ Runs on tensors before bufferization, after matmul.py has taken the contractions
 from __future__ import annotations
 
 import os
+from typing import Iterator
 
 from torch_mlir import ir
 
@@ -716,15 +717,15 @@ def _mergeable(cons: ir.Operation) -> ir.Operation | None:
         if prod is None or prod.block != cons.block or list(cmaps[k].results) != identity or \
                 not _elementwise_identity_outs(prod) or _maps(prod)[0].n_dims != cmaps[0].n_dims:
             continue
-        later = True
-        for res in prod.results:
-            for u in _readers(res):
-                a = _ancestor_in(u, cons.block)
-                if u != cons and (a is None or a == cons or not cons.is_before_in_block(a)):
-                    later = False
-        if later:
+        if all(u == cons or _after(u, cons) for res in prod.results for u in _readers(res)):
             return prod
     return None
+
+
+def _after(u: ir.Operation, cons: ir.Operation) -> bool:
+    """Whether `u` (or the op of cons's block that holds it) comes after `cons`."""
+    a = _ancestor_in(u, cons.block)
+    return a is not None and a != cons and cons.is_before_in_block(a)
 
 
 def _operation_of(v: ir.Value) -> ir.Operation | None:
@@ -760,8 +761,10 @@ def _fold_splat_inputs(defs: _Defs, op: ir.Operation) -> None:
             args[k].replace_all_uses_with(scalar)
 
 
-def _readers(v: ir.Value) -> list[ir.Operation]:
-    return [getattr(u.owner, "operation", u.owner) for u in v.uses]
+def _readers(v: ir.Value) -> Iterator[ir.Operation]:
+    """The ops that read `v`, lazily: a value with hundreds of readers (a gradient's shared
+    constant) is asked once per consumer, and the first reader that settles the question ends it."""
+    return (getattr(u.owner, "operation", u.owner) for u in v.uses)
 
 
 def merge_elementwise_chains(module: ir.Module) -> int:
