@@ -296,6 +296,10 @@ def measure(impl: str, case: Case, n: int, timeout: float, tmp: Path) -> dict:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return {"status": "timeout", "wall": time.perf_counter() - start}
+    except BaseException:   # interrupted (Ctrl-C, SIGTERM: _stop): the case's process group goes too
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
     if proc.returncode != 0:
         tail = (stderr.strip().splitlines() or ["(no output)"])[-1]
         return {"status": "failed", "error": f"exit {proc.returncode}: {tail[:300]}"}
@@ -425,11 +429,18 @@ def run_case(case: Case, n: int, impls: list[str], timeout: float, tmp: Path, sk
     return row
 
 
+def _stop(signum: int, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
         child(argv[1], argv[2], int(argv[3]), argv[4])
         return
+    # SIGTERM unwinds like Ctrl-C: the temporary folder of the cases' results is removed, not left
+    # in the temp folder (Python's default SIGTERM ends the process without running `with` exits)
+    signal.signal(signal.SIGTERM, _stop)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default=None, help="layer counts, comma-separated (default 30,100,300,1000)")
     ap.add_argument("--quick", action="store_true", help="30 and 100 layers, 500 args, 200 outputs, 100 leaves")
