@@ -74,6 +74,18 @@ def _bare_pointer_ok(t: ir.Type) -> bool:
             and not any(t.is_dynamic_stride_or_offset(x) for x in [*strides, offset]))
 
 
+def new_private_function(module: ir.Module, name: str, inputs: list[ir.Type],
+                         results: list[ir.Type]) -> tuple[func.FuncOp, ir.Block]:
+    """A new private, noinline, internal function `name` at the end of `module`, and its entry block."""
+    with ir.InsertionPoint(module.body):
+        fn = func.FuncOp(name, ir.FunctionType.get(inputs, results), visibility="private")
+        # func-to-llvm keeps llvm.-prefixed attributes: never inlined back, and internal (a
+        # private func.func would be exported: two kernels linked into one program clash)
+        fn.attributes["llvm.no_inline"] = ir.UnitAttr.get()
+        fn.attributes["llvm.linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")
+        return fn, fn.add_entry_block()
+
+
 def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, str]) -> None:
     """Moves `nest` into a new private function `name` (or, where one that prints the same exists,
     drops it and calls that one) and calls it in the nest's place."""
@@ -83,13 +95,7 @@ def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, s
     passed = [v for v in captured if v not in kept]
     results = [r.type for r in nest.results]
     with nest.location:
-        with ir.InsertionPoint(module.body):
-            fn = func.FuncOp(name, ir.FunctionType.get([v.type for v in passed], results), visibility="private")
-            # func-to-llvm keeps llvm.-prefixed attributes: never inlined back, and internal (a
-            # private func.func would be exported: two kernels linked into one program clash)
-            fn.attributes["llvm.no_inline"] = ir.UnitAttr.get()
-            fn.attributes["llvm.linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")
-            entry = fn.add_entry_block()
+        fn, entry = new_private_function(module, name, [v.type for v in passed], results)
         with ir.InsertionPoint(entry):
             replacement = {v: a for v, a in zip(passed, entry.arguments)}
             for v in copied:
@@ -144,4 +150,4 @@ def outline_loop_nests(module: ir.Module) -> None:
             count += 1
 
 
-__all__ = ["OUTLINE_MIN_NESTS", "outline_loop_nests", "pass_bare_pointers"]
+__all__ = ["OUTLINE_MIN_NESTS", "new_private_function", "outline_loop_nests", "pass_bare_pointers"]

@@ -24,6 +24,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from sprue.lowering.mlir_util import as_operation, call_equal_function, captures, defining_op
+from sprue.lowering.outline import new_private_function
 
 # Below this many ops (not counting copied ones) a body stays whole: the realistic programs'
 # largest have 195 (benchmarks/programs.py), and a part's buffers are pointer arguments, no longer
@@ -97,12 +98,7 @@ def _extract(part: list[ir.Operation], module: ir.Module, name: str, seen: dict[
                 for op in part for r in op.results]
     escaping = [(r, outside) for r, outside in escaping if outside]
     with part[0].location:
-        with ir.InsertionPoint(module.body):
-            fn = func.FuncOp(name, ir.FunctionType.get([v.type for v in passed], [r.type for r, _ in escaping]),
-                             visibility="private")
-            fn.attributes["llvm.no_inline"] = ir.UnitAttr.get()
-            fn.attributes["llvm.linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")
-            entry = fn.add_entry_block()
+        fn, entry = new_private_function(module, name, [v.type for v in passed], [r.type for r, _ in escaping])
         replacement = dict(zip(passed, entry.arguments))
         with ir.InsertionPoint(entry):
             for v in captured:
@@ -137,22 +133,21 @@ def _copy_into(value: ir.Value, replacement: dict[ir.Value, ir.Value]) -> None:
         replacement[old] = new
 
 
-def _live_across(work: list[ir.Operation]) -> list[int]:
+def _live_across(work: list[ir.Operation], owner: ir.Operation) -> list[int]:
     """For each position i, how many values the ops before work[i] define that work[i] or a
-    later op (or the block's terminator) uses: what a cut before work[i] would pass on."""
+    later op (or the block's terminator) uses: what a cut before work[i] would pass on. `owner`
+    is the op whose block holds `work`."""
     position = {op: i for i, op in enumerate(work)}
     starts = [0] * (len(work) + 2)
 
     def top(op: ir.Operation) -> int:
-        """The position of the op of `work` that holds `op`, or len(work) (the terminator and
-        what follows)."""
+        """The position of the op of `work` that holds `op`, or len(work) for the block's other
+        ops (its terminator)."""
         while op not in position:
-            parent = op.parent
-            if parent is None or parent.name == "func.func":
+            parent = as_operation(op.parent)
+            if parent == owner:
                 return len(work)
-            op = as_operation(parent)
-            if op.name == "scf.if" and op not in position:   # a body inside the guard: its terminator
-                return len(work)
+            op = parent
         return position[op]
     for i, op in enumerate(work):
         last = max((top(as_operation(u.owner)) for r in op.results for u in r.uses), default=i)
@@ -189,7 +184,7 @@ def partition_functions(module: ir.Module) -> None:
         if len(work) < PARTITION_MIN_OPS:
             continue
         offset, size = part_size(work)
-        live = _live_across(work)
+        live = _live_across(work, as_operation(block.owner))
         cuts = [i for i in ([offset] if offset else []) + list(range(offset + size, len(work), size))
                 if live[i] <= MAX_LIVE]
         if not cuts:

@@ -180,7 +180,7 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
         compile_cache.count("misses")
     names = [d.name for d in implicit] + list(in_names)
     with timing.profiled(stem):
-        _lowering()
+        _lowering()   # imported here, so that a profile shows the import as its own step
         with step("jaxpr -> StableHLO"):
             text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
         staging = _staging(cache, key, stem)
