@@ -416,6 +416,58 @@ def _writers(value: ir.Value) -> list[tuple[ir.Operation, int]]:
             or owner.name == "scf.for" and use.operand_number >= 3]   # a tiled product's init
 
 
+def _size_of(value: ir.Value, d: int) -> ir.Value | int | None:
+    """Dim d of tensor `value`: an int where static, else the size operand of the tensor.empty it
+    was made in (through the destinations of the linalg ops that wrote it), else None."""
+    size = ir.RankedTensorType(value.type).shape[d]
+    if not ir.ShapedType.is_dynamic_size(size):
+        return size
+    if not isinstance(value, ir.OpResult):
+        return None
+    owner = as_operation(value.owner)
+    if owner.name == "tensor.empty":
+        return _empty_sizes(owner)[d]
+    if owner.name.startswith("linalg.") and "operandSegmentSizes" in owner.attributes:
+        n_in, n_out = _segments(owner)
+        number = ir.OpResult(value).result_number
+        return _size_of(owner.operands[n_in + number], d) if number < n_out else None
+    return None
+
+
+def _whole(op: ir.Operation, whole: ir.Value, first_offset: int) -> bool:
+    """Whether slice op `op` (extract_slice or insert_slice, its offsets' operands starting at
+    `first_offset`) covers all of `whole`: zero offsets, unit strides, `whole`'s sizes."""
+    if any(_dense(op, "static_offsets")) or any(v != 1 for v in _dense(op, "static_strides")):
+        return False
+    if ir.RankedTensorType(op.results[0].type).rank != ir.RankedTensorType(whole.type).rank:
+        return False
+    segments = _segments(op)
+    n_offsets, n_sizes = segments[-3], segments[-2]
+    dynamic = iter(list(op.operands)[first_offset + n_offsets:first_offset + n_offsets + n_sizes])
+    sizes = [next(dynamic) if ir.ShapedType.is_dynamic_size(n) else n for n in _dense(op, "static_sizes")]
+    return all(_size_of(whole, d) is not None and _size_of(whole, d) == n for d, n in enumerate(sizes))
+
+
+def fold_whole_slices(module: ir.Module) -> None:
+    """An extract_slice that takes all of a tensor is that tensor, and an insert_slice that fills
+    all of its destination is the inserted tensor, also where the sizes are run-time values that
+    the canonicalizer cannot compare (it folds static ones only): the size a slice names and the
+    size the tensor was made with are the same SSA value. A tiled product of run-time rows
+    (matmul.py) starts its loops from such a slice of its zeros and ends with such an insert; left
+    in, CSE merges two products' slices of the one fill and each product's result is then copied in
+    and out (the fills themselves are split again by split_shared_fills)."""
+    for op in ops_where(module.operation, lambda op: op.name in ("tensor.extract_slice", "tensor.insert_slice")):
+        if op.name == "tensor.extract_slice":
+            whole, first = op.operands[0], 1
+        else:
+            whole, first = op.operands[1], 2
+        if op.results[0].type != whole.type or op.name == "tensor.insert_slice" and op.operands[0].type != whole.type:
+            continue
+        if _whole(op, whole, first):
+            op.results[0].replace_all_uses_with(whole if op.name == "tensor.extract_slice" else op.operands[0])
+            op.erase()
+
+
 def split_shared_fills(module: ir.Module) -> None:
     """A linalg.fill or tensor.empty that several ops write into (CSE merges every product's
     zeros, and every elementwise op's empty destination of one type) gets a copy per writer,
@@ -452,4 +504,4 @@ def tie_loop_outputs(module: ir.Module) -> None:
         _tie(op)
 
 
-__all__ = ["bubble_prefix_slices", "fold_known_dims", "split_shared_fills", "split_shared_yields", "tie_loop_outputs"]
+__all__ = ["bubble_prefix_slices", "fold_known_dims", "fold_whole_slices", "split_shared_fills", "split_shared_yields", "tie_loop_outputs"]

@@ -49,14 +49,16 @@ from torch_mlir import ir, passmanager
 from torch_mlir.dialects import arith, scf, tensor
 from torch_mlir.dialects.transform import interpreter
 
+from sprue.lowering.inplace import fold_whole_slices
 from sprue.lowering.matmul_operands import (
     LHS_T_MAPS,
     PLAIN_MAPS,
     fold_lhs_transposes,
     fold_rhs_transpose,
+    is_transpose,
     transposed,
 )
-from sprue.lowering.mlir_util import ops_where
+from sprue.lowering.mlir_util import as_operation, ops_where
 from sprue.lowering.targets import host_cpu_features
 
 _MARK = "sprue.matmul"
@@ -178,21 +180,61 @@ PACK_MIN_ROWS = 64
 PACK_NC = 128
 
 
-# SPRUE_MATMUL_PACK_DYNAMIC=1 packs products with run-time sizes where the sizes at run time pass
-# the static rule (_guard_packing: an scf.if between the packed kernel and the masked unpacked
-# one; both compiled). Off by default, for its compile time: each such product's two kernels cost
-# ~0.2 s more of LLVM (first calls, one core: the MLP training program's dynamic version 1.6 ->
-# 4.8 s, the LSTM's 0.6 -> 1.3 s, the CNN's 1.2 -> 2.7 s), where issue 13 allows the realistic
-# suite's first calls 10 % more. Its run-time gain, whole programs with abstracted_axes against
-# their static versions (one core, programs.py): ffn 1.75 -> 1.12x, mlp_train 1.41 -> 1.18x, the
-# LSTM and GRU unchanged (packed without the guard, their 32-row products, whose B is fixed across
-# the scan, were packed on every trip: 1.02 -> 1.20x, 1.08 -> 1.66x). Single products (f64, one
-# core, CPU time; unpacked masked kernel -> packed; static, numpy): 512 x 128 @ 128 x 10 0.36 ->
-# 0.07 ms (0.07, 0.07), 513 x 67 @ 67 x 131 0.48 -> 0.33 (0.28, 0.26), 256 x 256 @ 256 x 1024
-# 9.4 -> 8.1 (3.7, 3.7). To make it the default: a cheaper pair of kernels (the packed kernel's
-# leftover rows run by the unpacked one, not a third kernel), B padded without a whole copy.
-def pack_dynamic() -> bool:
-    return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "0") not in ("0", "")
+# Products with run-time sizes. By default one whose B is static (only its rows, a batch, are
+# known at run time alone) packs B with no guard: the packing costs one pass over B, which no
+# number of rows makes a loss worth a second kernel, except where B is the same on every trip of an
+# enclosing loop (a recurrent scan's weights: the LSTM and GRU with a run-time batch ran 1.20x and
+# 1.66x their static versions packing on every trip), which keeps the masked unpacked kernel
+# (_pays_unguarded). Whole programs with a run-time batch against their static versions (one core,
+# programs.py): ffn 1.6 -> 1.0-1.1x, mlp_train 1.35-1.49 -> 1.1-1.25x, first calls unchanged (one
+# kernel per product either way). A product with a run-time k or N (attention's t x t scores) stays
+# unpacked: packing it pads B and C to whole panels, copying C in and out.
+# SPRUE_MATMUL_PACK_DYNAMIC=1 packs every product with run-time sizes behind a run-time guard
+# (_guard_packing: an scf.if between the packed kernel and the masked unpacked one, the static
+# rule checked at run time; both compiled, ~0.15 s more per product in a warm process: the MLP
+# training program's dynamic first call 1.9 -> 4.4 s); =0 packs none of them.
+def pack_dynamic() -> str:
+    """SPRUE_MATMUL_PACK_DYNAMIC: "0" never packs a product with run-time sizes, "1" packs behind
+    the run-time guard everywhere, unset packs unguarded where B changes between calls."""
+    return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "")
+
+
+_LOOPS = ("scf.for", "scf.while", "scf.forall", "scf.parallel")
+
+
+def _fixed_across_loop(value: ir.Value, op: ir.Operation) -> bool:
+    """Whether `value` (seen through a transposed copy) is defined outside the innermost loop
+    enclosing `op`: the same B on every trip (a recurrent scan's weights), which a packed
+    product would pack again on every trip. False outside loops."""
+    loop = op.parent
+    while loop is not None and loop.name not in _LOOPS:
+        if loop.name == "func.func":
+            return False
+        loop = loop.parent
+    if loop is None:
+        return False
+    loop = as_operation(loop)
+    owner = value.owner
+    producer = None if isinstance(owner, ir.Block) else getattr(owner, "operation", owner)
+    if producer is not None and is_transpose(producer, op.name == "linalg.batch_matmul"):
+        return _fixed_across_loop(producer.operands[0], op)
+    where = owner.owner if isinstance(owner, ir.Block) else producer.parent
+    while where is not None:
+        if as_operation(where) == loop:
+            return False
+        where = where.parent
+    return True
+
+
+def _pays_unguarded(op: ir.Operation, n: int | None, k: int | None, nr: int) -> bool:
+    """Whether a product whose only run-time size is its rows (a batch) packs B without the run-time
+    guard: B static, and not fixed across an enclosing loop (a recurrent scan's weights would be
+    packed again on every trip). Even narrow ones (a 10-class head, its gradient's k = 10) pay:
+    the unpacked kernel's masked last column tile loads and stores C on every k step, where the
+    packed one pads B to whole panels (the MLP training program with a run-time batch, one core,
+    interleaved: 18.1 ms unpacked, 15.2 ms packing only products of whole panels and B of at
+    least 64 x 64, 13.4 ms packing every static B; static 11.1-12.7 ms)."""
+    return n is not None and k is not None and not _fixed_across_loop(op.operands[1], op)
 
 
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
@@ -223,12 +265,17 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     if None in (m, n, k):
         # the sizes known at compile time must pass the rule already (_guard_packing checks all);
         # one that cannot never packs, and fewer than NR columns have no panel to pack into
-        if not pack_dynamic() or (n is not None and n < nr) or (k is not None and k < 2) \
-                or (m is not None and m < PACK_MIN_ROWS):
+        if (n is not None and n < nr) or (k is not None and k < 2) or (m is not None and m < PACK_MIN_ROWS):
             return None
         # run-time sizes: B padded to whole panels as above, the row loop peeled with its last
-        # tile masked (vector_sizes), blocks of PACK_NC columns and KC rows of B
-        return [0, nr * max(1, PACK_NC // nr), KC], [rows[0], nr], -1
+        # tile masked (vector_sizes), blocks of PACK_NC columns and KC rows of B. Packed
+        # unguarded (-2) unless B is fixed across an enclosing loop (repacked on every trip) or
+        # SPRUE_MATMUL_PACK_DYNAMIC=1 asks for the run-time guard everywhere (-1)
+        mode = pack_dynamic()
+        guarded = mode not in ("", "0")
+        if mode == "0" or not guarded and not _pays_unguarded(op, n, k, nr):
+            return None
+        return [0, nr * max(1, PACK_NC // nr), KC], [rows[0], nr], -1 if guarded else -2
     # (the loops' one-trip forms are not handled); from NR columns up, B's columns are padded to
     # whole panels: 512 x 128 @ 128 x 10 f64 packed into two 8-column panels 0.32 -> 0.14 ms
     # (OpenBLAS 0.10), where the unpacked kernel's masked last tile stored C on every k step
@@ -650,7 +697,9 @@ def tile_matmuls(module: ir.Module) -> None:
                 continue
             packed = _packed_plan(op)
             plain = None
-            if packed is not None and packed[2] == -1:    # run-time sizes: packed where they pay
+            if packed is not None and packed[2] == -2:    # run-time sizes, packed unguarded
+                packed = (packed[0], packed[1], -1)
+            elif packed is not None and packed[2] == -1:    # run-time sizes: packed where they pay
                 op, plain = _guard_packing(op, packed[1][1])
                 parts.append(_script_one(plans, *p))
                 plain.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
@@ -683,6 +732,7 @@ def tile_matmuls(module: ir.Module) -> None:
         return ir.WalkResult.ADVANCE
     module.operation.walk(unmark)
     _drop_unpack_copies(module)
+    fold_whole_slices(module)    # before the CSE below merges two products' slices of one fill
     if payload:
         flags = ir.Attribute.parse(_FLAGS)
         for op in payload:

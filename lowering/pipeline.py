@@ -109,7 +109,11 @@ STAGES: list[tuple[str, str]] = [
 
 # Elementwise fusion, after fusion.accumulate_sums has made sums of products accumulate in place
 # (it matches the unfused adds).
-LINALG_FUSION = "linalg-fuse-elementwise-ops"
+# Then the size of an op's result is read as its operands' or init's (tensor.dim of a generic,
+# of an expand_shape that the rewrites above made): run-time sizes fold back to the few tensor.dims
+# they come from, so that ops over one `?` size have equal sizes, which the rewrites before
+# bufferization (fusion_sums.py, fusion.py) need to merge them.
+LINALG_FUSION = "linalg-fuse-elementwise-ops,resolve-ranked-shaped-type-result-dims,canonicalize,cse"
 
 STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 

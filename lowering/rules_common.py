@@ -120,7 +120,7 @@ class LoweringContext:
         """A run-time size used after a check: 0 once a check has failed. A failed check lets the
         program run on (nothing branches), so the sizes it guarded (a negative size, one too big
         for memory, an overflowing product) must not reach an allocation or a loop."""
-        if self.status is None:
+        if self.status is None or is_dim_read(size):
             return size
         ok = compare(self.status, constant(0, np.int64), "EQ")
         return select(ok, size, constant(0, np.int64))
@@ -151,10 +151,27 @@ class LoweringContext:
         return len(self.check_messages)
 
 
+def is_dim_read(size: Value) -> bool:
+    """Whether `size` is an array's size read with dims_of (tensor.dim): never negative, and the
+    size of a buffer that exists, so no clamp or check guard applies to it. Left bare, every size
+    derived from it folds back to that tensor.dim, which canonicalization and CSE make one value:
+    the ops on arrays of that size then have sizes later rewrites can see are equal."""
+    owner = size.owner
+    if isinstance(owner, ir.Block) or owner.name != "tensor.from_elements":
+        return False
+    cast = owner.operands[0].owner
+    if isinstance(cast, ir.Block) or cast.name != "arith.index_cast":
+        return False
+    read = cast.operands[0].owner
+    return not isinstance(read, ir.Block) and read.name == "tensor.dim"
+
+
 def nonnegative(size: Value) -> Value:
     """max(size, 0). Every run-time size goes through it (binders, size operands, evaluated
     DimExprs): a valid program never makes a negative size, and after a failed check (which lets
     the program run on) a negative one must not reach an allocation."""
+    if is_dim_read(size):
+        return size
     return ew("maximum", size, constant(0, np.int64))
 
 

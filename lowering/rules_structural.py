@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from sprue import lax
-from sprue.ir.core import Eqn
+from sprue.ir.core import Eqn, Literal
 from sprue.lowering.rules_common import (
     LoweringContext,
     Value,
@@ -107,10 +107,39 @@ def _dynamic_slice(ctx: LoweringContext, eqn: Eqn, x: Value, *operands: Value) -
     # Run-time slice sizes: real_dynamic_slice from the starts clamped as JAX does,
     # start = clamp(start, 0, dim - size), taking the upper bound first so that a start is never
     # negative (a size above its dim, which the frontend never makes, would read past the end).
-    sizes = [size_value(s) for s in ctx.param_sizes(eqn.params["slice_sizes"], trailing)]
-    clamped = [_clamp_start(s, size_value(d), n) for s, d, n in zip(starts, dims_of(x), sizes)]
-    limits = [ew("add", s, n) for s, n in zip(clamped, sizes)]
+    sizes = ctx.param_sizes(eqn.params["slice_sizes"], trailing)
+    dims = dims_of(x)
+    clamped: list = []
+    limits: list = []
+    for d, (start, dim, size) in enumerate(zip(starts, dims, sizes)):
+        known = _known_start(eqn, d)
+        if _whole_axis(eqn, d):
+            # the slice keeps the axis's whole run-time size (`x[:, 1:3]` of a `?` axis): its start
+            # clamps to 0 and its limit is the operand's own size, which later rewrites can see
+            # is the operand's (a limit computed from the size operand cannot be matched to it,
+            # and elementwise fusion then fails between the slice and its neighbours)
+            clamped.append(0)
+            limits.append(dim)
+        elif known is not None and isinstance(dim, int) and isinstance(size, int):
+            clamped.append(max(min(known, dim - size), 0))
+            limits.append(clamped[-1] + size)
+        else:
+            clamped.append(_clamp_start(start, size_value(dim), size_value(size)))
+            limits.append(ew("add", clamped[-1], size_value(size)))
     return [slice_(x, clamped, limits, None, _out_type(eqn))]
+
+
+def _whole_axis(eqn: Eqn, d: int) -> bool:
+    """Whether axis d of a dynamic_slice's result has its operand's symbolic (run-time) size."""
+    before, after = eqn.invars[0].aval.shape[d], eqn.outvars[0].aval.shape[d]
+    return not isinstance(before, (int, np.integer)) and not isinstance(after, (int, np.integer)) \
+        and bool(before == after)
+
+
+def _known_start(eqn: Eqn, d: int) -> int | None:
+    """A dynamic_slice's start index d when it is a literal of the jaxpr, else None."""
+    start = eqn.invars[1 + d]
+    return int(start.val) if isinstance(start, Literal) and np.ndim(start.val) == 0 else None
 
 
 def _clamp_start(start: Value, dim: Value, size: Value) -> Value:

@@ -33,6 +33,7 @@ from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir.dialects import arith, tensor
 
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
+from sprue.ir.shapes import DimExpr
 
 # Importing the rule modules fills the table (each registers its rules in lowering_rules).
 from sprue.lowering import (  # noqa: F401
@@ -56,6 +57,7 @@ from sprue.lowering.rules_common import (
     build_region,
     const_array,
     constant,
+    dims_of,
     lowering_rules,
     op,
     select,
@@ -132,7 +134,8 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
                 if body_checks:
                     ctx.status = constant(0, np.int64)
                 const_values = [const_array(c) for c in consts]
-                outs = emit_jaxpr(ctx, jaxpr, const_values, [_static_view(a, v.aval) for a, v in zip(args, jaxpr.invars)])
+                views = [_static_view(a, v.aval) for a, v in zip(args, jaxpr.invars)]
+                outs = emit_jaxpr(ctx, jaxpr, const_values, _sizes_read_from_arrays(jaxpr, views) if entry else views)
                 return [ctx.status, *outs] if body_checks else outs
 
             if entry:
@@ -175,6 +178,27 @@ def _default_names(jaxpr: Jaxpr) -> list[str]:
 def _entry_type(aval: ShapedArray) -> ir.Type:
     """An argument's type at the entry: every size `?` (read from its descriptor, then checked)."""
     return aval_type(aval.update(shape=(None,) * aval.ndim)) if aval.ndim else aval_type(aval)
+
+
+def _sizes_read_from_arrays(jaxpr: Jaxpr, values: list[Value]) -> list[Value]:
+    """The entry's arguments, each size argument (an i64[] invar binding a dimension) replaced by
+    that size read from an array argument that has it (dims_of). The entry checks have compared
+    the two; inside the checked body, sizes from either are equal, but only the array's is the
+    same value as the sizes that slices, reductions and elementwise ops read from their operands
+    (`x.shape[0]` of a `?` axis, a broadcast to `n` rows), so only with it do those ops' sizes fold
+    to one value, and fusion sees they match (Relax's symbolic shapes: one binding per variable)."""
+    out = list(values)
+    for i, v in enumerate(jaxpr.invars):
+        if v.dim is None:
+            continue
+        want = DimExpr.var(v.dim)
+        found = next(((k, axis) for k, w in enumerate(jaxpr.invars) if w.dim is None
+                      for axis, d in enumerate(getattr(w.aval, "shape", ()))
+                      if isinstance(d, DimExpr) and d == want), None)
+        if found is not None:
+            k, axis = found
+            out[i] = dims_of(values[k])[axis]
+    return out
 
 
 def _static_view(arg: Value, aval: ShapedArray) -> Value:

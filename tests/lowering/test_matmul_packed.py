@@ -299,3 +299,38 @@ def test_run_time_rows_with_static_columns_too_few_to_pack_match_numpy(k, n, mon
     for m in (9, 70, 300):
         a, b = _args(np.float64, (m, k), (k, n))
         _close(f(a, b), a @ b, np.float64)
+
+
+def test_run_time_rows_pack_a_static_b_unless_it_is_fixed_across_a_loop(tmp_path):
+    """By default a product whose only run-time size is its rows packs its static B with no
+    run-time guard (one kernel: the rows the register tile leaves run one at a time), except where
+    B is the same on every trip of an enclosing loop (a recurrent scan's weights: packed again on
+    every trip), which keeps the masked unpacked kernel; a B that changes per trip (weights
+    trained in a fori_loop) packs."""
+    snp = sprue.numpy
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((64, 24)) * 0.1
+    plain = sprue.qjit(lambda x, w: x @ w, abstracted_axes=({0: "m"}, None), keep_intermediate=str(tmp_path / "p"))
+    scan = sprue.qjit(lambda xs, w: lax.scan(lambda h, x: (snp.tanh(x @ w + h), h), snp.zeros((xs.shape[1], 24)), xs)[0],
+                      abstracted_axes=({1: "m"}, None), keep_intermediate=str(tmp_path / "s"))
+    trained = sprue.qjit(lambda x, w: lax.fori_loop(0, 3, lambda i, w: w - 0.01 * snp.tanh(x @ w)[:64], w),
+                         abstracted_axes=({0: "m"}, None), keep_intermediate=str(tmp_path / "t"))
+    for m in (1, 7, 64, 130):
+        x = rng.standard_normal((m, 64))
+        _close(plain(x, w), x @ w, np.float64)
+        xs = rng.standard_normal((3, m, 64))
+        h = np.zeros((m, 24))
+        for step in xs:
+            h = np.tanh(step @ w + h)
+        _close(scan(xs, w), h, np.float64)
+        if m >= 64:
+            wt = w
+            for _ in range(3):
+                wt = wt - 0.01 * np.tanh(x @ wt)[:64]
+            _close(trained(x, w), wt, np.float64)
+    packs = {d: "permutation = [1, 0, 2]" in next((tmp_path / d).glob("*.03_bufferized.mlir")).read_text()
+             for d in ("p", "s", "t")}
+    assert packs == {"p": True, "s": False, "t": True}
+    text = next((tmp_path / "p").glob("*.03_bufferized.mlir")).read_text()
+    assert not re.search(r"arith.cmpi sge, %\w+, %c64\b", text)     # no run-time guard
+    assert "memref.copy" not in text                                 # C written in place
