@@ -171,10 +171,54 @@ def lower_concatenate(op: ir.Operation) -> None:
     if (result.rank != 1 or not result.has_static_shape or result.shape[0] > MAX_SHAPE_VECTOR
             or not isinstance(result.element_type, ir.IntegerType)
             or not all(tensor_type(p).has_static_shape for p in pieces)):
+        _concatenate_by_slices(op)
         return
     with ir.InsertionPoint(op), op.location:
         elems = [_element(p, j) for p in pieces for j in range(tensor_type(p).shape[0])]
         out = tensor.FromElementsOp(signless_tensor_type(result), elems).result
+        new = from_signless(out, op.results[0].type)
+    _replace(op, new)
+
+
+def _concatenate_by_slices(op: ir.Operation) -> None:
+    """A concatenate along the last axis -> each piece inserted into its slice of an empty result
+    (as IREE lowers concatenation): a copy per piece, contiguous and vectorized, and a piece
+    computed only to be concatenated is computed straight into its slice (eliminate-empty-tensors).
+    The upstream pass's linalg.generic picks each element's piece by a chain of branches, and
+    along the last axis those branches sit in the innermost loop, which then runs scalar, its
+    fused readers with it (one core, interleaved: `concatenate([a, b], axis=1)` of 1000 x 500 and
+    1000 x 300 0.58 -> 0.49 ms, with elementwise pieces and reader 4.0 -> 3.5 ms, `stack` of three
+    1000 x 300 then a sum 3.45 -> 3.18 ms). Along an outer axis the branch is per outer trip and
+    the generic fuses with its readers into one vectorized pass, which the copies would not
+    (concatenate along axis 0 then scale: 0.35 ms as a generic, 0.50 as copies): it stays."""
+    axis = ir.IntegerAttr(op.attributes["dimension"]).value
+    result = tensor_type(op.results[0])
+    if axis != result.rank - 1:
+        return
+    dyn = ir.ShapedType.get_dynamic_size()
+    with ir.InsertionPoint(op), op.location:
+        pieces = [to_signless(p) for p in op.operands]
+        sizes = [tensor_sizes(p) for p in pieces]
+        total = sizes[0][axis]
+        for s in sizes[1:]:
+            total = arith.AddIOp(total, s[axis]).result
+        out_sizes = [n if not ir.ShapedType.is_dynamic_size(n) else (total if d == axis else sizes[0][d])
+                     for d, n in enumerate(result.shape)]
+        out = tensor.EmptyOp(out_sizes, signless_tensor_type(result).element_type).result
+        offset: int | ir.Value = 0
+        for piece, size in zip(pieces, sizes):
+            shape = tensor_type(piece).shape
+            static_sizes = [dyn if ir.ShapedType.is_dynamic_size(n) else n for n in shape]
+            dynamic_sizes = [v for v, n in zip(size, shape) if ir.ShapedType.is_dynamic_size(n)]
+            static_offsets = [offset if d == axis and isinstance(offset, int) else (dyn if d == axis else 0)
+                              for d in range(result.rank)]
+            dynamic_offsets = [] if isinstance(offset, int) else [offset]
+            out = tensor.InsertSliceOp(piece, out, dynamic_offsets, dynamic_sizes, [], static_offsets, static_sizes,
+                                       [1] * result.rank).result
+            if isinstance(offset, int) and not ir.ShapedType.is_dynamic_size(shape[axis]):
+                offset += shape[axis]
+            else:
+                offset = arith.AddIOp(index(offset) if isinstance(offset, int) else offset, size[axis]).result
         new = from_signless(out, op.results[0].type)
     _replace(op, new)
 
