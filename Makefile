@@ -23,7 +23,8 @@ run: $(STAMP)
 CONFORMANCE := ../shared/conformance/stablehlo_interpret
 
 # ruff first (pyflakes, import order, E402, complexity: pyproject.toml), then the conformance cases,
-# then pytest, whose tests/test_layers.py keeps the layers (README, "Layers").
+# then pytest, whose tests/test_layers.py keeps the layers (README, "Layers"), on every core
+# (pytest-xdist; each worker has its own session folder and compile cache: tests/conftest.py).
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	@if [ -d $(CONFORMANCE) ]; then \
@@ -31,7 +32,7 @@ test: $(STAMP)
 	  cd $(CONFORMANCE) && $(abspath $(PY)) run.py 2>&1 | grep -E '^(FAIL |[0-9]+ passed, [0-9]+ failed)' \
 	    || echo "the conformance runner printed no summary"; \
 	else echo "no $(CONFORMANCE): StableHLO conformance cases skipped"; fi
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n auto tests
 
 # The long fuzzing campaign over the jaxpr reader and the StableHLO input (tests/fuzz/campaign.py):
 # FUZZ_EXAMPLES cases per reader, each in a child process, then FUZZ_CLASS_EXAMPLES of each class

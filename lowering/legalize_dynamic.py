@@ -208,6 +208,8 @@ def _concatenate_by_slices(op: ir.Operation) -> None:
         offset: int | ir.Value = 0
         for piece, size in zip(pieces, sizes):
             shape = tensor_type(piece).shape
+            if 0 in shape or 0 in result.shape:
+                continue       # nothing to insert (and a slice at offset 0 of a 0-size axis does not verify)
             static_sizes = [dyn if ir.ShapedType.is_dynamic_size(n) else n for n in shape]
             dynamic_sizes = [v for v, n in zip(size, shape) if ir.ShapedType.is_dynamic_size(n)]
             static_offsets = [offset if d == axis and isinstance(offset, int) else (dyn if d == axis else 0)

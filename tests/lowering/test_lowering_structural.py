@@ -98,6 +98,15 @@ def test_a_concatenate_along_the_last_axis_copies_each_piece_into_its_slice(rows
     assert "scf.if" in _loops_text(tmp_path) and "-> (f64)" not in _loops_text(tmp_path)   # no element's choice
 
 
+@pytest.mark.parametrize("shapes", [((3, 0), (3, 2)), ((3, 2), (3, 0), (3, 1)), ((0, 2), (0, 3))])
+def test_a_concatenate_along_the_last_axis_with_empty_pieces_matches_numpy(shapes):
+    arrays = [np.arange(float(np.prod(s))).reshape(s) + i for i, s in enumerate(shapes)]
+    f = sprue.qjit(lambda *xs: snp.concatenate([x * 2.0 for x in xs], axis=-1))
+    got = f(*arrays)
+    assert got.shape == np.concatenate(arrays, axis=-1).shape
+    np.testing.assert_array_equal(got, np.concatenate([x * 2.0 for x in arrays], axis=-1))
+
+
 def test_a_concatenate_along_an_outer_axis_stays_one_fused_pass(tmp_path):
     f = sprue.qjit(lambda a, b: snp.concatenate([a, b], axis=0) * 3.0, keep_intermediate=str(tmp_path))
     a, b = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(2, 4)
