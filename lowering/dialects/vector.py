@@ -1,0 +1,1 @@
+"""The vector dialect's ops, read by sprue as plain OpViews (see sprue.lowering.dialects)."""
