@@ -35,6 +35,26 @@ def buffer_ops_in_loops(text: str) -> list[tuple[str, int]]:
     return found
 
 
+def copies_outside_loops(text: str) -> int:
+    """The memref.copy ops nested in no loop: whole-buffer copies (a padded edge tile's rows,
+    matmul.py's run-time rows, are copied inside the kernel's loops)."""
+    count = 0
+    ctx = pipeline.make_pipeline_context()
+    with ctx:
+        module = ir.Module.parse(text, ctx)
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            nonlocal count
+            if op.name == "memref.copy":
+                parent = op.parent
+                while parent is not None and parent.name not in _LOOPS and parent.name != "builtin.module":
+                    parent = parent.parent
+                count += parent is None or parent.name not in _LOOPS
+            return ir.WalkResult.ADVANCE
+        module.operation.walk(visit)
+    return count
+
+
 def compile_and_read(fn, args, tmp_path: Path):
     """(result, bufferized IR text) of qjit(fn)(*args)."""
     compiled = sprue.qjit(fn, keep_intermediate=tmp_path)

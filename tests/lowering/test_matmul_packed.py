@@ -11,6 +11,7 @@ import pytest
 import sprue
 from sprue import lax
 from sprue.lowering import matmul
+from tests.helpers.bufferization import copies_outside_loops
 
 RNG = np.random.default_rng(21)
 
@@ -333,4 +334,4 @@ def test_run_time_rows_pack_a_static_b_unless_it_is_fixed_across_a_loop(tmp_path
     assert packs == {"p": True, "s": False, "t": True}
     text = next((tmp_path / "p").glob("*.03_bufferized.mlir")).read_text()
     assert not re.search(r"arith.cmpi sge, %\w+, %c64\b", text)     # no run-time guard
-    assert "memref.copy" not in text                                 # C written in place
+    assert copies_outside_loops(text) == 0       # C written in place (only the padded last rows are copied)
