@@ -47,6 +47,7 @@ from __future__ import annotations
 import ctypes.util
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -96,6 +97,34 @@ def _after_fork() -> None:
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
 
 
+# The file each library path was loaded from, by (device, inode): glibc's dlopen hands back the
+# library already loaded under the same name without looking at the file, so a library rebuilt at
+# a path loaded before (two functions of one name compiled with one keep_intermediate folder) would
+# run the old code. A rebuilt one is loaded through a link of its own name instead.
+_loaded_files: dict[str, tuple[int, int]] = {}
+
+
+def _fresh_name(path: str) -> str:
+    """`path`, or a hard link beside it (a copy where links fail) named after the file's inode,
+    when this process loaded another file under that name before."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path                                   # dlopen reports it
+    identity = (st.st_dev, st.st_ino)
+    key = os.path.realpath(path)
+    first = _loaded_files.setdefault(key, identity)
+    if first == identity:
+        return path
+    alias = f"{key}.{st.st_ino}.so"
+    if not os.path.exists(alias):
+        try:
+            os.link(path, alias)
+        except OSError:
+            shutil.copy2(path, alias)
+    return alias
+
+
 class CompiledFunction:
     """A function in a loaded library; call it with flat numpy arguments."""
 
@@ -111,7 +140,7 @@ class CompiledFunction:
             # The descriptor word layout (results.py) assumes 8-byte pointers.
             raise LibraryLoadError("sprue.runtime needs a 64-bit platform")
         try:
-            self._lib = ffi.dlopen(path)
+            self._lib = ffi.dlopen(_fresh_name(path))
         except OSError as exc:
             raise LibraryLoadError(f"cannot load compiled library {path}: {exc}") from exc
         except UnicodeEncodeError as exc:   # cffi opens by UTF-8 name; os.environ keeps bad bytes as surrogates

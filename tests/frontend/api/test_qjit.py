@@ -254,6 +254,18 @@ def test_keep_intermediate_writes_every_stage(tmp_path):
         assert stage in joined, (stage, files)
 
 
+def test_functions_of_one_name_built_into_one_folder_each_run_their_own_code(tmp_path):
+    # the second library replaces the first at the same path; glibc's dlopen would hand back the
+    # first (loaded under that name) and the second function would return the first's results
+    folder = tmp_path / "build"
+    double = sprue.qjit(lambda x: x * 2.0, keep_intermediate=folder)
+    triple = sprue.qjit(lambda x: x * 3.0, keep_intermediate=folder)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(double(x), x * 2.0)
+    np.testing.assert_array_equal(triple(x), x * 3.0)
+    np.testing.assert_array_equal(double(x), x * 2.0)
+
+
 def test_qjit_inside_qjit_traces_through():
     @sprue.qjit
     def inner(x):
