@@ -180,15 +180,15 @@ PACK_MIN_ROWS = 64
 PACK_NC = 128
 
 
-# Products with run-time sizes. By default one whose B is static (only its rows, a batch, are
-# known at run time alone) packs B with no guard: the packing costs one pass over B, which no
-# number of rows makes a loss worth a second kernel, except where B is the same on every trip of an
-# enclosing loop (a recurrent scan's weights: the LSTM and GRU with a run-time batch ran 1.20x and
-# 1.66x their static versions packing on every trip), which keeps the masked unpacked kernel
-# (_pays_unguarded). Whole programs with a run-time batch against their static versions (one core,
-# programs.py): ffn 1.6 -> 1.0-1.1x, mlp_train 1.35-1.49 -> 1.1-1.25x, first calls unchanged (one
-# kernel per product either way). A product with a run-time k or N (attention's t x t scores) stays
-# unpacked: packing it pads B and C to whole panels, copying C in and out.
+# Products with run-time sizes. By default one whose N is static, and k or the rows (a batch; a
+# weight gradient's k is the batch) packs B with no guard: the packing costs one pass over B,
+# which no number of rows makes a loss worth a second kernel, except where B is the same on every
+# trip of an enclosing loop (a recurrent scan's weights: the LSTM and GRU with a run-time batch ran
+# 1.20x and 1.66x their static versions packing on every trip), which keeps the masked unpacked
+# kernel (_pays_unguarded). Whole programs with a run-time batch against their static versions
+# (one core, interleaved): ffn 1.6 -> 1.0x, mlp_train 1.35-1.49 -> 1.02-1.07x, first calls no
+# longer (one kernel per product either way). A product with a run-time N (attention's t x t
+# scores) stays unpacked: packing it pads B and C to whole panels, copying C in and out.
 # SPRUE_MATMUL_PACK_DYNAMIC=1 packs every product with run-time sizes behind a run-time guard
 # (_guard_packing: an scf.if between the packed kernel and the masked unpacked one, the static
 # rule checked at run time; both compiled, ~0.15 s more per product in a warm process: the MLP
@@ -273,9 +273,9 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
         if (n is not None and n < nr) or (k is not None and k < 2) or (m is not None and m < PACK_MIN_ROWS):
             return None
         # run-time sizes: B padded to whole panels as above, the row loop peeled with its last
-        # tile masked (vector_sizes), blocks of PACK_NC columns and KC rows of B. Packed
-        # unguarded (-2) unless B is fixed across an enclosing loop (repacked on every trip) or
-        # SPRUE_MATMUL_PACK_DYNAMIC=1 asks for the run-time guard everywhere (-1)
+        # rows padded to one tile (_script_packed), blocks of PACK_NC columns and KC rows of B.
+        # Packed unguarded (-2) where _pays_unguarded, or behind the run-time guard everywhere
+        # (-1) with SPRUE_MATMUL_PACK_DYNAMIC=1
         mode = pack_dynamic()
         guarded = mode not in ("", "0")
         if mode == "0" or not guarded and not _pays_unguarded(op, n, k, nr):
