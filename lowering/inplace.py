@@ -198,9 +198,11 @@ def _dense(op: ir.Operation, name: str) -> list[int]:
 
 
 def _slice_sizes(op: ir.Operation) -> list[ir.Value | int]:
-    """The sizes of a tensor.extract_slice: an int where static, else its size operand."""
-    n_offsets, n_sizes = _segments(op)[1:3]
-    dynamic = iter(list(op.operands)[1 + n_offsets:1 + n_offsets + n_sizes])
+    """The sizes of a tensor.extract_slice or insert_slice: an int where static, else its size
+    operand (after the tensor operands, one or two, and the offsets)."""
+    segments = _segments(op)
+    first = sum(segments[:-3]) + segments[-3]
+    dynamic = iter(list(op.operands)[first:first + segments[-2]])
     return [next(dynamic) if ir.ShapedType.is_dynamic_size(s) else s for s in _dense(op, "static_sizes")]
 
 
@@ -434,18 +436,18 @@ def _size_of(value: ir.Value, d: int) -> ir.Value | int | None:
     return None
 
 
-def _whole(op: ir.Operation, whole: ir.Value, first_offset: int) -> bool:
-    """Whether slice op `op` (extract_slice or insert_slice, its offsets' operands starting at
-    `first_offset`) covers all of `whole`: zero offsets, unit strides, `whole`'s sizes."""
+def _whole(op: ir.Operation, whole: ir.Value) -> bool:
+    """Whether slice op `op` (extract_slice or insert_slice) covers all of `whole`: zero offsets,
+    unit strides, `whole`'s sizes."""
     if any(_dense(op, "static_offsets")) or any(v != 1 for v in _dense(op, "static_strides")):
         return False
     if ir.RankedTensorType(op.results[0].type).rank != ir.RankedTensorType(whole.type).rank:
         return False
-    segments = _segments(op)
-    n_offsets, n_sizes = segments[-3], segments[-2]
-    dynamic = iter(list(op.operands)[first_offset + n_offsets:first_offset + n_offsets + n_sizes])
-    sizes = [next(dynamic) if ir.ShapedType.is_dynamic_size(n) else n for n in _dense(op, "static_sizes")]
-    return all(_size_of(whole, d) is not None and _size_of(whole, d) == n for d, n in enumerate(sizes))
+    for d, n in enumerate(_slice_sizes(op)):
+        size = _size_of(whole, d)
+        if size is None or not size == n:
+            return False
+    return True
 
 
 def fold_whole_slices(module: ir.Module) -> None:
@@ -457,13 +459,10 @@ def fold_whole_slices(module: ir.Module) -> None:
     in, CSE merges two products' slices of the one fill and each product's result is then copied in
     and out (the fills themselves are split again by split_shared_fills)."""
     for op in ops_where(module.operation, lambda op: op.name in ("tensor.extract_slice", "tensor.insert_slice")):
-        if op.name == "tensor.extract_slice":
-            whole, first = op.operands[0], 1
-        else:
-            whole, first = op.operands[1], 2
+        whole = op.operands[0 if op.name == "tensor.extract_slice" else 1]
         if op.results[0].type != whole.type or op.name == "tensor.insert_slice" and op.operands[0].type != whole.type:
             continue
-        if _whole(op, whole, first):
+        if _whole(op, whole):
             op.results[0].replace_all_uses_with(whole if op.name == "tensor.extract_slice" else op.operands[0])
             op.erase()
 
