@@ -29,7 +29,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import memref, scf
 
-from sprue.lowering.mlir_util import as_operation, ops_where
+from sprue.lowering.mlir_util import as_operation, defined_inside, is_inside, ops_where
 
 # Views: the same allocation under another shape or offset.
 _VIEWS = {"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape",
@@ -46,24 +46,6 @@ def _root(value: ir.Value) -> ir.Value:
     return value
 
 
-def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
-    """Whether `op` is nested (at any depth) in a region of `ancestor`."""
-    ancestor = as_operation(ancestor)
-    parent = op.parent
-    while parent is not None:
-        if as_operation(parent) == ancestor:
-            return True
-        parent = parent.parent
-    return False
-
-
-def _defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
-    if isinstance(value, ir.BlockArgument):
-        owner = as_operation(value.owner.owner)
-        return owner == as_operation(loop) or _is_inside(owner, loop)
-    return _is_inside(value.owner, loop)
-
-
 def _may_alias(read: ir.Value, alloc: ir.Operation) -> bool:
     """Whether a buffer the loop reads may share memory with the fresh allocation `alloc`."""
     root = _root(read)
@@ -75,7 +57,7 @@ def _may_alias(read: ir.Value, alloc: ir.Operation) -> bool:
     if owner.name == "func.func":
         return False           # the caller's buffers: allocated before this call
     # A value carried by a loop enclosing the allocation was made in an earlier trip.
-    return not (owner.name in ("scf.for", "scf.while") and _is_inside(alloc, owner))
+    return not (owner.name in ("scf.for", "scf.while") and is_inside(alloc, owner))
 
 
 def _body_ops(loop: ir.Operation) -> list[ir.Operation] | None:
@@ -116,7 +98,7 @@ def _accumulators(loop: ir.Operation) -> list[tuple[ir.Operation, list[ir.Operat
         root = _root(buf)
         if store not in position or not isinstance(root, ir.OpResult) or root.owner.name not in _ALLOCS:
             return None
-        if any(_defined_inside(i, loop) for i in indices) or _defined_inside(buf, loop):
+        if any(defined_inside(i, loop) for i in indices) or defined_inside(buf, loop):
             return None
         mine = []
         for load in loads:

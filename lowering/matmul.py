@@ -58,7 +58,7 @@ from sprue.lowering.matmul_operands import (
     is_transpose,
     transposed,
 )
-from sprue.lowering.mlir_util import as_operation, ops_where
+from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where
 from sprue.lowering.targets import host_cpu_features
 
 _MARK = "sprue.matmul"
@@ -199,31 +199,21 @@ def pack_dynamic() -> str:
     return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "")
 
 
-_LOOPS = ("scf.for", "scf.while", "scf.forall", "scf.parallel")
-
-
 def _fixed_across_loop(value: ir.Value, op: ir.Operation) -> bool:
     """Whether `value` (seen through a transposed copy) is defined outside the innermost loop
     enclosing `op`: the same B on every trip (a recurrent scan's weights), which a packed
     product would pack again on every trip. False outside loops."""
     loop = op.parent
-    while loop is not None and loop.name not in _LOOPS:
+    while loop is not None and loop.name not in LOOP_OPS:
         if loop.name == "func.func":
             return False
         loop = loop.parent
     if loop is None:
         return False
-    loop = as_operation(loop)
-    owner = value.owner
-    producer = None if isinstance(owner, ir.Block) else getattr(owner, "operation", owner)
+    producer = None if isinstance(value.owner, ir.Block) else as_operation(value.owner)
     if producer is not None and is_transpose(producer, op.name == "linalg.batch_matmul"):
         return _fixed_across_loop(producer.operands[0], op)
-    where = owner.owner if isinstance(owner, ir.Block) else producer.parent
-    while where is not None:
-        if as_operation(where) == loop:
-            return False
-        where = where.parent
-    return True
+    return not defined_inside(value, loop)
 
 
 def _pays_unguarded(op: ir.Operation, n: int | None, k: int | None, nr: int) -> bool:

@@ -86,6 +86,30 @@ def as_operation(x):
     return x.operation if isinstance(x, ir.OpView) else x
 
 
+# The scf loops: ops whose body runs once per trip.
+LOOP_OPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall"})
+
+
+def is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    """Whether `op` is nested (at any depth) in a region of `ancestor`."""
+    ancestor = as_operation(ancestor)
+    parent = op.parent
+    while parent is not None:
+        if as_operation(parent) == ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
+def defined_inside(value: ir.Value, op: ir.Operation) -> bool:
+    """Whether `value` is defined in a region of `op`: by an op nested in it, or as an argument of
+    one of its blocks (a loop's induction variable or carry)."""
+    if isinstance(value, ir.BlockArgument):
+        owner = as_operation(value.owner.owner)
+        return owner == as_operation(op) or is_inside(owner, op)
+    return is_inside(value.owner, op)
+
+
 def defining_op(value: ir.Value) -> ir.Operation:
     """The op that defines `value`: its owner, or for a block argument the block's op."""
     owner = value.owner

@@ -25,9 +25,8 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from sprue.lowering.mlir_util import as_operation, call_equal_function, captures, defining_op
+from sprue.lowering.mlir_util import LOOP_OPS, as_operation, call_equal_function, captures, defining_op
 
-_LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall"})
 # Values defined by these ops (no operands, no side effects) are copied into the outlined function
 # instead of being passed: loop bounds and steps stay constants there.
 _COPIED = frozenset({"arith.constant", "memref.get_global", "ub.poison"})
@@ -45,7 +44,7 @@ def _outermost_nests(fn: ir.Operation) -> list[ir.Operation]:
     found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in _LOOPS:
+        if op.name in LOOP_OPS:
             found.append(op)
             return ir.WalkResult.SKIP
         return ir.WalkResult.ADVANCE
