@@ -1,4 +1,5 @@
-"""Arrays for the tests of dynamically-shaped programs, and the comparison of a result with numpy's."""
+"""Arrays for the tests of dynamically-shaped programs, the comparison of a result with numpy's,
+and small programs written once for numpy and sprue.numpy."""
 import numpy as np
 
 # The sizes a program compiled once for a dynamic size is run at: empty, one element, a few, and
@@ -21,3 +22,15 @@ def agree(got, want) -> None:
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def shifted_conv3(np_, x, k):
+    """A 'valid' 3 x 3 convolution of NHWC `x` by `k` [3, 3, C, D] as nine shifted einsums, written
+    against the namespace `np_` (numpy or sprue.numpy): benchmarks/program_sources.py's CNN."""
+    out = None
+    for dy in range(3):
+        for dx in range(3):
+            patch = x[:, dy:(dy - 2 if dy < 2 else None), dx:(dx - 2 if dx < 2 else None), :]
+            term = np_.einsum("nhwc,cd->nhwd", patch, k[dy, dx])
+            out = term if out is None else out + term
+    return out

@@ -6,41 +6,11 @@ several run-time sizes, edge sizes included, with one compiled library. Timing b
 benchmarks/ (programs.py's ema_filter: dynamic within 1.15x of static)."""
 import numpy as np
 import pytest
-from torch_mlir import ir
 
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.lowering import pipeline
-from tests.helpers.bufferization import copies_outside_loops
-
-_LOOPS = {"scf.while", "scf.for"}
-_BUFFER_OPS = {"memref.alloc", "memref.alloca", "memref.copy", "bufferization.clone"}
-
-
-def _stage_text(tmp_path, stage: str) -> str:
-    number = pipeline.STAGE_NAMES.index(stage) + 1
-    (path,) = tmp_path.glob(f"*.{number:02d}_{stage}.mlir")
-    return path.read_text()
-
-
-def _buffer_ops_in_loops(text: str) -> list[str]:
-    """Every allocation or copy nested in a loop of the bufferized IR, whatever its size."""
-    found = []
-    with pipeline.make_pipeline_context() as ctx:
-        module = ir.Module.parse(text, ctx)
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            if op.name in _BUFFER_OPS:
-                parent = op.parent
-                while parent is not None and parent.name != "builtin.module":
-                    if parent.name in _LOOPS:
-                        found.append(op.name)
-                        break
-                    parent = parent.parent
-            return ir.WalkResult.ADVANCE
-        module.operation.walk(visit)
-    return found
+from tests.helpers.bufferization import buffer_ops_in_loops, copies_outside_loops, stage_text
 
 
 def _ema(xs, s0):
@@ -96,8 +66,8 @@ def test_dynamic_scan_writes_rows_in_place(fn, reference, copies, tmp_path):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=f"t={t}, k={k}")
         np.testing.assert_array_equal(xs, before)       # the argument is never written
-    assert _buffer_ops_in_loops(_stage_text(tmp_path, "bufferized")) == copies
-    linalg = _stage_text(tmp_path, "linalg")
+    assert [name for name, _ in buffer_ops_in_loops(stage_text(tmp_path, "bufferized"))] == copies
+    linalg = stage_text(tmp_path, "linalg")
     # the rows are views (no tensor.reshape, which copies a strided row), and the shape vectors of
     # the slices scalars (no i64 vector built per trip)
     assert "tensor.reshape" not in linalg and "tensor<2xi64>" not in linalg
@@ -112,7 +82,7 @@ def test_static_and_dynamic_scans_lower_the_loop_alike(tmp_path):
         out = tmp_path / name
         np.testing.assert_allclose(sprue.qjit(_ema, abstracted_axes=axes, keep_intermediate=out)(xs, s0)[0],
                                    _ema_ref(xs, s0)[0], rtol=1e-12)
-        text = _stage_text(out, "bufferized")
+        text = stage_text(out, "bufferized")
         body = text[text.index("scf.for"):]
         counts[name] = body.count("linalg.generic")
     assert counts["dynamic"] <= counts["static"], counts
@@ -149,7 +119,7 @@ def test_small_integer_concatenates_are_built_from_scalars(dtype, tmp_path):
     np.testing.assert_array_equal(out, np.array([1, 2, info.max, info.min, 4, 3, 5, 5], dtype))
     assert out.dtype == dtype
     assert any(line.strip().startswith("%from_elements") and line.endswith(f": tensor<8xi{8 * np.dtype(dtype).itemsize}>")
-               for line in _stage_text(tmp_path, "linalg").splitlines())
+               for line in stage_text(tmp_path, "linalg").splitlines())
 
 
 def _two_results(a, b):
@@ -179,7 +149,7 @@ def test_dynamic_results_reuse_buffers_as_static_ones_do(tmp_path):
             t = np.exp(-0.02 * b)
             np.testing.assert_allclose(z, np.log(a) * t + b, rtol=1e-12, atol=1e-15)
             np.testing.assert_allclose(w, (np.log(a) * t + b) * t - np.sqrt(a), rtol=1e-12, atol=1e-15)
-        counts[name] = _array_allocations(_stage_text(out, "bufferized"))
+        counts[name] = _array_allocations(stage_text(out, "bufferized"))
     assert counts["dynamic"] == counts["static"] == 2, counts
 
 
@@ -197,5 +167,5 @@ def test_products_sharing_their_zeros_each_fill_their_own_buffer(tmp_path, dynam
     axes = ({0: "n"}, None, None, None) if dynamic else None
     f = sprue.qjit(layers, abstracted_axes=axes, keep_intermediate=str(tmp_path))
     np.testing.assert_allclose(f(x, a, b, c), np.tanh(np.tanh(x @ a) @ b) @ c, rtol=1e-12, atol=1e-12)
-    text = _stage_text(tmp_path, "loops")
+    text = stage_text(tmp_path, "loops")
     assert copies_outside_loops(text) == 0

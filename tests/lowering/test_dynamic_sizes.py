@@ -11,49 +11,27 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.lowering import pipeline
-
-
-def _stage_text(directory, stage: str) -> str:
-    number = pipeline.STAGE_NAMES.index(stage) + 1
-    (path,) = directory.glob(f"*.{number:02d}_{stage}.mlir")
-    return path.read_text()
-
-
-def _conv3(x4, k):
-    """A 'valid' 3 x 3 convolution as nine shifted einsums (benchmarks/program_sources.py's cnn)."""
-    out = None
-    for dy in range(3):
-        for dx in range(3):
-            patch = x4[:, dy:(dy - 2 if dy < 2 else None), dx:(dx - 2 if dx < 2 else None), :]
-            term = jnp.einsum("nhwc,cd->nhwd", patch, k[dy, dx])
-            out = term if out is None else out + term
-    return out
-
-
-def _conv3_numpy(x4, k):
-    h, w = x4.shape[1] - 2, x4.shape[2] - 2
-    return sum(np.einsum("nhwc,cd->nhwd", x4[:, dy:dy + h, dx:dx + w, :], k[dy, dx])
-               for dy in range(3) for dx in range(3))
+from tests.helpers.arrays import shifted_conv3
+from tests.helpers.bufferization import stage_text
 
 
 def test_a_convolution_over_a_run_time_batch_fuses_like_its_static_version(tmp_path):
     # before: each shifted slice of the `?` batch axis had a size computed from the size argument,
     # the broadcasts another, and the nine products and eight adds ran as 19 loop nests
     def conv(x, k):
-        return jnp.maximum(_conv3(x[:, :, :, None], k), 0.0)
+        return jnp.maximum(shifted_conv3(jnp, x[:, :, :, None], k), 0.0)
 
     rng = np.random.default_rng(0)
     x, k = rng.standard_normal((5, 12, 12)), rng.standard_normal((3, 3, 1, 4))
     static = sprue.qjit(conv, keep_intermediate=str(tmp_path / "s"))
     dynamic = sprue.qjit(conv, abstracted_axes=({0: "n"}, None), keep_intermediate=str(tmp_path / "d"))
-    np.testing.assert_allclose(static(x, k), np.maximum(_conv3_numpy(x[..., None], k), 0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(static(x, k), np.maximum(shifted_conv3(np, x[..., None], k), 0), rtol=1e-12, atol=1e-12)
     for n in (5, 1, 7):
         xn = rng.standard_normal((n, 12, 12))
-        np.testing.assert_allclose(dynamic(xn, k), np.maximum(_conv3_numpy(xn[..., None], k), 0),
+        np.testing.assert_allclose(dynamic(xn, k), np.maximum(shifted_conv3(np, xn[..., None], k), 0),
                                    rtol=1e-12, atol=1e-12)
     assert dynamic.compile_count == 1
-    loops = [_stage_text(tmp_path / d, "loops").count("scf.for") for d in ("s", "d")]
+    loops = [stage_text(tmp_path / d, "loops").count("scf.for") for d in ("s", "d")]
     assert loops[1] == loops[0], loops
 
 
@@ -65,10 +43,10 @@ def test_slices_of_a_run_time_axis_read_its_size_from_the_operand(tmp_path):
     for n in (4, 1, 9):
         x = np.arange(n * 8, dtype=np.float64).reshape(n, 8)
         np.testing.assert_allclose(f(x), x[:, 1:7] * 2.0 + x[:, 0:6])
-    text = _stage_text(tmp_path, "linalg")
+    text = stage_text(tmp_path, "linalg")
     body = text[text.index("scf.if"):]       # after the entry checks (which clamp the size argument)
     assert "arith.maxsi" not in body and "arith.minsi" not in body
-    assert _stage_text(tmp_path, "loops").count("scf.for") == 2     # one nest of two loops
+    assert stage_text(tmp_path, "loops").count("scf.for") == 2     # one nest of two loops
 
 
 def test_a_size_argument_and_the_array_it_sizes_are_one_value(tmp_path):
@@ -81,7 +59,7 @@ def test_a_size_argument_and_the_array_it_sizes_are_one_value(tmp_path):
     for n in (3, 1, 6):
         x = np.random.default_rng(n).standard_normal((n, 8))
         np.testing.assert_allclose(g(x, v), v * x + 1.0)
-    assert _stage_text(tmp_path, "loops").count("scf.for") == 2
+    assert stage_text(tmp_path, "loops").count("scf.for") == 2
 
 
 @pytest.mark.parametrize("rows", [0, 1, 5, 64])

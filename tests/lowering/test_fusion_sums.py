@@ -5,6 +5,7 @@ import pytest
 
 import sprue
 import sprue.numpy as snp
+from tests.helpers.arrays import shifted_conv3
 
 
 def _stage(tmp_path, name: str) -> str:
@@ -12,23 +13,13 @@ def _stage(tmp_path, name: str) -> str:
     return path.read_text()
 
 
-def _conv3(np_, x, k):
-    out = None
-    for dy in range(3):
-        for dx in range(3):
-            patch = x[:, dy:(dy - 2 if dy < 2 else None), dx:(dx - 2 if dx < 2 else None), :]
-            term = np_.einsum("nhwc,cd->nhwd", patch, k[dy, dx])
-            out = term if out is None else out + term
-    return out
-
-
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 def test_shifted_einsums_of_a_convolution_are_one_loop_nest(dt, tmp_path):
     rng = np.random.default_rng(21)
     x, k = rng.standard_normal((3, 11, 9, 8)).astype(dt), rng.standard_normal((3, 3, 8, 5)).astype(dt)
-    got = sprue.qjit(lambda x, k: snp.maximum(_conv3(snp, x, k), 0.0), keep_intermediate=str(tmp_path))(x, k)
+    got = sprue.qjit(lambda x, k: snp.maximum(shifted_conv3(snp, x, k), 0.0), keep_intermediate=str(tmp_path))(x, k)
     tol = 1e-12 if dt == np.float64 else 2e-5
-    np.testing.assert_allclose(got, np.maximum(_conv3(np, x, k), 0.0), rtol=tol, atol=tol)
+    np.testing.assert_allclose(got, np.maximum(shifted_conv3(np, x, k), 0.0), rtol=tol, atol=tol)
     # nine contractions accumulated in turn: without the merge, nine generics with reduction loops
     buf = _stage(tmp_path, "bufferized")
     assert sum(1 for line in buf.splitlines() if "linalg.generic" in line and '"reduction"' in line) == 1, buf
@@ -37,11 +28,11 @@ def test_shifted_einsums_of_a_convolution_are_one_loop_nest(dt, tmp_path):
 def test_convolution_with_dynamic_batch_and_image_sizes(tmp_path):
     rng = np.random.default_rng(23)
     k = rng.standard_normal((3, 3, 4, 6))
-    f = sprue.qjit(lambda x, k: _conv3(snp, x, k), abstracted_axes=({0: "n", 1: "h", 2: "w"}, {}),
+    f = sprue.qjit(lambda x, k: shifted_conv3(snp, x, k), abstracted_axes=({0: "n", 1: "h", 2: "w"}, {}),
                    keep_intermediate=str(tmp_path))
     for shape in [(2, 9, 7, 4), (1, 5, 12, 4)]:
         x = rng.standard_normal(shape)
-        np.testing.assert_allclose(f(x, k), _conv3(np, x, k), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(f(x, k), shifted_conv3(np, x, k), rtol=1e-12, atol=1e-12)
     # the output's loops are dynamic, the reduced channel loop static: still one loop nest
     buf = _stage(tmp_path, "bufferized")
     assert sum(1 for line in buf.splitlines() if "linalg.generic" in line and '"reduction"' in line) == 1, buf

@@ -5,6 +5,7 @@ import pytest
 import sprue
 import sprue.lax as lax
 import sprue.numpy as snp
+from tests.helpers.bufferization import stage_text
 from tests.helpers.lowering_harness import Compiled, check
 
 DTYPES = ["float64", "float32", "int64", "int32", "uint8", "bool"]
@@ -80,11 +81,6 @@ def test_iota(dt):
     check(lambda: (lax.iota(dt, n), lax.broadcasted_iota(dt, (n, 3), 0), lax.broadcasted_iota(dt, (2, n), 1)))
 
 
-def _loops_text(directory) -> str:
-    (path,) = directory.glob("*.04_loops.mlir")
-    return path.read_text()
-
-
 @pytest.mark.parametrize("rows", [0, 1, 6])
 def test_a_concatenate_along_the_last_axis_copies_each_piece_into_its_slice(rows, tmp_path):
     """legalize_dynamic._concatenate_by_slices: no per-element branch in the innermost loop (the
@@ -95,7 +91,7 @@ def test_a_concatenate_along_the_last_axis_copies_each_piece_into_its_slice(rows
     for k in (3, 0, 5):
         a, b = rng.standard_normal((rows, k)), rng.standard_normal((rows, 2))
         np.testing.assert_allclose(f(a, b), np.concatenate([np.tanh(a), b, a * 2.0], axis=1) + 1.0, rtol=1e-14)
-    assert "scf.if" in _loops_text(tmp_path) and "-> (f64)" not in _loops_text(tmp_path)   # no element's choice
+    assert "scf.if" in stage_text(tmp_path, "loops") and "-> (f64)" not in stage_text(tmp_path, "loops")   # no element's choice
 
 
 @pytest.mark.parametrize("shapes", [((3, 0), (3, 2)), ((3, 2), (3, 0), (3, 1)), ((0, 2), (0, 3))])
@@ -111,4 +107,4 @@ def test_a_concatenate_along_an_outer_axis_stays_one_fused_pass(tmp_path):
     f = sprue.qjit(lambda a, b: snp.concatenate([a, b], axis=0) * 3.0, keep_intermediate=str(tmp_path))
     a, b = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(2, 4)
     np.testing.assert_allclose(f(a, b), np.concatenate([a, b]) * 3.0)
-    assert _loops_text(tmp_path).count("scf.for") == 2     # one nest: branch per row, vectorized rows
+    assert stage_text(tmp_path, "loops").count("scf.for") == 2     # one nest: branch per row, vectorized rows
