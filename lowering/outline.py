@@ -22,6 +22,8 @@ OUTLINE_MIN_NESTS): a function of fewer nests keeps everything inline.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
@@ -37,6 +39,15 @@ _COPIED = frozenset({"arith.constant", "memref.get_global", "ub.poison"})
 # programs (a 24-layer network has ~50 nests) are where one function's size costs superlinearly.
 OUTLINE_MIN_NESTS = 48
 _PREFIX = "__sprue_nest_"
+# What is left of a big function once its nests are functions is straight-line code: calls,
+# allocations, frees, views. A long gradient tape keeps thousands of such ops in one block
+# (partition.py cannot cut it: every activation is live from the forward pass to the backward
+# one), and LLVM's schedulers, register allocator and dead-store elimination are superlinear in a
+# block's length. Such a body is cut into runs of SPLIT_OPS ops, each a function.
+SPLIT_MIN_OPS = 512
+SPLIT_OPS = 128
+_CHUNK_PREFIX = "__sprue_run_"
+_STAYS = frozenset({"memref.alloca", "memref.alloca_scope"})
 
 
 def _outermost_nests(fn: ir.Operation) -> list[ir.Operation]:
@@ -85,31 +96,133 @@ def new_private_function(module: ir.Module, name: str, inputs: list[ir.Type],
         return fn, fn.add_entry_block()
 
 
-def _outline(nest: ir.Operation, module: ir.Module, name: str, seen: dict[str, str]) -> None:
-    """Moves `nest` into a new private function `name` (or, where one that prints the same exists,
-    drops it and calls that one) and calls it in the nest's place."""
-    captured, uses = captures([nest])
-    copied = [v for v in captured if not isinstance(v.owner, ir.Block) and defining_op(v).name in _COPIED]
-    kept = set(copied)
-    passed = [v for v in captured if v not in kept]
-    results = [r.type for r in nest.results]
-    with nest.location:
-        fn, entry = new_private_function(module, name, [v.type for v in passed], results)
+def _copy_into(value: ir.Value, replacement: dict[ir.Value, ir.Value]) -> None:
+    """A copy of `value`'s defining op (and of the ops it needs) at the insertion point, unless
+    `value` is passed or already copied."""
+    if value in replacement:
+        return
+    op = defining_op(value)
+    for v in op.operands:
+        _copy_into(v, replacement)
+    copy = op.clone()
+    for i, v in enumerate(op.operands):
+        copy.operands[i] = replacement[v]
+    for old, new in zip(op.results, copy.results):
+        replacement[old] = new
+
+
+def extract_function(ops: list[ir.Operation], module: ir.Module, name: str, seen: dict[str, str],
+                     copied: Callable[[ir.Operation], bool]) -> None:
+    """Moves `ops` (consecutive in one block, in order) into a new private function `name` (or,
+    where one that prints the same exists, calls that one) and calls it in their place. The
+    function takes the values the ops use from before them, except those whose defining ops
+    `copied` accepts (cloned into it, with what they use in turn: constants stay constants), and
+    returns those used after them."""
+    captured, uses = captures(ops)
+    inside: set[ir.Operation] = set()
+    for op in ops:
+        op.walk(lambda o: inside.add(o) or ir.WalkResult.ADVANCE, ir.WalkOrder.PRE_ORDER)
+    passed: dict[ir.Value, None] = {}
+
+    def need(v: ir.Value) -> None:
+        if isinstance(v.owner, ir.Block) or not copied(defining_op(v)):
+            passed.setdefault(v, None)
+        else:
+            for operand in defining_op(v).operands:
+                need(operand)
+    for v in captured:
+        need(v)
+    escaping = [(r, [(as_operation(u.owner), u.operand_number) for u in r.uses
+                     if as_operation(u.owner) not in inside])
+                for op in ops for r in op.results]
+    escaping = [(r, outside) for r, outside in escaping if outside]
+    with ops[0].location:
+        fn, entry = new_private_function(module, name, [v.type for v in passed], [r.type for r, _ in escaping])
+        replacement = dict(zip(passed, entry.arguments))
         with ir.InsertionPoint(entry):
-            replacement = {v: a for v, a in zip(passed, entry.arguments)}
-            for v in copied:
-                replacement[v] = defining_op(v).clone().results[0]
-        with ir.InsertionPoint(nest):
-            call = func.CallOp(results, name, passed)
-        for old, new in zip(nest.results, call.results):
-            old.replace_all_uses_with(new)
-        nest.detach_from_parent()
-        ir.InsertionPoint(entry).insert(nest)
+            for v in captured:
+                _copy_into(v, replacement)
+        with ir.InsertionPoint(ops[0]):
+            call = func.CallOp([r.type for r, _ in escaping], name, list(passed))
+        for k, (_, outside) in enumerate(escaping):
+            for owner, i in outside:
+                owner.operands[i] = call.results[k]
+        for op in ops:
+            op.detach_from_parent()
+            ir.InsertionPoint(entry).insert(op)
         with ir.InsertionPoint(entry):
-            func.ReturnOp(list(nest.results))
+            func.ReturnOp([r for r, _ in escaping])
     for op, i, value in uses:
         op.operands[i] = replacement[value]
     call_equal_function(fn, call, name, seen)
+
+
+def _copied(op: ir.Operation) -> bool:
+    return op.name in _COPIED
+
+
+def _signature(op: ir.Operation) -> str:
+    return f"{op.name}:{','.join(str(r.type) for r in op.results)}"
+
+
+def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int]:
+    """(offset, size): where runs of `ops` start and how many ops each holds, about `most`. The
+    size is a multiple of the ops' period, the shortest p <= most for which most ops equal the one
+    p later (by name and result types); the offset, where that repetition starts. Cut there, the
+    runs of a repeated body (a deep network's layers) print the same and share one function."""
+    sigs = [_signature(op) for op in ops]
+    n = len(sigs)
+    best, best_matches = 0, 0
+    for p in range(1, most + 1):
+        matches = sum(sigs[i] == sigs[i + p] for i in range(n - p))
+        if matches > best_matches * 1.05:   # a longer period must repeat clearly more
+            best, best_matches = p, matches
+    if best == 0 or best_matches < 0.9 * (n - best):
+        return 0, most
+    start = next(i for i in range(n - best) if all(sigs[i + k] == sigs[i + k + best] for k in range(best)))
+    return start, best * max(1, most // best)
+
+
+def function_bodies(fn: ir.Operation) -> list[ir.Block]:
+    """The blocks of `fn` that hold its computation: its body, and the branches of the scf.if
+    ops in it (the entry checks' guard around a kernel with run-time sizes)."""
+    entry = fn.regions[0].blocks[0]
+    branches = [block for op in map(as_operation, entry.operations) if op.name == "scf.if"
+                for region in op.regions for block in region.blocks]
+    return [entry, *branches]
+
+
+def split_long_bodies(module: ir.Module) -> None:
+    """Each body (function_bodies) of at least SPLIT_MIN_OPS ops, after its nests were outlined,
+    becomes calls of private functions of about SPLIT_OPS ops each, cut where the body repeats;
+    equal ones share one (module doc). Stack buffers (memref.alloca) stay where they are, between
+    two runs: they live in their function's frame."""
+    functions = [op for op in map(as_operation, module.body.operations)
+                 if op.name == "func.func" and len(op.regions[0].blocks)]
+    seen: dict[str, str] = {}
+    count = 0
+    for block in [block for fn in functions for block in function_bodies(fn)]:
+        body = [as_operation(op) for op in block.operations][:-1]   # not the terminator
+        copied = [op for op in body if _copied(op)]   # (the others may be erased: shared)
+        work = [op for op in body if not _copied(op)]
+        if len(work) < SPLIT_MIN_OPS:
+            continue
+        offset, size = part_size(work, SPLIT_OPS)
+        runs: list[list[ir.Operation]] = [[]]
+        for i, op in enumerate(work):
+            if op.name in _STAYS:
+                runs.append([])
+                continue
+            if i >= offset and (i - offset) % size == 0 or i == offset:
+                runs.append([])
+            runs[-1].append(op)
+        for run in runs:
+            if run:
+                extract_function(run, module, f"{_CHUNK_PREFIX}{count}", seen, _copied)
+                count += 1
+        for op in reversed(copied):   # those no run uses any more
+            if all(not list(r.uses) for r in op.results):
+                op.erase()
 
 
 def pass_bare_pointers(module: ir.Module) -> None:
@@ -145,8 +258,9 @@ def outline_loop_nests(module: ir.Module) -> None:
         if len(nests) < OUTLINE_MIN_NESTS:
             continue
         for nest in nests:
-            _outline(nest, module, f"{_PREFIX}{count}", seen)
+            extract_function([nest], module, f"{_PREFIX}{count}", seen, _copied)
             count += 1
 
 
-__all__ = ["OUTLINE_MIN_NESTS", "new_private_function", "outline_loop_nests", "pass_bare_pointers"]
+__all__ = ["OUTLINE_MIN_NESTS", "SPLIT_MIN_OPS", "SPLIT_OPS", "extract_function", "function_bodies",
+           "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "split_long_bodies"]

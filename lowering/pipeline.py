@@ -30,6 +30,7 @@ from sprue.base.errors import CompileError, SprueError  # noqa: F401
 from sprue.base.timing import step
 from sprue.lowering import dialects
 from sprue.lowering.accumulators import promote_accumulators
+from sprue.lowering.entry_results import store_entry_results
 from sprue.lowering.fastmath import mark_reductions
 from sprue.lowering.fusion import (
     accumulate_sums,
@@ -45,7 +46,7 @@ from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
-from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers
+from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
 from sprue.lowering.partition import partition_functions
 from sprue.lowering.vector_math import call_libm
 
@@ -135,6 +136,7 @@ _BEFORE_LLVM: tuple[Rewrite, ...] = (
     keep_outer_loops_rolled,  # LLVM unrolls innermost loops only (loop_hints.py)
     call_libm,           # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
     outline_loop_nests,  # big functions: a function per loop nest, shared by equal nests (outline.py)
+    split_long_bodies,   # ... and what is left of them, if long, in runs of ~128 ops (outline.py)
     pass_bare_pointers,  # ... and those and the parts take static buffers as bare pointers (outline.py)
 )
 
@@ -151,6 +153,7 @@ _AFTER_LINALG: tuple[Rewrite, ...] = (
     _fuse_linalg,
 )
 _AFTER_LLVM: tuple[Rewrite, ...] = (
+    store_entry_results,      # several results stored one by one, not returned as a struct (entry_results.py)
     apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
 )
 

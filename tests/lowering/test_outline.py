@@ -106,3 +106,43 @@ def test_outlined_nests_with_run_time_sizes_carried_values_and_different_shapes(
         np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-9, atol=1e-9)
     assert "llvm.call @__sprue_nest_" in _stage(tmp_path, ".05_llvm.mlir")
+
+
+def _training_step(ws, x):
+    return jnp.sum(_net(x, ws) ** 2)
+
+
+def _training_step_grad(ws, x):
+    """Backpropagation through `_net` by hand: d/dw of sum(net(x, ws)**2)."""
+    acts = [x]
+    for w in ws:
+        acts.append(np.tanh(acts[-1] @ w))
+    g = 2 * acts[-1]
+    grads = [None] * len(ws)
+    for i in reversed(range(len(ws))):
+        g = g * (1 - acts[i + 1] ** 2)
+        grads[i] = acts[i].T @ g
+        g = g @ ws[i].T
+    return grads
+
+
+def test_a_long_gradient_tape_runs_as_a_chain_of_shared_functions(tmp_path):
+    """A gradient through 40 layers leaves ~640 calls, allocations and frees in one block once its
+    nests are functions (partition.py cannot cut it: every activation is live across it): it is
+    cut into runs of about SPLIT_OPS ops, each a function the entry calls."""
+    rng = np.random.default_rng(3)
+    ws = [rng.standard_normal((16, 16)) / 4.0 for _ in range(40)]
+    x = rng.standard_normal((16, 16))
+    f = sprue.qjit(sprue.grad(_training_step), keep_intermediate=str(tmp_path))
+    got = f(ws, x)
+    for g, want in zip(got, _training_step_grad(ws, x), strict=True):
+        np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
+    text = _stage(tmp_path, ".05_llvm.mlir")
+    defined = set(re.findall(r"llvm\.func (?:\w+ )*@(__sprue_run_\d+)\(", text))
+    calls = re.findall(r"llvm\.call @(__sprue_run_\d+)\(", text)
+    assert set(calls) == defined and len(calls) >= 3, (calls, defined)
+    main = text[text.index("llvm.func @main("):]
+    main = main[:main.index("\n  }\n")]
+    # every call, allocation and free is in a run: the entry only unpacks arguments, calls the
+    # runs and stores results
+    assert re.findall(r"llvm\.call @(\w+)\(", main) == calls, re.findall(r"llvm\.call @(\w+)\(", main)

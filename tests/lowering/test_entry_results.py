@@ -1,0 +1,89 @@
+"""Functions with many results (lowering/entry_results.py) and modules with huge blocks
+(backend.py's SCHEDULE_MAX_BLOCK): results stay numpy's, the entry function stores them one by
+one through its C interface's pointer (no struct of all results, whose text grew as n^2), and a
+module with a block longer than SCHEDULE_MAX_BLOCK is emitted without instruction scheduling,
+the options restored after."""
+import re
+
+import numpy as np
+
+import sprue
+import sprue.numpy as jnp
+from sprue.lowering import backend
+
+
+def _stage(tmp_path, suffix):
+    return next(tmp_path.glob(f"*{suffix}")).read_text()
+
+
+def test_results_of_every_rank_and_dtype_are_stored_one_by_one(tmp_path):
+    def program(x, n):
+        return (x * 2.0, jnp.sum(x), x[0].astype(jnp.int32), n + 1, x > 0.5,
+                jnp.reshape(x, (2, 3, 2)), jnp.float32(3.5) * x[:, 0].astype(jnp.float32))
+
+    def reference(x, n):
+        return (x * 2.0, np.sum(x), x[0].astype(np.int32), n + 1, x > 0.5,
+                np.reshape(x, (2, 3, 2)), np.float32(3.5) * x[:, 0].astype(np.float32))
+
+    rng = np.random.default_rng(0)
+    x = rng.random((4, 3))
+    f = sprue.qjit(program, keep_intermediate=str(tmp_path))
+    got, want = f(x, 7), reference(x, 7)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    text = _stage(tmp_path, ".05_llvm.mlir")
+    signature = re.search(r"llvm\.func @main\(([^\n]*)\{", text).group(1)
+    assert "->" not in signature.split(")")[-1], signature      # returns nothing
+    assert not re.search(r"llvm\.insertvalue [^\n]*!llvm\.struct<\(struct<", text)   # no struct of results
+    assert len(re.findall(r"llvm\.store %\w+, %\w+ : !llvm\.struct<\(ptr, ptr, i64", text)) == len(want)
+
+
+def test_hundreds_of_results(tmp_path):
+    """400 results: their stores make one block of ~2,800 instructions in the C wrapper, which
+    is then emitted unscheduled (below)."""
+    def program(x):
+        return [x * (i + 1) for i in range(400)]
+    x = np.arange(4.0)
+    got = sprue.qjit(program)(x)
+    assert len(got) == 400
+    for i, g in enumerate(got):
+        np.testing.assert_array_equal(g, x * (i + 1))
+
+
+_STORES = """
+define void @many_stores(ptr %p) {
+entry:
+BODY  ret void
+}
+"""
+
+
+def _codegen_options_seen(lines: int, monkeypatch) -> list[str]:
+    seen: list[str] = []
+    real = backend.llvm.set_option
+
+    def spy(name, option):
+        seen.append(option)
+        real(name, option)
+    monkeypatch.setattr(backend.llvm, "set_option", spy)
+    body = "".join(f"  %q{i} = getelementptr i64, ptr %p, i64 {i}\n  store volatile i64 {i}, ptr %q{i}\n"
+                   for i in range(lines // 2))
+    backend.codegen(_STORES.replace("BODY", body))
+    return [o for o in seen if "sched" in o]
+
+
+def test_a_module_with_a_huge_block_is_emitted_unscheduled_and_the_options_restored(monkeypatch):
+    assert _codegen_options_seen(2 * backend.SCHEDULE_MAX_BLOCK, monkeypatch) == [
+        "-enable-misched=false", "-post-RA-scheduler=false", "-enable-misched=true", "-post-RA-scheduler=true"]
+
+
+def test_a_module_of_short_blocks_is_scheduled(monkeypatch):
+    assert _codegen_options_seen(backend.SCHEDULE_MAX_BLOCK // 2, monkeypatch) == []
+
+
+def test_longest_block_counts_the_lines_between_labels():
+    text = "define void @f() {\nentry:\n  a\n  b\nnext:\n  c\n}\ndefine void @g() {\n  d\n}\n"
+    assert backend.longest_block(text) == 3      # entry: and its two lines
+    assert backend.longest_block("") == 0
