@@ -30,6 +30,7 @@ from sprue.base.errors import CompileError, SprueError  # noqa: F401
 from sprue.base.timing import step
 from sprue.lowering import dialects
 from sprue.lowering.accumulators import promote_accumulators
+from sprue.lowering.deallocation import free_fresh_buffers
 from sprue.lowering.entry_results import store_entry_results
 from sprue.lowering.fastmath import mark_reductions
 from sprue.lowering.fusion import (
@@ -78,8 +79,10 @@ STAGES: list[tuple[str, str]] = [
         # Temporaries of a loop body (a comparison's i1, a scalar product) are allocated once,
         # before the loop, instead of on every trip.
         "func.func(buffer-loop-hoisting)",
-        "buffer-deallocation-pipeline",
-        "convert-bufferization-to-memref",
+        # MLIR's buffer-deallocation-pipeline, its simplification after deallocation.py's
+        # (FINISH: free_fresh_buffers, _finish_deallocation)
+        "expand-realloc{emit-deallocs=false}", "canonicalize",
+        "ownership-based-buffer-deallocation", "canonicalize",
     ])),
     ("loops", ",".join([
         "convert-linalg-to-loops",
@@ -152,13 +155,27 @@ _AFTER_LINALG: tuple[Rewrite, ...] = (
     merge_reductions_with_producers,   # softmax's exp and its row sum in one pass
     _fuse_linalg,
 )
+# The rest of MLIR's buffer-deallocation-pipeline, for the deallocations free_fresh_buffers left.
+DEALLOCATION_END = ("buffer-deallocation-simplification,bufferization-lower-deallocations,cse,canonicalize,"
+                    "convert-bufferization-to-memref")
+
+
+def _finish_deallocation(module: ir.Module) -> None:
+    run_stage(module, "bufferized", DEALLOCATION_END)
+
+
+_AFTER_BUFFERIZATION: tuple[Rewrite, ...] = (
+    free_fresh_buffers,  # the common case of buffer deallocation, in linear time (deallocation.py)
+    _finish_deallocation,
+)
 _AFTER_LLVM: tuple[Rewrite, ...] = (
     store_entry_results,      # several results stored one by one, not returned as a struct (entry_results.py)
     apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
 )
 
 PREPARE: dict[str, tuple[Rewrite, ...]] = {"bufferized": _BEFORE_BUFFERIZATION, "llvm": _BEFORE_LLVM}
-FINISH: dict[str, tuple[Rewrite, ...]] = {"linalg": _AFTER_LINALG, "llvm": _AFTER_LLVM}
+FINISH: dict[str, tuple[Rewrite, ...]] = {"linalg": _AFTER_LINALG, "bufferized": _AFTER_BUFFERIZATION,
+                                          "llvm": _AFTER_LLVM}
 
 
 def _rewrite(module: ir.Module, rewrites: tuple[Rewrite, ...]) -> None:

@@ -1,0 +1,95 @@
+"""Buffer deallocation's common case, resolved in linear time before MLIR's simplification.
+
+MLIR's ownership-based buffer deallocation ends each block with one `bufferization.dealloc` of
+every buffer the block owns, retaining the values it passes on (a function's results); its
+simplification pass then splits that op into one per buffer and, for each, asks alias analysis
+about every retained value: buffers times results. A training step through 1,000 layers
+(~4,000 buffers, 1,000 gradients returned) spent 14 of its 20 s of bufferization there.
+
+The common case needs no alias analysis: every buffer of the op is a fresh allocation of its own
+(a `memref.alloc`, so no two alias), owned unconditionally (a constant `true`), and every
+retained value is one of them or a view of one (then kept: the caller owns it), or comes from
+something else no fresh allocation can alias (a function argument, a global, another
+allocation). Then each buffer not kept is freed where the op was, and the op's results (whether
+each retained value is owned) are constants. Any other op (conditions computed at run time, a
+retained value from a call or a loop that might alias a buffer) is left to MLIR's passes.
+"""
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from sprue.lowering.mlir_util import as_operation, ops_where
+
+# Ops whose result views (part of) their first operand's buffer.
+_VIEWS = frozenset({"memref.subview", "memref.cast", "memref.collapse_shape", "memref.expand_shape",
+                    "memref.reinterpret_cast", "memref.transpose", "memref.view"})
+# Ops whose result is a buffer no fresh allocation of the block aliases.
+_DISTINCT = frozenset({"memref.alloc", "memref.get_global", "memref.alloca"})
+
+
+def _root(value: ir.Value) -> ir.Value:
+    """The buffer `value` views (through _VIEWS), or `value` itself."""
+    while not isinstance(value.owner, ir.Block) and as_operation(value.owner).name in _VIEWS:
+        value = as_operation(value.owner).operands[0]
+    return value
+
+
+def _is_true(value: ir.Value) -> bool:
+    if isinstance(value.owner, ir.Block):
+        return False
+    op = as_operation(value.owner)
+    return op.name == "arith.constant" and str(op.attributes["value"]) == "true"
+
+
+def _function_argument(value: ir.Value) -> bool:
+    if not isinstance(value.owner, ir.Block):
+        return False
+    block = value.owner
+    return as_operation(block.owner).name == "func.func" and block == block.owner.regions[0].blocks[0]
+
+
+def _resolve(op: ir.Operation) -> bool:
+    """Frees the buffers of a dealloc op of the common case (module doc) and erases it; False,
+    and nothing changed, for any other."""
+    n, m, r = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+    operands = list(op.operands)
+    buffers, conditions, retained = operands[:n], operands[n:n + m], operands[n + m:n + m + r]
+    if not all(_is_true(c) for c in conditions):
+        return False
+    if any(isinstance(b.owner, ir.Block) or as_operation(b.owner).name != "memref.alloc" for b in buffers):
+        return False
+    fresh = set(buffers)
+    if len(fresh) != len(buffers):
+        return False
+    kept: set[ir.Value] = set()
+    owned: list[bool] = []
+    for value in retained:
+        root = _root(value)
+        if root in fresh:
+            kept.add(root)
+            owned.append(True)
+        elif _function_argument(root) or (not isinstance(root.owner, ir.Block)
+                                           and as_operation(root.owner).name in _DISTINCT):
+            owned.append(False)
+        else:
+            return False
+    i1 = ir.IntegerType.get_signless(1)
+    with ir.InsertionPoint(op), op.location:
+        for buffer in buffers:
+            if buffer not in kept:
+                ir.Operation.create("memref.dealloc", operands=[buffer])
+        constants = {flag: ir.Operation.create("arith.constant", results=[i1], attributes={
+            "value": ir.IntegerAttr.get(i1, int(flag))}).results[0] for flag in set(owned)}
+    for result, flag in zip(op.results, owned):
+        result.replace_all_uses_with(constants[flag])
+    op.erase()
+    return True
+
+
+def free_fresh_buffers(module: ir.Module) -> None:
+    """Resolves every bufferization.dealloc of the common case (module doc)."""
+    for op in ops_where(module.operation, lambda op: op.name == "bufferization.dealloc"):
+        _resolve(op)
+
+
+__all__ = ["free_fresh_buffers"]
