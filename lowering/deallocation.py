@@ -7,11 +7,13 @@ about every retained value: buffers times results. A training step through 1,000
 (~4,000 buffers, 1,000 gradients returned) spent 14 of its 20 s of bufferization there.
 
 The common case needs no alias analysis: every buffer of the op is a fresh allocation of its own
-(a `memref.alloc`, so no two alias), owned unconditionally (a constant `true`), and every
+(a `memref.alloc`, or what a call of a function returning only fresh allocations of its own
+returns: partition.py's parts; so no two alias), owned unconditionally (a constant `true`), and every
 retained value is one of them or a view of one (then kept: the caller owns it), or comes from
 something else no fresh allocation can alias (a function argument, a global, another
 allocation). Then each buffer not kept is freed where the op was, and the op's results (whether
-each retained value is owned) are constants. Any other op (conditions computed at run time, a
+each retained value is owned) are constants. (MLIR left a chain of such parts a `dealloc_helper`
+comparing every pointer with every result at run time.) Any other op (conditions computed at run time, a
 retained value from a call or a loop that might alias a buffer) is left to MLIR's passes.
 """
 from __future__ import annotations
@@ -28,10 +30,42 @@ _DISTINCT = frozenset({"memref.alloc", "memref.get_global", "memref.alloca"})
 
 
 def _root(value: ir.Value) -> ir.Value:
-    """The buffer `value` views (through _VIEWS), or `value` itself."""
-    while not isinstance(value.owner, ir.Block) and as_operation(value.owner).name in _VIEWS:
-        value = as_operation(value.owner).operands[0]
+    """The buffer `value` views (through _VIEWS and the base buffer of its strided metadata), or
+    `value` itself."""
+    while not isinstance(value.owner, ir.Block):
+        op = as_operation(value.owner)
+        if op.name not in _VIEWS and not (op.name == "memref.extract_strided_metadata" and value == op.results[0]):
+            break
+        value = op.operands[0]
     return value
+
+
+def _callee(op: ir.Operation) -> str | None:
+    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value if op.name == "func.call" else None
+
+
+def _fresh_results(module: ir.Module) -> set[str]:
+    """The functions of `module` each of whose results is a fresh allocation of its own (through
+    views): a call of one returns buffers nothing else aliases, as a memref.alloc does."""
+    fresh = set()
+    for fn in map(as_operation, module.body.operations):
+        if fn.name != "func.func" or len(fn.regions[0].blocks) != 1:
+            continue
+        returns = ops_where(fn, lambda op: op.name == "func.return")
+        roots = [_root(v) for ret in returns for v in ret.operands]
+        if len(returns) == 1 and len(set(roots)) == len(roots) and all(
+                not isinstance(r.owner, ir.Block) and as_operation(r.owner).name == "memref.alloc" for r in roots):
+            fresh.add(ir.StringAttr(fn.attributes["sym_name"]).value)
+    return fresh
+
+
+def _is_fresh(root: ir.Value, fresh_functions: set[str]) -> bool:
+    """Whether `root` is a buffer no other value aliases: an allocation, or a result of a call of a
+    function returning fresh allocations."""
+    if isinstance(root.owner, ir.Block):
+        return False
+    op = as_operation(root.owner)
+    return op.name == "memref.alloc" or _callee(op) in fresh_functions
 
 
 def _is_true(value: ir.Value) -> bool:
@@ -48,7 +82,7 @@ def _function_argument(value: ir.Value) -> bool:
     return as_operation(block.owner).name == "func.func" and block == block.owner.regions[0].blocks[0]
 
 
-def _resolve(op: ir.Operation) -> bool:
+def _resolve(op: ir.Operation, fresh_functions: set[str]) -> bool:
     """Frees the buffers of a dealloc op of the common case (module doc) and erases it; False,
     and nothing changed, for any other."""
     n, m, r = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
@@ -56,20 +90,19 @@ def _resolve(op: ir.Operation) -> bool:
     buffers, conditions, retained = operands[:n], operands[n:n + m], operands[n + m:n + m + r]
     if not all(_is_true(c) for c in conditions):
         return False
-    if any(isinstance(b.owner, ir.Block) or as_operation(b.owner).name != "memref.alloc" for b in buffers):
+    roots = [_root(b) for b in buffers]
+    if not all(_is_fresh(root, fresh_functions) for root in roots) or len(set(roots)) != len(roots):
         return False
-    fresh = set(buffers)
-    if len(fresh) != len(buffers):
-        return False
+    fresh = dict(zip(roots, buffers))
     kept: set[ir.Value] = set()
     owned: list[bool] = []
     for value in retained:
         root = _root(value)
         if root in fresh:
-            kept.add(root)
+            kept.add(fresh[root])
             owned.append(True)
-        elif _function_argument(root) or (not isinstance(root.owner, ir.Block)
-                                           and as_operation(root.owner).name in _DISTINCT):
+        elif _function_argument(root) or _is_fresh(root, fresh_functions) or (
+                not isinstance(root.owner, ir.Block) and as_operation(root.owner).name in _DISTINCT):
             owned.append(False)
         else:
             return False
@@ -88,8 +121,9 @@ def _resolve(op: ir.Operation) -> bool:
 
 def free_fresh_buffers(module: ir.Module) -> None:
     """Resolves every bufferization.dealloc of the common case (module doc)."""
+    fresh_functions = _fresh_results(module)
     for op in ops_where(module.operation, lambda op: op.name == "bufferization.dealloc"):
-        _resolve(op)
+        _resolve(op, fresh_functions)
 
 
 __all__ = ["free_fresh_buffers"]

@@ -165,11 +165,12 @@ def _signature(op: ir.Operation) -> str:
     return f"{op.name}:{','.join(str(r.type) for r in op.results)}"
 
 
-def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int]:
-    """(offset, size): where runs of `ops` start and how many ops each holds, about `most`. The
-    size is a multiple of the ops' period, the shortest p <= most for which most ops equal the one
-    p later (by name and result types); the offset, where that repetition starts. Cut there, the
-    runs of a repeated body (a deep network's layers) print the same and share one function."""
+def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int, int]:
+    """(offset, size, period): where runs of `ops` start and how many ops each holds, about `most`.
+    The size is a multiple of the ops' period, the shortest p <= most for which most ops equal the
+    one p later (by name and result types; 0 where there is none); the offset, where that repetition
+    starts. Cut there, the runs of a repeated body (a deep network's layers) print the same and
+    share one function."""
     sigs = [_signature(op) for op in ops]
     n = len(sigs)
     best, best_matches = 0, 0
@@ -178,9 +179,9 @@ def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int]:
         if matches > best_matches * 1.05:   # a longer period must repeat clearly more
             best, best_matches = p, matches
     if best == 0 or best_matches < 0.9 * (n - best):
-        return 0, most
+        return 0, most, 0
     start = next(i for i in range(n - best) if all(sigs[i + k] == sigs[i + k + best] for k in range(best)))
-    return start, best * max(1, most // best)
+    return start, best * max(1, most // best), best
 
 
 def function_bodies(fn: ir.Operation) -> list[ir.Block]:
@@ -207,7 +208,7 @@ def split_long_bodies(module: ir.Module) -> None:
         work = [op for op in body if not _copied(op)]
         if len(work) < SPLIT_MIN_OPS:
             continue
-        offset, size = part_size(work, SPLIT_OPS)
+        offset, size, _ = part_size(work, SPLIT_OPS)
         runs: list[list[ir.Operation]] = [[]]
         for i, op in enumerate(work):
             if op.name in _STAYS:

@@ -1,8 +1,9 @@
 """Big functions split, on tensors, into parts of a bounded number of ops; equal parts share one.
 
 What outline.py does for loop nests at the end of the pipeline, this does at its start (before
-bufferization): a function with at least PARTITION_MIN_OPS ops in its body becomes a chain of
-calls of private functions of about PART_OPS ops each. Two reasons, both from deep programs (an
+bufferization): a function with at least PARTITION_MIN_OPS ops in its body (or PERIODIC_MIN_OPS,
+if it is one sequence of ops repeated) becomes a chain of calls of private functions of about
+PART_OPS ops each, and what is left after the last whole part, one period per call. Two reasons, both from deep programs (an
 unrolled network, a long gradient tape):
 - cost: several of MLIR's passes and LLVM's code generator are superlinear in the size of one
   function (buffer deallocation's alias queries, convert-linalg-to-loops, instruction selection
@@ -30,6 +31,11 @@ from sprue.lowering.outline import extract_function, function_bodies, part_size
 # fresh allocations LLVM knows do not alias (outline.py measured what that costs).
 PARTITION_MIN_OPS = 256
 PART_OPS = 64
+# ... or from PERIODIC_MIN_OPS ops where the body is one sequence of ops repeated at least
+# PERIODIC_MIN_REPEATS times (a deep network unrolled in Python: 100 layers of `tanh(x @ w)` are
+# 200 ops), which no realistic program's body is: it is then lowered and compiled about once.
+PERIODIC_MIN_OPS = 64
+PERIODIC_MIN_REPEATS = 16
 # A cut passes at most this many values from one part to the next. Buffer deallocation is
 # quadratic in the buffers a function holds times those it returns: a gradient's forward parts
 # return every activation its backward pass needs (a 150-layer training step spent 14 s there);
@@ -86,12 +92,19 @@ def partition_functions(module: ir.Module) -> None:
         body = [as_operation(op) for op in block.operations][:-1]   # not the terminator
         copied = [op for op in body if _copied(op)]
         work = [op for op in body if not _copied(op)]
-        if len(work) < PARTITION_MIN_OPS:
+        if len(work) < PERIODIC_MIN_OPS:
             continue
-        offset, size = part_size(work, PART_OPS)
+        offset, size, period = part_size(work, PART_OPS)
+        if len(work) < PARTITION_MIN_OPS and (not period or len(work) - offset < PERIODIC_MIN_REPEATS * period):
+            continue
         live = _live_across(work, as_operation(block.owner))
-        cuts = [i for i in ([offset] if offset else []) + list(range(offset + size, len(work), size))
-                if live[i] <= MAX_LIVE]
+        starts = list(range(offset + size, len(work), size))
+        # after the last whole part, whole periods one by one: a part of its own (one layer, shared)
+        # rather than a last part unlike the others, which would be lowered and compiled on its own
+        rest = offset + size * ((len(work) - offset) // size)
+        if period and rest < len(work):
+            starts = [i for i in starts if i <= rest] + list(range(rest + period, len(work), period))
+        cuts = [i for i in ([offset] if offset else []) + starts if live[i] <= MAX_LIVE]
         if not cuts:
             continue
         bounds = [0, *cuts]
@@ -103,4 +116,4 @@ def partition_functions(module: ir.Module) -> None:
                 op.erase()
 
 
-__all__ = ["MAX_LIVE", "PARTITION_MIN_OPS", "PART_OPS", "partition_functions"]
+__all__ = ["MAX_LIVE", "PARTITION_MIN_OPS", "PART_OPS", "PERIODIC_MIN_OPS", "PERIODIC_MIN_REPEATS", "partition_functions"]

@@ -97,3 +97,29 @@ def test_temporaries_are_freed_and_results_and_views_of_them_returned(tmp_path):
         results = f(x, w)
         del results
     assert _in_use() - before < 200 * 24 * 24 * 8 // 10, _in_use() - before   # not 200 calls' temporaries
+
+
+def test_buffers_returned_by_calls_of_parts_are_freed_without_run_time_alias_checks(tmp_path):
+    """A deep network runs as calls of parts (partition.py), each returning a fresh buffer: the
+    caller frees every one it does not return, with no run-time alias check (MLIR's
+    `dealloc_helper`, which compares pointers at run time where it cannot prove them apart)."""
+    rng = np.random.default_rng(6)
+    ws = [rng.standard_normal((16, 16)) * 0.3 for _ in range(60)]
+    x = rng.standard_normal((16, 16))
+
+    def net(x, ws):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return x
+    want = x
+    for w in ws:
+        want = np.tanh(want @ w)
+    f = sprue.qjit(net, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), want, rtol=1e-10, atol=1e-12)
+    text = next(tmp_path.glob("*_bufferized.mlir")).read_text()
+    assert "call @__sprue_part_" in text
+    assert "dealloc_helper" not in text and "bufferization.dealloc" not in text
+    before = _in_use()
+    for _ in range(200):
+        f(x, ws)
+    assert _in_use() - before < 60 * 16 * 16 * 8, _in_use() - before    # not 200 calls' 60 activations

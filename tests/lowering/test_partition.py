@@ -8,7 +8,7 @@ import numpy as np
 
 import sprue
 import sprue.numpy as jnp
-from sprue.lowering.partition import PART_OPS, PARTITION_MIN_OPS
+from sprue.lowering.partition import PART_OPS, PARTITION_MIN_OPS, PERIODIC_MIN_OPS, PERIODIC_MIN_REPEATS
 
 
 def _net(x, ws):
@@ -78,7 +78,45 @@ def test_run_time_sizes_flow_through_the_parts(tmp_path):
 
 def test_a_small_function_stays_whole(tmp_path):
     x, ws = _weights(20, seed=3)
-    assert 2 * len(ws) < PARTITION_MIN_OPS
+    assert 2 * len(ws) < PERIODIC_MIN_OPS
     f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
     np.testing.assert_allclose(f(x, ws), _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
     assert _parts(tmp_path) == ([], [])
+
+
+def test_a_repeated_body_shorter_than_the_threshold_is_split_and_its_last_layers_share_one_part(tmp_path):
+    """50 layers: 100 ops, fewer than PARTITION_MIN_OPS but one layer repeated 50 times: a part of
+    PART_OPS ops, then the 18 layers left each a call of one shared one-layer part (not a last part
+    of their own, lowered and compiled apart)."""
+    x, ws = _weights(50, seed=4)
+    assert PERIODIC_MIN_OPS <= 2 * len(ws) < PARTITION_MIN_OPS and len(ws) >= PERIODIC_MIN_REPEATS
+    f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
+    defined, calls = _parts(tmp_path)
+    assert len(defined) == 2 and set(calls) == set(defined), (calls, defined)
+    assert len(calls) == 1 + (2 * len(ws) - PART_OPS) // 2, calls
+
+
+def _body_ops(tmp_path) -> int:
+    """The ops of main's body in the linalg stage, as partition.py counts them (not the constants,
+    empty tensors and fills it copies)."""
+    text = next(tmp_path.glob("*.02_linalg.mlir")).read_text()
+    main = text[text.index("func.func @main("):]
+    main = main[:main.index("\n  }\n")]
+    return len(re.findall(r"^    (?:%\S+ = )?(?!arith\.constant|tensor\.empty|linalg\.fill)[a-z_]+\.[a-z_.]+", main, re.M))
+
+
+def test_a_body_that_does_not_repeat_stays_whole_below_the_threshold(tmp_path):
+    kinds = [(jnp.tanh, np.tanh), (jnp.sin, np.sin), (jnp.cos, np.cos), (jnp.arctan, np.arctan),
+             (jnp.log1p, np.log1p), (jnp.abs, np.abs)]
+
+    def layers(ns, which, x, ws):
+        for i, w in enumerate(ws):     # 6 kinds of activation and 5 of normalization: no period
+            x = kinds[i % 6][which](ns.abs(x @ w))
+            x = x / (1.0 + ns.max(x)) if i % 5 == 0 else x - ns.mean(x, axis=0)
+        return x
+    x, ws = _weights(30, seed=5)
+    f = sprue.qjit(lambda x, ws: layers(jnp, 0, x, ws), keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), layers(np, 1, x, ws), rtol=1e-9, atol=1e-12)
+    assert _parts(tmp_path) == ([], [])
+    assert PERIODIC_MIN_OPS <= _body_ops(tmp_path) < PARTITION_MIN_OPS, _body_ops(tmp_path)
