@@ -1,17 +1,24 @@
-"""An entry function's results stored through its C interface's result pointer, one by one.
+"""Several results passed through memory, not as one struct: an entry function's through its C
+interface's result pointer, an internal function's (parts, runs) through its caller's stack.
 
 MLIR's func-to-llvm returns several results as one struct: the function builds it with an
-`llvm.insertvalue` per result and its C interface (`_mlir_ciface_<name>`) stores the struct
-through the pointer it is given. Each insertvalue names the whole struct type, so the LLVM IR of
-a function with n results is O(n^2) text: a 300-layer training step (300 gradients) printed
-5 MB for its entry function alone, and translating, reading and parsing that text grew as fast
-(a function of 2,000 results spent most of its compile time there).
+`llvm.insertvalue` per result and the caller takes it apart with an `llvm.extractvalue` per
+result (a C interface, `_mlir_ciface_<name>`, stores it through the pointer it is given). Each of
+those ops names the whole struct type, so the LLVM IR of a function with n results is O(n^2)
+text: a 300-layer training step (300 gradients) printed 5 MB for its entry function alone, and
+translating, reading and parsing that text grew as fast (a function of 2,000 results spent most
+of its compile time there); a part returning 64 activations, called 20 times, cost LLVM's IPSCCP
+38 s.
 
-Here, on the LLVM dialect, the entry function takes the result pointer as one more parameter and
-stores each result (a memref descriptor) at its offset in the struct, where it returned it: the
-same bytes in the same places, written by the same kind of stores, and no aggregate at all. Its C
-interface passes its own result pointer on. Descriptors are made of pointers and i64s (every
-field 8 bytes wide and aligned), so a result's offset is 8 times the fields before it.
+Here, on the LLVM dialect:
+- the entry function takes the result pointer as one more parameter and stores each result at
+  its offset in the struct, where it returned it: the same bytes in the same places, and no
+  aggregate at all; its C interface passes its own result pointer on;
+- an internal function returning MANY_RESULTS or more does the same through a pointer to one
+  stack buffer of each caller (at its entry, as big as the largest such struct it receives), and
+  each call loads the results it uses right after it, before the next call writes there.
+Offsets follow the x86-64 / AArch64 data layout (scalars aligned to their size, structs to their
+widest member); a function whose results or calls look otherwise is left as it is.
 """
 from __future__ import annotations
 
@@ -22,6 +29,11 @@ from torch_mlir import ir
 from sprue.lowering.mlir_util import as_operation, ops_where
 
 _CIFACE = "_mlir_ciface_"
+# Internal functions returning this many results or more return them through memory; their
+# struct may be at most MAX_RESULT_BYTES (a stack buffer in each caller: allocation.py refuses
+# stack buffers over 64 KiB).
+MANY_RESULTS = 8
+MAX_RESULT_BYTES = 32 << 10
 _FIELD = re.compile(r"ptr|i64|array<(\d+) x i64>")
 
 
@@ -42,19 +54,47 @@ def _members(struct: str) -> list[str] | None:
     return members
 
 
-def _descriptor_words(member: str) -> int | None:
-    """How many 8-byte words a memref descriptor `struct<(ptr, ptr, i64, array<r x i64>, ...)>`
-    holds; None for any other type."""
-    if not (member.startswith("struct<(") and member.endswith(")>")):
-        return None
-    fields = [f.strip() for f in member[len("struct<("):-2].split(",")]
-    words = 0
-    for f in fields:
-        m = _FIELD.fullmatch(f)
-        if m is None:
+_SCALARS = {"ptr": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+
+
+def _layout(t: str) -> tuple[int, int] | None:
+    """(size, alignment) in bytes of an LLVM dialect type written as text (no `!llvm.` prefix
+    inside structs), by the x86-64 and AArch64 data layouts: scalars aligned to their size, arrays
+    to their element, structs to their widest member and padded to it; None for any other type."""
+    t = t.removeprefix("!llvm.")
+    if t in _SCALARS:
+        return _SCALARS[t], _SCALARS[t]
+    m = re.fullmatch(r"array<(\d+) x (.+)>", t)
+    if m:
+        inner = _layout(m.group(2))
+        return None if inner is None else (int(m.group(1)) * inner[0], inner[1])
+    if t.startswith("struct<(") and t.endswith(")>"):
+        offsets = _offsets(f"!llvm.{t}")
+        if offsets is None:
             return None
-        words += int(m.group(1)) if m.group(1) else 1
-    return words
+        end, align = offsets[-1]
+        return -(-end // align) * align, align
+    return None
+
+
+def _offsets(struct: str) -> list[tuple[int, int]] | None:
+    """Each member's offset in `!llvm.struct<(...)>` text, then (the end of the last, the struct's
+    alignment); None where a member's layout is unknown."""
+    members = _members(struct)
+    if members is None:
+        return None
+    out, end, align = [], 0, 1
+    for member in members:
+        lay = _layout(member)
+        if lay is None:
+            return None
+        size, a = lay
+        end = -(-end // a) * a
+        out.append((end, a))
+        end += size
+        align = max(align, a)
+    out.append((end, align))
+    return out
 
 
 def _inserted(value: ir.Value, count: int) -> list[ir.Value] | None:
@@ -89,9 +129,10 @@ def _erase_chain(value: ir.Value) -> None:
             return
 
 
-def _store_results(fn: ir.Operation, count: int, words: list[int]) -> bool:
-    """Rewrites `fn` (count results) to store them through a new last parameter; False, and `fn`
-    untouched, where a return is not a plain insertvalue chain."""
+def _store_results(fn: ir.Operation, offsets: list[int]) -> bool:
+    """Rewrites `fn` (a result struct of members at `offsets`) to store them through a new last
+    parameter; False, and `fn` untouched, where a return is not a plain insertvalue chain."""
+    count = len(offsets)
     returns = ops_where(fn, lambda op: op.name == "llvm.return")
     chains = [_inserted(ret.operands[0], count) if len(ret.operands) == 1 else None for ret in returns]
     if not returns or any(c is None for c in chains):
@@ -104,7 +145,6 @@ def _store_results(fn: ir.Operation, count: int, words: list[int]) -> bool:
     if "arg_attrs" in fn.attributes:
         attrs = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) + [ir.DictAttr.get({})]
         fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
-    offsets = [8 * sum(words[:i]) for i in range(count)]
     i8 = ir.IntegerType.get_signless(8)
     for ret, values in zip(returns, chains):
         with ir.InsertionPoint(ret), ret.location:
@@ -122,11 +162,40 @@ def _store_results(fn: ir.Operation, count: int, words: list[int]) -> bool:
     return True
 
 
-def store_entry_results(module: ir.Module) -> None:
-    """Each function that a C interface calls and that returns several memrefs stores them
-    through the interface's result pointer instead (module doc)."""
-    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
-                 for op in map(as_operation, module.body.operations) if op.name == "llvm.func"}
+def _gep(base: ir.Value, offset: int) -> ir.Value:
+    """`base + offset` bytes (llvm.getelementptr inbounds i8), at the insertion point."""
+    return ir.Operation.create("llvm.getelementptr", results=[ir.Type.parse("!llvm.ptr")], operands=[base], attributes={
+        "elem_type": ir.TypeAttr.get(ir.IntegerType.get_signless(8)),
+        "noWrapFlags": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 3),   # inbounds
+        "rawConstantIndices": ir.DenseI32ArrayAttr.get([offset])}).results[0]
+
+
+def _call_passing(call: ir.Operation, extra: ir.Value) -> ir.Operation:
+    """A copy of `call` that also passes `extra` and returns nothing, before it."""
+    attrs = {a.name: a.attr for a in (call.attributes[i] for i in range(len(call.attributes)))}
+    operands = list(call.operands) + [extra]
+    attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get([len(operands), 0])
+    with ir.InsertionPoint(call), call.location:
+        return ir.Operation.create("llvm.call", operands=operands, attributes=attrs)
+
+
+def _result_plan(fn: ir.Operation) -> tuple[str, list[int], int] | None:
+    """(struct type, member offsets, size) of the struct `fn` returns, where every member's layout is
+    known; None for a function returning anything else."""
+    returns = ops_where(fn, lambda op: op.name == "llvm.return")
+    if not returns or len(returns[0].operands) != 1:
+        return None
+    struct = str(returns[0].operands[0].type)
+    offsets = _offsets(struct)
+    if offsets is None:
+        return None
+    end, align = offsets[-1]
+    return struct, [o for o, _ in offsets[:-1]], -(-end // align) * align
+
+
+def _store_entry_results(functions: dict[str, ir.Operation]) -> None:
+    """Each function a C interface calls and that returns several memrefs stores them through the
+    interface's result pointer instead (module doc)."""
     for name, ciface in functions.items():
         if not name.startswith(_CIFACE) or len(ciface.regions[0].blocks) == 0:
             continue
@@ -140,17 +209,110 @@ def store_entry_results(module: ir.Module) -> None:
         if len(uses) != 1 or as_operation(uses[0].owner).name != "llvm.store" or uses[0].operand_number != 0:
             continue
         store = as_operation(uses[0].owner)
-        members = _members(str(call.results[0].type))
-        words = [_descriptor_words(m) for m in members] if members else None
-        if not words or len(words) < 2 or None in words or not _store_results(fn, len(words), words):
+        plan = _result_plan(fn)
+        if plan is None or len(plan[1]) < 2 or not _store_results(fn, plan[1]):
             continue
-        attrs = {a.name: a.attr for a in (call.attributes[i] for i in range(len(call.attributes)))}
-        operands = list(call.operands) + [store.operands[1]]
-        attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get([len(operands), 0])
-        with ir.InsertionPoint(call), call.location:
-            ir.Operation.create("llvm.call", operands=operands, attributes=attrs)
+        _call_passing(call, store.operands[1])
         store.erase()
         call.erase()
+
+
+def _calls_of(module: ir.Module) -> dict[str, list[ir.Operation]]:
+    calls: dict[str, list[ir.Operation]] = {}
+    for op in ops_where(module.operation, lambda op: op.name == "llvm.call" and "callee" in op.attributes):
+        calls.setdefault(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, []).append(op)
+    return calls
+
+
+def _extracted(call: ir.Operation) -> list[tuple[ir.Operation, int]] | None:
+    """(extractvalue op, member) for every use of `call`'s struct result; None if one is not a
+    plain extractvalue of a member."""
+    found = []
+    for use in call.results[0].uses:
+        op = as_operation(use.owner)
+        if op.name != "llvm.extractvalue":
+            return None
+        position = list(ir.DenseI64ArrayAttr(op.attributes["position"]))
+        if len(position) != 1:
+            return None
+        found.append((op, position[0]))
+    return found
+
+
+def _buffer_of(caller: ir.Operation, size: int, buffers: dict[ir.Operation, list]) -> ir.Value:
+    """The caller's one stack buffer for the results of its calls (at its entry, grown to `size`):
+    each call's results are loaded right after it, before the next call writes there."""
+    if caller not in buffers:
+        entry = caller.regions[0].blocks[0]
+        i64 = ir.IntegerType.get_signless(64)
+        with ir.InsertionPoint.at_block_begin(entry), caller.location:
+            one = ir.Operation.create("llvm.mlir.constant", results=[i64], attributes={"value": ir.IntegerAttr.get(i64, 1)})
+            alloca = ir.Operation.create("llvm.alloca", results=[ir.Type.parse("!llvm.ptr")], operands=[one.results[0]],
+                                         attributes={"elem_type": ir.TypeAttr.get(ir.Type.parse("!llvm.array<1 x i8>")),
+                                                     "alignment": ir.IntegerAttr.get(i64, 16)})
+        buffers[caller] = [alloca, 1]
+    alloca, known = buffers[caller]
+    if size > known:
+        alloca.attributes["elem_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{size} x i8>"))
+        buffers[caller][1] = size
+    return alloca.results[0]
+
+
+def _parent_function(op: ir.Operation) -> ir.Operation:
+    while op.name != "llvm.func":
+        op = as_operation(op.parent)
+    return op
+
+
+def _load_internal_results(module: ir.Module, functions: dict[str, ir.Operation]) -> None:
+    """Each internal function returning a struct of at least MANY_RESULTS members (outlined nests,
+    parts, runs) stores them through a pointer to its caller's stack buffer, and each call loads
+    them back right after it (module doc)."""
+    calls = _calls_of(module)
+    buffers: dict[ir.Operation, list] = {}
+    for name, fn in functions.items():
+        if "linkage" not in fn.attributes or "internal" not in str(fn.attributes["linkage"]) or not fn.regions[0].blocks:
+            continue
+        plan = _result_plan(fn)
+        if plan is None or len(plan[1]) < MANY_RESULTS or plan[2] > MAX_RESULT_BYTES:
+            continue
+        struct, offsets, size = plan
+        sites = calls.get(name, [])
+        uses = [_extracted(call) for call in sites]
+        if any(u is None for u in uses) or not _store_results(fn, offsets):
+            continue
+        members = _members(struct)
+        for call, extracts in zip(sites, uses):
+            buffer = _buffer_of(_parent_function(call), size, buffers)
+            _call_passing(call, buffer)
+            loaded: dict[int, ir.Value] = {}
+            with ir.InsertionPoint(call), call.location:   # right after the new call, before the next
+                for _, k in sorted(extracts, key=lambda e: e[1]):
+                    if k not in loaded:
+                        loaded[k] = ir.Operation.create("llvm.load", results=[_member_type(members[k])],
+                                                        operands=[_gep(buffer, offsets[k])],
+                                                        attributes={"ordering": ir.IntegerAttr.get(
+                                                            ir.IntegerType.get_signless(64), 0)}).results[0]
+            for op, k in extracts:
+                op.results[0].replace_all_uses_with(loaded[k])
+                op.erase()
+            call.erase()
+
+
+def _member_type(t: str) -> ir.Type:
+    """The type of a struct member written as text inside the struct (`ptr`, `i64`, `struct<...>`)."""
+    if t in _SCALARS:
+        return ir.Type.parse("!llvm.ptr" if t == "ptr" else t)
+    return ir.Type.parse(f"!llvm.{t}")
+
+
+def store_entry_results(module: ir.Module) -> None:
+    """Results through memory, not as one struct (module doc): the entry functions' through their C
+    interface's pointer, internal functions' with many results through their caller's stack buffer."""
+    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
+                 for op in map(as_operation, module.body.operations) if op.name == "llvm.func"}
+    _store_entry_results(functions)
+    _load_internal_results(module, functions)
 
 
 __all__ = ["store_entry_results"]

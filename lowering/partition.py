@@ -3,21 +3,25 @@
 What outline.py does for loop nests at the end of the pipeline, this does at its start (before
 bufferization): a function with at least PARTITION_MIN_OPS ops in its body (or PERIODIC_MIN_OPS,
 if it is one sequence of ops repeated) becomes a chain of calls of private functions of about
-PART_OPS ops each, and what is left after the last whole part, one period per call. Two reasons, both from deep programs (an
-unrolled network, a long gradient tape):
+PART_OPS ops each, and what is left after the last whole part one period per call. Two reasons,
+both from deep programs (an unrolled network, a long gradient tape):
 - cost: several of MLIR's passes and LLVM's code generator are superlinear in the size of one
-  function (buffer deallocation's alias queries, convert-linalg-to-loops, instruction selection
-  over one block): a 600-layer network spent 3x per layer what a 300-layer one did;
+  function (convert-linalg-to-loops, instruction selection over one block): a 600-layer network
+  spent 3x per layer what a 300-layer one did;
 - sharing: parts that print the same (the same ops on the same types, taking and returning the
   same kinds of values) are one function, lowered and compiled once, like XLA compiling a
   repeated computation once. The parts are cut where the body repeats (`part_size`), so a deep
-  network's layers fall into equal parts.
+  network's layers, and a training step's forward and backward layers, fall into equal parts.
 
 A part takes the values it uses from before it (arguments, earlier parts' results; constants,
-empty tensors and fills of constants are copied in instead) and returns those used after it.
-One-shot bufferization then works across the calls (bufferize-function-boundaries): a part
-writes into a buffer it was given only where the caller no longer needs it, and returns the new
-ones it allocates. The parts are noinline: LLVM would otherwise rebuild the one big function.
+empty tensors and fills of constants are copied in instead) and returns those used after it
+(a training step's forward parts return the activations its backward parts read: values that
+merely pass a cut stay in the caller). One-shot bufferization then works across the calls
+(bufferize-function-boundaries): a part writes into a buffer it was given only where the caller
+no longer needs it, and returns the new ones it allocates; deallocation.py frees what the parts
+return in linear time, and entry_results.py passes a part's many results through memory (as one
+struct their LLVM IR grew as n^2, and LLVM's IPSCCP with it: 38 s at 300 layers). The parts are
+noinline: LLVM would otherwise rebuild the one big function.
 """
 from __future__ import annotations
 
@@ -36,11 +40,6 @@ PART_OPS = 64
 # 200 ops), which no realistic program's body is: it is then lowered and compiled about once.
 PERIODIC_MIN_OPS = 64
 PERIODIC_MIN_REPEATS = 16
-# A cut passes at most this many values from one part to the next. Buffer deallocation is
-# quadratic in the buffers a function holds times those it returns: a gradient's forward parts
-# return every activation its backward pass needs (a 150-layer training step spent 14 s there);
-# such a body has no cheap cut and stays whole.
-MAX_LIVE = 8
 _PREFIX = "__sprue_part_"
 # Ops copied into each part that uses them rather than passed (their own operands passed or
 # copied in turn): no side effects, cheap, and what later rewrites look for (static shapes,
@@ -51,34 +50,6 @@ _COPIED = frozenset({"arith.constant", "ub.poison", "tensor.empty", "linalg.fill
 
 def _copied(op: ir.Operation) -> bool:
     return op.name in _COPIED
-
-
-def _live_across(work: list[ir.Operation], owner: ir.Operation) -> list[int]:
-    """For each position i, how many values the ops before work[i] define that work[i] or a
-    later op (or the block's terminator) uses: what a cut before work[i] would pass on. `owner`
-    is the op whose block holds `work`."""
-    position = {op: i for i, op in enumerate(work)}
-    starts = [0] * (len(work) + 2)
-
-    def top(op: ir.Operation) -> int:
-        """The position of the op of `work` that holds `op`, or len(work) for the block's other
-        ops (its terminator)."""
-        while op not in position:
-            parent = as_operation(op.parent)
-            if parent == owner:
-                return len(work)
-            op = parent
-        return position[op]
-    for i, op in enumerate(work):
-        last = max((top(as_operation(u.owner)) for r in op.results for u in r.uses), default=i)
-        if last > i:   # live on the positions i + 1 .. last
-            starts[i + 1] += 1
-            starts[last + 1] -= 1
-    live, running = [], 0
-    for i in range(len(work) + 1):
-        running += starts[i]
-        live.append(running)
-    return live
 
 
 def partition_functions(module: ir.Module) -> None:
@@ -97,14 +68,13 @@ def partition_functions(module: ir.Module) -> None:
         offset, size, period = part_size(work, PART_OPS)
         if len(work) < PARTITION_MIN_OPS and (not period or len(work) - offset < PERIODIC_MIN_REPEATS * period):
             continue
-        live = _live_across(work, as_operation(block.owner))
         starts = list(range(offset + size, len(work), size))
         # after the last whole part, whole periods one by one: a part of its own (one layer, shared)
         # rather than a last part unlike the others, which would be lowered and compiled on its own
         rest = offset + size * ((len(work) - offset) // size)
         if period and rest < len(work):
             starts = [i for i in starts if i <= rest] + list(range(rest + period, len(work), period))
-        cuts = [i for i in ([offset] if offset else []) + starts if live[i] <= MAX_LIVE]
+        cuts = ([offset] if offset else []) + starts
         if not cuts:
             continue
         bounds = [0, *cuts]
@@ -116,4 +86,4 @@ def partition_functions(module: ir.Module) -> None:
                 op.erase()
 
 
-__all__ = ["MAX_LIVE", "PARTITION_MIN_OPS", "PART_OPS", "PERIODIC_MIN_OPS", "PERIODIC_MIN_REPEATS", "partition_functions"]
+__all__ = ["PARTITION_MIN_OPS", "PART_OPS", "PERIODIC_MIN_OPS", "PERIODIC_MIN_REPEATS", "partition_functions"]

@@ -87,3 +87,36 @@ def test_longest_block_counts_the_lines_between_labels():
     text = "define void @f() {\nentry:\n  a\n  b\nnext:\n  c\n}\ndefine void @g() {\n  d\n}\n"
     assert backend.longest_block(text) == 3      # entry: and its two lines
     assert backend.longest_block("") == 0
+
+
+def test_parts_with_many_results_of_run_time_sizes_pass_them_through_memory(tmp_path):
+    """A training step with a run-time batch, partitioned (partition.py): its forward parts return
+    many activations (descriptors with run-time sizes: pointers and i64s) through a stack buffer
+    of their caller, loaded right after each call."""
+    def loss(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return jnp.sum(x ** 2)
+
+    def reference(ws, x):
+        acts = [x]
+        for w in ws:
+            acts.append(np.tanh(acts[-1] @ w))
+        g, grads = 2 * acts[-1], [None] * len(ws)
+        for i in reversed(range(len(ws))):
+            g = g * (1 - acts[i + 1] ** 2)
+            grads[i] = acts[i].T @ g
+            g = g @ ws[i].T
+        return grads
+
+    rng = np.random.default_rng(7)
+    ws = [rng.standard_normal((8, 8)) / 3 for _ in range(48)]
+    f = sprue.qjit(sprue.grad(loss), abstracted_axes=(None, {0: "b"}), keep_intermediate=str(tmp_path))
+    for rows in (5, 12):
+        x = rng.standard_normal((rows, 8))
+        for got, want in zip(f(ws, x), reference(ws, x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    text = _stage(tmp_path, ".05_llvm.mlir")
+    assert re.search(r"llvm\.alloca %\w+ x !llvm\.array<\d+ x i8> \{alignment = 16", text)
+    assert re.search(r"llvm\.load %\w+ : !llvm\.ptr -> !llvm\.struct<\(ptr, ptr, i64, array<2 x i64>", text)
+    assert not re.search(r"llvm\.insertvalue [^\n]*!llvm\.struct<\((?:struct<[^>]*>\)>, ){8}", text)

@@ -9,6 +9,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
+from sprue.lowering import partition
 from sprue.lowering.outline import OUTLINE_MIN_NESTS
 
 
@@ -126,10 +127,12 @@ def _training_step_grad(ws, x):
     return grads
 
 
-def test_a_long_gradient_tape_runs_as_a_chain_of_shared_functions(tmp_path):
-    """A gradient through 40 layers leaves ~640 calls, allocations and frees in one block once its
-    nests are functions (partition.py cannot cut it: every activation is live across it): it is
-    cut into runs of about SPLIT_OPS ops, each a function the entry calls."""
+def test_a_long_gradient_tape_runs_as_a_chain_of_shared_functions(tmp_path, monkeypatch):
+    """A gradient through 40 layers, not partitioned on tensors (here: partition.py's thresholds
+    raised), leaves ~640 calls, allocations and frees in one block once its nests are functions:
+    it is cut into runs of about SPLIT_OPS ops, each a function the entry calls."""
+    monkeypatch.setattr(partition, "PARTITION_MIN_OPS", 10 ** 6)
+    monkeypatch.setattr(partition, "PERIODIC_MIN_OPS", 10 ** 6)
     rng = np.random.default_rng(3)
     ws = [rng.standard_normal((16, 16)) / 4.0 for _ in range(40)]
     x = rng.standard_normal((16, 16))
