@@ -30,6 +30,7 @@ from sprue.base.errors import CompileError, SprueError  # noqa: F401
 from sprue.base.timing import step
 from sprue.lowering import dialects
 from sprue.lowering.accumulators import promote_accumulators
+from sprue.lowering.chain_fusion import fuse_long_chains
 from sprue.lowering.deallocation import free_fresh_buffers
 from sprue.lowering.entry_results import store_entry_results
 from sprue.lowering.fastmath import mark_reductions
@@ -153,6 +154,7 @@ _AFTER_LINALG: tuple[Rewrite, ...] = (
     accumulate_sums,     # dot(a, b) + y: the dot accumulates into y (fusion.py)
     duplicate_cheap_producers,  # x * scale read twice: each reader fuses its own copy
     merge_reductions_with_producers,   # softmax's exp and its row sum in one pass
+    fuse_long_chains,    # chains of 64+ elementwise ops fused at once, not pair by pair (chain_fusion.py)
     _fuse_linalg,
 )
 # The rest of MLIR's buffer-deallocation-pipeline, for the deallocations free_fresh_buffers left.
