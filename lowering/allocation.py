@@ -423,8 +423,8 @@ _ALLOCA = re.compile(r"^\s*(%[-\w.$]+) = alloca (.*)$", re.MULTILINE)
 _SCALAR_BYTES = {"half": 2, "bfloat": 2, "float": 4, "double": 8, "fp128": 16, "x86_fp80": 16, "ptr": 8}
 
 
-def _split_top(text: str) -> list[str]:
-    """text split at the commas outside brackets."""
+def split_top_level(text: str) -> list[str]:
+    """text split at the commas outside brackets (LLVM IR and LLVM dialect types, parameter lists)."""
     parts, depth, start = [], 0, 0
     for i, c in enumerate(text):
         if c in "[{<(":
@@ -446,7 +446,7 @@ def type_bytes(t: str) -> int:
         return int(m.group(1)) * type_bytes(m.group(2))
     if t.startswith(("{", "<{")):
         inner = t.strip("<>").strip()[1:-1]
-        return sum(-(-type_bytes(f) // 8) * 8 for f in _split_top(inner) if f)
+        return sum(-(-type_bytes(f) // 8) * 8 for f in split_top_level(inner) if f)
     m = re.fullmatch(r"i(\d+)", t)
     if m:
         return -(-int(m.group(1)) // 8)
@@ -458,7 +458,7 @@ def check_stack(optimized_ir: str) -> None:
     if " alloca " not in optimized_ir:
         return
     for m in _ALLOCA.finditer(optimized_ir):
-        parts = [p for p in _split_top(m.group(2)) if not p.startswith(("align ", "addrspace("))]
+        parts = [p for p in split_top_level(m.group(2)) if not p.startswith(("align ", "addrspace("))]
         size = type_bytes(parts[0].removeprefix("inalloca ").removeprefix("swifterror "))
         if len(parts) > 1:
             count = parts[1].split()[-1]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from sprue.lowering.fusion import _copy_payload, _Defs, _elementwise_identity_outs, _maps, _n_outs, enabled
+from sprue.lowering.fusion import _copy_payload, _Defs, _elementwise_identity_outs, _maps, _n_outs, enabled, new_generic
 
 # From 64 ops: below, MLIR's pairwise fusion costs little. (The one tree of 16 or more in the
 # realistic programs, the Mandelbrot program's, fused here gives the same IR as the pass, constants
@@ -56,18 +56,8 @@ def _fuse(cluster: list[ir.Operation], links: dict[ir.Operation, dict[int, ir.Op
             if k not in links[op] and key not in position:   # one load per element for an operand read alike
                 position[key] = len(ins)
                 ins.append((op.operands[k], maps[k]))
-    out, out_map = root.operands[len(root.operands) - 1], _maps(root)[-1]
-    attrs = {
-        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for _, m in ins + [(out, out_map)]]),
-        "iterator_types": root.attributes["iterator_types"],
-        "operandSegmentSizes": ir.Attribute.parse(f"array<i32: {len(ins)}, 1>"),
-    }
-    fused = ir.Operation.create("linalg.generic", results=[root.results[0].type], operands=[v for v, _ in ins] + [out],
-                                attributes=attrs, regions=1, loc=root.location, ip=ir.InsertionPoint(root))
-
-    def element_type(v: ir.Value) -> ir.Type:
-        return ir.ShapedType(v.type).element_type if isinstance(v.type, ir.ShapedType) else v.type
-    block = fused.regions[0].blocks.append(*[element_type(v) for v, _ in ins], element_type(out))
+    out = (root.operands[len(root.operands) - 1], _maps(root)[-1])
+    fused, block = new_generic(ins, [out], root.attributes["iterator_types"], root)
     args = list(block.arguments)
     inside = ir.InsertionPoint(block)
     value_of: dict[ir.Operation, ir.Value] = {}

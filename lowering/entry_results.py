@@ -26,6 +26,7 @@ import re
 
 from torch_mlir import ir
 
+from sprue.lowering.allocation import split_top_level
 from sprue.lowering.mlir_util import as_operation, ops_where
 
 _CIFACE = "_mlir_ciface_"
@@ -41,17 +42,7 @@ def _members(struct: str) -> list[str] | None:
     """The member types of `!llvm.struct<(...)>` text, split at its top level; None otherwise."""
     if not (struct.startswith("!llvm.struct<(") and struct.endswith(")>")):
         return None
-    inner, members, depth, start = struct[len("!llvm.struct<("):-2], [], 0, 0
-    for i, ch in enumerate(inner):
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            members.append(inner[start:i].strip())
-            start = i + 1
-    members.append(inner[start:].strip())
-    return members
+    return split_top_level(struct[len("!llvm.struct<("):-2])
 
 
 _SCALARS = {"ptr": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8}
@@ -145,21 +136,20 @@ def _store_results(fn: ir.Operation, offsets: list[int]) -> bool:
     if "arg_attrs" in fn.attributes:
         attrs = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) + [ir.DictAttr.get({})]
         fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
-    i8 = ir.IntegerType.get_signless(8)
     for ret, values in zip(returns, chains):
         with ir.InsertionPoint(ret), ret.location:
             for offset, value in zip(offsets, values):
-                gep = ir.Operation.create("llvm.getelementptr", results=[ptr], operands=[out], attributes={
-                    "elem_type": ir.TypeAttr.get(i8),
-                    "noWrapFlags": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 3),   # inbounds
-                    "rawConstantIndices": ir.DenseI32ArrayAttr.get([offset])})
-                ir.Operation.create("llvm.store", operands=[value, gep.results[0]], attributes={
-                    "ordering": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)})
+                ir.Operation.create("llvm.store", operands=[value, _gep(out, offset)], attributes=_not_atomic())
             ir.Operation.create("llvm.return")
         built = ret.operands[0]
         ret.erase()
         _erase_chain(built)
     return True
+
+
+def _not_atomic() -> dict[str, ir.Attribute]:
+    """The attributes of a plain (non-atomic) llvm.load or llvm.store."""
+    return {"ordering": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}
 
 
 def _gep(base: ir.Value, offset: int) -> ir.Value:
@@ -291,8 +281,7 @@ def _load_internal_results(module: ir.Module, functions: dict[str, ir.Operation]
                     if k not in loaded:
                         loaded[k] = ir.Operation.create("llvm.load", results=[_member_type(members[k])],
                                                         operands=[_gep(buffer, offsets[k])],
-                                                        attributes={"ordering": ir.IntegerAttr.get(
-                                                            ir.IntegerType.get_signless(64), 0)}).results[0]
+                                                        attributes=_not_atomic()).results[0]
             for op, k in extracts:
                 op.results[0].replace_all_uses_with(loaded[k])
                 op.erase()

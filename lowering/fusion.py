@@ -653,6 +653,23 @@ def _elementwise_identity_outs(op: ir.Operation) -> bool:
         not any(len(o.regions) for o in _payload(op))
 
 
+def new_generic(ins: list[tuple[ir.Value, ir.AffineMap]], outs: list[tuple[ir.Value, ir.AffineMap]],
+                iterator_types: ir.Attribute, at: ir.Operation) -> tuple[ir.Operation, ir.Block]:
+    """A linalg.generic before `at` (at its location) reading `ins` and writing `outs` (value and
+    indexing map each), and its payload block, empty: an argument per operand, its element type."""
+    attrs = {
+        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for _, m in ins + outs]),
+        "iterator_types": iterator_types,
+        "operandSegmentSizes": ir.Attribute.parse(f"array<i32: {len(ins)}, {len(outs)}>"),
+    }
+    op = ir.Operation.create("linalg.generic", results=[v.type for v, _ in outs], operands=[v for v, _ in ins + outs],
+                             attributes=attrs, regions=1, loc=at.location, ip=ir.InsertionPoint(at))
+
+    def element_type(v: ir.Value) -> ir.Type:
+        return ir.ShapedType(v.type).element_type if isinstance(v.type, ir.ShapedType) else v.type
+    return op, op.regions[0].blocks.append(*[element_type(v) for v, _ in ins + outs])
+
+
 def _merge_pair(prod: ir.Operation, cons: ir.Operation) -> ir.Operation:
     p_in, c_in = len(prod.operands) - _n_outs(prod), len(cons.operands) - _n_outs(cons)
     pmaps, cmaps = _maps(prod), _maps(cons)
@@ -670,18 +687,7 @@ def _merge_pair(prod: ir.Operation, cons: ir.Operation) -> ir.Operation:
         return prod.operands[p_in + p_results.index(v)] if v in p_results else v
     outs = [(prod.operands[p_in + r], pmaps[p_in + r]) for r in keep] + \
         [(destination(cons.operands[c_in + r]), cmaps[c_in + r]) for r in range(len(cons.results))]
-    attrs = {
-        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for _, m in ins + outs]),
-        "iterator_types": cons.attributes["iterator_types"],
-        "operandSegmentSizes": ir.Attribute.parse(f"array<i32: {len(ins)}, {len(outs)}>"),
-    }
-    merged = ir.Operation.create("linalg.generic", results=[v.type for v, _ in outs],
-                                 operands=[v for v, _ in ins + outs], attributes=attrs, regions=1,
-                                 loc=cons.location, ip=ir.InsertionPoint(cons))
-
-    def element_type(v: ir.Value) -> ir.Type:
-        return ir.ShapedType(v.type).element_type if isinstance(v.type, ir.ShapedType) else v.type
-    block = merged.regions[0].blocks.append(*[element_type(v) for v, _ in ins + outs])
+    merged, block = new_generic(ins, outs, cons.attributes["iterator_types"], cons)
     args = list(block.arguments)
     pb, cb = prod.regions[0].blocks[0], cons.regions[0].blocks[0]
     inside = ir.InsertionPoint(block)
@@ -788,4 +794,5 @@ def merge_elementwise_chains(module: ir.Module) -> int:
     return merged
 
 __all__ = ["MIN_INNER", "accumulate_sums", "choose_order", "duplicate_cheap_producers", "enabled",
-           "interchange_loops", "merge_elementwise_chains", "merge_reductions_with_producers", "reuse_dying_inputs"]
+           "interchange_loops", "merge_elementwise_chains", "merge_reductions_with_producers", "new_generic",
+           "reuse_dying_inputs"]

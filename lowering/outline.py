@@ -193,37 +193,52 @@ def function_bodies(fn: ir.Operation) -> list[ir.Block]:
     return [entry, *branches]
 
 
-def split_long_bodies(module: ir.Module) -> None:
-    """Each body (function_bodies) of at least SPLIT_MIN_OPS ops, after its nests were outlined,
-    becomes calls of private functions of about SPLIT_OPS ops each, cut where the body repeats;
-    equal ones share one (module doc). Stack buffers (memref.alloca) stay where they are, between
-    two runs: they live in their function's frame."""
+def split_bodies(module: ir.Module, prefix: str, copied: Callable[[ir.Operation], bool],
+                 runs_of: Callable[[list[ir.Operation]], list[list[ir.Operation]]]) -> None:
+    """Each body (function_bodies) of the module's functions: `runs_of`, given its ops but the
+    terminator and those `copied` accepts, names the runs of consecutive ops that become functions
+    (extract_function, named `prefix` and a number; equal ones share one); the copied ops no run
+    uses any more are then erased. partition.py's parts and split_long_bodies' runs."""
     functions = [op for op in map(as_operation, module.body.operations)
                  if op.name == "func.func" and len(op.regions[0].blocks)]
     seen: dict[str, str] = {}
     count = 0
     for block in [block for fn in functions for block in function_bodies(fn)]:
         body = [as_operation(op) for op in block.operations][:-1]   # not the terminator
-        copied = [op for op in body if _copied(op)]   # (the others may be erased: shared)
-        work = [op for op in body if not _copied(op)]
-        if len(work) < SPLIT_MIN_OPS:
-            continue
-        offset, size, _ = part_size(work, SPLIT_OPS)
-        runs: list[list[ir.Operation]] = [[]]
-        for i, op in enumerate(work):
-            if op.name in _STAYS:
-                runs.append([])
-                continue
-            if i >= offset and (i - offset) % size == 0 or i == offset:
-                runs.append([])
-            runs[-1].append(op)
+        kept = [op for op in body if copied(op)]   # listed first: the others may be erased (shared)
+        runs = runs_of([op for op in body if not copied(op)])
         for run in runs:
-            if run:
-                extract_function(run, module, f"{_CHUNK_PREFIX}{count}", seen, _copied)
-                count += 1
-        for op in reversed(copied):   # those no run uses any more
-            if all(not list(r.uses) for r in op.results):
-                op.erase()
+            extract_function(run, module, f"{prefix}{count}", seen, copied)
+            count += 1
+        if runs:
+            for op in reversed(kept):   # those no run uses any more
+                if all(not list(r.uses) for r in op.results):
+                    op.erase()
+
+
+def _long_body_runs(work: list[ir.Operation]) -> list[list[ir.Operation]]:
+    """Runs of about SPLIT_OPS ops, cut where the body repeats and around stack buffers, of a body of
+    at least SPLIT_MIN_OPS ops; none of a shorter one."""
+    if len(work) < SPLIT_MIN_OPS:
+        return []
+    offset, size, _ = part_size(work, SPLIT_OPS)
+    runs: list[list[ir.Operation]] = [[]]
+    for i, op in enumerate(work):
+        if op.name in _STAYS:
+            runs.append([])
+            continue
+        if i >= offset and (i - offset) % size == 0:
+            runs.append([])
+        runs[-1].append(op)
+    return [run for run in runs if run]
+
+
+def split_long_bodies(module: ir.Module) -> None:
+    """Each body (function_bodies) of at least SPLIT_MIN_OPS ops, after its nests were outlined,
+    becomes calls of private functions of about SPLIT_OPS ops each, cut where the body repeats;
+    equal ones share one (module doc). Stack buffers (memref.alloca) stay where they are, between
+    two runs: they live in their function's frame."""
+    split_bodies(module, _CHUNK_PREFIX, _copied, _long_body_runs)
 
 
 def pass_bare_pointers(module: ir.Module) -> None:
@@ -264,4 +279,5 @@ def outline_loop_nests(module: ir.Module) -> None:
 
 
 __all__ = ["OUTLINE_MIN_NESTS", "SPLIT_MIN_OPS", "SPLIT_OPS", "extract_function", "function_bodies",
-           "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "split_long_bodies"]
+           "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "split_bodies",
+           "split_long_bodies"]

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from sprue.lowering.mlir_util import as_operation
-from sprue.lowering.outline import extract_function, function_bodies, part_size
+from sprue.lowering.outline import part_size, split_bodies
 
 # Below this many ops (not counting copied ones) a body stays whole: the realistic programs'
 # largest have 195 (benchmarks/programs.py), and a part's buffers are pointer arguments, no longer
@@ -52,38 +51,31 @@ def _copied(op: ir.Operation) -> bool:
     return op.name in _COPIED
 
 
+def _parts(work: list[ir.Operation]) -> list[list[ir.Operation]]:
+    """The parts of a body (module doc), or none where it is too small or does not repeat enough."""
+    if len(work) < PERIODIC_MIN_OPS:
+        return []
+    offset, size, period = part_size(work, PART_OPS)
+    if len(work) < PARTITION_MIN_OPS and (not period or len(work) - offset < PERIODIC_MIN_REPEATS * period):
+        return []
+    starts = list(range(offset + size, len(work), size))
+    # after the last whole part, whole periods one by one: a part of its own (one layer, shared)
+    # rather than a last part unlike the others, which would be lowered and compiled on its own
+    rest = offset + size * ((len(work) - offset) // size)
+    if period and rest < len(work):
+        starts = [i for i in starts if i <= rest] + list(range(rest + period, len(work), period))
+    cuts = ([offset] if offset else []) + starts
+    if not cuts:
+        return []
+    bounds = [0, *cuts]
+    return [work[lo:hi] for lo, hi in zip(bounds, bounds[1:] + [len(work)])]
+
+
 def partition_functions(module: ir.Module) -> None:
-    """Each block of a function's body (module doc: _bodies) with at least PARTITION_MIN_OPS ops
-    (not counting copied ones) becomes a chain of calls of parts (module doc)."""
-    functions = [op for op in map(as_operation, module.body.operations)
-                 if op.name == "func.func" and len(op.regions[0].blocks)]
-    seen: dict[str, str] = {}
-    count = 0
-    for block in [block for fn in functions for block in function_bodies(fn)]:
-        body = [as_operation(op) for op in block.operations][:-1]   # not the terminator
-        copied = [op for op in body if _copied(op)]
-        work = [op for op in body if not _copied(op)]
-        if len(work) < PERIODIC_MIN_OPS:
-            continue
-        offset, size, period = part_size(work, PART_OPS)
-        if len(work) < PARTITION_MIN_OPS and (not period or len(work) - offset < PERIODIC_MIN_REPEATS * period):
-            continue
-        starts = list(range(offset + size, len(work), size))
-        # after the last whole part, whole periods one by one: a part of its own (one layer, shared)
-        # rather than a last part unlike the others, which would be lowered and compiled on its own
-        rest = offset + size * ((len(work) - offset) // size)
-        if period and rest < len(work):
-            starts = [i for i in starts if i <= rest] + list(range(rest + period, len(work), period))
-        cuts = ([offset] if offset else []) + starts
-        if not cuts:
-            continue
-        bounds = [0, *cuts]
-        for lo, hi in zip(bounds, bounds[1:] + [len(work)]):
-            extract_function(work[lo:hi], module, f"{_PREFIX}{count}", seen, _copied)
-            count += 1
-        for op in reversed(copied):   # those the parts no longer use (the others may be erased: shared)
-            if all(not list(r.uses) for r in op.results):
-                op.erase()
+    """Each block of a function's body (function_bodies) with at least PARTITION_MIN_OPS ops, or
+    PERIODIC_MIN_OPS repeated (not counting copied ones), becomes a chain of calls of parts
+    (module doc)."""
+    split_bodies(module, _PREFIX, _copied, _parts)
 
 
 __all__ = ["PARTITION_MIN_OPS", "PART_OPS", "PERIODIC_MIN_OPS", "PERIODIC_MIN_REPEATS", "partition_functions"]

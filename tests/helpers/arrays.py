@@ -34,3 +34,17 @@ def shifted_conv3(np_, x, k):
             term = np_.einsum("nhwc,cd->nhwd", patch, k[dy, dx])
             out = term if out is None else out + term
     return out
+
+
+def tanh_net_grads(ws, x) -> list[np.ndarray]:
+    """d/dw of sum(net(x, ws) ** 2) for net = layers of `x = tanh(x @ w)`, by backpropagation in
+    numpy: the reference of the deep training-step tests."""
+    acts = [x]
+    for w in ws:
+        acts.append(np.tanh(acts[-1] @ w))
+    g, grads = 2 * acts[-1], [None] * len(ws)
+    for i in reversed(range(len(ws))):
+        g = g * (1 - acts[i + 1] ** 2)
+        grads[i] = acts[i].T @ g
+        g = g @ ws[i].T
+    return grads

@@ -10,6 +10,7 @@ import numpy as np
 import sprue
 import sprue.numpy as jnp
 from sprue.lowering import backend
+from tests.helpers.arrays import tanh_net_grads
 
 
 def _stage(tmp_path, suffix):
@@ -98,23 +99,12 @@ def test_parts_with_many_results_of_run_time_sizes_pass_them_through_memory(tmp_
             x = jnp.tanh(x @ w)
         return jnp.sum(x ** 2)
 
-    def reference(ws, x):
-        acts = [x]
-        for w in ws:
-            acts.append(np.tanh(acts[-1] @ w))
-        g, grads = 2 * acts[-1], [None] * len(ws)
-        for i in reversed(range(len(ws))):
-            g = g * (1 - acts[i + 1] ** 2)
-            grads[i] = acts[i].T @ g
-            g = g @ ws[i].T
-        return grads
-
     rng = np.random.default_rng(7)
     ws = [rng.standard_normal((8, 8)) / 3 for _ in range(48)]
     f = sprue.qjit(sprue.grad(loss), abstracted_axes=(None, {0: "b"}), keep_intermediate=str(tmp_path))
     for rows in (5, 12):
         x = rng.standard_normal((rows, 8))
-        for got, want in zip(f(ws, x), reference(ws, x), strict=True):
+        for got, want in zip(f(ws, x), tanh_net_grads(ws, x), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     text = _stage(tmp_path, ".05_llvm.mlir")
     assert re.search(r"llvm\.alloca %\w+ x !llvm\.array<\d+ x i8> \{alignment = 16", text)

@@ -11,6 +11,7 @@ import sprue.numpy as jnp
 from sprue import lax
 from sprue.lowering import partition
 from sprue.lowering.outline import OUTLINE_MIN_NESTS
+from tests.helpers.arrays import tanh_net_grads
 
 
 def _net(x, ws):
@@ -113,20 +114,6 @@ def _training_step(ws, x):
     return jnp.sum(_net(x, ws) ** 2)
 
 
-def _training_step_grad(ws, x):
-    """Backpropagation through `_net` by hand: d/dw of sum(net(x, ws)**2)."""
-    acts = [x]
-    for w in ws:
-        acts.append(np.tanh(acts[-1] @ w))
-    g = 2 * acts[-1]
-    grads = [None] * len(ws)
-    for i in reversed(range(len(ws))):
-        g = g * (1 - acts[i + 1] ** 2)
-        grads[i] = acts[i].T @ g
-        g = g @ ws[i].T
-    return grads
-
-
 def test_a_long_gradient_tape_runs_as_a_chain_of_shared_functions(tmp_path, monkeypatch):
     """A gradient through 40 layers, not partitioned on tensors (here: partition.py's thresholds
     raised), leaves ~640 calls, allocations and frees in one block once its nests are functions:
@@ -138,7 +125,7 @@ def test_a_long_gradient_tape_runs_as_a_chain_of_shared_functions(tmp_path, monk
     x = rng.standard_normal((16, 16))
     f = sprue.qjit(sprue.grad(_training_step), keep_intermediate=str(tmp_path))
     got = f(ws, x)
-    for g, want in zip(got, _training_step_grad(ws, x), strict=True):
+    for g, want in zip(got, tanh_net_grads(ws, x), strict=True):
         np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
     text = _stage(tmp_path, ".05_llvm.mlir")
     defined = set(re.findall(r"llvm\.func (?:\w+ )*@(__sprue_run_\d+)\(", text))
