@@ -429,6 +429,16 @@ def _size_of(value: ir.Value, d: int) -> ir.Value | int | None:
     owner = as_operation(value.owner)
     if owner.name == "tensor.empty":
         return _empty_sizes(owner)[d]
+    if owner.name == "tensor.insert_slice":
+        return _size_of(owner.operands[1], d)
+    if owner.name == "tensor.expand_shape":     # (a packed product's C: matmul.py)
+        shape = _dense(owner, "static_output_shape")
+        return list(owner.operands)[1:][sum(ir.ShapedType.is_dynamic_size(n) for n in shape[:d])]
+    if owner.name == "tensor.collapse_shape":
+        group = [ir.IntegerAttr(i).value for i in ir.ArrayAttr(ir.ArrayAttr(owner.attributes["reassociation"])[d])]
+        source = ir.RankedTensorType(owner.operands[0].type).shape
+        wide = [i for i in group if source[i] != 1]
+        return _size_of(owner.operands[0], wide[0]) if len(wide) == 1 else None
     if owner.name.startswith("linalg.") and "operandSegmentSizes" in owner.attributes:
         n_in, n_out = _segments(owner)
         number = ir.OpResult(value).result_number

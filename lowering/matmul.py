@@ -216,20 +216,19 @@ def _fixed_across_loop(value: ir.Value, op: ir.Operation) -> bool:
     return not defined_inside(value, loop)
 
 
-def _pays_unguarded(op: ir.Operation, n: int | None, k: int | None, nr: int) -> bool:
-    """Whether a product with run-time sizes packs B without the run-time guard: N static (a
-    run-time N would pad B and C to whole panels, copying C in and out), k static or else the rows
-    (a weight gradient `x.T @ g`, k the batch: B is packed KC rows at a time whatever k is), and B
-    not fixed across an enclosing loop (a recurrent scan's weights would be packed again on every
-    trip). Even narrow ones (a 10-class head, its gradient's k = 10) pay: the unpacked kernel's
-    masked last column tile loads and stores C on every k step, where the packed one pads B to
-    whole panels. The MLP training program with a run-time batch (one core, interleaved): 18.1 ms
-    unpacked, 15.2 ms packing only products of whole panels and B of at least 64 x 64, 13.4 ms
-    packing every static B, static 11.1-12.7 ms; then with its weight gradients packed too
-    13.5 -> 11.3 ms (static 11.1). A product with run-time rows and k (attention's `p @ v`, `t x t`
-    by `t x d`) ran no faster packed (10.1 against 10.2 ms)."""
-    rows = _sizes(op.operands[2].type)[-2]
-    return n is not None and (k is not None or rows is not None) and not _fixed_across_loop(op.operands[1], op)
+def _pays_unguarded(op: ir.Operation) -> bool:
+    """Whether a product with run-time sizes packs B without the run-time guard: unless B is fixed
+    across an enclosing loop (a recurrent scan's weights would be packed again on every trip), it
+    does, whichever sizes are known. Packing costs one pass over B, against a kernel that runs
+    unmasked full tiles (rows: the last tile padded; columns: whole NC-column blocks, the rest
+    padded, _split_columns). Even narrow ones (a 10-class head, its gradient's k = 10) pay: the
+    unpacked kernel's masked last column tile loads and stores C on every k step, where the packed
+    one pads B to whole panels. The MLP training program with a run-time batch (one core,
+    interleaved): 18.1 ms unpacked, 13.4 ms packing every static B, then with its weight gradients
+    packed too 11.3 ms (static 11.1). `? x ? @ ? x ?` f64 at 256^3 (one core, separate processes,
+    min of 500 calls, against OpenBLAS): unpacked 1.12-1.30x, packed with its columns split
+    1.0x."""
+    return not _fixed_across_loop(op.operands[1], op)
 
 
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
@@ -246,8 +245,8 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
         return None
     itemsize = _float_itemsize(op)
     a, b = (_sizes(v.type) for v in op.operands[:2])
-    if op.name == "linalg.batch_matmul" and str(op.attributes["indexing_maps"]) == PLAIN_MAPS[op.name]:
-        (m, k), n = a[1:], b[2]          # one batch element at a time (_script_packed's `batch`)
+    if op.name == "linalg.batch_matmul" and transposed(op) is not None:
+        (m, k), n = a[1:], b[1] if transposed(op)[1] else b[2]   # per batch element (_script_packed's `batch`)
     elif op.name == "linalg.matmul" and transposed(op) is not None:
         lhs_t, rhs_t = transposed(op)
         (m, k), n = a[::-1] if lhs_t else a, b[0] if rhs_t else b[1]
@@ -268,7 +267,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
         # (-1) with SPRUE_MATMUL_PACK_DYNAMIC=1
         mode = pack_dynamic()
         guarded = mode not in ("", "0")
-        if mode == "0" or not guarded and not _pays_unguarded(op, n, k, nr):
+        if mode == "0" or not guarded and not _pays_unguarded(op):
             return None
         return [0, nr * max(1, PACK_NC // nr), KC], [rows[0], nr], -1 if guarded else -2
     # (the loops' one-trip forms are not handled); from NR columns up, B's columns are padded to
@@ -603,8 +602,8 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
         batch = _generic_batch(op)
         if batch is None:
             return None
-    elif "indexing_maps" in op.attributes:   # the plain form or a transposed A, not other operand maps
-        if str(op.attributes["indexing_maps"]) not in (PLAIN_MAPS.get(kind), LHS_T_MAPS if kind == "linalg.matmul" else None):
+    elif "indexing_maps" in op.attributes:   # the plain form or transposed operands, not other maps
+        if kind in PLAIN_MAPS and transposed(op) is None:
             return None
     if len(op.operands) != 3:
         return None
@@ -612,10 +611,12 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
     if itemsize is None:
         return None
     a, b, _ = (_sizes(v.type) for v in op.operands)
+    # a transposed B only where _split_columns folded it: those products are packed
+    lhs_t, rhs_t = transposed(op) if kind in PLAIN_MAPS else (False, False)
     if kind == "linalg.matmul":
-        (m, k), (_, n) = a if str(op.attributes["indexing_maps"]) == PLAIN_MAPS[kind] else a[::-1], b
+        (m, k), n = a[::-1] if lhs_t else a, b[0] if rhs_t else b[1]
     elif kind in ("linalg.batch_matmul", "linalg.generic"):
-        (m, k), n = a[-2:], b[-1]
+        (m, k), n = a[-2:], b[-2] if rhs_t else b[-1]
     elif kind == "linalg.vecmat":
         (k,), (_, n) = a, b
         m = 1
@@ -672,6 +673,49 @@ def _contract_payloads(module: ir.Module) -> None:
         op.attributes["fastmath"] = flags
 
 
+_SPLIT = "sprue.split_columns"
+
+
+def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Operation]:
+    """Products packed unguarded with a run-time N (attention's `t x t` scores, `? x ? @ ? x ?`)
+    first become a loop over whole blocks of NC columns (PACK_NC, a static size: their packing
+    pads nothing, and their part of C is written in place) and a last, partial block (fewer than
+    NC columns, packed with B and C padded to whole panels): tile_using_for and transform.loop.peel,
+    as BLIS splits off the edge of N. Packing the whole product padded C to whole panels instead,
+    copying all of it in and out (attention's `q @ k^T`, 8 x 256 x 64, spent a third of its time
+    there). Returns the module's products again (the split ones replaced by their two parts)."""
+    parts, ident = [], _FIRST_IDENT
+    i64 = ir.IntegerType.get_signless(64, module.context)
+    for op in found:
+        if op.name not in ("linalg.matmul", "linalg.batch_matmul") or _sizes(op.operands[2].type)[-1] is not None \
+                or _eligible(op) is None:
+            continue
+        packed = _packed_plan(op)
+        if packed is None or packed[2] != -2:
+            continue
+        fold_rhs_transpose(op)          # packed either way: both parts read B as it is
+        nc = packed[0][1]
+        sizes = [0, 0, nc, 0] if op.name == "linalg.batch_matmul" else [0, nc, 0]
+        op.attributes[_SPLIT] = ir.IntegerAttr.get(i64, ident)
+        parts.append(f"""
+    %s{ident} = transform.structured.match ops{{["{op.name}"]}} attributes{{{_SPLIT} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
+    %t{ident}, %tl{ident} = transform.structured.tile_using_for %s{ident} tile_sizes {sizes} : ({_ANY}) -> ({_ANY}, {_ANY})
+{_peel(f"%tl{ident}", f"pc{ident}")}""")
+        ident += 1
+    if not parts:
+        return found
+    kinds = {op.name for op in found}    # (the split ones are gone after the script)
+    script = ir.Module.parse(_wrap(parts), module.context)
+    entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
+    interpreter.apply_named_sequence(module.operation, entry, script)
+    # the whole blocks' sizes fold to constants, and their products take the static types
+    passmanager.PassManager.parse("builtin.module(canonicalize)", module.context).run(module.operation)
+    split = ops_where(module.operation, lambda op: _SPLIT in op.attributes)
+    for op in split:
+        del op.attributes[_SPLIT]
+    return ops_where(module.operation, lambda op: op.name in kinds)
+
+
 # Each product's script names its handles by a prefix and the product's number (%x1<n>, %x<n>):
 # numbers of one width keep two names from meeting (%x1 with 1 and %x with 11 were both %x11).
 _FIRST_IDENT = 100000
@@ -684,6 +728,7 @@ def tile_matmuls(module: ir.Module) -> None:
     found = ops_where(module.operation, lambda op: op.name in kinds)
     if forms_enabled():
         fold_lhs_transposes(found)
+        found = _split_columns(module, found)
     plans, parts, matvecs = _FIRST_IDENT, [], set()
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in found:

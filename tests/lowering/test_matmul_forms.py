@@ -142,10 +142,12 @@ def test_matvec_reassociates(tmp_path):
     assert "fastmath<reassoc,contract>" in text
 
 
-def test_partial_tiles_take_the_vector_kernel(tmp_path):
-    """Sizes known only at run time: the register loops are peeled, and the full tiles run the
+def test_partial_tiles_take_the_vector_kernel(tmp_path, monkeypatch):
+    """Sizes known only at run time, unpacked (SPRUE_MATMUL_PACK_DYNAMIC=0; by default only a B
+    fixed across a loop stays unpacked): the register loops are peeled, and the full tiles run the
     unmasked kernel (vector FMAs on whole rows, C held across the k loop), the last partial ones
     masked loads and stores."""
+    monkeypatch.setenv("SPRUE_MATMUL_PACK_DYNAMIC", "0")
     a, b = _args(np.float64, (129, 67), (67, 131))
     f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path), abstracted_axes=({0: "m", 1: "k"}, {0: "k", 1: "n"}))
     _close(f(a, b), a @ b, np.float64)

@@ -335,3 +335,29 @@ def test_run_time_rows_pack_a_static_b_unless_it_is_fixed_across_a_loop(tmp_path
     text = next((tmp_path / "p").glob("*.03_bufferized.mlir")).read_text()
     assert not re.search(r"arith.cmpi sge, %\w+, %c64\b", text)     # no run-time guard
     assert copies_outside_loops(text) == 0       # C written in place (only the padded last rows are copied)
+
+
+def test_run_time_columns_pack_whole_blocks_and_pad_the_rest(tmp_path):
+    """By default a product with run-time columns packs with no run-time guard: a loop over whole
+    blocks of NC columns, which pack nothing padded and write their part of C in place (C seen as
+    (m, NC/NR, NR) panels, no copy), then the last, partial block packed with B and C padded;
+    no masks anywhere. Attention's `q @ swapaxes(k)` reads k in place in both parts."""
+    snp = sprue.numpy
+    f = sprue.qjit(lambda a, b: a @ b, abstracted_axes=({0: "m", 1: "k"}, {0: "k", 1: "n"}),
+                   keep_intermediate=str(tmp_path / "mm"))
+    g = sprue.qjit(lambda q, k: q @ snp.swapaxes(k, -1, -2), abstracted_axes=({0: "b", 1: "t"}, {0: "b", 1: "t"}),
+                   keep_intermediate=str(tmp_path / "qk"))
+    for m, k, n in [(1, 1, 1), (7, 5, 3), (130, 77, 128), (64, 256, 129), (200, 3, 300), (256, 256, 256)]:
+        a, b = _args(np.float64, (m, k), (k, n))
+        _close(f(a, b), a @ b, np.float64)
+    for b, t in [(1, 3), (2, 128), (3, 257)]:
+        q, k = _args(np.float64, (b, t, 16), (b, t, 16))
+        _close(g(q, k), q @ np.swapaxes(k, 1, 2), np.float64)
+    assert f.compile_count == g.compile_count == 1
+    nc = matmul.PACK_NC
+    for name in ("mm", "qk"):
+        text = next((tmp_path / name).glob("*.03_bufferized.mlir")).read_text()
+        assert re.search(rf"scf.for %\w+ = %c0 to %\w+ step %c{nc} ", text), name          # the whole blocks
+        assert re.search(rf"memref.expand_shape %\w+ \[\[0\], \[1, 2\]\] output_shape \[%\w+, {nc // 8}, 8\]", text), name
+        assert "vector.create_mask" not in text and "vector.mask" not in text, name
+    assert "affine_map<(d0, d1, d2) -> (d0, d2, d1)>" not in text     # no transposed copy of k
