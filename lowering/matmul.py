@@ -180,15 +180,14 @@ PACK_MIN_ROWS = 64
 PACK_NC = 128
 
 
-# Products with run-time sizes. By default one whose N is static, and k or the rows (a batch; a
-# weight gradient's k is the batch) packs B with no guard: the packing costs one pass over B,
-# which no number of rows makes a loss worth a second kernel, except where B is the same on every
-# trip of an enclosing loop (a recurrent scan's weights: the LSTM and GRU with a run-time batch ran
-# 1.20x and 1.66x their static versions packing on every trip), which keeps the masked unpacked
-# kernel (_pays_unguarded). Whole programs with a run-time batch against their static versions
-# (one core, interleaved): ffn 1.6 -> 1.0x, mlp_train 1.35-1.49 -> 1.02-1.07x, first calls no
-# longer (one kernel per product either way). A product with a run-time N (attention's t x t
-# scores) stays unpacked: packing it pads B and C to whole panels, copying C in and out.
+# Products with run-time sizes. By default every one packs B with no guard: the packing costs one
+# pass over B, which no number of rows makes a loss worth a second kernel, except where B is the
+# same on every trip of an enclosing loop (a recurrent scan's weights: the LSTM and GRU with a
+# run-time batch ran 1.20x and 1.66x their static versions packing on every trip), which keeps the
+# masked unpacked kernel (_pays_unguarded). A run-time N is split first into whole NC-column blocks
+# and a padded rest (_split_columns). Whole programs with a run-time batch against their static
+# versions (one core, interleaved): ffn 1.6 -> 1.0x, mlp_train 1.35-1.49 -> 1.02-1.07x, first
+# calls no longer (one kernel per product either way).
 # SPRUE_MATMUL_PACK_DYNAMIC=1 packs every product with run-time sizes behind a run-time guard
 # (_guard_packing: an scf.if between the packed kernel and the masked unpacked one, the static
 # rule checked at run time; both compiled, ~0.15 s more per product in a warm process: the MLP
