@@ -51,7 +51,6 @@ from torch_mlir.dialects.transform import interpreter
 
 from sprue.lowering.inplace import fold_whole_slices
 from sprue.lowering.matmul_operands import (
-    LHS_T_MAPS,
     PLAIN_MAPS,
     fold_lhs_transposes,
     fold_rhs_transpose,
