@@ -418,15 +418,51 @@ def _writers(value: ir.Value) -> list[tuple[ir.Operation, int]]:
             or owner.name == "scf.for" and use.operand_number >= 3]   # a tiled product's init
 
 
+def _written_into(value: ir.Value, target: ir.Value) -> bool:
+    """Whether `value` is `target` written into (insert_slice destinations, linalg outs, the
+    results of loops that carry it): a tensor of the same sizes."""
+    while value != target:
+        if not isinstance(value, ir.OpResult):
+            return False
+        owner = as_operation(value.owner)
+        number = ir.OpResult(value).result_number
+        if owner.name == "tensor.insert_slice":
+            value = owner.operands[1]
+        elif owner.name.startswith("linalg.") and "operandSegmentSizes" in owner.attributes \
+                and number < _segments(owner)[1]:
+            value = owner.operands[_segments(owner)[0] + number]
+        elif owner.name == "scf.for" and _carries_sizes(owner, number):
+            value = owner.operands[3 + number]
+        else:
+            return False
+    return True
+
+
+def _carries_sizes(loop: ir.Operation, number: int) -> bool:
+    """Whether scf.for `loop` yields its iter_arg `number` written into, not a new tensor."""
+    body = loop.regions[0].blocks[0]
+    yielded = list(body.operations)[-1].operands[number]
+    return _written_into(yielded, body.arguments[1 + number])
+
+
 def _size_of(value: ir.Value, d: int) -> ir.Value | int | None:
     """Dim d of tensor `value`: an int where static, else the size operand of the tensor.empty it
-    was made in (through the destinations of the linalg ops that wrote it), else None."""
+    was made in (through the destinations of the linalg ops that wrote it, the slices inserted
+    into it and the loops that carry it), else None."""
     size = ir.RankedTensorType(value.type).shape[d]
     if not ir.ShapedType.is_dynamic_size(size):
         return size
+    if isinstance(value, ir.BlockArgument):
+        loop = as_operation(value.owner.owner)
+        number = ir.BlockArgument(value).arg_number - 1
+        if loop is not None and loop.name == "scf.for" and number >= 0 and _carries_sizes(loop, number):
+            return _size_of(loop.operands[3 + number], d)
+        return None
     if not isinstance(value, ir.OpResult):
         return None
     owner = as_operation(value.owner)
+    if owner.name == "scf.for" and _carries_sizes(owner, ir.OpResult(value).result_number):
+        return _size_of(owner.operands[3 + ir.OpResult(value).result_number], d)
     if owner.name == "tensor.empty":
         return _empty_sizes(owner)[d]
     if owner.name == "tensor.insert_slice":
