@@ -35,6 +35,7 @@ from sprue.base.errors import CompileError, SprueValueError
 from sprue.base.timing import step
 from sprue.lowering import pipeline as _pipeline
 from sprue.lowering.allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
+from sprue.lowering.masked_stores import keep_stores_unmasked
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, check_target, machine_cpu_and_features
 from sprue.lowering.vector_math import (  # noqa: F401 (_libmvec_has: tests)
@@ -276,9 +277,9 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
                 check_allocations(mod)   # after the optimizer, which must see the C library's own allocator
                 text = str(mod)
                 check_stack(text)
-                vectorized = use_vector_math(text, cpu, features)
-                if vectorized is not text:
-                    text = vectorized
+                rewritten = keep_stores_unmasked(use_vector_math(text, cpu, features))
+                if rewritten is not text:
+                    text = rewritten
                     mod = llvm.parse_assembly(text)
                     mod.verify()
             with step("LLVM: emit the object"), _codegen_options(text):
