@@ -204,8 +204,11 @@ def _decimal_float_hex(ftype: str, m: re.Match) -> str:
 
 
 def _needs_fix(text: str) -> bool:
-    return bool(_SPECIAL_FLOAT.search(text) or _BITS_FLOAT.search(text)
-                or (("float " in text or "half " in text) and _DECIMAL_FLOAT.search(text)))
+    # substring tests first: most lines have none of these, and three regex searches on each of a
+    # big module's lines cost more than the rest of preparing its text
+    special = ("inf" in text or "nan" in text) and _SPECIAL_FLOAT.search(text)
+    return bool(special or "f0x" in text and _BITS_FLOAT.search(text)
+                or ("float " in text or "half " in text) and ("e+" in text or "e-" in text) and _DECIMAL_FLOAT.search(text))
 
 
 def llvmlite_compatible(llvm_ir: str) -> str:
