@@ -27,16 +27,23 @@ def _links(defs: _Defs, op: ir.Operation) -> dict[int, ir.Operation]:
     """Input position -> producer, for each input that `op`, an elementwise generic of one result,
     reads at its loop indices from the one result of an elementwise generic over the same loops
     that nothing else reads."""
-    if op.name != "linalg.generic" or len(op.results) != 1 or not _elementwise_identity_outs(op):
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return {}
+    # the structural tests first: most inputs fail them, and the maps are costly to read
+    candidates = []
+    for k in range(len(op.operands) - _n_outs(op)):
+        prod = defs.get(op.operands[k])
+        if prod is not None and prod.name == "linalg.generic" and len(prod.results) == 1 and prod.block == op.block \
+                and len(list(op.operands[k].uses)) == 1:
+            candidates.append((k, prod))
+    if not candidates or not _elementwise_identity_outs(op):
         return {}
     maps = _maps(op)
     identity = list(ir.AffineMap.get_identity(maps[0].n_dims).results)
     found = {}
-    for k in range(len(op.operands) - _n_outs(op)):
-        prod = defs.get(op.operands[k])
-        if prod is None or prod.name != "linalg.generic" or len(prod.results) != 1 or prod.block != op.block \
-                or list(maps[k].results) != identity or len(list(op.operands[k].uses)) != 1 \
-                or not _elementwise_identity_outs(prod) or _maps(prod)[0].n_dims != maps[0].n_dims \
+    for k, prod in candidates:
+        if list(maps[k].results) != identity or not _elementwise_identity_outs(prod) \
+                or _maps(prod)[0].n_dims != maps[0].n_dims \
                 or str(prod.attributes["iterator_types"]) != str(op.attributes["iterator_types"]):
             continue
         found[k] = prod
