@@ -229,8 +229,9 @@ def _pays_unguarded(op: ir.Operation) -> bool:
     return not _fixed_across_loop(op.operands[1], op)
 
 
-def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
-    """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile) for a
+def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int, bool | None] | None:
+    """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile (-1: run-time
+    rows, the last tile padded), None for static sizes else whether the run-time guard decides) for a
     static linalg.matmul (or batch_matmul, per batch element) that packs B (_script_packed): a
     large one, or one whose unpacked tiles would be partial (PACK_MIN_VOLUME); else None. MR is 6
     rows (AVX2; 4 on AVX-512) whatever the row count, the row loop peeled where 6 does not divide it
@@ -267,7 +268,15 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
         guarded = mode not in ("", "0")
         if mode == "0" or not guarded and not _pays_unguarded(op):
             return None
-        return [0, nr * max(1, PACK_NC // nr), KC], [rows[0], nr], -1 if guarded else -2
+        # A read row by row with a run-time row stride (k): 4 rows, not 6. Each row is one more
+        # address LLVM keeps in a register, and with 6 the k loop spilled one (the batched
+        # `p @ v` of attention with run-time t, one core, separate processes, min of 300: 1.73-1.83
+        # -> 1.51-1.60 ms, its static version 1.50-1.53; `? x ? @ ? x ?` at 256^3 alike)
+        lhs_t = op.name == "linalg.matmul" and transposed(op)[0]
+        mr = 4 if k is None and not lhs_t and 4 in rows else rows[0]
+        # static rows: a static last tile of m % mr rows (as below); run-time ones: -1, padded
+        last = -1 if m is None else m % mr
+        return [0, nr * max(1, PACK_NC // nr), KC], [mr, nr], last, guarded
     # (the loops' one-trip forms are not handled); from NR columns up, B's columns are padded to
     # whole panels: 512 x 128 @ 128 x 10 f64 packed into two 8-column panels 0.32 -> 0.14 ms
     # (OpenBLAS 0.10), where the unpacked kernel's masked last tile stored C on every k step
@@ -282,7 +291,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int] | None:
     panels, most = -(-n // nr), max(1, PACK_NC // nr)
     nb = _largest_divisor(panels, 1, most)
     kc = _largest_divisor(k, 1, KC)
-    return [m, nr * (nb if 2 * nb >= min(most, panels) else most), kc if 2 * kc >= min(k, KC) else min(k, KC)], [mr, nr], m % mr
+    return [m, nr * (nb if 2 * nb >= min(most, panels) else most), kc if 2 * kc >= min(k, KC) else min(k, KC)], [mr, nr], m % mr, None
 
 
 def _size_values(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -689,7 +698,7 @@ def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Oper
                 or _eligible(op) is None:
             continue
         packed = _packed_plan(op)
-        if packed is None or packed[2] != -2:
+        if packed is None or packed[3] is not False:     # run-time sizes, packed unguarded
             continue
         fold_rhs_transpose(op)          # packed either way: both parts read B as it is
         nc = packed[0][1]
@@ -741,9 +750,7 @@ def tile_matmuls(module: ir.Module) -> None:
                 continue
             packed = _packed_plan(op)
             plain = None
-            if packed is not None and packed[2] == -2:    # run-time sizes, packed unguarded
-                packed = (packed[0], packed[1], -1)
-            elif packed is not None and packed[2] == -1:    # run-time sizes: packed where they pay
+            if packed is not None and packed[3]:    # run-time sizes: packed where they pay
                 op, plain = _guard_packing(op, packed[1][1])
                 parts.append(_script_one(plans, *p))
                 plain.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
@@ -753,7 +760,7 @@ def tile_matmuls(module: ir.Module) -> None:
                 if copy is not None and plain is not None and \
                         all(getattr(use.owner, "operation", use.owner) == plain.operation for use in copy.results[0].uses):
                     copy.move_before(plain)     # B's transposed copy only where the unpacked branch runs
-                parts.append(_script_packed(plans, *packed, transposed(op)[1], op.name == "linalg.batch_matmul",
+                parts.append(_script_packed(plans, *packed[:3], transposed(op)[1], op.name == "linalg.batch_matmul",
                                             "f32" if _float_itemsize(op) == 4 else "f64"))
             else:
                 parts.append(_script_one(plans, *p))

@@ -361,3 +361,19 @@ def test_run_time_columns_pack_whole_blocks_and_pad_the_rest(tmp_path):
         assert re.search(rf"memref.expand_shape %\w+ \[\[0\], \[1, 2\]\] output_shape \[%\w+, {nc // 8}, 8\]", text), name
         assert "vector.create_mask" not in text and "vector.mask" not in text, name
     assert "affine_map<(d0, d1, d2) -> (d0, d2, d1)>" not in text     # no transposed copy of k
+
+
+@pytest.mark.parametrize("m", [258, 256, 130, 64])
+def test_run_time_k_with_static_rows_any_multiple_of_the_tile(m, tmp_path):
+    """Static rows with a run-time k: the row loop's last tile is static (m % MR rows, none when
+    MR divides m: 258 = 43 x 6 once failed to compile, "failed to peel the last iteration"), and A,
+    read row by row with a run-time stride, takes 4-row tiles (6 spilled a row address in the k
+    loop)."""
+    f = sprue.qjit(lambda a, b: a @ b, abstracted_axes=({1: "k"}, {0: "k"}), keep_intermediate=str(tmp_path))
+    for k in (70, 1, 300):
+        a, b = _args(np.float64, (m, k), (k, 256))
+        _close(f(a, b), a @ b, np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert "permutation = [1, 0, 2]" in text        # packed
+    if matmul._vector_bytes() == 32:
+        assert re.search(r"-> \(vector<4x8xf64>\)", text) and not re.search(r"-> \(vector<6x8xf64>\)", text)
