@@ -33,7 +33,7 @@ for _extra in filter(None, os.environ.get("SPRUE_BENCH_EXTRA_PATH", "").split(os
     sys.path.append(_extra)
 
 MODULES = ["kernels", "control_flow", "dynamic_shapes"]
-RUNS = 5
+RUNS = 7
 SAMPLE_SECONDS = 0.02
 
 # JAX (jit, float64) on this machine, seconds: used for the ratio when jax is not importable.
@@ -98,18 +98,31 @@ def _device_args(fn, args):
 
 
 def run_benchmark(module: str, bench) -> dict:
+    """Every implementation warmed up and checked, then sampled in turn, RUNS rounds (this VM's speed
+    drifts over seconds: implementations timed one after the other compared their moments, not
+    themselves: a 256^2 product once 1.0x numpy, then 2.0x in the next run)."""
     reference = bench.impls["numpy"](*bench.args)
-    times, spread, first_call = {}, {}, {}
+    first_call, calls, args_of = {}, {}, {}
     for impl, fn in bench.impls.items():
-        args = _device_args(fn, bench.args)
+        args = args_of[impl] = _device_args(fn, bench.args)
         start = time.perf_counter()
         result = fn(*args)          # warm-up: compiles sprue/JAX/Numba
         first_call[impl] = time.perf_counter() - start
         np.testing.assert_allclose(np.asarray(result), np.asarray(reference), rtol=getattr(bench, "rtol", 1e-9),
                                    atol=getattr(bench, "atol", 1e-12), err_msg=f"{bench.name}: {impl}")
-        ts = samples(fn, args)
-        times[impl] = statistics.median(ts)
-        spread[impl] = [min(ts), max(ts)]
+        start = time.perf_counter()
+        fn(*args)
+        calls[impl] = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-7)))
+    samples_of: dict[str, list[float]] = {impl: [] for impl in bench.impls}
+    for _ in range(RUNS):
+        for impl, fn in bench.impls.items():
+            args, n = args_of[impl], calls[impl]
+            start = time.perf_counter()
+            for _ in range(n):
+                fn(*args)
+            samples_of[impl].append((time.perf_counter() - start) / n)
+    times = {impl: statistics.median(ts) for impl, ts in samples_of.items()}
+    spread = {impl: [min(ts), max(ts)] for impl, ts in samples_of.items()}
     row = {"module": module, "name": bench.name, "times": times, "spread": spread, "first_call": first_call}
     if getattr(bench, "min_bytes", None):
         row["bound"] = _read_bound(bench.min_bytes) if bench.name == "sum" else None
