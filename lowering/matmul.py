@@ -32,7 +32,9 @@ Static matmuls and batch_matmuls from PACK_MIN_VOLUME (and smaller ones whose ti
 partial) pack B first (_script_packed, IREE's CPU data tiling / BLIS's packing, with
 transform.structured.pack): block by block into NR-column panels, which the same register kernel
 then streams contiguously (1024^2 f64: 13 -> 34 GFLOP/s, OpenBLAS 35); rows no register tile
-divides peel a static last tile, so no masks. A transposed A is read through the matmul's indexing
+divides peel a static last tile, so no masks. Products with run-time sizes pack too unless B is
+fixed across a loop (_pays_unguarded; run-time rows: the last tile padded; a run-time N: whole
+NC-column blocks and a padded rest, _split_columns). A transposed A is read through the matmul's indexing
 map and a transposed B -- each batch element's too, attention's `q @ swapaxes(k, -1, -2)` -- packed
 from itself, instead of dot_canonical.py's transposed copies (matmul_operands.py).
 
