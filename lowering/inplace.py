@@ -431,18 +431,21 @@ def _written_into(value: ir.Value, target: ir.Value) -> bool:
         elif owner.name.startswith("linalg.") and "operandSegmentSizes" in owner.attributes \
                 and number < _segments(owner)[1]:
             value = owner.operands[_segments(owner)[0] + number]
-        elif owner.name == "scf.for" and _carries_sizes(owner, number):
-            value = owner.operands[3 + number]
+        elif owner.name == "scf.for":
+            value = _carried_init(owner, number)
+            if value is None:
+                return False
         else:
             return False
     return True
 
 
-def _carries_sizes(loop: ir.Operation, number: int) -> bool:
-    """Whether scf.for `loop` yields its iter_arg `number` written into, not a new tensor."""
+def _carried_init(loop: ir.Operation, number: int) -> ir.Value | None:
+    """The init of scf.for `loop`'s iter_arg `number` where the loop yields that iter_arg written
+    into (a tensor of the init's sizes on every trip), else None (it yields a new tensor)."""
     body = loop.regions[0].blocks[0]
     yielded = list(body.operations)[-1].operands[number]
-    return _written_into(yielded, body.arguments[1 + number])
+    return loop.operands[3 + number] if _written_into(yielded, body.arguments[1 + number]) else None
 
 
 def _size_of(value: ir.Value, d: int) -> ir.Value | int | None:
@@ -455,14 +458,14 @@ def _size_of(value: ir.Value, d: int) -> ir.Value | int | None:
     if isinstance(value, ir.BlockArgument):
         loop = as_operation(value.owner.owner)
         number = ir.BlockArgument(value).arg_number - 1
-        if loop is not None and loop.name == "scf.for" and number >= 0 and _carries_sizes(loop, number):
-            return _size_of(loop.operands[3 + number], d)
-        return None
+        init = _carried_init(loop, number) if loop is not None and loop.name == "scf.for" and number >= 0 else None
+        return None if init is None else _size_of(init, d)
     if not isinstance(value, ir.OpResult):
         return None
     owner = as_operation(value.owner)
-    if owner.name == "scf.for" and _carries_sizes(owner, ir.OpResult(value).result_number):
-        return _size_of(owner.operands[3 + ir.OpResult(value).result_number], d)
+    if owner.name == "scf.for":
+        init = _carried_init(owner, ir.OpResult(value).result_number)
+        return None if init is None else _size_of(init, d)
     if owner.name == "tensor.empty":
         return _empty_sizes(owner)[d]
     if owner.name == "tensor.insert_slice":

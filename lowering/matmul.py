@@ -543,6 +543,13 @@ def _wrap(parts: list[str]) -> str:
 }}"""
 
 
+def _apply(module: ir.Module, parts: list[str]) -> None:
+    """Runs the scripts `parts` (one named sequence, _wrap) on `module`."""
+    script = ir.Module.parse(_wrap(parts), module.context)
+    entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
+    interpreter.apply_named_sequence(module.operation, entry, script)
+
+
 def _float_itemsize(op: ir.Operation) -> int | None:
     types = {str(ir.RankedTensorType(v.type).element_type) for v in op.operands}
     return {frozenset({"f64"}): 8, frozenset({"f32"}): 4}.get(frozenset(types))
@@ -714,15 +721,14 @@ def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Oper
     if not parts:
         return found
     kinds = {op.name for op in found}    # (the split ones are gone after the script)
-    script = ir.Module.parse(_wrap(parts), module.context)
-    entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
-    interpreter.apply_named_sequence(module.operation, entry, script)
+    _apply(module, parts)
     # the whole blocks' sizes fold to constants, and their products take the static types
     passmanager.PassManager.parse("builtin.module(canonicalize)", module.context).run(module.operation)
-    split = ops_where(module.operation, lambda op: _SPLIT in op.attributes)
-    for op in split:
-        del op.attributes[_SPLIT]
-    return ops_where(module.operation, lambda op: op.name in kinds)
+    found = ops_where(module.operation, lambda op: op.name in kinds)
+    for op in found:
+        if _SPLIT in op.attributes:
+            del op.attributes[_SPLIT]
+    return found
 
 
 # Each product's script names its handles by a prefix and the product's number (%x1<n>, %x<n>):
@@ -771,9 +777,7 @@ def tile_matmuls(module: ir.Module) -> None:
     if plans == _FIRST_IDENT:
         return
     _contract_payloads(module)
-    script = ir.Module.parse(_wrap(parts), module.context)
-    entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
-    interpreter.apply_named_sequence(module.operation, entry, script)
+    _apply(module, parts)
     marked: list[ir.Operation] = []
     payload: list[ir.Operation] = []
 
