@@ -277,8 +277,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int, bool | No
         lhs_t = op.name == "linalg.matmul" and transposed(op)[0]
         mr = 4 if k is None and not lhs_t and 4 in rows else rows[0]
         # static rows: a static last tile of m % mr rows (as below); run-time ones: -1, padded
-        last = -1 if m is None else m % mr
-        return [0, nr * max(1, PACK_NC // nr), KC], [mr, nr], last, guarded
+        return [0, nr * max(1, PACK_NC // nr), KC], [mr, nr], -1 if m is None else m % mr, guarded
     # (the loops' one-trip forms are not handled); from NR columns up, B's columns are padded to
     # whole panels: 512 x 128 @ 128 x 10 f64 packed into two 8-column panels 0.32 -> 0.14 ms
     # (OpenBLAS 0.10), where the unpacked kernel's masked last tile stored C on every k step
@@ -693,13 +692,11 @@ _SPLIT = "sprue.split_columns"
 
 
 def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Operation]:
-    """Products packed unguarded with a run-time N (attention's `t x t` scores, `? x ? @ ? x ?`)
-    first become a loop over whole blocks of NC columns (PACK_NC, a static size: their packing
-    pads nothing, and their part of C is written in place) and a last, partial block (fewer than
-    NC columns, packed with B and C padded to whole panels): tile_using_for and transform.loop.peel,
-    as BLIS splits off the edge of N. Packing the whole product padded C to whole panels instead,
-    copying all of it in and out (attention's `q @ k^T`, 8 x 256 x 64, spent a third of its time
-    there). Returns the module's products again (the split ones replaced by their two parts)."""
+    """Products packed unguarded with a run-time N (attention's `t x t` scores) first become a loop
+    over whole blocks of NC columns (static: nothing padded, their part of C written in place) and a
+    last, partial block (B and C padded to whole panels): tile_using_for and loop.peel, as BLIS
+    splits off the edge of N. Packed whole, C was padded and copied in and out (attention's `q @ k^T`,
+    8 x 256 x 64: a third of its time). Returns the products again (the split ones in two parts)."""
     parts, ident = [], _FIRST_IDENT
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in found:
