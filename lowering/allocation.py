@@ -367,14 +367,17 @@ def entry_points(llvm_ir: str) -> list[Entry]:
 
 
 def _wrapper_ir(e: Entry) -> str:
-    struct = "{ " + ", ".join(e.params) + " }" if e.params else "{}"
+    # the parameters' struct named once: written out in each of its 2n getelementptrs, the text
+    # was O(n^2) (5,000 arguments: 40 MB, seconds of LLVM's parser)
+    struct = f"%_sprue_args_{e.name}"
     params = ", ".join(f"{t} %a{i}" for i, t in enumerate(e.params))
     stores = "".join(f"  %p{i} = getelementptr inbounds {struct}, ptr %args, i32 0, i32 {i}\n"
                      f"  store {t} %a{i}, ptr %p{i}\n" for i, t in enumerate(e.params))
     loads = "".join(f"  %p{i} = getelementptr inbounds {struct}, ptr %args, i32 0, i32 {i}\n"
                     f"  %a{i} = load {t}, ptr %p{i}\n" for i, t in enumerate(e.params))
     name_bytes = e.name.encode() + b"\0"
-    return (f"@_sprue_name_{e.name} = private unnamed_addr constant [{len(name_bytes)} x i8] c\"{e.name}\\00\"\n\n"
+    return (f"{struct} = type {{ {', '.join(e.params)} }}\n"
+            f"@_sprue_name_{e.name} = private unnamed_addr constant [{len(name_bytes)} x i8] c\"{e.name}\\00\"\n\n"
             f"define i64 @_mlir_ciface_{e.name}({params}) {{\n"
             f"  %args = alloca {struct}\n{stores}"
             f"  %status = call i64 @_sprue_call(ptr @_sprue_thunk_{e.name}, ptr %args, ptr @_sprue_name_{e.name})\n"

@@ -268,8 +268,10 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
             mod.verify()
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
-        for name in internal:
-            mod.get_function(name).linkage = "internal"
+        defined = {f.name for f in mod.functions}
+        for name in internal:   # (an entry function may have become its C interface: entry_arguments.py)
+            if name in defined:
+                mod.get_function(name).linkage = "internal"
         with _time_passes():   # (its timers attach to the pass builder made inside)
             with step(f"LLVM: optimize (O{opt_level})"), _pipeline_options():
                 tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)

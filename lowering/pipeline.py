@@ -33,6 +33,7 @@ from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.approximations import expand_tanh
 from sprue.lowering.chain_fusion import fuse_long_chains
 from sprue.lowering.deallocation import free_fresh_buffers
+from sprue.lowering.entry_arguments import read_entry_arguments
 from sprue.lowering.entry_results import store_entry_results
 from sprue.lowering.fastmath import mark_reductions
 from sprue.lowering.fusion import (
@@ -174,6 +175,7 @@ _AFTER_BUFFERIZATION: tuple[Rewrite, ...] = (
 )
 _AFTER_LLVM: tuple[Rewrite, ...] = (
     store_entry_results,      # several results stored one by one, not returned as a struct (entry_results.py)
+    read_entry_arguments,     # the entry function is its C interface: no descriptor taken apart (entry_arguments.py)
     apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
 )
 

@@ -35,7 +35,7 @@ def test_results_of_every_rank_and_dtype_are_stored_one_by_one(tmp_path):
         assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
         np.testing.assert_allclose(g, w, rtol=1e-6)
     text = _stage(tmp_path, ".05_llvm.mlir")
-    signature = re.search(r"llvm\.func @main\(([^\n]*)\{", text).group(1)
+    signature = re.search(r"llvm\.func @_mlir_ciface_main\(([^\n]*)\{", text).group(1)
     assert "->" not in signature.split(")")[-1], signature      # returns nothing
     assert not re.search(r"llvm\.insertvalue [^\n]*!llvm\.struct<\(struct<", text)   # no struct of results
     assert len(re.findall(r"llvm\.store %\w+, %\w+ : !llvm\.struct<\(ptr, ptr, i64", text)) == len(want)

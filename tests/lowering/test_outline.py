@@ -131,7 +131,7 @@ def test_a_long_gradient_tape_runs_as_a_chain_of_shared_functions(tmp_path, monk
     defined = set(re.findall(r"llvm\.func (?:\w+ )*@(__sprue_run_\d+)\(", text))
     calls = re.findall(r"llvm\.call @(__sprue_run_\d+)\(", text)
     assert set(calls) == defined and len(calls) >= 3, (calls, defined)
-    main = text[text.index("llvm.func @main("):]
+    main = text[text.index("llvm.func @_mlir_ciface_main("):]
     main = main[:main.index("\n  }\n")]
     # every call, allocation and free is in a run: the entry only unpacks arguments, calls the
     # runs and stores results
