@@ -24,7 +24,7 @@ import functools
 from torch_mlir import ir
 
 from sprue.lowering.entry_results import _CIFACE, _gep, _member_type, _members, _not_atomic, _offsets
-from sprue.lowering.mlir_util import as_operation, ops_where
+from sprue.lowering.mlir_util import as_operation, returns_of
 
 
 def _position(op: ir.Operation) -> tuple[int, ...]:
@@ -87,10 +87,32 @@ def _epilogue(ciface: ir.Operation, call: ir.Operation) -> tuple[str, int | None
     return None
 
 
-def _fold_extracts(fn: ir.Operation) -> None:
-    """Each `llvm.extractvalue` of a field an insertvalue chain set takes that value; the chains
-    and extracts left unused are erased."""
-    for extract in ops_where(fn, lambda op: op.name == "llvm.extractvalue"):
+def _descriptor_chains(block: ir.Block) -> list[ir.Operation]:
+    """The insertvalue ops of the chains that build a struct from `block`'s arguments, in order
+    along each chain."""
+    found: list[ir.Operation] = []
+    seen: set[ir.Operation] = set()
+    for arg in block.arguments:
+        for use in arg.uses:
+            op = as_operation(use.owner)
+            while op.name == "llvm.insertvalue" and op not in seen:   # down the chain
+                seen.add(op)
+                found.append(op)
+                nxt = [as_operation(u.owner) for u in op.results[0].uses if u.operand_number == 0]
+                if len(nxt) != 1:
+                    break
+                op = nxt[0]
+    return found
+
+
+def _fold_extracts(block: ir.Block) -> None:
+    """Each `llvm.extractvalue` of a field that a chain of insertvalues from `block`'s arguments
+    set takes that value; the chains left unused are erased."""
+    chains = _descriptor_chains(block)
+    extracts = [as_operation(u.owner) for op in chains for u in op.results[0].uses]
+    for extract in extracts:
+        if extract.name != "llvm.extractvalue":
+            continue
         want, value = _position(extract), extract.operands[0]
         while not isinstance(value, ir.BlockArgument):
             insert = as_operation(value.owner)
@@ -104,9 +126,15 @@ def _fold_extracts(fn: ir.Operation) -> None:
             if got[:len(want)] == want or want[:len(got)] == got:   # overlapping: not one field
                 break
             value = insert.operands[0]
-    for op in reversed(ops_where(fn, lambda op: op.name in ("llvm.insertvalue", "llvm.mlir.poison", "llvm.mlir.undef"))):
-        if not any(True for _ in op.results[0].uses):
-            op.erase()
+    for op in reversed(chains):
+        if any(True for _ in op.results[0].uses):
+            continue
+        root = op.operands[0]
+        op.erase()
+        if not isinstance(root, ir.BlockArgument) and not any(True for _ in root.uses):
+            owner = as_operation(root.owner)
+            if owner.name in ("llvm.mlir.poison", "llvm.mlir.undef"):
+                owner.erase()
 
 
 def _read_through_pointers(fn: ir.Operation, ciface: ir.Operation, call: ir.Operation) -> bool:
@@ -118,7 +146,7 @@ def _read_through_pointers(fn: ir.Operation, ciface: ir.Operation, call: ir.Oper
     fields = [None if pos is None else _field_offset(struct, pos) for _, pos, struct in sources]
     if any(f is None and pos is not None for f, (_, pos, _) in zip(fields, sources)):
         return False
-    _fold_extracts(fn)
+    _fold_extracts(block)
     old = len(block.arguments)
     params = [block.add_argument(a.type, fn.location) for a in ciface.regions[0].blocks[0].arguments]
     first = block.operations[0] if len(block.operations) else None
@@ -136,7 +164,7 @@ def _read_through_pointers(fn: ir.Operation, ciface: ir.Operation, call: ir.Oper
         block.erase_argument(i)
     if epilogue[0] == "store":
         out = params[epilogue[1]]
-        for ret in ops_where(fn, lambda op: op.name == "llvm.return"):
+        for ret in returns_of(fn):
             with ir.InsertionPoint(ret), ret.location:
                 ir.Operation.create("llvm.store", operands=[ret.operands[0], out], attributes=_not_atomic())
                 ir.Operation.create("llvm.return")
@@ -156,20 +184,21 @@ def _read_through_pointers(fn: ir.Operation, ciface: ir.Operation, call: ir.Oper
 
 def read_entry_arguments(module: ir.Module) -> None:
     """Each entry function whose C interface only unpacks descriptors, calls it and stores or
-    returns its result becomes that interface (module doc)."""
+    returns its result becomes that interface (module doc). Only its interface calls an entry
+    function (func-to-llvm made the one from the other, and the parts and runs outlined from its
+    body call what was outlined): the interface's body is all there is to read, not the module
+    (a walk over a deep training step's ops was a third of this rewrite's time)."""
     functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
                  for op in map(as_operation, module.body.operations) if op.name == "llvm.func"}
-    entries = {name[len(_CIFACE):] for name in functions if name.startswith(_CIFACE)}
-    calls: dict[str, list[ir.Operation]] = {}
-    for op in ops_where(module.operation, lambda op: op.name == "llvm.call" and "callee" in op.attributes):
-        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        if callee in entries:
-            calls.setdefault(callee, []).append(op)
-    for raw in entries:
-        ciface, fn, sites = functions[_CIFACE + raw], functions.get(raw), calls.get(raw, [])
+    for name, ciface in functions.items():
+        raw = name[len(_CIFACE):] if name.startswith(_CIFACE) else None
+        fn = functions.get(raw) if raw else None
         if fn is None or not ciface.regions[0].blocks or not fn.regions[0].blocks:
             continue
-        if len(sites) == 1 and as_operation(sites[0].parent) == ciface:
+        sites = [op for op in map(as_operation, ciface.regions[0].blocks[0].operations)
+                 if op.name == "llvm.call" and "callee" in op.attributes
+                 and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == raw]
+        if len(sites) == 1:
             _read_through_pointers(fn, ciface, sites[0])
 
 

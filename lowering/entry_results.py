@@ -27,7 +27,7 @@ import re
 from torch_mlir import ir
 
 from sprue.lowering.allocation import split_top_level
-from sprue.lowering.mlir_util import as_operation, ops_where
+from sprue.lowering.mlir_util import as_operation, ops_where, returns_of
 
 _CIFACE = "_mlir_ciface_"
 # Internal functions returning this many results or more return them through memory; their
@@ -124,7 +124,7 @@ def _store_results(fn: ir.Operation, offsets: list[int]) -> bool:
     """Rewrites `fn` (a result struct of members at `offsets`) to store them through a new last
     parameter; False, and `fn` untouched, where a return is not a plain insertvalue chain."""
     count = len(offsets)
-    returns = ops_where(fn, lambda op: op.name == "llvm.return")
+    returns = returns_of(fn)
     chains = [_inserted(ret.operands[0], count) if len(ret.operands) == 1 else None for ret in returns]
     if not returns or any(c is None for c in chains):
         return False
@@ -172,7 +172,7 @@ def _call_passing(call: ir.Operation, extra: ir.Value) -> ir.Operation:
 def _result_plan(fn: ir.Operation) -> tuple[str, list[int], int] | None:
     """(struct type, member offsets, size) of the struct `fn` returns, where every member's layout is
     known; None for a function returning anything else."""
-    returns = ops_where(fn, lambda op: op.name == "llvm.return")
+    returns = returns_of(fn)
     if not returns or len(returns[0].operands) != 1:
         return None
     struct = str(returns[0].operands[0].type)

@@ -172,6 +172,18 @@ def ops_where(root: ir.Operation, keep: Callable[[ir.Operation], bool],
     return found
 
 
+def returns_of(fn: ir.Operation) -> list[ir.Operation]:
+    """The `llvm.return` ops of an llvm.func: its blocks' terminators (an LLVM dialect function
+    has no nested regions), found without walking every op of its body."""
+    found = []
+    for block in fn.regions[0].blocks:
+        ops = block.operations
+        last = as_operation(ops[len(ops) - 1]) if len(ops) else None
+        if last is not None and last.name == "llvm.return":
+            found.append(last)
+    return found
+
+
 # ---------------------------------------------------------------------------
 # Builders
 # ---------------------------------------------------------------------------

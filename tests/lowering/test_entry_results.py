@@ -61,7 +61,7 @@ BODY  ret void
 """
 
 
-def _codegen_options_seen(lines: int, monkeypatch) -> list[str]:
+def _codegen_options_seen(lines: int, monkeypatch, about: str = "sched") -> list[str]:
     seen: list[str] = []
     real = backend.llvm.set_option
 
@@ -72,7 +72,7 @@ def _codegen_options_seen(lines: int, monkeypatch) -> list[str]:
     body = "".join(f"  %q{i} = getelementptr i64, ptr %p, i64 {i}\n  store volatile i64 {i}, ptr %q{i}\n"
                    for i in range(lines // 2))
     backend.codegen(_STORES.replace("BODY", body))
-    return [o for o in seen if "sched" in o]
+    return [o for o in seen if about in o]
 
 
 def test_a_module_with_a_huge_block_is_emitted_unscheduled_and_the_options_restored(monkeypatch):
@@ -82,6 +82,12 @@ def test_a_module_with_a_huge_block_is_emitted_unscheduled_and_the_options_resto
 
 def test_a_module_of_short_blocks_is_scheduled(monkeypatch):
     assert _codegen_options_seen(backend.SCHEDULE_MAX_BLOCK // 2, monkeypatch) == []
+
+
+def test_dead_store_elimination_walks_less_in_a_module_with_a_long_block(monkeypatch):
+    assert _codegen_options_seen(2 * backend.DSE_LONG_BLOCK, monkeypatch, "dse") == [
+        f"-dse-memoryssa-walklimit={backend.DSE_WALK_LIMIT}", "-dse-memoryssa-walklimit=90"]
+    assert _codegen_options_seen(backend.DSE_LONG_BLOCK // 2, monkeypatch, "dse") == []
 
 
 def test_longest_block_counts_the_lines_between_labels():
