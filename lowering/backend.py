@@ -36,6 +36,7 @@ from sprue.base.timing import step
 from sprue.lowering import pipeline as _pipeline
 from sprue.lowering.allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
 from sprue.lowering.masked_stores import keep_stores_unmasked
+from sprue.lowering.parallel_runtime import PARALLEL_SOURCE, PARALLEL_SYMBOL, parallel_source
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, check_target, machine_cpu_and_features
 from sprue.lowering.vector_math import (  # noqa: F401 (_libmvec_has: tests)
@@ -434,6 +435,8 @@ def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
     compiler = find_c_compiler()
     objects = [_c_object(compiler, Path(src)) for src in extra_sources]
     cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects), "-lm"]
+    if any(str(src).endswith(PARALLEL_SOURCE) for src in extra_sources):
+        cmd.append("-lpthread")   # (part of libc since glibc 2.34; a library of its own before)
     if _libmvec_available():   # only recorded as needed when the object calls it (use_vector_math)
         cmd += ["-Wl,--as-needed", f"-l:{LIBMVEC}", "-Wl,--no-as-needed"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -620,6 +623,8 @@ def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
     """The C sources a kernel links with: sprue's runtime (allocation.py: the checked allocator
     every library calls) and, when the kernel needs it, memrefCopy."""
     sources = [runtime_source(directory, name)]
+    if f"@{PARALLEL_SYMBOL}(" in llvm_ir:
+        sources.append(parallel_source(directory, name))
     if "@memrefCopy(" in llvm_ir:
         path = directory / f"{name}.memref_copy.c"
         path.write_text(_MEMREF_COPY_C)

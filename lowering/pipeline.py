@@ -51,6 +51,7 @@ from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_r
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
 from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
+from sprue.lowering.parallel import call_parallel_bodies, parallelize_loops
 from sprue.lowering.partition import partition_functions
 from sprue.lowering.vector_math import call_libm
 
@@ -176,10 +177,16 @@ _AFTER_BUFFERIZATION: tuple[Rewrite, ...] = (
 _AFTER_LLVM: tuple[Rewrite, ...] = (
     store_entry_results,      # several results stored one by one, not returned as a struct (entry_results.py)
     read_entry_arguments,     # the entry function is its C interface: no descriptor taken apart (entry_arguments.py)
+    call_parallel_bodies,     # parallel loops call the pool (parallel.py)
     apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
 )
 
-PREPARE: dict[str, tuple[Rewrite, ...]] = {"bufferized": _BEFORE_BUFFERIZATION, "llvm": _BEFORE_LLVM}
+_BEFORE_LOOPS: tuple[Rewrite, ...] = (
+    parallelize_loops,   # big ops with a parallel first loop: run in chunks on the pool (parallel.py)
+)
+
+PREPARE: dict[str, tuple[Rewrite, ...]] = {"bufferized": _BEFORE_BUFFERIZATION, "loops": _BEFORE_LOOPS,
+                                           "llvm": _BEFORE_LLVM}
 FINISH: dict[str, tuple[Rewrite, ...]] = {"linalg": _AFTER_LINALG, "bufferized": _AFTER_BUFFERIZATION,
                                           "llvm": _AFTER_LLVM}
 

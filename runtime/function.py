@@ -57,7 +57,7 @@ import numpy as np
 
 from sprue.base.errors import ArgumentTypeError, SprueTypeError, SprueValueError
 from sprue.base.errors import LibraryLoadError as _LibraryLoadError
-from sprue.runtime import cffi_ops, fastcall
+from sprue.runtime import cffi_ops, fastcall, threads
 from sprue.runtime.abi import c_interface
 from sprue.runtime.arguments import ArgumentConverter
 from sprue.runtime.kernel_signature import Signature
@@ -135,7 +135,7 @@ class CompiledFunction:
         self.signature = signature
         iface = c_interface(signature, symbol)
         ffi = cffi.FFI()
-        ffi.cdef(iface.types_cdef + iface.error_decl)
+        ffi.cdef(iface.types_cdef + iface.error_decl + threads.DECLS)
         if ffi.sizeof("void *") != 8:
             # The descriptor word layout (results.py) assumes 8-byte pointers.
             raise LibraryLoadError("sprue.runtime needs a 64-bit platform")
@@ -150,6 +150,7 @@ class CompiledFunction:
         # a status, 0 or the byte count of the allocation that failed. Any other (MLIR's own C
         # interface, void) is called as it is, unchecked.
         self.checked = _exports(self._lib, iface.error_function)
+        self._pool = threads.register(self._lib)   # its parallel loops' thread count (runtime/threads.py)
         ffi.cdef(iface.checked_decl if self.checked else iface.unchecked_decl)
         # What a failed allocation was for, from its byte count (qjit sets it: the arrays of the
         # jaxpr and their source lines); None: the message gives the size only.

@@ -39,14 +39,13 @@ def test_arguments_of_every_kind_reach_the_entry_through_their_descriptors(tmp_p
     entry = _entry(text)
     signature = entry[:entry.index("{")]
     assert "i64, i64" not in signature, signature       # descriptors passed by pointer, not by field
-    # each field read where it is used, once: a static argument's aligned pointer (offset 8) only
-    # (the arrays of static shape: v, k's rows are dynamic, the scalars s and n as 0-d arrays)
+    # each field read where it is used, once (a 0-d argument's aligned pointer, offset 8, only)
     reads = re.findall(r"llvm\.getelementptr %arg(\d+)\[(\d+)\]", entry)
     assert len(reads) == len(set(reads)), reads
     fields = {}
     for arg, offset in reads:
         fields.setdefault(arg, []).append(int(offset))
-    assert sum(1 for offsets in fields.values() if offsets == [8]) >= 3, fields
+    assert any(offsets == [8] for offsets in fields.values()), fields
     assert any(len(offsets) == 7 for offsets in fields.values()), fields      # x: sizes and strides
 
 

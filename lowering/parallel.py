@@ -1,0 +1,258 @@
+"""Parallel loops: the outer parallel dimension of big linalg ops runs in chunks on the pool.
+
+Two rewrites, on either side of the LLVM conversion (the pool: parallel_runtime.py):
+
+- `parallelize_loops` (buffers, before convert-linalg-to-loops): a linalg.generic whose first loop
+  is parallel, whose operands all index it through projected permutations (each output indexing
+  it: a chunk writes its own rows) and which does at least PARALLEL_MIN_ELEMENTS iterations
+  becomes a call `__sprue_par_K(lo, hi, grain, operands...)` of a private function doing the op on
+  the rows [lo, hi) of each operand that has that dimension (subviews); the call site covers
+  [0, n) with `grain` rows a chunk, at least CHUNK_ELEMENTS iterations each. Ops that read an
+  output's buffer through another view, or use linalg.index, stay as they are.
+- `call_parallel_bodies` (LLVM dialect): each call of such a function becomes a call of the pool,
+  `_sprue_parallel_for(task, ctx, n, grain)`: its operands are stored in a struct on the caller's
+  stack (`ctx`), and `__sprue_task_K(lo, hi, ctx)` loads them back and calls the body.
+
+The chunks' bounds follow from n and grain only, and each writes only its own rows, so results
+are the same bits with any number of threads. Reductions over the first dimension, products and
+scans are not split yet.
+"""
+from __future__ import annotations
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, func
+
+from sprue.lowering.entry_results import _gep, _layout, _not_atomic
+from sprue.lowering.mlir_util import as_operation, captures, ops_where
+from sprue.lowering.outline import new_private_function
+from sprue.lowering.parallel_runtime import PARALLEL_SYMBOL
+
+# Below this many iterations of a loop nest, a parallel call costs more than it saves (the
+# workers' wake-up is several microseconds).
+PARALLEL_MIN_ELEMENTS = 1 << 16
+# Each chunk does at least this many iterations.
+CHUNK_ELEMENTS = 1 << 14
+_PREFIX = "__sprue_par_"
+_TASK = "__sprue_task_"
+_VIEWS = frozenset({"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape",
+                    "memref.expand_shape", "memref.transpose"})
+
+
+def _root(value: ir.Value) -> ir.Value:
+    """The buffer `value` views."""
+    while not isinstance(value.owner, ir.Block) and as_operation(value.owner).name in _VIEWS:
+        value = as_operation(value.owner).operands[0]
+    return value
+
+
+def _dim_positions(op: ir.Operation) -> list[int | None] | None:
+    """For each operand, where its indexing map puts loop dimension 0 (None: not there); None if a
+    map is not a projected permutation."""
+    out = []
+    for attr in ir.ArrayAttr(op.attributes["indexing_maps"]):
+        amap = ir.AffineMapAttr(attr).value
+        if not amap.is_projected_permutation:
+            return None
+        pos = [i for i, e in enumerate(amap.results) if str(e) == "d0"]
+        out.append(pos[0] if pos else None)
+    return out
+
+
+def _loop_sizes(op: ir.Operation) -> list[int | None]:
+    """The static size of each loop dimension of `op` (None where only run-time sizes give it)."""
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    sizes: list[int | None] = [None] * maps[0].n_dims
+    for value, amap in zip(op.operands, maps):
+        shape = ir.MemRefType(value.type).shape
+        for i, e in enumerate(amap.results):
+            d = str(e)
+            if d.startswith("d") and d[1:].isdigit() and not ir.ShapedType.is_dynamic_size(shape[i]):
+                sizes[int(d[1:])] = shape[i]
+    return sizes
+
+
+def _eligible(op: ir.Operation) -> list[int | None] | None:
+    if op.name != "linalg.generic" or len(op.results):
+        return None
+    if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
+        return None
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    if not iterators or "parallel" not in iterators[0]:
+        return None
+    positions = _dim_positions(op)
+    n_ins = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
+    if positions is None or any(p is None for p in positions[n_ins:]):
+        return None
+    if ops_where(op, lambda o: o.name == "linalg.index"):
+        return None
+    if any(v not in set(op.operands) and (isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "arith.constant")
+           for v in captures([op])[0]):   # the body reads a value from outside: constants only (copied)
+        return None
+    outs = {_root(v) for v in list(op.operands)[n_ins:]}
+    for k, v in enumerate(list(op.operands)[:n_ins]):   # an output's buffer read through another view
+        if _root(v) in outs and not any(v == o and positions[k] == positions[n_ins + j]
+                                        for j, o in enumerate(list(op.operands)[n_ins:])):
+            return None
+    sizes = _loop_sizes(op)
+    if all(s is not None for s in sizes):
+        total = 1
+        for s in sizes:
+            total *= s
+        if total < PARALLEL_MIN_ELEMENTS or sizes[0] < 2:
+            return None
+    return positions
+
+
+def _subview(value: ir.Value, dim: int, lo: ir.Value, size: ir.Value) -> ir.Value:
+    """The rows [lo, lo + size) of `value` along `dim`."""
+    t = ir.MemRefType(value.type)
+    strides, _ = t.get_strides_and_offset()
+    dyn = ir.ShapedType.get_dynamic_size()
+    dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
+    shape = list(t.shape)
+    shape[dim] = dyn
+    dims = "x".join("?" if ir.ShapedType.is_dynamic_size(s) else str(s) for s in shape)
+    layout = ", ".join("?" if s == dyn_offset else str(s) for s in strides)
+    result = ir.Type.parse(f"memref<{dims}x{t.element_type}, strided<[{layout}], offset: ?>>")
+    sizes_dyn = []
+    static_sizes = []
+    for i, s in enumerate(t.shape):
+        if i == dim:
+            static_sizes.append(dyn)
+            sizes_dyn.append(size)
+        elif ir.ShapedType.is_dynamic_size(s):
+            static_sizes.append(dyn)
+            sizes_dyn.append(ir.Operation.create("memref.dim", results=[ir.IndexType.get()], operands=[
+                value, arith.ConstantOp(ir.IndexType.get(), i).result]).results[0])
+        else:
+            static_sizes.append(s)
+    offsets = [dyn_offset if i == dim else 0 for i in range(t.rank)]
+    return ir.Operation.create("memref.subview", results=[result], operands=[value, lo, *sizes_dyn], attributes={
+        "static_offsets": ir.DenseI64ArrayAttr.get(offsets),
+        "static_sizes": ir.DenseI64ArrayAttr.get(static_sizes),
+        "static_strides": ir.DenseI64ArrayAttr.get([1] * t.rank),
+        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, len(sizes_dyn), 0])}).results[0]
+
+
+def _outline(op: ir.Operation, positions: list[int | None], module: ir.Module, name: str) -> None:
+    index = ir.IndexType.get()
+    operands = list(op.operands)
+    with op.location:
+        fn, entry = new_private_function(module, name, [index, index, index] + [v.type for v in operands], [])
+        del fn.attributes["llvm.no_inline"]   # into its task, its only caller
+        roots = [_root(v) for v in operands]
+        arg_attrs = [ir.DictAttr.get({})] * 3
+        for r in roots:   # a buffer no other operand views: LLVM may vectorize without overlap checks
+            alone = sum(1 for o in roots if o == r) == 1
+            arg_attrs.append(ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()} if alone else {}))
+        fn.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
+        lo, hi = entry.arguments[0], entry.arguments[1]
+        with ir.InsertionPoint(entry):
+            size = arith.SubIOp(hi, lo).result
+            views = [entry.arguments[3 + k] if p is None else _subview(entry.arguments[3 + k], p, lo, size)
+                     for k, p in enumerate(positions)]
+            constants = {}
+            for v in captures([op])[0]:
+                if v not in set(operands):
+                    constants[v] = as_operation(v.owner).clone().results[0]
+            copy = op.clone()
+            for k, v in enumerate(views):
+                copy.operands[k] = v
+            if constants:
+                for inner, i, v in captures([copy])[1]:
+                    if v in constants:
+                        inner.operands[i] = constants[v]
+            func.ReturnOp([])
+        # the call site: rows [0, n), `grain` a chunk
+        with ir.InsertionPoint(op):
+            k = positions.index(next(p for p in positions if p is not None))
+            zero = arith.ConstantOp(index, 0).result
+            n = ir.Operation.create("memref.dim", results=[index], operands=[
+                operands[k], arith.ConstantOp(index, positions[k]).result]).results[0]
+            sizes = _loop_sizes(op)
+            inner = 1
+            for s in sizes[1:]:
+                inner *= s if s is not None else 1
+            grain = arith.ConstantOp(index, max(1, -(-CHUNK_ELEMENTS // inner))).result
+            func.CallOp([], name, [zero, n, grain, *operands])
+    op.erase()
+
+
+def parallelize_loops(module: ir.Module) -> None:
+    """Big linalg ops with a parallel first loop: calls of functions the pool runs in chunks
+    (module doc)."""
+    found = [(op, p) for op in ops_where(module.operation, lambda o: o.name == "linalg.generic")
+             for p in [_eligible(op)] if p is not None]
+    for k, (op, positions) in enumerate(found):
+        _outline(op, positions, module, f"{_PREFIX}{k}")
+
+
+# -- after the LLVM conversion -------------------------------------------------------------------
+def _llvm_func(module: ir.Module, name: str, params: list[str]) -> tuple[ir.Operation, ir.Block]:
+    with ir.InsertionPoint(module.body), ir.Location.unknown():
+        fn = ir.Operation.create("llvm.func", regions=1, attributes={
+            "sym_name": ir.StringAttr.get(name),
+            "function_type": ir.TypeAttr.get(ir.Type.parse(f"!llvm.func<void ({', '.join(params)})>")),
+            "linkage": ir.Attribute.parse("#llvm.linkage<internal>")})
+    block = fn.regions[0].blocks.append(*[ir.Type.parse(p) for p in params])
+    return fn, block
+
+
+def _task(module: ir.Module, callee: str, types: list[ir.Type], offsets: list[int]) -> str:
+    """`__sprue_task_K(lo, hi, ctx)`: loads the body's operands from ctx and calls it."""
+    name = _TASK + callee[len(_PREFIX):]
+    fn, block = _llvm_func(module, name, ["i64", "i64", "!llvm.ptr"])
+    with ir.InsertionPoint(block), ir.Location.unknown():
+        loaded = [ir.Operation.create("llvm.load", results=[t], operands=[_gep(block.arguments[2], off)],
+                                      attributes=_not_atomic()).results[0] for t, off in zip(types, offsets)]
+        ir.Operation.create("llvm.call", operands=[block.arguments[0], block.arguments[1], *loaded], attributes={
+            "callee": ir.FlatSymbolRefAttr.get(callee),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2 + len(loaded), 0]),
+            "op_bundle_sizes": ir.DenseI32ArrayAttr.get([])})
+        ir.Operation.create("llvm.return")
+    return name
+
+
+def call_parallel_bodies(module: ir.Module) -> None:
+    """Each call of a parallel body: a call of the pool with its operands in a stack struct (module doc)."""
+    calls = ops_where(module.operation, lambda o: o.name == "llvm.call" and "callee" in o.attributes
+                      and ir.FlatSymbolRefAttr(o.attributes["callee"]).value.startswith(_PREFIX))
+    if not calls:
+        return
+    ptr, i64 = ir.Type.parse("!llvm.ptr"), ir.IntegerType.get_signless(64)
+    tasks: dict[str, str] = {}
+    with ir.InsertionPoint(module.body), ir.Location.unknown():
+        ir.Operation.create("llvm.func", regions=1, attributes={
+            "sym_name": ir.StringAttr.get(PARALLEL_SYMBOL),
+            "function_type": ir.TypeAttr.get(ir.Type.parse("!llvm.func<void (ptr, ptr, i64, i64)>"))})
+    for call in calls:
+        callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+        operands = list(call.operands)
+        lo, n, grain, rest = operands[0], operands[1], operands[2], operands[2:]   # (the body takes grain too)
+        types = [v.type for v in rest]
+        offsets, end = [], 0
+        for t in types:
+            size, align = _layout(str(t))
+            end = -(-end // align) * align
+            offsets.append(end)
+            end += size
+        if callee not in tasks:
+            tasks[callee] = _task(module, callee, types, offsets)
+        with ir.InsertionPoint(call), call.location:
+            one = ir.Operation.create("llvm.mlir.constant", results=[i64], attributes={"value": ir.IntegerAttr.get(i64, 1)})
+            ctx = ir.Operation.create("llvm.alloca", results=[ptr], operands=[one.results[0]], attributes={
+                "elem_type": ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{max(end, 1)} x i8>")),
+                "alignment": ir.IntegerAttr.get(i64, 16)}).results[0]
+            for v, off in zip(rest, offsets):
+                ir.Operation.create("llvm.store", operands=[v, _gep(ctx, off)], attributes=_not_atomic())
+            task = ir.Operation.create("llvm.mlir.addressof", results=[ptr], attributes={
+                "global_name": ir.FlatSymbolRefAttr.get(tasks[callee])}).results[0]
+            ir.Operation.create("llvm.call", operands=[task, ctx, n, grain], attributes={
+                "callee": ir.FlatSymbolRefAttr.get(PARALLEL_SYMBOL),
+                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([4, 0]),
+                "op_bundle_sizes": ir.DenseI32ArrayAttr.get([])})
+        del lo
+        call.erase()
+
+
+__all__ = ["CHUNK_ELEMENTS", "PARALLEL_MIN_ELEMENTS", "call_parallel_bodies", "parallelize_loops"]
