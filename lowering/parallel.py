@@ -1,14 +1,18 @@
-"""Parallel loops: the outer parallel dimension of big linalg ops runs in chunks on the pool.
+"""Parallel loops: the outer dimension of big elementwise linalg ops runs in chunks on the pool.
 
 Two rewrites, on either side of the LLVM conversion (the pool: parallel_runtime.py):
 
-- `parallelize_loops` (buffers, before convert-linalg-to-loops): a linalg.generic whose first loop
-  is parallel, whose operands all index it through projected permutations (each output indexing
+- `parallelize_loops` (buffers, before convert-linalg-to-loops): a linalg.generic whose loops are
+  all parallel (elementwise ops, broadcasts, transposes), whose operands all index it through projected permutations (each output indexing
   it: a chunk writes its own rows) and which does at least PARALLEL_MIN_ELEMENTS iterations
   becomes a call `__sprue_par_K(lo, hi, grain, operands...)` of a private function doing the op on
   the rows [lo, hi) of each operand that has that dimension (subviews); the call site covers
   [0, n) with `grain` rows a chunk, at least CHUNK_ELEMENTS iterations each. Ops that read an
-  output's buffer through another view, or use linalg.index, stay as they are.
+  output's buffer through another view, or use linalg.index, stay as they are; so, for now, do
+  ops with run-time sizes and ops inside loops and branches: outlined, they ran slower on one
+  thread (an LSTM scan's steps with run-time sizes 2x, an MLP training loop's steps 1.3x: the
+  call per step and what later rewrites no longer see across the call), which the measured
+  thresholds for them must first win back.
 - `call_parallel_bodies` (LLVM dialect): each call of such a function becomes a call of the pool,
   `_sprue_parallel_for(task, ctx, n, grain)`: its operands are stored in a struct on the caller's
   stack (`ctx`), and `__sprue_task_K(lo, hi, ctx)` loads them back and calls the body.
@@ -22,8 +26,8 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func
 
-from sprue.lowering.entry_results import _gep, _layout, _not_atomic
-from sprue.lowering.mlir_util import as_operation, captures, ops_where
+from sprue.lowering.entry_results import _gep, _layout, _not_atomic, _parent_function
+from sprue.lowering.mlir_util import LOOP_OPS, as_operation, captures, ops_where
 from sprue.lowering.outline import new_private_function
 from sprue.lowering.parallel_runtime import PARALLEL_SYMBOL
 
@@ -77,8 +81,8 @@ def _eligible(op: ir.Operation) -> list[int | None] | None:
     if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
         return None
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    if not iterators or "parallel" not in iterators[0]:
-        return None
+    if not iterators or not all("parallel" in i for i in iterators):
+        return None   # (reductions: their accumulators, kept in registers by accumulators.py, not on subviews yet)
     positions = _dim_positions(op)
     n_ins = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
     if positions is None or any(p is None for p in positions[n_ins:]):
@@ -88,19 +92,34 @@ def _eligible(op: ir.Operation) -> list[int | None] | None:
     if any(v not in set(op.operands) and (isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "arith.constant")
            for v in captures([op])[0]):   # the body reads a value from outside: constants only (copied)
         return None
+    seen: dict[ir.Value, int | None] = {}
+    for v, p in zip(op.operands, positions):
+        if seen.setdefault(v, p) != p:   # one buffer, its rows along two dimensions
+            return None
     outs = {_root(v) for v in list(op.operands)[n_ins:]}
     for k, v in enumerate(list(op.operands)[:n_ins]):   # an output's buffer read through another view
         if _root(v) in outs and not any(v == o and positions[k] == positions[n_ins + j]
                                         for j, o in enumerate(list(op.operands)[n_ins:])):
             return None
     sizes = _loop_sizes(op)
-    if all(s is not None for s in sizes):
-        total = 1
-        for s in sizes:
-            total *= s
-        if total < PARALLEL_MIN_ELEMENTS or sizes[0] < 2:
-            return None
+    if any(s is None for s in sizes) or _in_loop(op):
+        return None
+    total = 1
+    for s in sizes:
+        total *= s
+    if total < PARALLEL_MIN_ELEMENTS or sizes[0] < 2:
+        return None
     return positions
+
+
+def _in_loop(op: ir.Operation) -> bool:
+    """Whether a loop or a branch encloses `op` in its function."""
+    parent = as_operation(op.parent)
+    while parent.name not in ("func.func", "builtin.module"):
+        if parent.name in LOOP_OPS or parent.name == "scf.if":
+            return True
+        parent = as_operation(parent.parent)
+    return False
 
 
 def _subview(value: ir.Value, dim: int, lo: ir.Value, size: ir.Value) -> ir.Value:
@@ -137,10 +156,15 @@ def _subview(value: ir.Value, dim: int, lo: ir.Value, size: ir.Value) -> ir.Valu
 def _outline(op: ir.Operation, positions: list[int | None], module: ir.Module, name: str) -> None:
     index = ir.IndexType.get()
     operands = list(op.operands)
+    # each buffer passed once: an op updating a buffer in place reads and writes it through one
+    # pointer (two equal pointers LLVM cannot tell apart fail its vectorizer's overlap check at
+    # run time: the GELU of a transformer block ran scalar, 1.35x slower)
+    params = list(dict.fromkeys(operands))
+    where = {v: positions[k] for k, v in enumerate(operands)}
     with op.location:
-        fn, entry = new_private_function(module, name, [index, index, index] + [v.type for v in operands], [])
+        fn, entry = new_private_function(module, name, [index, index, index] + [v.type for v in params], [])
         del fn.attributes["llvm.no_inline"]   # into its task, its only caller
-        roots = [_root(v) for v in operands]
+        roots = [_root(v) for v in params]
         arg_attrs = [ir.DictAttr.get({})] * 3
         for r in roots:   # a buffer no other operand views: LLVM may vectorize without overlap checks
             alone = sum(1 for o in roots if o == r) == 1
@@ -149,15 +173,15 @@ def _outline(op: ir.Operation, positions: list[int | None], module: ir.Module, n
         lo, hi = entry.arguments[0], entry.arguments[1]
         with ir.InsertionPoint(entry):
             size = arith.SubIOp(hi, lo).result
-            views = [entry.arguments[3 + k] if p is None else _subview(entry.arguments[3 + k], p, lo, size)
-                     for k, p in enumerate(positions)]
+            views = {v: entry.arguments[3 + k] if where[v] is None else _subview(entry.arguments[3 + k], where[v], lo, size)
+                     for k, v in enumerate(params)}
             constants = {}
             for v in captures([op])[0]:
-                if v not in set(operands):
+                if v not in where:
                     constants[v] = as_operation(v.owner).clone().results[0]
             copy = op.clone()
-            for k, v in enumerate(views):
-                copy.operands[k] = v
+            for k, v in enumerate(operands):
+                copy.operands[k] = views[v]
             if constants:
                 for inner, i, v in captures([copy])[1]:
                     if v in constants:
@@ -174,7 +198,7 @@ def _outline(op: ir.Operation, positions: list[int | None], module: ir.Module, n
             for s in sizes[1:]:
                 inner *= s if s is not None else 1
             grain = arith.ConstantOp(index, max(1, -(-CHUNK_ELEMENTS // inner))).result
-            func.CallOp([], name, [zero, n, grain, *operands])
+            func.CallOp([], name, [zero, n, grain, *params])
     op.erase()
 
 
@@ -238,11 +262,15 @@ def call_parallel_bodies(module: ir.Module) -> None:
             end += size
         if callee not in tasks:
             tasks[callee] = _task(module, callee, types, offsets)
-        with ir.InsertionPoint(call), call.location:
+        # the struct at the caller's entry, not where the call is: in a loop body (a scan's step)
+        # an alloca there would grow the stack at every trip
+        entry = _parent_function(call).regions[0].blocks[0]
+        with ir.InsertionPoint.at_block_begin(entry), call.location:
             one = ir.Operation.create("llvm.mlir.constant", results=[i64], attributes={"value": ir.IntegerAttr.get(i64, 1)})
             ctx = ir.Operation.create("llvm.alloca", results=[ptr], operands=[one.results[0]], attributes={
                 "elem_type": ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{max(end, 1)} x i8>")),
                 "alignment": ir.IntegerAttr.get(i64, 16)}).results[0]
+        with ir.InsertionPoint(call), call.location:
             for v, off in zip(rest, offsets):
                 ir.Operation.create("llvm.store", operands=[v, _gep(ctx, off)], attributes=_not_atomic())
             task = ir.Operation.create("llvm.mlir.addressof", results=[ptr], attributes={
