@@ -29,26 +29,17 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import memref, scf
 
-from sprue.lowering.mlir_util import as_operation, defined_inside, is_inside, ops_where
+from sprue.lowering.mlir_util import as_operation, defined_inside, is_inside, ops_where, view_root
 
 # Views: the same allocation under another shape or offset.
-_VIEWS = {"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape",
-          "memref.expand_shape", "memref.reshape", "memref.transpose"}
 _ALLOCS = {"memref.alloc", "memref.alloca"}
 # Ops that touch memory other than the loads and stores examined, or whose effects are unknown.
 _PURE_DIALECTS = ("arith.", "math.", "index.", "affine.apply", "affine.min", "affine.max", "ub.poison")
 
 
-def _root(value: ir.Value) -> ir.Value:
-    """The buffer `value` views (through subviews, casts, reshapes)."""
-    while isinstance(value, ir.OpResult) and value.owner.name in _VIEWS:
-        value = value.owner.operands[0]
-    return value
-
-
 def _may_alias(read: ir.Value, alloc: ir.Operation) -> bool:
     """Whether a buffer the loop reads may share memory with the fresh allocation `alloc`."""
-    root = _root(read)
+    root = view_root(read)
     if isinstance(root, ir.OpResult):
         if as_operation(root.owner) == as_operation(alloc):
             return True
@@ -95,14 +86,14 @@ def _accumulators(loop: ir.Operation) -> list[tuple[ir.Operation, list[ir.Operat
     found = []
     for store in stores:
         buf, indices = store.operands[1], list(store.operands[2:])
-        root = _root(buf)
+        root = view_root(buf)
         if store not in position or not isinstance(root, ir.OpResult) or root.owner.name not in _ALLOCS:
             return None
         if any(defined_inside(i, loop) for i in indices) or defined_inside(buf, loop):
             return None
         mine = []
         for load in loads:
-            if _root(load.operands[0]) != root:
+            if view_root(load.operands[0]) != root:
                 if _may_alias(load.operands[0], root.owner):
                     return None
                 continue
@@ -110,7 +101,7 @@ def _accumulators(loop: ir.Operation) -> list[tuple[ir.Operation, list[ir.Operat
             if not (same and load in position and position[load] < position[store]):
                 return None
             mine.append(load)
-        if any(other is not store and _root(other.operands[1]) == root for other in stores):
+        if any(other is not store and view_root(other.operands[1]) == root for other in stores):
             return None
         found.append((store, mine))
     return found

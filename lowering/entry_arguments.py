@@ -65,7 +65,8 @@ def _sources(ciface: ir.Operation, call: ir.Operation) -> list[tuple[int, tuple[
             if load.name != "llvm.load" or not isinstance(load.operands[0], ir.BlockArgument):
                 return None
             loads[loaded] = (load.operands[0].arg_number, str(loaded.type))
-        out.append((*loads[loaded][:1], _position(extract), loads[loaded][1]))
+        param, struct = loads[loaded]
+        out.append((param, _position(extract), struct))
     return out
 
 

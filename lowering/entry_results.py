@@ -72,8 +72,12 @@ def _offsets(struct: str) -> list[tuple[int, int]] | None:
     """Each member's offset in `!llvm.struct<(...)>` text, then (the end of the last, the struct's
     alignment); None where a member's layout is unknown."""
     members = _members(struct)
-    if members is None:
-        return None
+    return None if members is None else member_offsets(members)
+
+
+def member_offsets(members: list[str]) -> list[tuple[int, int]] | None:
+    """Each member's offset in a struct of `members` (types as text), then (the end of the last,
+    the struct's alignment); None where a member's layout is unknown."""
     out, end, align = [], 0, 1
     for member in members:
         lay = _layout(member)

@@ -172,6 +172,18 @@ def ops_where(root: ir.Operation, keep: Callable[[ir.Operation], bool],
     return found
 
 
+# Ops whose result is a view of their first operand's buffer.
+MEMREF_VIEWS = frozenset({"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape",
+                          "memref.expand_shape", "memref.reshape", "memref.transpose"})
+
+
+def view_root(value: ir.Value) -> ir.Value:
+    """The buffer `value` views (through subviews, casts, reshapes)."""
+    while isinstance(value, ir.OpResult) and value.owner.name in MEMREF_VIEWS:
+        value = value.owner.operands[0]
+    return value
+
+
 def returns_of(fn: ir.Operation) -> list[ir.Operation]:
     """The `llvm.return` ops of an llvm.func: its blocks' terminators (an LLVM dialect function
     has no nested regions), found without walking every op of its body."""

@@ -26,8 +26,8 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func
 
-from sprue.lowering.entry_results import _gep, _layout, _not_atomic, _parent_function
-from sprue.lowering.mlir_util import LOOP_OPS, as_operation, captures, ops_where
+from sprue.lowering.entry_results import _gep, _not_atomic, _parent_function, member_offsets
+from sprue.lowering.mlir_util import LOOP_OPS, as_operation, captures, ops_where, view_root
 from sprue.lowering.outline import new_private_function
 from sprue.lowering.parallel_runtime import PARALLEL_SYMBOL
 
@@ -38,17 +38,6 @@ PARALLEL_MIN_ELEMENTS = 1 << 16
 CHUNK_ELEMENTS = 1 << 14
 _PREFIX = "__sprue_par_"
 _TASK = "__sprue_task_"
-_VIEWS = frozenset({"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape",
-                    "memref.expand_shape", "memref.transpose"})
-
-
-def _root(value: ir.Value) -> ir.Value:
-    """The buffer `value` views."""
-    while not isinstance(value.owner, ir.Block) and as_operation(value.owner).name in _VIEWS:
-        value = as_operation(value.owner).operands[0]
-    return value
-
-
 def _dim_positions(op: ir.Operation) -> list[int | None] | None:
     """For each operand, where its indexing map puts loop dimension 0 (None: not there); None if a
     map is not a projected permutation."""
@@ -75,7 +64,9 @@ def _loop_sizes(op: ir.Operation) -> list[int | None]:
     return sizes
 
 
-def _eligible(op: ir.Operation) -> list[int | None] | None:
+def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int]] | None:
+    """(where each operand has the first loop dimension, the loop sizes) of an op to run on the
+    pool (module doc); None for any other."""
     if op.name != "linalg.generic" or len(op.results):
         return None
     if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
@@ -89,17 +80,18 @@ def _eligible(op: ir.Operation) -> list[int | None] | None:
         return None
     if ops_where(op, lambda o: o.name == "linalg.index"):
         return None
-    if any(v not in set(op.operands) and (isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "arith.constant")
+    operands = list(op.operands)
+    if any(v not in operands and (isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "arith.constant")
            for v in captures([op])[0]):   # the body reads a value from outside: constants only (copied)
         return None
     seen: dict[ir.Value, int | None] = {}
-    for v, p in zip(op.operands, positions):
+    for v, p in zip(operands, positions):
         if seen.setdefault(v, p) != p:   # one buffer, its rows along two dimensions
             return None
-    outs = {_root(v) for v in list(op.operands)[n_ins:]}
-    for k, v in enumerate(list(op.operands)[:n_ins]):   # an output's buffer read through another view
-        if _root(v) in outs and not any(v == o and positions[k] == positions[n_ins + j]
-                                        for j, o in enumerate(list(op.operands)[n_ins:])):
+    outs = {view_root(v) for v in operands[n_ins:]}
+    for k, v in enumerate(operands[:n_ins]):   # an output's buffer read through another view
+        if view_root(v) in outs and not any(v == o and positions[k] == positions[n_ins + j]
+                                            for j, o in enumerate(operands[n_ins:])):
             return None
     sizes = _loop_sizes(op)
     if any(s is None for s in sizes) or _in_loop(op):
@@ -109,7 +101,7 @@ def _eligible(op: ir.Operation) -> list[int | None] | None:
         total *= s
     if total < PARALLEL_MIN_ELEMENTS or sizes[0] < 2:
         return None
-    return positions
+    return positions, sizes
 
 
 def _in_loop(op: ir.Operation) -> bool:
@@ -153,7 +145,7 @@ def _subview(value: ir.Value, dim: int, lo: ir.Value, size: ir.Value) -> ir.Valu
         "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, len(sizes_dyn), 0])}).results[0]
 
 
-def _outline(op: ir.Operation, positions: list[int | None], module: ir.Module, name: str) -> None:
+def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], module: ir.Module, name: str) -> None:
     index = ir.IndexType.get()
     operands = list(op.operands)
     # each buffer passed once: an op updating a buffer in place reads and writes it through one
@@ -164,7 +156,7 @@ def _outline(op: ir.Operation, positions: list[int | None], module: ir.Module, n
     with op.location:
         fn, entry = new_private_function(module, name, [index, index, index] + [v.type for v in params], [])
         del fn.attributes["llvm.no_inline"]   # into its task, its only caller
-        roots = [_root(v) for v in params]
+        roots = [view_root(v) for v in params]
         arg_attrs = [ir.DictAttr.get({})] * 3
         for r in roots:   # a buffer no other operand views: LLVM may vectorize without overlap checks
             alone = sum(1 for o in roots if o == r) == 1
@@ -193,10 +185,9 @@ def _outline(op: ir.Operation, positions: list[int | None], module: ir.Module, n
             zero = arith.ConstantOp(index, 0).result
             n = ir.Operation.create("memref.dim", results=[index], operands=[
                 operands[k], arith.ConstantOp(index, positions[k]).result]).results[0]
-            sizes = _loop_sizes(op)
             inner = 1
             for s in sizes[1:]:
-                inner *= s if s is not None else 1
+                inner *= s
             grain = arith.ConstantOp(index, max(1, -(-CHUNK_ELEMENTS // inner))).result
             func.CallOp([], name, [zero, n, grain, *params])
     op.erase()
@@ -205,10 +196,10 @@ def _outline(op: ir.Operation, positions: list[int | None], module: ir.Module, n
 def parallelize_loops(module: ir.Module) -> None:
     """Big linalg ops with a parallel first loop: calls of functions the pool runs in chunks
     (module doc)."""
-    found = [(op, p) for op in ops_where(module.operation, lambda o: o.name == "linalg.generic")
-             for p in [_eligible(op)] if p is not None]
-    for k, (op, positions) in enumerate(found):
-        _outline(op, positions, module, f"{_PREFIX}{k}")
+    found = [(op, plan) for op in ops_where(module.operation, lambda o: o.name == "linalg.generic")
+             for plan in [_eligible(op)] if plan is not None]
+    for k, (op, (positions, sizes)) in enumerate(found):
+        _outline(op, positions, sizes, module, f"{_PREFIX}{k}")
 
 
 # -- after the LLVM conversion -------------------------------------------------------------------
@@ -252,14 +243,10 @@ def call_parallel_bodies(module: ir.Module) -> None:
     for call in calls:
         callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
         operands = list(call.operands)
-        lo, n, grain, rest = operands[0], operands[1], operands[2], operands[2:]   # (the body takes grain too)
+        n, grain, rest = operands[1], operands[2], operands[2:]   # (the body takes grain too)
         types = [v.type for v in rest]
-        offsets, end = [], 0
-        for t in types:
-            size, align = _layout(str(t))
-            end = -(-end // align) * align
-            offsets.append(end)
-            end += size
+        layout = member_offsets([str(t).removeprefix("!llvm.") for t in types])
+        offsets, end = [o for o, _ in layout[:-1]], layout[-1][0]
         if callee not in tasks:
             tasks[callee] = _task(module, callee, types, offsets)
         # the struct at the caller's entry, not where the call is: in a loop body (a scan's step)
@@ -279,7 +266,6 @@ def call_parallel_bodies(module: ir.Module) -> None:
                 "callee": ir.FlatSymbolRefAttr.get(PARALLEL_SYMBOL),
                 "operandSegmentSizes": ir.DenseI32ArrayAttr.get([4, 0]),
                 "op_bundle_sizes": ir.DenseI32ArrayAttr.get([])})
-        del lo
         call.erase()
 
 

@@ -14,8 +14,7 @@ from typing import Any
 from sprue.base.errors import SprueValueError
 
 SETTER = "sprue_set_num_threads"
-GETTER = "sprue_get_num_threads"
-DECLS = f"int {SETTER}(int n);\nint {GETTER}(void);\n"
+DECLS = f"int {SETTER}(int n);\n"
 
 _lock = threading.Lock()
 _chosen: int | None = None
@@ -28,7 +27,6 @@ class _Pool:
     def __init__(self, lib: Any) -> None:
         self.lib = lib
         self.set = getattr(lib, SETTER)
-        self.get = getattr(lib, GETTER)
 
 
 def register(lib: Any) -> Any:
