@@ -21,7 +21,8 @@ A fresh allocation aliases nothing made before it, so the other buffers the loop
 accumulator's, except views of the same allocation (then the loop is left alone), and loop-carried
 buffers of a loop that encloses the allocation (made in an earlier trip, before the allocation).
 Inner loops are rewritten first, so a nest that reduces to one location (a full sum) is promoted at
-every level.
+every level. A function argument marked llvm.noalias (a chunk of a parallel loop, parallel.py,
+writing its rows of the caller's buffer) counts as fresh: no other argument reaches its memory.
 """
 
 from __future__ import annotations
@@ -37,18 +38,36 @@ _ALLOCS = {"memref.alloc", "memref.alloca"}
 _PURE_DIALECTS = ("arith.", "math.", "index.", "affine.apply", "affine.min", "affine.max", "ub.poison")
 
 
-def _may_alias(read: ir.Value, alloc: ir.Operation) -> bool:
-    """Whether a buffer the loop reads may share memory with the fresh allocation `alloc`."""
+def _noalias_argument(value: ir.Value) -> bool:
+    """Whether `value` is a function's argument marked llvm.noalias (parallel.py's chunk bodies):
+    no other argument's accesses reach its memory, as for a fresh allocation."""
+    if not isinstance(value, ir.BlockArgument):
+        return False
+    fn = as_operation(value.owner.owner)
+    if fn.name != "func.func" or "arg_attrs" not in fn.attributes:
+        return False
+    return "llvm.noalias" in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[value.arg_number])
+
+
+def _fresh(root: ir.Value) -> bool:
+    """Whether the buffer `root` aliases nothing made before it: a fresh allocation or a noalias argument."""
+    return (isinstance(root, ir.OpResult) and root.owner.name in _ALLOCS) or _noalias_argument(root)
+
+
+def _may_alias(read: ir.Value, fresh: ir.Value) -> bool:
+    """Whether a buffer the loop reads may share memory with the fresh buffer `fresh` (_fresh)."""
     root = view_root(read)
     if isinstance(root, ir.OpResult):
-        if as_operation(root.owner) == as_operation(alloc):
+        if root == fresh:
             return True
         return root.owner.name not in _ALLOCS and root.owner.name != "memref.get_global"
     owner = as_operation(root.owner.owner)   # the op whose region the block argument belongs to
     if owner.name == "func.func":
-        return False           # the caller's buffers: allocated before this call
+        return root == fresh   # the caller's buffers: allocated before this call, or noalias
+    if isinstance(fresh, ir.BlockArgument):
+        return True
     # A value carried by a loop enclosing the allocation was made in an earlier trip.
-    return not (owner.name in ("scf.for", "scf.while") and is_inside(alloc, owner))
+    return not (owner.name in ("scf.for", "scf.while") and is_inside(as_operation(fresh.owner), owner))
 
 
 def _body_ops(loop: ir.Operation) -> list[ir.Operation] | None:
@@ -87,14 +106,14 @@ def _accumulators(loop: ir.Operation) -> list[tuple[ir.Operation, list[ir.Operat
     for store in stores:
         buf, indices = store.operands[1], list(store.operands[2:])
         root = view_root(buf)
-        if store not in position or not isinstance(root, ir.OpResult) or root.owner.name not in _ALLOCS:
+        if store not in position or not _fresh(root):
             return None
         if any(defined_inside(i, loop) for i in indices) or defined_inside(buf, loop):
             return None
         mine = []
         for load in loads:
             if view_root(load.operands[0]) != root:
-                if _may_alias(load.operands[0], root.owner):
+                if _may_alias(load.operands[0], root):
                     return None
                 continue
             same = load.operands[0] == buf and list(load.operands[1:]) == indices

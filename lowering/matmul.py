@@ -29,7 +29,7 @@ for dynamic shapes). Products of fewer than MIN_FLOPS with static sizes and non-
 the plain loops. The vector ops are lowered in the pipeline's llvm stage.
 
 Static matmuls and batch_matmuls from PACK_MIN_VOLUME (and smaller ones whose tiles would be
-partial) pack B first (_script_packed, IREE's CPU data tiling / BLIS's packing, with
+partial) pack B first (script_packed, IREE's CPU data tiling / BLIS's packing, with
 transform.structured.pack): block by block into NR-column panels, which the same register kernel
 then streams contiguously (1024^2 f64: 13 -> 34 GFLOP/s, OpenBLAS 35); rows no register tile
 divides peel a static last tile, so no masks. Products with run-time sizes pack too unless B is
@@ -59,10 +59,19 @@ from sprue.lowering.matmul_operands import (
     is_transpose,
     transposed,
 )
+from sprue.lowering.matmul_scripts import (
+    ANY,
+    MARK,
+    UNPACK_COPY,
+    peel_script,
+    script_matvec,
+    script_one,
+    script_packed,
+    wrap_scripts,
+)
 from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where
 from sprue.lowering.targets import host_cpu_features
 
-_MARK = "sprue.matmul"
 MIN_FLOPS = 2 * 32 * 32 * 32
 # Cache tile caps: a KC x NC panel of B (128 KiB of f64) stays in L2 while MC rows of A stream
 # past it. Measured on a 2-core EPYC (AVX2), f64, single-threaded GFLOP/s: 1024^2 8.7 -> 13.8,
@@ -122,41 +131,6 @@ def plan(m: int, n: int, k: int, itemsize: int = 8) -> tuple[list[int], list[int
     return [_largest_divisor(m, mr, MC), _largest_divisor(n, nr, NC), _largest_divisor(k, 1, KC)], [mr, nr]
 
 
-_ANY = "!transform.any_op"
-
-
-def _tiles(kind: str, cache: list[int], reg: list[int], batch: int) -> list[list[int]]:
-    """The three tile_using_for levels (cache, registers, k by 1) in the op's loop order."""
-    (mc, nc, kc), (mr, nr) = cache, reg
-    if batch:                                # (b..., m, n, k): one batch element at a time
-        return [[1] * batch + [mc, nc, kc], [mr, nr, 0], [0, 0, 1]]
-    if kind == "linalg.vecmat":              # (n, k): blocks of kc rows of B, each swept whole
-        return [[0, kc], [nr, 0], [0, 1]]
-    return [[mc, nc, kc], [mr, nr, 0], [0, 0, 1]]
-
-
-def _tile(handle: str, sizes: list[int], out: str) -> tuple[str, list[str]]:
-    """A tile_using_for line and the handles of its loops, outermost first."""
-    loops = sum(1 for s in sizes if s)
-    types = ", ".join([_ANY] * (loops + 1))
-    names = f"%{out}, %{out}l" + (f":{loops}" if loops > 1 else "")
-    handles = [f"%{out}l#{i}" for i in range(loops)] if loops > 1 else [f"%{out}l"]
-    return (f"    {names} = transform.structured.tile_using_for {handle} tile_sizes {sizes} : ({_ANY}) -> ({types})\n",
-            handles)
-
-
-_FOR = '!transform.op<"scf.for">'
-
-
-def _peel(loop: str, out: str) -> str:
-    """The loop's full iterations, then its partial last one (transform.loop.peel): in the full
-    ones the tile size folds to a constant, so their masks fold away."""
-    return f"""    %{out}c = transform.cast {loop} : {_ANY} to {_FOR}
-    %{out}, %{out}r = transform.loop.peel %{out}c : ({_FOR}) -> ({_ANY}, {_ANY})
-"""
-
-
-_UNPACK_COPY = "sprue.unpack_copy"
 # Packing pays for all but small products (the block-sized packing buffer is reused across the
 # rows of A), and wherever the unpacked kernel would run partial tiles (rows no 4 or 6 divides,
 # columns no register tile divides: masked and peeled variants, or 1- and 2-row tiles): measured
@@ -234,7 +208,7 @@ def _pays_unguarded(op: ir.Operation) -> bool:
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int, bool | None] | None:
     """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile (-1: run-time
     rows, the last tile padded), None for static sizes else whether the run-time guard decides) for a
-    static linalg.matmul (or batch_matmul, per batch element) that packs B (_script_packed): a
+    static linalg.matmul (or batch_matmul, per batch element) that packs B (script_packed): a
     large one, or one whose unpacked tiles would be partial (PACK_MIN_VOLUME); else None. MR is 6
     rows (AVX2; 4 on AVX-512) whatever the row count, the row loop peeled where 6 does not divide it
     (a 6-row kernel and a static last tile): its 12 accumulators cover the FMA latency that the 8 of
@@ -247,7 +221,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int, bool | No
     itemsize = _float_itemsize(op)
     a, b = (_sizes(v.type) for v in op.operands[:2])
     if op.name == "linalg.batch_matmul" and transposed(op) is not None:
-        (m, k), n = a[1:], b[1] if transposed(op)[1] else b[2]   # per batch element (_script_packed's `batch`)
+        (m, k), n = a[1:], b[1] if transposed(op)[1] else b[2]   # per batch element (script_packed's `batch`)
     elif op.name == "linalg.matmul" and transposed(op) is not None:
         lhs_t, rhs_t = transposed(op)
         (m, k), n = a[::-1] if lhs_t else a, b[0] if rhs_t else b[1]
@@ -263,7 +237,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int, bool | No
         if (n is not None and n < nr) or (k is not None and k < 2) or (m is not None and m < PACK_MIN_ROWS):
             return None
         # run-time sizes: B padded to whole panels as above, the row loop peeled with its last
-        # rows padded to one tile (_script_packed), blocks of PACK_NC columns and KC rows of B.
+        # rows padded to one tile (script_packed), blocks of PACK_NC columns and KC rows of B.
         # Packed unguarded (-2) where _pays_unguarded, or behind the run-time guard everywhere
         # (-1) with SPRUE_MATMUL_PACK_DYNAMIC=1
         mode = pack_dynamic()
@@ -345,206 +319,15 @@ def _drop_unpack_copies(module: ir.Module) -> None:
     """lower_unpack ends in a linalg.copy of the unpacked view into a fresh tensor: one more pass
     over the result and one more buffer. Its users take the view itself (bufferization still copies
     it where a function returns it and its layout is not the identity)."""
-    found = ops_where(module.operation, lambda op: _UNPACK_COPY in op.attributes)
+    found = ops_where(module.operation, lambda op: UNPACK_COPY in op.attributes)
     for op in found:
         op.results[0].replace_all_uses_with(op.operands[0])
         op.erase()
 
 
-def _script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, rhs_t: bool, batch: bool,
-                   elem: str = "f64") -> str:
-    """Data tiling of B (BLIS's packing, IREE's CPU data tiling; transform.structured.pack):
-    B (K, N) is seen as NR-column panels (N/NR, K, NR), zero-padded to whole panels, and the
-    product runs on them, so its k loop streams a contiguous panel (an unpacked B's rows cost a
-    TLB miss and a cold cache line per k step once they leave L2). BLIS's loop order: per
-    KC x NC block of B, packed into one block-sized buffer inside the loops (the packing transpose
-    fused into the block loop; fold_tensor_empty gives it a block-sized destination, which
-    buffer-loop-hoisting allocates once), every row of A streams past the block. The result's
-    packed layout (M, N/NR, NR) is its own: the unpack is a collapse_shape (its copy dropped) --
-    plus a slice where B was padded."""
-    (_, nc, kc), (mr, nr) = cache, reg
-    T = "!transform.op"
-    # rows no MR divides (`last_rows` left over): the register row loop is peeled, its last tile
-    # (fewer rows, a static count) a second, smaller kernel
-    peel, scope = "", f"%bl{ident}#0"
-    tile_k = f"""    %r{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({_ANY}) -> {_ANY}
-    %c{ident}, %cl{ident} = transform.structured.tile_using_for %r{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
-"""
-    sizes = ""
-    if last_rows == -1:
-        # run-time rows: the peeled last tile (fewer than MR rows, a run-time count) is padded to MR
-        # rows (transform.structured.pad: its rows of A and C copied into zeroed MR-row tiles, C's
-        # copied back), BLIS's edge handling and IREE's, so that every tile has static sizes and no
-        # masks (a masked last tile's C was loaded and stored with vmaskmovpd on every k step:
-        # 256 x 256 @ 256 x 1024 22.5 ms). Before, it ran one row at a time, a pass over the packed
-        # block per row (one core, interleaved, ? x 256 @ 256 x 256 f64, static / rows one at a
-        # time / padded: 64 rows 0.25 / 0.42 / 0.27 ms, 128 0.45 / 0.53 / 0.46, 130 0.44 / 0.62 /
-        # 0.46, 256 1.70 / 1.86 / 1.73)
-        peel = _peel(f"%bl{ident}#0", f"pr{ident}")
-        scope = f"%al{ident}#1"
-        tile_k = f"""    %rs{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({_ANY}) -> {_ANY}
-    %rm{ident}, %rr{ident} = transform.split_handle %rs{ident} : ({_ANY}) -> ({_ANY}, {_ANY})
-    %r1{ident}, %rp{ident}, %rc{ident} = transform.structured.pad %rr{ident} {{padding_values = [0.0 : {elem}, 0.0 : {elem}, 0.0 : {elem}], padding_dimensions = [0], copy_back_op = "linalg.copy"}} : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
-    %cm{ident}, %clm{ident} = transform.structured.tile_using_for %rm{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
-    %cr{ident}, %clr{ident} = transform.structured.tile_using_for %r1{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
-    %c{ident} = transform.merge_handles %cm{ident}, %cr{ident} : {_ANY}
-    %cl{ident} = transform.merge_handles %clm{ident}, %clr{ident} : {_ANY}
-"""
-    elif last_rows:
-        # the last tile's one-trip loop promoted and its sizes folded to constants (only inside
-        # the block loop: canonicalizing it too could fold away a one-trip block loop a handle holds)
-        peel = _peel(f"%bl{ident}#0", f"pr{ident}") + f"""    transform.loop.promote_if_one_iteration %pr{ident}r : {_ANY}
-    transform.apply_patterns to %al{ident}#1 {{
-      transform.apply_patterns.canonicalization
-    }} : {_ANY}
-"""
-        scope = f"%al{ident}#1"
-        # the main tiles' generic comes first in the block, the last tile's after it; a last tile of
-        # one row loses that unit dim too: (k, NR)
-        tile_k = f"""    %rs{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({_ANY}) -> {_ANY}
-    %rm{ident}, %rr{ident} = transform.split_handle %rs{ident} : ({_ANY}) -> ({_ANY}, {_ANY})
-    %cm{ident}, %clm{ident} = transform.structured.tile_using_for %rm{ident} tile_sizes [0, 1, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
-    %cr{ident}, %clr{ident} = transform.structured.tile_using_for %rr{ident} tile_sizes {[1, 0] if last_rows == 1 else [0, 1, 0]} : ({_ANY}) -> ({_ANY}, {_ANY})
-    %c{ident} = transform.merge_handles %cm{ident}, %cr{ident} : {_ANY}
-    %cl{ident} = transform.merge_handles %clm{ident}, %clr{ident} : {_ANY}
-"""
-    # a batch_matmul: one batch element at a time, its unit batch dim folded away (as _script_one
-    # does), leaving a matmul-shaped generic to pack
-    kind, head, target = "linalg.matmul", "", f"%mm{ident}"
-    if batch:
-        kind, target = "linalg.batch_matmul", f"%mg{ident}"
-        head = f"""    %bt{ident}, %btl{ident} = transform.structured.tile_using_for %mm{ident} tile_sizes [1, 0, 0, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
-    %bg{ident} = transform.structured.generalize %bt{ident} : ({_ANY}) -> {_ANY}
-    transform.apply_patterns to %btl{ident} {{
-      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
-    }} : {_ANY}
-    %mg{ident} = transform.structured.match ops{{["linalg.generic"]}} in %btl{ident} : ({_ANY}) -> {_ANY}
-"""
-    # B's panels (N/NR, K, NR): a transposed B (N, K) packs into that order as it is (a batch
-    # element's B too: the unit batch dim folded, the generic reads B (N, K) through its map)
-    order = f"""    %pk{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
-    %g{ident} = transform.cast %p{ident} : {_ANY} to {_ANY}
-""" if rhs_t else f"""    %pb{ident} = transform.get_producer_of_operand %p{ident}[1] : ({_ANY}) -> ({_ANY})
-    %g{ident}, %pk{ident}, %up{ident} = transform.structured.pack_transpose %pb{ident} with_compute_op(%p{ident}) outer_perm = [1, 0] : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
-"""
-    # loops of the packed op: (m, n / NR, k, NR); the register tile's unit loop is folded away,
-    # leaving a (MR, NR) product over k: (MR, k, NR)
-    return f"""
-    %mm{ident} = transform.structured.match ops{{["{kind}"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
-    %f{ident} = transform.get_parent_op %mm{ident} {{op_name = "func.func"}} : ({_ANY}) -> {_ANY}
-{head}    %p{ident} = transform.structured.pack {target} packed_sizes = [0, {nr}, 0] : ({_ANY}) -> ({_ANY})
-{order}    %pkb{ident} = transform.cast %pk{ident} : {_ANY} to {T}<"linalg.pack">
-    %x1{ident}, %x2{ident}, %x3{ident} = transform.structured.lower_pack %pkb{ident} : ({T}<"linalg.pack">) -> ({T}<"tensor.pad">, {T}<"tensor.expand_shape">, {T}<"linalg.transpose">)
-    %packs{ident} = transform.structured.match ops{{["linalg.pack"]}} in %f{ident} : ({_ANY}) -> {T}<"linalg.pack">
-    %z1{ident}, %z2{ident}, %z3{ident} = transform.structured.lower_pack %packs{ident} : ({T}<"linalg.pack">) -> ({T}<"tensor.pad">, {T}<"tensor.expand_shape">, {T}<"linalg.transpose">)
-    %ups{ident} = transform.structured.match ops{{["linalg.unpack"]}} in %f{ident} : ({_ANY}) -> {T}<"linalg.unpack">
-    %y1{ident}, %y2{ident}, %y3{ident}, %y4{ident}, %y5{ident} = transform.structured.lower_unpack %ups{ident} : ({T}<"linalg.unpack">) -> ({T}<"tensor.empty">, {T}<"linalg.transpose">, {T}<"tensor.collapse_shape">, {T}<"tensor.extract_slice">, {T}<"linalg.copy">)
-    transform.annotate %y5{ident} "{_UNPACK_COPY}" : {T}<"linalg.copy">
-    %a{ident}, %al{ident}:2 = transform.structured.tile_using_for %g{ident} tile_sizes [0, {nc // nr}, {kc}, 0] : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
-    %fz{ident}, %fl{ident} = transform.structured.fuse_into_containing_op %x3{ident} into %al{ident}#1 : ({T}<"linalg.transpose">, {_ANY}) -> ({_ANY}, {_ANY})
-    transform.apply_patterns to %f{ident} {{
-      transform.apply_patterns.tensor.fold_tensor_empty
-    }} : {_ANY}
-    %b{ident}, %bl{ident}:2 = transform.structured.tile_using_for %a{ident} tile_sizes [{mr}, 1, 0, 0] : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
-{peel}    transform.apply_patterns to {scope} {{
-      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
-    }} : {_ANY}
-{tile_k}""" + _VECTORIZE.format(ident=ident, sizes=sizes, loop=f"%cl{ident}")
-
-
-_VECTORIZE = """    transform.structured.vectorize %c{ident}{sizes} : !transform.any_op
-    transform.apply_patterns to %f{ident} {{
-      transform.apply_patterns.vector.lower_masked_transfers
-      transform.apply_patterns.vector.reduction_to_contract
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_cse to %f{ident} : !transform.any_op
-    transform.loop.hoist_loop_invariant_subsets {loop} : !transform.any_op
-    transform.apply_patterns to %f{ident} {{
-      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.vector.lower_outerproduct
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op"""
-
-
-def _script_one(ident: int, kind: str, cache: list[int], reg: list[int], peel: list[bool] | None, batch: int) -> str:
-    """`peel`: None when every tile is full (static sizes the tiles divide); else, per register
-    loop (m, n; n for vecmat), whether its last iteration may be partial: the loop is peeled and
-    the tiles vectorized with masks (`vector_sizes`), which fold away in the full tiles."""
-    t1, t2, t3 = _tiles(kind, cache, reg, batch)
-    a, outer = _tile(f"%mm{ident}", t1, f"a{ident}")
-    match = kind
-    if batch:
-        # The unit batch dim of a tile would reach the vectorizer as a leading 1 that keeps the
-        # broadcasts from folding into vector.contract (and the contraction from becoming outer
-        # products): dropped at the tensor level (linalg's FoldUnitExtentDims, on the generalized
-        # op), the batch tile is a plain 2-D product (a linalg.generic, re-matched in its loop).
-        a += f"""    %g{ident} = transform.structured.generalize %a{ident} : ({_ANY}) -> {_ANY}
-    transform.apply_patterns to {outer[0]} {{
-      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
-    }} : {_ANY}
-    %r{ident} = transform.structured.match ops{{["linalg.generic"]}} in {outer[0]} : ({_ANY}) -> {_ANY}
-"""
-        tiled, match = f"%r{ident}", "linalg.generic"
-    else:
-        tiled = f"%a{ident}"
-    b, loops = _tile(tiled, t2, f"b{ident}")
-    sizes = ""
-    if peel is not None:
-        sizes = f" vector_sizes {[s for s in t2 if s] + [1]}"
-        if len(loops) == 2 and peel[0]:
-            b += _peel(loops[0], f"pm{ident}")
-            b += f"""    %x{ident} = transform.structured.match ops{{["{match}"]}} in %pm{ident} : ({_ANY}) -> {_ANY}
-    %nl{ident} = transform.get_parent_op %x{ident} {{op_name = "scf.for"}} : ({_ANY}) -> {_ANY}
-"""
-            nloop = f"%nl{ident}"
-        else:
-            nloop = loops[-1]
-        if peel[-1]:
-            b += _peel(nloop, f"pn{ident}")
-        b += f"""    %all{ident} = transform.structured.match ops{{["{match}"]}} in {outer[0]} : ({_ANY}) -> {_ANY}
-"""
-        tiled_k = f"%all{ident}"
-    else:
-        tiled_k = f"%b{ident}"
-    c, inner = _tile(tiled_k, t3, f"c{ident}")
-    return f"""
-    %mm{ident} = transform.structured.match ops{{["{kind}"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
-    %f{ident} = transform.get_parent_op %mm{ident} {{op_name = "func.func"}} : ({_ANY}) -> {_ANY}
-{a}{b}{c}    transform.structured.vectorize %c{ident}{sizes} : {_ANY}
-    transform.apply_patterns to %f{ident} {{
-      transform.apply_patterns.vector.lower_masked_transfers
-      transform.apply_patterns.vector.reduction_to_contract
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.canonicalization
-    }} : {_ANY}
-    transform.apply_cse to %f{ident} : {_ANY}
-    transform.loop.hoist_loop_invariant_subsets {inner[0]} : {_ANY}
-    transform.apply_patterns to %f{ident} {{
-      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.vector.lower_outerproduct
-      transform.apply_patterns.canonicalization
-    }} : {_ANY}"""
-
-
-def _wrap(parts: list[str]) -> str:
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{{''.join(parts)}
-    transform.yield
-  }}
-}}"""
-
-
 def _apply(module: ir.Module, parts: list[str]) -> None:
-    """Runs the scripts `parts` (one named sequence, _wrap) on `module`."""
-    script = ir.Module.parse(_wrap(parts), module.context)
+    """Runs the scripts `parts` (one named sequence, wrap_scripts) on `module`."""
+    script = ir.Module.parse(wrap_scripts(parts), module.context)
     entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
     interpreter.apply_named_sequence(module.operation, entry, script)
 
@@ -670,19 +453,12 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
     return kind, [mc, nc, kc], [mr, nr], peel, batch
 
 
-def _script_matvec(ident: int) -> str:
-    # generalized, so that its payload's adds and muls can carry fast-math flags (module doc)
-    return f"""
-    %mm{ident} = transform.structured.match ops{{["linalg.matvec"]}} attributes{{{_MARK} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
-    %g{ident} = transform.structured.generalize %mm{ident} : ({_ANY}) -> {_ANY}"""
-
-
 def _contract_payloads(module: ir.Module) -> None:
     """`contract` on each marked product's multiply and add: where a masked tile's unit k
     reduction folds to a vector multiply and add (not vector.contract), LLVM still fuses them into
     FMAs, as the outer-product lowering does (the same numerics: one rounding per step)."""
     found = ops_where(module.operation, lambda op: op.name in ("arith.mulf", "arith.addf")
-                      and op.parent is not None and _MARK in op.parent.attributes)
+                      and op.parent is not None and MARK in op.parent.attributes)
     flags = ir.Attribute.parse("#arith.fastmath<contract>")
     for op in found:
         op.attributes["fastmath"] = flags
@@ -711,9 +487,9 @@ def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Oper
         sizes = [0, 0, nc, 0] if op.name == "linalg.batch_matmul" else [0, nc, 0]
         op.attributes[_SPLIT] = ir.IntegerAttr.get(i64, ident)
         parts.append(f"""
-    %s{ident} = transform.structured.match ops{{["{op.name}"]}} attributes{{{_SPLIT} = {ident} : i64}} in %root : ({_ANY}) -> {_ANY}
-    %t{ident}, %tl{ident} = transform.structured.tile_using_for %s{ident} tile_sizes {sizes} : ({_ANY}) -> ({_ANY}, {_ANY})
-{_peel(f"%tl{ident}", f"pc{ident}")}""")
+    %s{ident} = transform.structured.match ops{{["{op.name}"]}} attributes{{{_SPLIT} = {ident} : i64}} in %root : ({ANY}) -> {ANY}
+    %t{ident}, %tl{ident} = transform.structured.tile_using_for %s{ident} tile_sizes {sizes} : ({ANY}) -> ({ANY}, {ANY})
+{peel_script(f"%tl{ident}", f"pc{ident}")}""")
         ident += 1
     if not parts:
         return found
@@ -733,6 +509,18 @@ def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Oper
 _FIRST_IDENT = 100000
 
 
+def _product_sizes(op: ir.Operation) -> tuple[int, int, int]:
+    """(m, n, k) of a product (of one batch element); zeros where sizes are known at run time only
+    (matmul_scripts.parallel's work: none then)."""
+    a, c = _sizes(op.operands[0].type), _sizes(op.operands[2].type)
+    if None in a or None in c or len(c) < 2:
+        return 0, 0, 0
+    m, n, batch = c[-2], c[-1], 1
+    for s in c[:-2]:
+        batch *= s
+    return m, n, (functools.reduce(lambda x, y: x * y, a, 1) // (batch * m) if m else 0)
+
+
 def tile_matmuls(module: ir.Module) -> None:
     """Rewrites every eligible contraction of the module (see the module doc)."""
     kinds = {"linalg.matmul", "linalg.batch_matmul", "linalg.vecmat", "linalg.matvec", "linalg.generic"} \
@@ -747,7 +535,7 @@ def tile_matmuls(module: ir.Module) -> None:
         if op.name == "linalg.matvec":
             if _float_itemsize(op) is None:
                 continue
-            parts.append(_script_matvec(plans))
+            parts.append(script_matvec(plans))
             matvecs.add(plans)
         else:
             p = _eligible(op)
@@ -757,19 +545,19 @@ def tile_matmuls(module: ir.Module) -> None:
             plain = None
             if packed is not None and packed[3]:    # run-time sizes: packed where they pay
                 op, plain = _guard_packing(op, packed[1][1])
-                parts.append(_script_one(plans, *p))
-                plain.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
+                parts.append(script_one(plans, *p, _product_sizes(op)))
+                plain.attributes[MARK] = ir.IntegerAttr.get(i64, plans)
                 plans += 1
             if packed is not None:
                 copy = fold_rhs_transpose(op)
                 if copy is not None and plain is not None and \
                         all(getattr(use.owner, "operation", use.owner) == plain.operation for use in copy.results[0].uses):
                     copy.move_before(plain)     # B's transposed copy only where the unpacked branch runs
-                parts.append(_script_packed(plans, *packed[:3], transposed(op)[1], op.name == "linalg.batch_matmul",
-                                            "f32" if _float_itemsize(op) == 4 else "f64"))
+                parts.append(script_packed(plans, *packed[:3], transposed(op)[1], op.name == "linalg.batch_matmul",
+                                           "f32" if _float_itemsize(op) == 4 else "f64", _product_sizes(op)))
             else:
-                parts.append(_script_one(plans, *p))
-        op.attributes[_MARK] = ir.IntegerAttr.get(i64, plans)
+                parts.append(script_one(plans, *p, _product_sizes(op)))
+        op.attributes[MARK] = ir.IntegerAttr.get(i64, plans)
         plans += 1
     if plans == _FIRST_IDENT:
         return
@@ -779,10 +567,10 @@ def tile_matmuls(module: ir.Module) -> None:
     payload: list[ir.Operation] = []
 
     def unmark(op: ir.Operation) -> ir.WalkResult:
-        if _MARK in op.attributes:
+        if MARK in op.attributes:
             marked.append(op)
-        elif op.name in ("arith.addf", "arith.mulf") and op.parent is not None and _MARK in op.parent.attributes \
-                and ir.IntegerAttr(op.parent.attributes[_MARK]).value in matvecs:
+        elif op.name in ("arith.addf", "arith.mulf") and op.parent is not None and MARK in op.parent.attributes \
+                and ir.IntegerAttr(op.parent.attributes[MARK]).value in matvecs:
             payload.append(op)
         return ir.WalkResult.ADVANCE
     module.operation.walk(unmark)
@@ -793,7 +581,7 @@ def tile_matmuls(module: ir.Module) -> None:
         for op in payload:
             op.attributes["fastmath"] = flags
     for op in marked:
-        del op.attributes[_MARK]
+        del op.attributes[MARK]
     passmanager.PassManager.parse("builtin.module(canonicalize,cse)", module.context).run(module.operation)
 
 

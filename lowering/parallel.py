@@ -23,11 +23,25 @@ scans are not split yet.
 """
 from __future__ import annotations
 
+import math
+
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func
+from torch_mlir.dialects import arith, func, memref, scf
 
 from sprue.lowering.entry_results import _gep, _not_atomic, _parent_function, member_offsets
-from sprue.lowering.mlir_util import LOOP_OPS, as_operation, captures, ops_where, view_root
+from sprue.lowering.matmul_scripts import PARALLEL_LOOP
+from sprue.lowering.mlir_util import (
+    LOOP_OPS,
+    as_operation,
+    captures,
+    index,
+    is_inside,
+    load,
+    loop_nest,
+    ops_where,
+    store,
+    view_root,
+)
 from sprue.lowering.outline import new_private_function
 from sprue.lowering.parallel_runtime import PARALLEL_SYMBOL
 
@@ -36,18 +50,24 @@ from sprue.lowering.parallel_runtime import PARALLEL_SYMBOL
 PARALLEL_MIN_ELEMENTS = 1 << 16
 # Each chunk does at least this many iterations.
 CHUNK_ELEMENTS = 1 << 14
+# A reduction over the first loop: at most this many chunks (partial results to fold).
+MAX_PARTIALS = 64
+# A parallel loop (a matrix product's blocks, matmul_scripts.PARALLEL_LOOP) runs on the pool from
+# this many floating-point operations, in chunks of at least CHUNK_FLOPS.
+PARALLEL_MIN_FLOPS = 1 << 20
+CHUNK_FLOPS = 1 << 18
 _PREFIX = "__sprue_par_"
 _TASK = "__sprue_task_"
 def _dim_positions(op: ir.Operation) -> list[int | None] | None:
     """For each operand, where its indexing map puts loop dimension 0 (None: not there); None if a
-    map is not a projected permutation."""
+    map is not a projected permutation (constant 0s allowed)."""
     out = []
     for attr in ir.ArrayAttr(op.attributes["indexing_maps"]):
-        amap = ir.AffineMapAttr(attr).value
-        if not amap.is_projected_permutation:
+        results = [str(e) for e in ir.AffineMapAttr(attr).value.results]
+        dims = [e for e in results if e != "0"]   # (a 0: a broadcast size-1 dimension)
+        if len(set(dims)) != len(dims) or not all(d[:1] == "d" and d[1:].isdigit() for d in dims):
             return None
-        pos = [i for i, e in enumerate(amap.results) if str(e) == "d0"]
-        out.append(pos[0] if pos else None)
+        out.append(results.index("d0") if "d0" in results else None)
     return out
 
 
@@ -64,21 +84,25 @@ def _loop_sizes(op: ir.Operation) -> list[int | None]:
     return sizes
 
 
-def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int]] | None:
-    """(where each operand has the first loop dimension, the loop sizes) of an op to run on the
-    pool (module doc); None for any other."""
+def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int], list[str] | None] | None:
+    """(where each operand has the first loop dimension, the loop sizes, and for a reduction over
+    the first loop each output's combiner) of an op to run on the pool (module doc); None for any
+    other."""
     if op.name != "linalg.generic" or len(op.results):
         return None
     if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
         return None
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    if not iterators or not all("parallel" in i for i in iterators):
-        return None   # (reductions: their accumulators, kept in registers by accumulators.py, not on subviews yet)
     positions = _dim_positions(op)
-    n_ins = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
-    if positions is None or any(p is None for p in positions[n_ins:]):
+    if not iterators or positions is None or ops_where(op, lambda o: o.name == "linalg.index"):
         return None
-    if ops_where(op, lambda o: o.name == "linalg.index"):
+    n_ins = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
+    combiners = None
+    if "parallel" not in iterators[0]:   # each output folds the rows: partial results
+        combiners = _combiners(op, n_ins)
+        if combiners is None or any(p is not None for p in positions[n_ins:]):
+            return None
+    elif any(p is None for p in positions[n_ins:]):
         return None
     operands = list(op.operands)
     if any(v not in operands and (isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "arith.constant")
@@ -90,8 +114,8 @@ def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int]] | None:
             return None
     outs = {view_root(v) for v in operands[n_ins:]}
     for k, v in enumerate(operands[:n_ins]):   # an output's buffer read through another view
-        if view_root(v) in outs and not any(v == o and positions[k] == positions[n_ins + j]
-                                            for j, o in enumerate(operands[n_ins:])):
+        if view_root(v) in outs and (combiners or not any(v == o and positions[k] == positions[n_ins + j]
+                                                          for j, o in enumerate(operands[n_ins:]))):
             return None
     sizes = _loop_sizes(op)
     if any(s is None for s in sizes) or _in_loop(op):
@@ -101,7 +125,7 @@ def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int]] | None:
         total *= s
     if total < PARALLEL_MIN_ELEMENTS or sizes[0] < 2:
         return None
-    return positions, sizes
+    return positions, sizes, combiners
 
 
 def _in_loop(op: ir.Operation) -> bool:
@@ -145,28 +169,120 @@ def _subview(value: ir.Value, dim: int, lo: ir.Value, size: ir.Value) -> ir.Valu
         "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, len(sizes_dyn), 0])}).results[0]
 
 
-def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], module: ir.Module, name: str) -> None:
-    index = ir.IndexType.get()
+def _chunk_function(module: ir.Module, name: str, params: list[ir.Value]) -> tuple[ir.Operation, ir.Block]:
+    """The function `name(lo, hi, grain, params...)` a chunk runs (inlined into its task); a buffer
+    no other parameter views is noalias: LLVM vectorizes without overlap checks, and
+    accumulators.py keeps a reduction's accumulator in a register."""
+    index_t = ir.IndexType.get()
+    fn, entry = new_private_function(module, name, [index_t, index_t, index_t] + [v.type for v in params], [])
+    del fn.attributes["llvm.no_inline"]   # into its task, its only caller
+    roots = [view_root(v) for v in params]
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({})] * 3 + [
+        ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()} if isinstance(v.type, ir.MemRefType) and roots.count(r) == 1
+                        else {}) for v, r in zip(params, roots)])
+    return fn, entry
+
+
+# A reduction over the first loop: each chunk's partial result starts from its combiner's identity.
+_IDENTITY = {"arith.addf": -0.0, "arith.mulf": 1.0, "arith.maximumf": -math.inf, "arith.minimumf": math.inf,
+             "arith.maxnumf": math.nan, "arith.minnumf": math.nan, "arith.addi": 0, "arith.muli": 1,
+             "arith.ori": 0, "arith.xori": 0, "arith.andi": -1, "arith.maxui": 0, "arith.minui": -1,
+             "arith.maxsi": "min", "arith.minsi": "max"}
+
+
+def _combiners(op: ir.Operation, n_ins: int) -> list[str] | None:
+    """For each output of a generic, the op that folds a value into it (`out = addf(out, v)`), or
+    None unless every output is such an accumulation with an identity (_IDENTITY)."""
+    block = op.regions[0].blocks[0]
+    yielded = list(list(block.operations)[-1].operands)
+    found = []
+    for j, out in enumerate(list(block.arguments)[n_ins:]):
+        v = yielded[j]
+        if isinstance(v.owner, ir.Block):
+            return None
+        combine = as_operation(v.owner)
+        others = [x for x in combine.operands if x != out]
+        if combine.name not in _IDENTITY or len(list(combine.operands)) != 2 or len(others) != 1 \
+                or sum(1 for _ in out.uses) != 1:
+            return None
+        found.append(combine.name)
+    return found
+
+
+def _identity(name: str, elem: ir.Type) -> ir.Value:
+    value = _IDENTITY[name]
+    if isinstance(elem, ir.FloatType):
+        return arith.ConstantOp(elem, float(value)).result
+    width = ir.IntegerType(elem).width
+    value = {"min": -(1 << (width - 1)), "max": (1 << (width - 1)) - 1}.get(value, value)
+    return arith.ConstantOp(elem, value).result
+
+
+def _slot(partial: ir.Value, slot: ir.Value) -> ir.Value:
+    """partial[slot]: one chunk's partial result (a view with the output's shape)."""
+    t = ir.MemRefType(partial.type)
+    shape = list(t.shape)[1:]
+    strides = t.get_strides_and_offset()[0][1:]
+    dims = "".join(f"{s}x" for s in shape)
+    result = ir.Type.parse(f"memref<{dims}{t.element_type}, strided<[{', '.join(map(str, strides))}], offset: ?>>")
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    return ir.Operation.create("memref.subview", results=[result], operands=[partial, slot], attributes={
+        "static_offsets": ir.DenseI64ArrayAttr.get([dyn] + [0] * len(shape)),
+        "static_sizes": ir.DenseI64ArrayAttr.get([1] + shape),
+        "static_strides": ir.DenseI64ArrayAttr.get([1] * t.rank),
+        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0])}).results[0]
+
+
+def _fold(combine: str, into: ir.Value, source: ir.Value, chunk: ir.Value | None) -> None:
+    """into[i...] = combine(into[i...], source[chunk, i...]) (source[i...] with no chunk), over into's elements."""
+    shape = ir.MemRefType(into.type).shape
+
+    def body(ivs: list[ir.Value]) -> None:
+        a = load(into, ivs)
+        b = load(source, ([chunk] if chunk is not None else []) + ivs)
+        store(ir.Operation.create(combine, results=[a.type], operands=[a, b]).results[0], into, ivs)
+    loop_nest([index(s) for s in shape], body)
+
+
+def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], module: ir.Module, name: str,
+             combiners: list[str] | None = None) -> None:
+    """`op` becomes a call of `name` over its rows (module doc). With `combiners` (a reduction over
+    its first loop, _split_plan), each chunk reduces its rows into a partial result of its own,
+    which the caller folds into the outputs in chunk order."""
+    index_t = ir.IndexType.get()
     operands = list(op.operands)
+    n_ins = len(operands) - len(combiners) if combiners else len(operands)
+    inner = 1
+    for s in sizes[1:]:
+        inner *= s
+    grain = max(1, -(-CHUNK_ELEMENTS // inner))
+    partials: list[ir.Value] = []
+    with op.location, ir.InsertionPoint(op):
+        if combiners:
+            grain = max(grain, -(-sizes[0] // MAX_PARTIALS))
+            chunks = -(-sizes[0] // grain)
+            for out in operands[n_ins:]:
+                t = ir.MemRefType(out.type)
+                partials.append(memref.AllocOp(ir.MemRefType.get([chunks] + list(t.shape), t.element_type), [], []).result)
     # each buffer passed once: an op updating a buffer in place reads and writes it through one
     # pointer (two equal pointers LLVM cannot tell apart fail its vectorizer's overlap check at
     # run time: the GELU of a transformer block ran scalar, 1.35x slower)
-    params = list(dict.fromkeys(operands))
+    params = list(dict.fromkeys(operands[:n_ins])) + partials
     where = {v: positions[k] for k, v in enumerate(operands)}
     with op.location:
-        fn, entry = new_private_function(module, name, [index, index, index] + [v.type for v in params], [])
-        del fn.attributes["llvm.no_inline"]   # into its task, its only caller
-        roots = [view_root(v) for v in params]
-        arg_attrs = [ir.DictAttr.get({})] * 3
-        for r in roots:   # a buffer no other operand views: LLVM may vectorize without overlap checks
-            alone = sum(1 for o in roots if o == r) == 1
-            arg_attrs.append(ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()} if alone else {}))
-        fn.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
+        fn, entry = _chunk_function(module, name, params)
         lo, hi = entry.arguments[0], entry.arguments[1]
         with ir.InsertionPoint(entry):
             size = arith.SubIOp(hi, lo).result
-            views = {v: entry.arguments[3 + k] if where[v] is None else _subview(entry.arguments[3 + k], where[v], lo, size)
-                     for k, v in enumerate(params)}
+            args = dict(zip(params, list(entry.arguments)[3:]))
+            views = {v: args[v] if where[v] is None else _subview(args[v], where[v], lo, size)
+                     for v in params[:len(params) - len(partials)]}
+            if combiners:
+                slot = arith.DivUIOp(lo, entry.arguments[2]).result
+                for out, partial, combine in zip(operands[n_ins:], partials, combiners):
+                    views[out] = view = _slot(args[partial], slot)
+                    start = _identity(combine, ir.MemRefType(view.type).element_type)
+                    loop_nest([index(s) for s in ir.MemRefType(view.type).shape], lambda ivs: store(start, view, ivs))
             constants = {}
             for v in captures([op])[0]:
                 if v not in where:
@@ -175,22 +291,111 @@ def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], mo
             for k, v in enumerate(operands):
                 copy.operands[k] = views[v]
             if constants:
-                for inner, i, v in captures([copy])[1]:
+                for inner_op, i, v in captures([copy])[1]:
                     if v in constants:
-                        inner.operands[i] = constants[v]
+                        inner_op.operands[i] = constants[v]
             func.ReturnOp([])
         # the call site: rows [0, n), `grain` a chunk
         with ir.InsertionPoint(op):
             k = positions.index(next(p for p in positions if p is not None))
-            zero = arith.ConstantOp(index, 0).result
-            n = ir.Operation.create("memref.dim", results=[index], operands=[
-                operands[k], arith.ConstantOp(index, positions[k]).result]).results[0]
-            inner = 1
-            for s in sizes[1:]:
-                inner *= s
-            grain = arith.ConstantOp(index, max(1, -(-CHUNK_ELEMENTS // inner))).result
-            func.CallOp([], name, [zero, n, grain, *params])
+            n = ir.Operation.create("memref.dim", results=[index_t], operands=[
+                operands[k], arith.ConstantOp(index_t, positions[k]).result]).results[0]
+            func.CallOp([], name, [arith.ConstantOp(index_t, 0).result, n, arith.ConstantOp(index_t, grain).result, *params])
+            for out, partial, combine in zip(operands[n_ins:], partials, combiners or []):
+                chunk_loop = scf.ForOp(index(0), index(ir.MemRefType(partial.type).shape[0]), index(1))
+                with ir.InsertionPoint(chunk_loop.body):
+                    _fold(combine, out, partial, chunk_loop.induction_variable)
+                    scf.YieldOp([])
+                memref.DeallocOp(partial)
     op.erase()
+
+
+def _constant_index(v: ir.Value) -> int | None:
+    if isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "arith.constant":
+        return None
+    return ir.IntegerAttr(as_operation(v.owner).attributes["value"]).value
+
+
+def _loop_plan(loop: ir.Operation) -> tuple[int, int] | None:
+    """(trips, trips a chunk) of an scf.for marked PARALLEL_LOOP to run on the pool: static bounds,
+    at least PARALLEL_MIN_FLOPS of work (the mark's value: a trip's), no loop-carried values;
+    None for any other."""
+    if PARALLEL_LOOP not in loop.attributes or len(loop.results):
+        return None
+    lb, ub, step = (_constant_index(v) for v in list(loop.operands)[:3])
+    if lb is None or ub is None or not step:
+        return None
+    trips = -(-(ub - lb) // step)
+    work = ir.IntegerAttr(loop.attributes[PARALLEL_LOOP]).value
+    if trips < 2 or trips * work < PARALLEL_MIN_FLOPS:
+        return None
+    return trips, max(1, -(-CHUNK_FLOPS // max(work, 1)))
+
+
+def _private_buffers(loop: ir.Operation, captured: list[ir.Value]) -> list[ir.Value]:
+    """The buffers allocated before `loop` (buffer-loop-hoisting moved a packing buffer there)
+    that only it uses, besides their deallocation: each chunk allocates its own."""
+    private = []
+    for v in captured:
+        if isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "memref.alloc" or len(v.owner.operands):
+            continue
+        users = [as_operation(u.owner) for u in v.uses]
+        if all(u.name == "memref.dealloc" or is_inside(u, loop) for u in users):
+            private.append(v)
+    return private
+
+
+def _outline_loop(loop: ir.Operation, trips: int, grain: int, module: ir.Module, name: str) -> None:
+    """`loop` becomes a call `name(0, trips, grain, captured...)` of a function running its trips
+    [lo, hi) (module doc)."""
+    index_t = ir.IndexType.get()
+    captured, _ = captures([loop])
+    private = _private_buffers(loop, captured)
+    copied = [v for v in captured if v in private or (not isinstance(v.owner, ir.Block)
+                                                      and as_operation(v.owner).name in ("arith.constant", "ub.poison"))]
+    params = [v for v in captured if v not in copied]
+    with loop.location:
+        fn, entry = _chunk_function(module, name, params)
+        with ir.InsertionPoint(entry):
+            mapping = dict(zip(params, list(entry.arguments)[3:]))
+            for v in copied:
+                mapping[v] = as_operation(v.owner).clone().results[0]
+            lb, step = loop.operands[0], loop.operands[2]
+            lo, hi = (arith.AddIOp(mapping[lb], arith.MulIOp(a, mapping[step]).result).result
+                      for a in (entry.arguments[0], entry.arguments[1]))
+            copy = loop.clone()
+            del copy.attributes[PARALLEL_LOOP]
+            copy.operands[0], copy.operands[1] = lo, hi
+            for inner, i, v in captures([copy])[1]:
+                if inner != as_operation(copy) or i >= 3:
+                    inner.operands[i] = mapping[v]
+            copy.operands[2] = mapping[step]
+            for v in private:
+                memref.DeallocOp(mapping[v])
+            func.ReturnOp([])
+        with ir.InsertionPoint(loop):
+            func.CallOp([], name, [arith.ConstantOp(index_t, 0).result, arith.ConstantOp(index_t, trips).result,
+                                   arith.ConstantOp(index_t, grain).result, *params])
+    loop.erase()
+    for v in private:
+        for u in list(v.uses):
+            as_operation(u.owner).erase()
+        as_operation(v.owner).erase()
+
+
+def _parallel_loops(module: ir.Module) -> list[tuple[ir.Operation, tuple[int, int]]]:
+    """The outermost loops marked PARALLEL_LOOP that run on the pool; the marks of the others go."""
+    marked = ops_where(module.operation, lambda o: o.name == "scf.for" and PARALLEL_LOOP in o.attributes,
+                       ir.WalkOrder.PRE_ORDER)
+    chosen: list[tuple[ir.Operation, tuple[int, int]]] = []
+    for loop in marked:   # (outer loops first: a nest's inner marked loops run serially in a chunk)
+        plan = _loop_plan(loop)
+        if plan is not None and not any(is_inside(loop, outer) for outer, _ in chosen):
+            chosen.append((loop, plan))
+    for loop in marked:
+        if all(loop != c for c, _ in chosen):
+            del loop.attributes[PARALLEL_LOOP]
+    return chosen
 
 
 def parallelize_loops(module: ir.Module) -> None:
@@ -198,8 +403,10 @@ def parallelize_loops(module: ir.Module) -> None:
     (module doc)."""
     found = [(op, plan) for op in ops_where(module.operation, lambda o: o.name == "linalg.generic")
              for plan in [_eligible(op)] if plan is not None]
-    for k, (op, (positions, sizes)) in enumerate(found):
-        _outline(op, positions, sizes, module, f"{_PREFIX}{k}")
+    for k, (op, (positions, sizes, combiners)) in enumerate(found):
+        _outline(op, positions, sizes, module, f"{_PREFIX}{k}", combiners)
+    for k, (loop, (trips, grain)) in enumerate(_parallel_loops(module), start=len(found)):
+        _outline_loop(loop, trips, grain, module, f"{_PREFIX}{k}")
 
 
 # -- after the LLVM conversion -------------------------------------------------------------------

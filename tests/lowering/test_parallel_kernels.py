@@ -1,0 +1,122 @@
+"""Reductions and matrix products on the pool (lowering/parallel.py): rows reduced by one chunk
+each, reductions over the first loop split into per-chunk partial results folded in chunk order,
+the blocks of tiled products (matmul_scripts.PARALLEL_LOOP). Each gives the same bits with 1, 2
+and 4 threads, matches numpy, and does run on the pool."""
+import os
+import re
+
+import numpy as np
+import pytest
+
+import sprue
+import sprue.lax
+import sprue.numpy as jnp
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def threads_restored():
+    yield
+    sprue.set_num_threads(len(os.sched_getaffinity(0)))   # the default
+
+
+def _parallel_calls(folder) -> list[tuple[str, int, int]]:
+    """(body, chunks' range end, grain) of each call of a chunk body in the loops-stage IR."""
+    text = next(folder.glob("*.04_loops.mlir")).read_text()
+    consts = {m[0]: int(m[1]) for m in re.findall(r"%(c\w*) = arith.constant (\d+) : index", text)}
+    return [(name, consts.get(n, -1), consts.get(g, -1))
+            for name, n, g in re.findall(r"call @(__sprue_par_\d+)\(%\w+, %(\w+), %(\w+)", text)]
+
+
+def _same_bits_each_thread_count(f, *args):
+    got = []
+    for n in (1, 2, 4):
+        sprue.set_num_threads(n)
+        got.append(np.asarray(f(*args)))
+    for g in got[1:]:
+        np.testing.assert_array_equal(g, got[0])
+    return got[0]
+
+
+def _softmax(x, xp):
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+REDUCTIONS = {
+    # name: (function, numpy reference, argument)
+    "sum": (lambda x: x.sum(), lambda x: x.sum(), RNG.random(1_000_003)),
+    "max of negatives": (lambda x: x.max(), lambda x: x.max(), -1.0 - RNG.random(700_001)),
+    "min over rows": (lambda x: x.min(axis=0), lambda x: x.min(axis=0), RNG.random((3001, 300))),
+    "sum over rows": (lambda x: x.sum(axis=0), lambda x: x.sum(axis=0), RNG.random((3001, 300))),
+    "sum of squares": (lambda x: (x * x).sum(), lambda x: (x * x).sum(), RNG.random((1000, 333))),
+    "int sum": (lambda x: x.sum(), lambda x: x.sum(), RNG.integers(-50, 100, 900_001)),
+    "product": (lambda x: (1.0 + 1e-6 * x).prod(), lambda x: (1.0 + 1e-6 * x).prod(), RNG.random(400_000)),
+    "row sums": (lambda x: x.sum(axis=1), lambda x: x.sum(axis=1), RNG.random((1000, 300))),
+    "softmax": (lambda x: _softmax(x, jnp), lambda x: _softmax(x, np), RNG.random((700, 500))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions_run_on_the_pool_with_the_same_bits(name, tmp_path):
+    fn, ref, x = REDUCTIONS[name]
+    f = sprue.qjit(fn, keep_intermediate=str(tmp_path))
+    got = _same_bits_each_thread_count(f, x)
+    np.testing.assert_allclose(got, ref(x), rtol=1e-10, atol=1e-10)
+    calls = _parallel_calls(tmp_path)
+    assert calls, "no loop ran on the pool"
+    for _, n, grain in calls:      # the chunks follow from the sizes alone (at most 64 partial results)
+        assert n > grain >= 1
+
+
+def test_a_reduction_whose_combiner_is_not_one_op_stays_serial(tmp_path):
+    x = RNG.random(500_001)
+    f = sprue.qjit(lambda x: jnp.argmax(x), keep_intermediate=str(tmp_path))
+    assert int(f(x)) == int(np.argmax(x))
+    assert _parallel_calls(tmp_path) == []
+
+
+def _attention_scores(q, k):
+    return q @ jnp.swapaxes(k, -1, -2)
+
+
+PRODUCTS = {
+    "square": (lambda a, b: a @ b, [(512, 512), (512, 512)], np.float64),
+    "odd sizes": (lambda a, b: a @ b, [(301, 515), (515, 517)], np.float64),
+    "one column block, many rows": (lambda a, b: a @ b, [(1000, 300), (300, 64)], np.float64),
+    "float32": (lambda a, b: a @ b, [(384, 256), (256, 384)], np.float32),
+    "batched, transposed B": (_attention_scores, [(8, 128, 64), (8, 128, 64)], np.float64),
+    "in a loop": (lambda x, w: sprue.lax.fori_loop(0, 3, lambda i, y: jnp.tanh(y @ w), x),
+                  [(256, 256), (256, 256)], np.float64),
+}
+
+
+def _products_reference(name, args):
+    fn = PRODUCTS[name][0]
+    if name == "in a loop":
+        x, w = args
+        for _ in range(3):
+            x = np.tanh(x @ w)
+        return x
+    if name == "batched, transposed B":
+        return args[0] @ np.swapaxes(args[1], -1, -2)
+    return fn(*args)
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+def test_products_run_their_blocks_on_the_pool_with_the_same_bits(name, tmp_path):
+    fn, shapes, dtype = PRODUCTS[name]
+    args = [(RNG.random(s) / s[-1]).astype(dtype) for s in shapes]
+    f = sprue.qjit(fn, keep_intermediate=str(tmp_path))
+    got = _same_bits_each_thread_count(f, *args)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, _products_reference(name, args), rtol=tol, atol=tol)
+    assert _parallel_calls(tmp_path), "no block of the product ran on the pool"
+
+
+def test_small_products_stay_serial(tmp_path):
+    a, b = RNG.random((48, 48)), RNG.random((48, 48))
+    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
+    assert _parallel_calls(tmp_path) == []
