@@ -509,16 +509,12 @@ def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Oper
 _FIRST_IDENT = 100000
 
 
-def _product_sizes(op: ir.Operation) -> tuple[int, int, int]:
-    """(m, n, k) of a product (of one batch element); zeros where sizes are known at run time only
-    (matmul_scripts.parallel's work: none then)."""
+def _product_sizes(op: ir.Operation) -> tuple[int | None, int | None, int | None]:
+    """(m, n, k) of a product (of one batch element), None where known at run time only
+    (matmul_scripts.parallel's work)."""
     a, c = _sizes(op.operands[0].type), _sizes(op.operands[2].type)
-    if None in a or None in c or len(c) < 2:
-        return 0, 0, 0
-    m, n, batch = c[-2], c[-1], 1
-    for s in c[:-2]:
-        batch *= s
-    return m, n, (functools.reduce(lambda x, y: x * y, a, 1) // (batch * m) if m else 0)
+    lhs_t = op.name in PLAIN_MAPS and bool((transposed(op) or (False, False))[0])
+    return c[-2], c[-1], (a[0] if lhs_t and op.name == "linalg.matmul" else a[-1])
 
 
 def tile_matmuls(module: ir.Module) -> None:

@@ -8,6 +8,8 @@ blocks of C, so parallel.py may run them on the pool.
 """
 from __future__ import annotations
 
+import math
+
 MARK = "sprue.matmul"
 UNPACK_COPY = "sprue.unpack_copy"
 # (parallel.py reads it: the loop's trips are independent)
@@ -16,8 +18,12 @@ PARALLEL_LOOP = "sprue.parallel"
 ANY = "!transform.any_op"
 
 
-def parallel(loop: str, work: int) -> str:
-    """Marks `loop` PARALLEL_LOOP (module doc), with the floating-point operations of one trip."""
+def parallel(loop: str, *factors: int | None) -> str:
+    """Marks `loop` PARALLEL_LOOP (module doc), with the floating-point operations of one trip (the
+    product of `factors`), unless a factor is known at run time only."""
+    if None in factors:
+        return ""
+    work = math.prod(factors)
     param = "%w" + loop[1:].replace("#", "_")
     return f"""    {param} = transform.param.constant {work} : i64 -> !transform.param<i64>
     transform.annotate {loop} "{PARALLEL_LOOP}" = {param} : {ANY}, !transform.param<i64>
@@ -69,6 +75,9 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
     (_, nc, kc), (mr, nr) = cache, reg
     m, n, k = mnk
     T = "!transform.op"
+    # A's register rows (a peeled loop's full part): the loop to split where B's blocks are few
+    row_work = (2, mr, n and min(n, nc), k and min(k, kc))
+    rows = parallel(f"%bl{ident}#0", *row_work)
     # rows no MR divides (`last_rows` left over): the register row loop is peeled, its last tile
     # (fewer rows, a static count) a second, smaller kernel
     peel, scope = "", f"%bl{ident}#0"
@@ -85,7 +94,8 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
         # block per row (one core, interleaved, ? x 256 @ 256 x 256 f64, static / rows one at a
         # time / padded: 64 rows 0.25 / 0.42 / 0.27 ms, 128 0.45 / 0.53 / 0.46, 130 0.44 / 0.62 /
         # 0.46, 256 1.70 / 1.86 / 1.73)
-        peel = peel_script(f"%bl{ident}#0", f"pr{ident}")
+        peel = peel_script(f"%bl{ident}#0", f"pr{ident}") + parallel(f"%pr{ident}", *row_work)
+        rows = ""
         scope = f"%al{ident}#1"
         tile_k = f"""    %rs{ident} = transform.structured.match ops{{["linalg.generic"]}} in {scope} : ({ANY}) -> {ANY}
     %rm{ident}, %rr{ident} = transform.split_handle %rs{ident} : ({ANY}) -> ({ANY}, {ANY})
@@ -98,7 +108,8 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
     elif last_rows:
         # the last tile's one-trip loop promoted and its sizes folded to constants (only inside
         # the block loop: canonicalizing it too could fold away a one-trip block loop a handle holds)
-        peel = peel_script(f"%bl{ident}#0", f"pr{ident}") + f"""    transform.loop.promote_if_one_iteration %pr{ident}r : {ANY}
+        rows = ""
+        peel = peel_script(f"%bl{ident}#0", f"pr{ident}") + parallel(f"%pr{ident}", *row_work) + f"""    transform.loop.promote_if_one_iteration %pr{ident}r : {ANY}
     transform.apply_patterns to %al{ident}#1 {{
       transform.apply_patterns.canonicalization
     }} : {ANY}
@@ -119,7 +130,7 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
     if batch:
         kind, target = "linalg.batch_matmul", f"%mg{ident}"
         head = f"""    %bt{ident}, %btl{ident} = transform.structured.tile_using_for %mm{ident} tile_sizes [1, 0, 0, 0] : ({ANY}) -> ({ANY}, {ANY})
-{parallel(f"%btl{ident}", 2 * m * n * k)}    %bg{ident} = transform.structured.generalize %bt{ident} : ({ANY}) -> {ANY}
+{parallel(f"%btl{ident}", 2, m, n, k)}    %bg{ident} = transform.structured.generalize %bt{ident} : ({ANY}) -> {ANY}
     transform.apply_patterns to %btl{ident} {{
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
     }} : {ANY}
@@ -146,12 +157,12 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
     %y1{ident}, %y2{ident}, %y3{ident}, %y4{ident}, %y5{ident} = transform.structured.lower_unpack %ups{ident} : ({T}<"linalg.unpack">) -> ({T}<"tensor.empty">, {T}<"linalg.transpose">, {T}<"tensor.collapse_shape">, {T}<"tensor.extract_slice">, {T}<"linalg.copy">)
     transform.annotate %y5{ident} "{UNPACK_COPY}" : {T}<"linalg.copy">
     %a{ident}, %al{ident}:2 = transform.structured.tile_using_for %g{ident} tile_sizes [0, {nc // nr}, {kc}, 0] : ({ANY}) -> ({ANY}, {ANY}, {ANY})
-{parallel(f"%al{ident}#0", 2 * m * min(n, nc) * k)}    %fz{ident}, %fl{ident} = transform.structured.fuse_into_containing_op %x3{ident} into %al{ident}#1 : ({T}<"linalg.transpose">, {ANY}) -> ({ANY}, {ANY})
+{parallel(f"%al{ident}#0", 2, m, n and min(n, nc), k)}    %fz{ident}, %fl{ident} = transform.structured.fuse_into_containing_op %x3{ident} into %al{ident}#1 : ({T}<"linalg.transpose">, {ANY}) -> ({ANY}, {ANY})
     transform.apply_patterns to %f{ident} {{
       transform.apply_patterns.tensor.fold_tensor_empty
     }} : {ANY}
     %b{ident}, %bl{ident}:2 = transform.structured.tile_using_for %a{ident} tile_sizes [{mr}, 1, 0, 0] : ({ANY}) -> ({ANY}, {ANY}, {ANY})
-{parallel(f"%bl{ident}#0", 2 * mr * min(n, nc) * min(k, kc))}{peel}    transform.apply_patterns to {scope} {{
+{rows}{peel}    transform.apply_patterns to {scope} {{
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
     }} : {ANY}
 {tile_k}""" + VECTORIZE.format(ident=ident, sizes=sizes, loop=f"%cl{ident}")
@@ -185,7 +196,7 @@ def script_one(ident: int, kind: str, cache: list[int], reg: list[int], peel: li
     a, outer = tile_line(f"%mm{ident}", t1, f"a{ident}")
     if kind != "linalg.vecmat":   # (its outer loop runs over k)
         m, n, k = mnk
-        a += parallel(outer[0], 2 * (m if batch else min(m, cache[0])) * n * k)
+        a += parallel(outer[0], 2, m if batch else m and min(m, cache[0]), n, k)
     match = kind
     if batch:
         # The unit batch dim of a tile would reach the vectorizer as a leading 1 that keeps the

@@ -24,6 +24,7 @@ scans are not split yet.
 from __future__ import annotations
 
 import math
+import os
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref, scf
@@ -31,7 +32,6 @@ from torch_mlir.dialects import arith, func, memref, scf
 from sprue.lowering.entry_results import _gep, _not_atomic, _parent_function, member_offsets
 from sprue.lowering.matmul_scripts import PARALLEL_LOOP
 from sprue.lowering.mlir_util import (
-    LOOP_OPS,
     as_operation,
     captures,
     index,
@@ -49,9 +49,9 @@ from sprue.lowering.parallel_runtime import PARALLEL_SYMBOL
 # workers' wake-up is several microseconds).
 PARALLEL_MIN_ELEMENTS = 1 << 16
 # Each chunk does at least this many iterations.
-CHUNK_ELEMENTS = 1 << 14
+CHUNK_ELEMENTS = int(os.environ.get('XCHUNK', 1 << 14))
 # A reduction over the first loop: at most this many chunks (partial results to fold).
-MAX_PARTIALS = 64
+MAX_PARTIALS = int(os.environ.get('XPART', 64))
 # A parallel loop (a matrix product's blocks, matmul_scripts.PARALLEL_LOOP) runs on the pool from
 # this many floating-point operations, in chunks of at least CHUNK_FLOPS.
 PARALLEL_MIN_FLOPS = 1 << 20
@@ -118,24 +118,14 @@ def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int], list[str] 
                                                           for j, o in enumerate(operands[n_ins:]))):
             return None
     sizes = _loop_sizes(op)
-    if any(s is None for s in sizes) or _in_loop(op):
-        return None
+    if None in sizes:   # run-time sizes: the call is guarded by the size (_outline)
+        return (positions, sizes, None) if combiners is None else None
     total = 1
     for s in sizes:
         total *= s
     if total < PARALLEL_MIN_ELEMENTS or sizes[0] < 2:
         return None
     return positions, sizes, combiners
-
-
-def _in_loop(op: ir.Operation) -> bool:
-    """Whether a loop or a branch encloses `op` in its function."""
-    parent = as_operation(op.parent)
-    while parent.name not in ("func.func", "builtin.module"):
-        if parent.name in LOOP_OPS or parent.name == "scf.if":
-            return True
-        parent = as_operation(parent.parent)
-    return False
 
 
 def _subview(value: ir.Value, dim: int, lo: ir.Value, size: ir.Value) -> ir.Value:
@@ -244,6 +234,36 @@ def _fold(combine: str, into: ir.Value, source: ir.Value, chunk: ir.Value | None
     loop_nest([index(s) for s in shape], body)
 
 
+def _run_time_size(op: ir.Operation, dim: int) -> ir.Value:
+    """The size of loop `dim` of `op`, read from an operand that has it."""
+    for value, attr in zip(op.operands, ir.ArrayAttr(op.attributes["indexing_maps"])):
+        results = [str(e) for e in ir.AffineMapAttr(attr).value.results]
+        if f"d{dim}" in results:
+            return ir.Operation.create("memref.dim", results=[ir.IndexType.get()], operands=[
+                value, index(results.index(f"d{dim}"))]).results[0]
+    raise AssertionError(f"no operand of {op.name} has loop {dim}")
+
+
+def _guarded_call(op: ir.Operation, name: str, n: ir.Value, params: list[ir.Value]) -> None:
+    """Run-time sizes: `if (iterations >= PARALLEL_MIN_ELEMENTS) name(0, n, grain, ...) else op`,
+    the grain as the static sizes would give it. The op stays, in the else branch: small sizes run
+    it as before, with no call (an LSTM's steps with run-time sizes ran 2x slower outlined)."""
+    inner = index(1)
+    for d in range(1, len(ir.ArrayAttr(op.attributes["iterator_types"]))):
+        inner = arith.MulIOp(inner, _run_time_size(op, d)).result
+    inner = arith.MaxUIOp(inner, index(1)).result
+    grain = arith.MaxUIOp(arith.CeilDivUIOp(index(CHUNK_ELEMENTS), inner).result,
+                          arith.CeilDivUIOp(n, index(MAX_PARTIALS)).result).result
+    big = arith.CmpIOp(arith.CmpIPredicate.uge, arith.MulIOp(n, inner).result, index(PARALLEL_MIN_ELEMENTS)).result
+    branch = scf.IfOp(big, [], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        func.CallOp([], name, [index(0), n, grain, *params])
+        scf.YieldOp([])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([])
+    op.move_before(list(branch.else_block.operations)[-1])
+
+
 def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], module: ir.Module, name: str,
              combiners: list[str] | None = None) -> None:
     """`op` becomes a call of `name` over its rows (module doc). With `combiners` (a reduction over
@@ -252,14 +272,13 @@ def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], mo
     index_t = ir.IndexType.get()
     operands = list(op.operands)
     n_ins = len(operands) - len(combiners) if combiners else len(operands)
-    inner = 1
-    for s in sizes[1:]:
-        inner *= s
-    grain = max(1, -(-CHUNK_ELEMENTS // inner))
+    grain = 0   # (run-time sizes: computed at the call, _guarded_call)
+    if None not in sizes:
+        inner = math.prod(sizes[1:])
+        grain = max(1, -(-CHUNK_ELEMENTS // inner), -(-sizes[0] // MAX_PARTIALS))
     partials: list[ir.Value] = []
     with op.location, ir.InsertionPoint(op):
         if combiners:
-            grain = max(grain, -(-sizes[0] // MAX_PARTIALS))
             chunks = -(-sizes[0] // grain)
             for out in operands[n_ins:]:
                 t = ir.MemRefType(out.type)
@@ -297,9 +316,10 @@ def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], mo
             func.ReturnOp([])
         # the call site: rows [0, n), `grain` a chunk
         with ir.InsertionPoint(op):
-            k = positions.index(next(p for p in positions if p is not None))
-            n = ir.Operation.create("memref.dim", results=[index_t], operands=[
-                operands[k], arith.ConstantOp(index_t, positions[k]).result]).results[0]
+            n = _run_time_size(op, 0)
+            if None in sizes:
+                _guarded_call(op, name, n, params)
+                return
             func.CallOp([], name, [arith.ConstantOp(index_t, 0).result, n, arith.ConstantOp(index_t, grain).result, *params])
             for out, partial, combine in zip(operands[n_ins:], partials, combiners or []):
                 chunk_loop = scf.ForOp(index(0), index(ir.MemRefType(partial.type).shape[0]), index(1))
@@ -316,41 +336,46 @@ def _constant_index(v: ir.Value) -> int | None:
     return ir.IntegerAttr(as_operation(v.owner).attributes["value"]).value
 
 
-def _loop_plan(loop: ir.Operation) -> tuple[int, int] | None:
-    """(trips, trips a chunk) of an scf.for marked PARALLEL_LOOP to run on the pool: static bounds,
-    at least PARALLEL_MIN_FLOPS of work (the mark's value: a trip's), no loop-carried values;
-    None for any other."""
+def _loop_plan(loop: ir.Operation) -> tuple[int | None, int] | None:
+    """(trips, trips a chunk) of an scf.for marked PARALLEL_LOOP to run on the pool: at least
+    PARALLEL_MIN_FLOPS of work (the mark's value: a trip's), no loop-carried values; trips None
+    where the bounds are known at run time only (the call is guarded: _outline_loop). None for
+    any other loop."""
     if PARALLEL_LOOP not in loop.attributes or len(loop.results):
         return None
     lb, ub, step = (_constant_index(v) for v in list(loop.operands)[:3])
-    if lb is None or ub is None or not step:
-        return None
-    trips = -(-(ub - lb) // step)
     work = ir.IntegerAttr(loop.attributes[PARALLEL_LOOP]).value
+    grain = max(1, -(-CHUNK_FLOPS // max(work, 1)))
+    if not step or _private_buffers(loop, captures([loop])[0]) is None:
+        return None
+    if lb is None or ub is None:
+        return None, grain
+    trips = -(-(ub - lb) // step)
     if trips < 2 or trips * work < PARALLEL_MIN_FLOPS:
         return None
-    return trips, max(1, -(-CHUNK_FLOPS // max(work, 1)))
+    return trips, grain
 
 
-def _private_buffers(loop: ir.Operation, captured: list[ir.Value]) -> list[ir.Value]:
-    """The buffers allocated before `loop` (buffer-loop-hoisting moved a packing buffer there)
-    that only it uses, besides their deallocation: each chunk allocates its own."""
-    private = []
-    for v in captured:
-        if isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "memref.alloc" or len(v.owner.operands):
-            continue
-        users = [as_operation(u.owner) for u in v.uses]
-        if all(u.name == "memref.dealloc" or is_inside(u, loop) for u in users):
-            private.append(v)
-    return private
+def _loop_only(v: ir.Value, loop: ir.Operation) -> bool:
+    """Whether `v` is a buffer allocated before `loop` (buffer-loop-hoisting moved a packing buffer
+    there) that only the loop uses, besides its deallocation."""
+    if isinstance(v.owner, ir.Block) or as_operation(v.owner).name not in ("memref.alloc", "memref.alloca"):
+        return False
+    return all(u.name == "memref.dealloc" or is_inside(u, loop) for u in (as_operation(x.owner) for x in v.uses))
 
 
-def _outline_loop(loop: ir.Operation, trips: int, grain: int, module: ir.Module, name: str) -> None:
+def _private_buffers(loop: ir.Operation, captured: list[ir.Value]) -> list[ir.Value] | None:
+    """The loop-only buffers (_loop_only) of `loop`: each chunk allocates its own. None if one has
+    run-time sizes (not copied yet: the loop stays serial rather than share it)."""
+    private = [v for v in captured if _loop_only(v, loop)]
+    return None if any(len(as_operation(v.owner).operands) for v in private) else private
+
+
+def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, module: ir.Module, name: str) -> None:
     """`loop` becomes a call `name(0, trips, grain, captured...)` of a function running its trips
     [lo, hi) (module doc)."""
-    index_t = ir.IndexType.get()
     captured, _ = captures([loop])
-    private = _private_buffers(loop, captured)
+    private = _private_buffers(loop, captured) or []   # (not None: _loop_plan)
     copied = [v for v in captured if v in private or (not isinstance(v.owner, ir.Block)
                                                       and as_operation(v.owner).name in ("arith.constant", "ub.poison"))]
     params = [v for v in captured if v not in copied]
@@ -374,8 +399,21 @@ def _outline_loop(loop: ir.Operation, trips: int, grain: int, module: ir.Module,
                 memref.DeallocOp(mapping[v])
             func.ReturnOp([])
         with ir.InsertionPoint(loop):
-            func.CallOp([], name, [arith.ConstantOp(index_t, 0).result, arith.ConstantOp(index_t, trips).result,
-                                   arith.ConstantOp(index_t, grain).result, *params])
+            if trips is None:   # run-time bounds: on the pool from PARALLEL_MIN_FLOPS, else as it was
+                n = arith.CeilDivUIOp(arith.SubIOp(loop.operands[1], lb).result, step).result
+                work = ir.IntegerAttr(loop.attributes[PARALLEL_LOOP]).value
+                big = arith.CmpIPredicate.uge
+                branch = scf.IfOp(arith.CmpIOp(big, n, index(-(-PARALLEL_MIN_FLOPS // max(work, 1)))).result,
+                                  [], has_else=True)
+                with ir.InsertionPoint(branch.then_block):
+                    func.CallOp([], name, [index(0), n, index(grain), *params])
+                    scf.YieldOp([])
+                with ir.InsertionPoint(branch.else_block):
+                    scf.YieldOp([])
+                del loop.attributes[PARALLEL_LOOP]
+                loop.move_before(list(branch.else_block.operations)[-1])
+                return   # (the loop and its buffers stay, for the else branch)
+            func.CallOp([], name, [index(0), index(trips), index(grain), *params])
     loop.erase()
     for v in private:
         for u in list(v.uses):
@@ -383,11 +421,11 @@ def _outline_loop(loop: ir.Operation, trips: int, grain: int, module: ir.Module,
         as_operation(v.owner).erase()
 
 
-def _parallel_loops(module: ir.Module) -> list[tuple[ir.Operation, tuple[int, int]]]:
+def _parallel_loops(module: ir.Module) -> list[tuple[ir.Operation, tuple[int | None, int]]]:
     """The outermost loops marked PARALLEL_LOOP that run on the pool; the marks of the others go."""
     marked = ops_where(module.operation, lambda o: o.name == "scf.for" and PARALLEL_LOOP in o.attributes,
                        ir.WalkOrder.PRE_ORDER)
-    chosen: list[tuple[ir.Operation, tuple[int, int]]] = []
+    chosen: list[tuple[ir.Operation, tuple[int | None, int]]] = []
     for loop in marked:   # (outer loops first: a nest's inner marked loops run serially in a chunk)
         plan = _loop_plan(loop)
         if plan is not None and not any(is_inside(loop, outer) for outer, _ in chosen):
@@ -401,11 +439,13 @@ def _parallel_loops(module: ir.Module) -> list[tuple[ir.Operation, tuple[int, in
 def parallelize_loops(module: ir.Module) -> None:
     """Big linalg ops with a parallel first loop: calls of functions the pool runs in chunks
     (module doc)."""
+    loops = _parallel_loops(module)
     found = [(op, plan) for op in ops_where(module.operation, lambda o: o.name == "linalg.generic")
+             if not any(is_inside(op, loop) for loop, _ in loops)   # (serial in a chunk)
              for plan in [_eligible(op)] if plan is not None]
     for k, (op, (positions, sizes, combiners)) in enumerate(found):
         _outline(op, positions, sizes, module, f"{_PREFIX}{k}", combiners)
-    for k, (loop, (trips, grain)) in enumerate(_parallel_loops(module), start=len(found)):
+    for k, (loop, (trips, grain)) in enumerate(loops, start=len(found)):
         _outline_loop(loop, trips, grain, module, f"{_PREFIX}{k}")
 
 

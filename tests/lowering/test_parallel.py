@@ -55,20 +55,6 @@ def test_small_ops_stay_serial(tmp_path):
     assert "_sprue_parallel_for" not in next(tmp_path.glob("*.opt.ll")).read_text()
 
 
-def test_ops_inside_loops_and_with_run_time_sizes_stay_serial(tmp_path):
-    """(for now: lowering/parallel.py's module doc)"""
-    def loop(x, y):
-        return sprue.lax.fori_loop(0, 3, lambda i, z: _program(z, y), x)
-    x, y = _args()
-    f = sprue.qjit(loop, keep_intermediate=str(tmp_path / "loop"))
-    want = _reference(_reference(_reference(x, y), y), y)
-    np.testing.assert_allclose(f(x, y), want, rtol=1e-12, atol=1e-12)
-    g = sprue.qjit(_program, abstracted_axes=({0: "n"}, {0: "n"}), keep_intermediate=str(tmp_path / "dyn"))
-    np.testing.assert_allclose(g(x, y), _reference(x, y), rtol=1e-12, atol=1e-12)
-    for d in ("loop", "dyn"):
-        assert "_sprue_parallel_for" not in next((tmp_path / d).glob("*.opt.ll")).read_text(), d
-
-
 def test_many_host_threads_call_a_parallel_kernel_at_once():
     x, y = _args()
     f = sprue.qjit(_program)

@@ -120,3 +120,36 @@ def test_small_products_stay_serial(tmp_path):
     f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path))
     np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
     assert _parallel_calls(tmp_path) == []
+
+
+def _elementwise(x, y):
+    return jnp.exp(x) * y + jnp.sin(y) * jnp.tanh(x - y)
+
+
+def _elementwise_reference(x, y):
+    return np.exp(x) * y + np.sin(y) * np.tanh(x - y)
+
+
+def test_ops_inside_loops_run_on_the_pool(tmp_path):
+    def loop(x, y):
+        return sprue.lax.fori_loop(0, 3, lambda i, z: _elementwise(z, y), x)
+    x, y = RNG.random((600, 500)), RNG.random((600, 500))
+    f = sprue.qjit(loop, keep_intermediate=str(tmp_path))
+    got = _same_bits_each_thread_count(f, x, y)
+    want = x
+    for _ in range(3):
+        want = _elementwise_reference(want, y)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert _parallel_calls(tmp_path)
+
+
+@pytest.mark.parametrize("rows", [600, 5])
+def test_run_time_sizes_go_to_the_pool_when_big_and_run_inline_when_small(rows, tmp_path):
+    """The call is guarded by the number of iterations, known at run time only: both branches
+    are in the code, each call takes one."""
+    f = sprue.qjit(_elementwise, abstracted_axes=({0: "n"}, {0: "n"}), keep_intermediate=str(tmp_path))
+    x, y = RNG.random((rows, 500)), RNG.random((rows, 500))
+    got = _same_bits_each_thread_count(f, x, y)
+    np.testing.assert_allclose(got, _elementwise_reference(x, y), rtol=1e-12, atol=1e-12)
+    text = next(tmp_path.glob("*.04_loops.mlir")).read_text()
+    assert "scf.if" in text and "call @__sprue_par_" in text
