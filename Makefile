@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench bench-programs bench-compile venv clean example fuzz
+.PHONY: run test bench bench-threads bench-programs bench-compile venv clean example fuzz
 
 venv: $(STAMP)
 
@@ -60,8 +60,15 @@ example: $(STAMP)
 	  -Wl,-rpath,'$$ORIGIN' -o $(EXAMPLE_BUILD)/c_host
 	$(EXAMPLE_BUILD)/c_host
 
+# every kernel at all threads and at 1 (the speedup) beside numpy/JAX/numba, then the thread sweep
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/threads.py
+
+# sprue at 1 thread vs all threads over sizes 1e3..1e7 (matmul 32..1024), about a minute (issue 14);
+# ARGS="--only sum,matmul --sizes 1e5,1e7 --matmul 512 --runs 3" and so on
+bench-threads: $(STAMP)
+	$(PY) benchmarks/threads.py $(ARGS)
 
 # realistic whole programs vs jax.jit (issue 13); ARGS=--one-core for the per-core comparison
 bench-programs: $(STAMP)

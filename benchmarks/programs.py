@@ -9,7 +9,10 @@ is reported separately. Timing never fails anything: this is a report.
     python benchmarks/programs.py [--only NAME,...] [--one-core] [--json PATH]
 
 `--one-core` re-executes the script under `taskset -c 0` with XLA's intra-op parallelism at 1
-and single-threaded OpenBLAS, the per-core comparison of issue 13's "Done when".
+and single-threaded OpenBLAS, the per-core comparison of issue 13's "Done when" (sprue's default
+thread count is then 1: the CPUs it may use). Without it every side uses every core (issue 14):
+sprue's parallel loops at SPRUE_NUM_THREADS, else the CPUs this process may use; XLA and OpenBLAS
+at their defaults.
 Extra import paths (a throwaway venv holding jax) come from SPRUE_BENCH_EXTRA_PATH.
 """
 from __future__ import annotations
@@ -33,7 +36,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import program_sources  # noqa: E402  (after the path set-up above)
-from run import cpu_name  # noqa: E402  (run.py also appends SPRUE_BENCH_EXTRA_PATH to sys.path)
+from run import all_threads, cpu_name  # noqa: E402  (run.py also appends SPRUE_BENCH_EXTRA_PATH to sys.path)
 
 RUNS = 7
 SAMPLE_SECONDS = 0.05
@@ -214,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     only = set(filter(None, opts.only.split(",")))
     jax_ns = jax_namespace()
     mode = (f"one core (taskset -c 0, XLA intra-op 1, OPENBLAS 1; cpus {sorted(os.sched_getaffinity(0))})"
-            if one_core else f"{len(os.sched_getaffinity(0))} cores")
+            if one_core else f"{len(os.sched_getaffinity(0))} cores, sprue at {all_threads()} threads")
     print(f"realistic programs, {mode}; median of {RUNS} samples after warm-up; s = sprue static, "
           f"dyn = sprue with abstracted_axes; ratios are time / time (<1: sprue faster); "
           f"1st = first call (trace + compile + run)")
@@ -236,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"runs": RUNS, "one_core": one_core, "cpu": cpu_name(), "numpy": np.__version__,
             "jax": getattr(getattr(jax_ns, "jax", None), "__version__", None), "commit": _commit(),
-            "uncommitted": _uncommitted(), "cpus": sorted(os.sched_getaffinity(0))}
+            "uncommitted": _uncommitted(), "cpus": sorted(os.sched_getaffinity(0)), "sprue_threads": all_threads()}
     path.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
     print(f"\nwritten {path}")
 

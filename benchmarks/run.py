@@ -2,14 +2,20 @@
 importable, jax.jit (float64) and numba — then start-up costs (import, compile) in fresh processes.
 
 Each time is the median of at least 5 samples after a warm-up call (which compiles sprue/JAX/Numba
-and is checked against numpy's result); a sample averages enough calls to last ~20 ms. The table
-gives ratios as sprue's time / the other's time (below 1: sprue is faster) and each target of issue 8.
+and is checked against numpy's result); a sample averages enough calls to last ~20 ms. sprue runs
+at all threads (SPRUE_NUM_THREADS, else the CPUs this process may use) and, the same compiled code,
+at 1 thread (`sprue 1t`: `sprue.set_num_threads(1)` around its samples, taken in turn with the
+others); `x` is the speedup, 1-thread time / all-thread time, and `bits` says whether the two
+results are bitwise equal. numpy, JAX and numba run at their defaults (all cores). The table gives
+ratios as sprue's all-thread time / the other's time (below 1: sprue is faster) and each target of
+issue 8. `make bench-threads` (threads.py) sweeps sizes at 1 and all threads.
 Where JAX is not installed, the ratio to JAX uses the JAX times measured on this machine once
 (JAX_SEEN below, marked `~`). Results also go to build/bench/results.json. Timing never fails
 anything: this is a report.
 
     python benchmarks/run.py [--only NAME,...] [--no-startup] [--json PATH]
     python benchmarks/run.py --programs [--one-core] ...   the realistic programs (programs.py)
+    python benchmarks/run.py --threads [--only KERNEL] ...    the thread-scaling sweep (threads.py)
 
 A benchmark module has `benchmarks() -> list[Benchmark]` (name, args, impls by name, numpy's first).
 Extra import paths (a throwaway venv holding jax/numba) can be appended with SPRUE_BENCH_EXTRA_PATH.
@@ -66,6 +72,39 @@ TARGETS = {
 }
 
 
+# sprue's own function, sampled with sprue.set_num_threads(1) (the others: all_threads())
+ONE_THREAD = "sprue_1t"
+
+
+def all_threads() -> int:
+    """The threads sprue's parallel loops use by default: SPRUE_NUM_THREADS, else the CPUs this
+    process may use."""
+    try:
+        n = int(os.environ.get("SPRUE_NUM_THREADS", ""))
+    except ValueError:
+        n = 0
+    return n if n >= 1 else len(os.sched_getaffinity(0))
+
+
+def set_threads(n: int) -> None:
+    """sprue.set_num_threads(n), when it changes."""
+    import sprue
+    if sprue.get_num_threads() != n:
+        sprue.set_num_threads(n)
+
+
+def _with_one_thread(impls: dict) -> dict:
+    """impls with ONE_THREAD, sprue's own function, right before sprue: the all-thread samples
+    follow sprue's own, not numpy's or JAX's, whose idle workers may still spin on a core for a
+    while (OpenBLAS, Eigen) — a 1-thread sample after them is not slowed by that."""
+    out = {}
+    for name, fn in impls.items():
+        if name == "sprue":
+            out[ONE_THREAD] = fn
+        out[name] = fn
+    return out
+
+
 def samples(fn, args, runs: int = RUNS) -> list[float]:
     """`runs` timings (seconds per call) after one warm-up call; each averages enough calls to last
     SAMPLE_SECONDS."""
@@ -102,33 +141,52 @@ def run_benchmark(module: str, bench) -> dict:
     drifts over seconds: implementations timed one after the other compared their moments, not
     themselves: a 256^2 product once 1.0x numpy, then 2.0x in the next run)."""
     reference = bench.impls["numpy"](*bench.args)
-    first_call, calls, args_of = {}, {}, {}
-    for impl, fn in bench.impls.items():
+    impls = _with_one_thread(bench.impls)
+    threads = all_threads()
+    set_threads(threads)
+    first_call, calls, args_of, results = {}, {}, {}, {}
+    for impl in sorted(impls, key=lambda name: name == ONE_THREAD):   # sprue's first call compiles
+        fn = impls[impl]
         args = args_of[impl] = _device_args(fn, bench.args)
+        set_threads(1 if impl == ONE_THREAD else threads)
         start = time.perf_counter()
-        result = fn(*args)          # warm-up: compiles sprue/JAX/Numba
+        result = results[impl] = fn(*args)          # warm-up: compiles sprue/JAX/Numba
         first_call[impl] = time.perf_counter() - start
         np.testing.assert_allclose(np.asarray(result), np.asarray(reference), rtol=getattr(bench, "rtol", 1e-9),
                                    atol=getattr(bench, "atol", 1e-12), err_msg=f"{bench.name}: {impl}")
         start = time.perf_counter()
         fn(*args)
         calls[impl] = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-7)))
-    samples_of: dict[str, list[float]] = {impl: [] for impl in bench.impls}
+    samples_of: dict[str, list[float]] = {impl: [] for impl in impls}
     for _ in range(RUNS):
-        for impl, fn in bench.impls.items():
+        for impl, fn in impls.items():
             args, n = args_of[impl], calls[impl]
+            set_threads(1 if impl == ONE_THREAD else threads)
             start = time.perf_counter()
             for _ in range(n):
                 fn(*args)
             samples_of[impl].append((time.perf_counter() - start) / n)
+    set_threads(threads)
     times = {impl: statistics.median(ts) for impl, ts in samples_of.items()}
     spread = {impl: [min(ts), max(ts)] for impl, ts in samples_of.items()}
-    row = {"module": module, "name": bench.name, "times": times, "spread": spread, "first_call": first_call}
+    row = {"module": module, "name": bench.name, "times": times, "spread": spread, "first_call": first_call,
+           "threads": threads}
+    if ONE_THREAD in times:
+        row["speedup"] = times[ONE_THREAD] / times["sprue"]
+        row["same_bits"] = _same_bits(results["sprue"], results[ONE_THREAD])
     if getattr(bench, "min_bytes", None):
         row["bound"] = _read_bound(bench.min_bytes) if bench.name == "sum" else None
     if getattr(bench, "flops", None):
         row["gflops"] = {k: bench.flops / t / 1e9 for k, t in times.items()}
     return row
+
+
+def _same_bits(a, b) -> bool:
+    """Results (arrays, or tuples/lists of them) bitwise equal."""
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same_bits(x, y) for x, y in zip(a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def _ratios(row: dict) -> dict:
@@ -137,7 +195,7 @@ def _ratios(row: dict) -> dict:
     if s is None:
         return out
     for impl, t in row["times"].items():
-        if impl != "sprue":
+        if impl not in ("sprue", ONE_THREAD):
             out[impl] = s / t
     if "jax" not in row["times"] and row["name"] in JAX_SEEN:
         out["jax~"] = s / JAX_SEEN[row["name"]]
@@ -162,8 +220,8 @@ def _fmt_ratio(r: float | None, approx: bool = False) -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'benchmark':<18} {'sprue':>11} {'numpy':>11} {'jax':>11} {'numba':>11}  "
-            f"{'s/numpy':>8} {'s/jax':>8} {'s/numba':>8} {'s/bound':>8}  target")
+    head = (f"{'benchmark':<18} {'sprue':>11} {'sprue 1t':>11} {'x':>6} {'bits':>4} {'numpy':>11} "
+            f"{'jax':>11} {'numba':>11}  {'s/numpy':>8} {'s/jax':>8} {'s/numba':>8} {'s/bound':>8}  target")
     print(head)
     print("-" * len(head))
     for row in rows:
@@ -171,7 +229,10 @@ def print_table(rows: list[dict]) -> None:
         target, check = TARGETS.get(row["name"], ("", lambda _: None))
         ok = check(row)
         mark = "" if ok is None else (" ok" if ok else " MISSED")
-        print(f"{row['name']:<18} {_fmt_time(t.get('sprue')):>11} {_fmt_time(t.get('numpy')):>11} "
+        speedup, bits = row.get("speedup"), row.get("same_bits")
+        print(f"{row['name']:<18} {_fmt_time(t.get('sprue')):>11} {_fmt_time(t.get(ONE_THREAD)):>11} "
+              f"{_fmt_ratio(speedup):>6} {'' if bits is None else '=' if bits else '!=':>4} "
+              f"{_fmt_time(t.get('numpy')):>11} "
               f"{_fmt_time(t.get('jax')):>11} {_fmt_time(t.get('numba')):>11}  "
               f"{_fmt_ratio(r.get('numpy')):>8} {_fmt_ratio(r.get('jax'), 'jax~' in r):>8} "
               f"{_fmt_ratio(r.get('numba')):>8} {_fmt_ratio(r.get('bound')):>8}  {target}{mark}", flush=True)
@@ -184,13 +245,20 @@ def main() -> None:
         import programs
         programs.main([a for a in sys.argv[1:] if a != "--programs"])
         return
+    if "--threads" in sys.argv[1:]:
+        import threads
+        threads.main([a for a in sys.argv[1:] if a != "--threads"])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="comma-separated benchmark names")
     ap.add_argument("--no-startup", action="store_true", help="skip import/compile timings")
     ap.add_argument("--json", default=str(HERE.parent / "build" / "bench" / "results.json"))
     opts = ap.parse_args()
     only = set(filter(None, opts.only.split(",")))
-    print(f"median of {RUNS} samples after warm-up; ratios are sprue's time / the other's (<1: sprue faster);"
+    n = all_threads()
+    print(f"median of {RUNS} samples after warm-up; sprue = {n} threads, sprue 1t = the same code at 1 thread"
+          f" (samples in turn), x = 1t / {n} threads, bits: the two results bitwise equal; numpy, jax and numba"
+          f" at their defaults; ratios are sprue's {n}-thread time / the other's (<1: sprue faster);"
           f" ~ = JAX time seen on this machine (jax not importable)\n")
     rows = []
     for name in MODULES:
@@ -215,7 +283,8 @@ def main() -> None:
         row["target"], row["target_met"] = target, check(row)
     path = Path(opts.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"runs": RUNS, "jax_seen": JAX_SEEN, "cpu": cpu_name(), "numpy": np.__version__}
+    meta = {"runs": RUNS, "jax_seen": JAX_SEEN, "cpu": cpu_name(), "numpy": np.__version__, "threads": n,
+            "cpus": sorted(os.sched_getaffinity(0))}
     path.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
     print(f"\nwritten {path}")
 

@@ -9,6 +9,10 @@
 # carrying lib<NAME>.so and the include directory of <NAME>.h. NAME defaults to SOURCE's stem made
 # a C identifier; it is always passed to `sprue compile`, so both agree on it.
 #
+# The library carries sprue's thread pool and records libpthread itself where glibc keeps it apart
+# (before 2.34), so <target> needs no Threads::Threads; only a static archive (`sprue compile --emit
+# a`, which this function does not make) needs -lpthread at the host's link.
+#
 # The `sprue` command is SPRUE_EXECUTABLE (a cache variable: set it to use a particular
 # installation); by default the one in $VIRTUAL_ENV, in the repository's .venv (an editable
 # install, whose cmake/ is this directory), or on PATH.

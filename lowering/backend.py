@@ -36,7 +36,7 @@ from sprue.base.timing import step
 from sprue.lowering import pipeline as _pipeline
 from sprue.lowering.allocation import RUNTIME_C, add_entry_wrappers, check_allocations, check_stack, runtime_source
 from sprue.lowering.masked_stores import keep_stores_unmasked
-from sprue.lowering.parallel_runtime import PARALLEL_SOURCE, PARALLEL_SYMBOL, parallel_source
+from sprue.lowering.parallel_runtime import PARALLEL_C, PARALLEL_SOURCE, parallel_source
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, check_target, machine_cpu_and_features
 from sprue.lowering.vector_math import (  # noqa: F401 (_libmvec_has: tests)
@@ -522,24 +522,28 @@ def _settle_c_object(key: tuple) -> bytes | None:
 
 @contextlib.contextmanager
 def _runtime_object_meanwhile(out: Path):
-    """Around a build: the runtime's object (allocation.py), needed at its link, compiled in the
-    background meanwhile, in a folder of its own inside `out`, once per process; waited for on the
-    way out (whatever the build did), before that folder is removed."""
-    key, folder = None, None
+    """Around a build: the runtime's objects (allocation.py's, the pool's), needed at its link,
+    compiled in the background meanwhile, in a folder of their own inside `out`, once per process;
+    waited for on the way out (whatever the build did), before that folder is removed."""
+    keys, folder = [], None
     try:
         compiler = find_c_compiler()
+        texts = {RUNTIME_C: runtime_source, PARALLEL_C: parallel_source}
         with _c_lock:
-            started = any(k[0] == tuple(compiler) and k[1] == RUNTIME_C for k in (*_c_objects, *_c_pending))
-        if not started:
-            folder = Path(tempfile.mkdtemp(prefix=".sprue-runtime-", dir=out))
-            key = _start_c_object(compiler, runtime_source(folder, "prebuild"))
+            known = {k[1] for k in (*_c_objects, *_c_pending) if k[0] == tuple(compiler)}
+        for text, write in texts.items():
+            if text not in known:
+                if folder is None:
+                    folder = Path(tempfile.mkdtemp(prefix=".sprue-runtime-", dir=out))
+                keys.append(_start_c_object(compiler, write(folder, "prebuild")))
     except CompilerNotFoundError:   # the link reports it
         pass
     try:
         yield
     finally:
-        if key is not None:
-            _settle_c_object(key)
+        for key in keys:
+            if key is not None:
+                _settle_c_object(key)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -619,12 +623,18 @@ void memrefCopy(int64_t elem_size, sprue_unranked *src, sprue_unranked *dst) {
 """
 
 
+# Every library carries the pool (parallel_runtime.py), parallel loops or not: every kernel's C
+# header then declares sprue_set_num_threads / sprue_get_num_threads and every host links them,
+# whatever the compiler decided to run in parallel (which changes with sizes and thresholds). It
+# costs little: a link 0.3-1.8 ms longer (of ~40 ms; paired medians of 30 in one process), a load
+# 0.15 ms longer, 1.9 KB; a tiny function's first call in a new process took the same time
+# (cpu 0.99x, median of 8 pairs). Without the compile cache (SPRUE_CACHE_DIR=off) each process
+# compiles the pool's source once, 0.16 s of cc in the background while the first kernel is
+# lowered: that process used 1.14x the cpu (1.13x the wall time, on a busy machine).
 def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
     """The C sources a kernel links with: sprue's runtime (allocation.py: the checked allocator
-    every library calls) and, when the kernel needs it, memrefCopy."""
-    sources = [runtime_source(directory, name)]
-    if f"@{PARALLEL_SYMBOL}(" in llvm_ir:
-        sources.append(parallel_source(directory, name))
+    every library calls), the pool (above) and, when the kernel needs it, memrefCopy."""
+    sources = [runtime_source(directory, name), parallel_source(directory, name)]
     if "@memrefCopy(" in llvm_ir:
         path = directory / f"{name}.memref_copy.c"
         path.write_text(_MEMREF_COPY_C)

@@ -1,24 +1,39 @@
-"""The work-sharing pool linked into a library whose code has parallel loops (lowering/parallel.py).
+"""The work-sharing pool linked into every library (lowering/parallel.py's loops call it).
 
 A C source like allocation.py's runtime, compiled once per process and linked into the library:
 its NEEDED list stays libc, libm (and libpthread where the C library keeps threads apart), nothing
 for a C host to install, as XLA and IREE carry their own pools.
 
-    int64_t _sprue_parallel_for(void (*task)(int64_t lo, int64_t hi, void *ctx), void *ctx,
-                                int64_t n, int64_t grain)
+    void _sprue_parallel_for(void (*task)(int64_t lo, int64_t hi, void *ctx), void *ctx,
+                             int64_t n, int64_t grain)
 
 runs task over [0, n) in chunks of `grain` iterations (the last one shorter). The chunks' bounds
 depend on n and grain only, never on the number of threads, so code whose chunks are independent
 gives the same bits with any number of threads. The calling thread works too; workers are started
 at the first parallel call (none when the count is 1). The count: SPRUE_NUM_THREADS if set, else
-the CPUs this process may run on (sched_getaffinity); `sprue_set_num_threads(n)` changes it (the
-Python runtime calls it for every library it loaded: sprue.set_num_threads).
+the CPUs this process may run on (sched_getaffinity); `sprue_set_num_threads(n)` changes it,
+`sprue_get_num_threads()` reads it (both declared in every kernel's C header: runtime/header.py).
+
+One pool per process, however many libraries it loads: each library carries a pool, but only one
+of them runs. Two ways, one for each way of loading:
+- linked by a C host (`-lk1 -lk2`, or dlopen with RTLD_GLOBAL): the pool's entry points are
+  exported (default visibility) and the kernels reach `_sprue_parallel_for` through a dynamic
+  relocation (its GOT entry), so the dynamic linker binds every library's calls, and the host's
+  sprue_set_num_threads, to the first definition in load order; the other pools are never called. From static archives the
+  linker takes the pool object of the first archive that has one (the later ones define nothing
+  still undefined). A host that dlopens kernels with RTLD_LOCAL gets a pool per library, unless
+  it does what the Python runtime does:
+- loaded with RTLD_LOCAL (the Python runtime: cffi), where each library binds to its own pool:
+  `sprue_use_pool(parallel_for, set, get)` hands a library the entry points of another's pool
+  (runtime/threads.py: the first library loaded, kept loaded for the life of the process); its
+  parallel loops and its count then go there, and its own pool never starts a thread.
 
 One job at a time per pool: a call that finds the pool busy (another host thread's call running
-a parallel loop) runs its loop itself, serially: never a wait on another call, so no deadlock,
-and the machine is not oversubscribed by two jobs. A thread that cannot be started leaves the
-loop to those that were (to the caller alone at worst). A child forked while a job ran (or
-after) starts with no workers and makes its own at its first parallel call (pthread_atfork).
+a parallel loop, of this library or another that shares the pool) runs its loop itself, serially:
+never a wait on another call, so no deadlock, and the machine is not oversubscribed by two jobs.
+A thread that cannot be started leaves the loop to those that were (to the caller alone at worst).
+A child forked while a job ran (or after) starts with no workers and makes its own at its first
+parallel call (pthread_atfork).
 """
 from __future__ import annotations
 
@@ -34,16 +49,19 @@ PARALLEL_C = r"""/* sprue's work-sharing pool (lowering/parallel_runtime.py). */
 #include <stdint.h>
 #include <stdlib.h>
 
+/* Exported, and reached through the GOT: a C host linking several libraries binds them all to
+   one pool (the module doc of lowering/parallel_runtime.py). */
 #if defined(__GNUC__) || defined(__clang__)
-#define SPRUE_HIDDEN __attribute__((visibility("hidden")))
 #define SPRUE_EXPORT __attribute__((visibility("default")))
 #else
-#define SPRUE_HIDDEN
 #define SPRUE_EXPORT
 #endif
 #define SPRUE_MAX_THREADS 256
 
 typedef void (*sprue_task)(int64_t lo, int64_t hi, void *ctx);
+typedef void (*sprue_for_fn)(sprue_task task, void *ctx, int64_t n, int64_t grain);
+typedef int (*sprue_set_fn)(int n);
+typedef int (*sprue_get_fn)(void);
 
 typedef struct {
   pthread_mutex_t lock;        /* guards all but `next` */
@@ -65,6 +83,12 @@ static sprue_pool sprue_the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INIT
                                     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static pthread_t sprue_workers[SPRUE_MAX_THREADS];
 static pthread_once_t sprue_fork_once = PTHREAD_ONCE_INIT;
+
+/* The pool that serves this library when it is not its own (sprue_use_pool): filled once, then
+   `sprue_forwarding` set (release; read with acquire before the entries are used). */
+static struct { sprue_for_fn parallel_for; sprue_set_fn set; sprue_get_fn get; } sprue_owner;
+static atomic_int sprue_forwarding;
+#define SPRUE_FORWARDING() atomic_load_explicit(&sprue_forwarding, memory_order_acquire)
 
 static int sprue_default_threads(void) {
   const char *env = getenv("SPRUE_NUM_THREADS");
@@ -148,10 +172,14 @@ static int sprue_start_workers(sprue_pool *p) {
   return p->started;
 }
 
-SPRUE_HIDDEN void _sprue_parallel_for(sprue_task task, void *ctx, int64_t n, int64_t grain) {
+SPRUE_EXPORT void _sprue_parallel_for(sprue_task task, void *ctx, int64_t n, int64_t grain) {
   sprue_pool *p = &sprue_the_pool;
   int64_t chunks;
   atomic_llong mine;
+  if (SPRUE_FORWARDING()) {
+    sprue_owner.parallel_for(task, ctx, n, grain);
+    return;
+  }
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   chunks = (n - 1) / grain + 1;
@@ -203,6 +231,7 @@ static void sprue_stop_workers(void) {
 SPRUE_EXPORT int sprue_set_num_threads(int n) {
   sprue_pool *p = &sprue_the_pool;
   int old;
+  if (SPRUE_FORWARDING()) return sprue_owner.set(n);
   pthread_mutex_lock(&p->lock);
   if (p->threads == 0) p->threads = sprue_default_threads();
   old = p->threads;
@@ -214,11 +243,32 @@ SPRUE_EXPORT int sprue_set_num_threads(int n) {
 SPRUE_EXPORT int sprue_get_num_threads(void) {
   sprue_pool *p = &sprue_the_pool;
   int n;
+  if (SPRUE_FORWARDING()) return sprue_owner.get();
   pthread_mutex_lock(&p->lock);
   if (p->threads == 0) p->threads = sprue_default_threads();
   n = p->threads;
   pthread_mutex_unlock(&p->lock);
   return n;
+}
+
+/* From now on this library's parallel loops and thread count are those of the pool whose entry
+   points these are (another library's: one pool per process). Once, before the library's first
+   parallel loop: its own pool then never starts a thread. 0: done (or already so); -1: refused
+   (a null entry, this library's own pool, already another's, or workers of its own started). */
+SPRUE_EXPORT int sprue_use_pool(sprue_for_fn parallel_for, sprue_set_fn set, sprue_get_fn get) {
+  sprue_pool *p = &sprue_the_pool;
+  int done = -1;
+  if (!parallel_for || !set || !get || parallel_for == &_sprue_parallel_for) return -1;
+  pthread_mutex_lock(&p->lock);
+  if (!SPRUE_FORWARDING() && p->started == 0) {
+    sprue_owner.parallel_for = parallel_for, sprue_owner.set = set, sprue_owner.get = get;
+    atomic_store_explicit(&sprue_forwarding, 1, memory_order_release);
+    done = 0;
+  } else if (SPRUE_FORWARDING() && sprue_owner.parallel_for == parallel_for) {
+    done = 0;   /* (the library opened again: dlopen handed back the loaded one) */
+  }
+  pthread_mutex_unlock(&p->lock);
+  return done;
 }
 """
 

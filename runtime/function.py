@@ -150,7 +150,7 @@ class CompiledFunction:
         # a status, 0 or the byte count of the allocation that failed. Any other (MLIR's own C
         # interface, void) is called as it is, unchecked.
         self.checked = _exports(self._lib, iface.error_function)
-        self._pool = threads.register(self._lib)   # its parallel loops' thread count (runtime/threads.py)
+        self._pool = threads.register(self._lib)   # its loops on the process's one pool (runtime/threads.py)
         ffi.cdef(iface.checked_decl if self.checked else iface.unchecked_decl)
         # What a failed allocation was for, from its byte count (qjit sets it: the arrays of the
         # jaxpr and their source lines); None: the message gives the size only.

@@ -1,9 +1,16 @@
-"""How many threads the parallel loops of compiled code use (lowering/parallel.py).
+"""How many threads the parallel loops of compiled code use (lowering/parallel.py), on one pool.
 
-Each library with parallel loops carries the pool (lowering/parallel_runtime.py) and reads
-SPRUE_NUM_THREADS, else the CPUs this process may run on, at its first parallel loop.
-`set_num_threads(n)` sets the count for every library this process has loaded, and for those it
-loads later; 1 means no thread is ever started.
+Every library carries the work-sharing pool (lowering/parallel_runtime.py), but a process runs
+one: the first library loaded becomes the pool's owner, kept loaded for the life of the process
+(its code runs the others' loops, and must not go away under them); each later one is told, at
+load, to send its parallel loops and its thread count to the owner's pool (its `sprue_use_pool`),
+and never starts a thread of its own. Libraries are loaded with RTLD_LOCAL (cffi), where each
+would otherwise bind to its own pool and start as many workers as there are cores: two kernels
+used in turn would keep two sets of threads, both waking for every job.
+
+The count: SPRUE_NUM_THREADS, else the CPUs this process may run on, read by the pool at its first
+parallel loop; `set_num_threads(n)` sets it, for the libraries loaded now and later; 1 means no
+thread is ever started.
 """
 from __future__ import annotations
 
@@ -14,30 +21,56 @@ from typing import Any
 from sprue.base.errors import SprueValueError
 
 SETTER = "sprue_set_num_threads"
-DECLS = f"int {SETTER}(int n);\n"
+GETTER = "sprue_get_num_threads"
+PARALLEL_FOR = "_sprue_parallel_for"
+USE_POOL = "sprue_use_pool"
+DECLS = (f"int {SETTER}(int n);\nint {GETTER}(void);\n"
+         f"void {PARALLEL_FOR}(void *task, void *ctx, int64_t n, int64_t grain);\n"
+         f"int {USE_POOL}(void (*parallel_for)(void *, void *, int64_t, int64_t), int (*set)(int), int (*get)(void));\n")
 
 _lock = threading.Lock()
 _chosen: int | None = None
-_libraries: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_owner: "_Pool | None" = None   # the pool every library's loops run on (its library kept loaded)
+# Libraries built before sprue_use_pool existed run their own pools: each is told the count.
+_own_pools: "weakref.WeakSet[_Pool]" = weakref.WeakSet()
 
 
 class _Pool:
-    """A loaded library's pool controls (its cffi library object keeps it loaded)."""
+    """A loaded library's pool: its controls and its entry points (its cffi library object keeps
+    it loaded)."""
 
     def __init__(self, lib: Any) -> None:
         self.lib = lib
         self.set = getattr(lib, SETTER)
+        try:   # (cffi function pointers: passed as they are to another library's sprue_use_pool)
+            self.use_pool = getattr(lib, USE_POOL)
+            self.entries = (getattr(lib, PARALLEL_FOR), self.set, getattr(lib, GETTER))
+        except AttributeError:   # a library built before sprue_use_pool: its pool cannot be shared
+            self.use_pool, self.entries = None, ()
+
+    def forward_to(self, owner: "_Pool") -> bool:
+        """Whether this library's loops and count now go to `owner`'s pool (sprue_use_pool)."""
+        return self.use_pool is not None and self.use_pool(*owner.entries) == 0
 
 
 def register(lib: Any) -> Any:
-    """Called for each library loaded: one with a pool gets the chosen count; its controls (kept by
-    the caller as long as the library is) or None."""
+    """Called for each library loaded (`lib`: cffi, with DECLS): the first with a pool that can be
+    shared becomes the owner, later ones send their parallel loops and thread count to it. The
+    library's pool (kept by the caller as long as the library is) or None."""
+    global _owner
     try:
         pool = _Pool(lib)
-    except AttributeError:   # no parallel loops: no pool
+    except AttributeError:   # built before every library carried a pool: none
         return None
     with _lock:
-        _libraries.add(pool)
+        if _owner is None and pool.use_pool is not None:
+            _owner = pool
+        elif _owner is not None and pool.use_pool is not None and pool.entries[0] == _owner.entries[0]:
+            return _owner   # the owner's library opened again (dlopen hands back the loaded one)
+        elif _owner is not None and pool.forward_to(_owner):
+            return pool
+        else:   # an older library, or one refused (sprue_use_pool): a pool of its own
+            _own_pools.add(pool)
         if _chosen is not None:
             pool.set(_chosen)
     return pool
@@ -51,13 +84,14 @@ def set_num_threads(n: int) -> None:
         raise SprueValueError(f"set_num_threads(n): n must be a positive int, got {n!r}")
     with _lock:
         _chosen = n
-        for pool in list(_libraries):
-            pool.set(n)
+        for pool in [_owner, *_own_pools]:
+            if pool is not None:
+                pool.set(n)
 
 
 def get_num_threads() -> int | None:
-    """The count set_num_threads chose (None: each library's default, SPRUE_NUM_THREADS or the
-    CPUs this process may use)."""
+    """The count set_num_threads chose (None: the default, SPRUE_NUM_THREADS or the CPUs this
+    process may use)."""
     return _chosen
 
 

@@ -216,12 +216,14 @@ def test_library_needs_only_the_c_library(kernels):
         dynamic = subprocess.run(["readelf", "-d", str(so)], capture_output=True, text=True, check=True).stdout
         needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", dynamic))
         # and the C library's dynamic loader, for thread-local storage (the checked allocator's state);
-        # libmvec (glibc's vector math, shipped with libm) when a loop calls vectorized tanh/exp/...
-        assert {n for n in needed if not n.startswith("ld-linux")} <= {"libc.so.6", "libm.so.6", "libmvec.so.1"}, needed
+        # libmvec (glibc's vector math, shipped with libm) when a loop calls vectorized tanh/exp/...;
+        # libpthread for the pool where glibc keeps it apart (before 2.34)
+        assert {n for n in needed if not n.startswith("ld-linux")} <= {
+            "libc.so.6", "libm.so.6", "libmvec.so.1", "libpthread.so.0"}, needed
         assert "RPATH" not in dynamic and "RUNPATH" not in dynamic and "TEXTREL" not in dynamic
         ldd = subprocess.run(["ldd", str(so)], capture_output=True, text=True, check=True).stdout
         for line in ldd.splitlines():
-            assert re.match(r"\s*(linux-vdso|libc\.so|libm\.so|libmvec\.so|/lib.*/ld-linux)", line), line
+            assert re.match(r"\s*(linux-vdso|libc\.so|libm\.so|libmvec\.so|libpthread\.so|/lib.*/ld-linux)", line), line
         symbols = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True,
                                  check=True).stdout.split()
         # only the C interface is exported: the raw MLIR function is internal
@@ -470,8 +472,9 @@ def test_every_symbol_of_libc_and_libm_is_refused():
 def test_every_name_the_module_declares_is_refused(tmp_path):
     """The names a compiled kernel's object defines or calls besides its own (`nm`: the C library and
     libm functions LLVM calls, libmvec's, sprue's runtime's), and those of sprue's runtime sources
-    (allocation.RUNTIME_C, backend._MEMREF_COPY_C), are all refused as kernel and internal names."""
-    from sprue.lowering import allocation, backend
+    (allocation.RUNTIME_C, backend._MEMREF_COPY_C, parallel_runtime.PARALLEL_C), are all refused as
+    kernel and internal names."""
+    from sprue.lowering import allocation, backend, parallel_runtime
     from sprue.tools.compile import Options, compile_jaxpr
     if shutil.which("nm") is None:
         pytest.skip("nm (binutils) is not installed")
@@ -485,9 +488,10 @@ def test_every_name_the_module_declares_is_refused(tmp_path):
     rows = [line.split() for line in subprocess.run(["nm", str(written["obj"])], capture_output=True, text=True,
                                                      check=True).stdout.splitlines()]
     symbols = {r[-1] for r in rows if r[-2] == "U" or r[-2].isupper()} - {"many"}
-    runtime = set(re.findall(r"\b(_?sprue_\w+|memrefCopy|madvise)\b", allocation.RUNTIME_C + backend._MEMREF_COPY_C))
+    runtime = set(re.findall(r"\b(_?sprue_\w+|memrefCopy|madvise)\b",
+                             allocation.RUNTIME_C + backend._MEMREF_COPY_C + parallel_runtime.PARALLEL_C))
     assert {"atan2", "_mlir_ciface_many"} <= symbols and any(s.startswith("_ZGV") for s in symbols), symbols
-    assert {"madvise", "memrefCopy"} <= runtime and len(runtime) > 5
+    assert {"madvise", "memrefCopy", "sprue_set_num_threads", "_sprue_parallel_for"} <= runtime and len(runtime) > 5
     for symbol in symbols | runtime:
         assert kernel_name_problem(symbol) is not None and c_names.module_symbol_problem(symbol) is not None, symbol
 

@@ -1,12 +1,16 @@
 """Parallel loops (lowering/parallel.py) on the pool linked into the library
 (lowering/parallel_runtime.py): the same bits with any number of threads, calls from many host
-threads at once, a fork after use, and nothing for a host to install."""
+threads at once, a fork after use, one pool for every library of a process (runtime/threads.py),
+and nothing for a host to install."""
 import multiprocessing
 import os
 import re
 import subprocess
+import sys
+import textwrap
 import threading
 
+import cffi
 import numpy as np
 import pytest
 
@@ -14,6 +18,7 @@ import sprue
 import sprue.lax
 import sprue.numpy as jnp
 from sprue.base.errors import SprueValueError
+from sprue.runtime import threads
 
 
 def _program(x, y):   # elementwise: the ops parallel loops take today
@@ -100,9 +105,94 @@ def test_the_library_needs_only_the_c_library(tmp_path):
     # (and the dynamic loader, for the checked allocator's thread-local state: test_c_embedding)
     assert {n for n in needed if not n.startswith("ld-linux")} <= {
         "libc.so.6", "libm.so.6", "libpthread.so.0", "libmvec.so.1"}, needed
+    # one pool for the libraries a C host links: the pool's entry points are exported and the
+    # kernel reaches _sprue_parallel_for through a dynamic relocation, which the dynamic linker
+    # binds to the first library's (tests/e2e/test_c_threads.py runs such a host)
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True,
+                              check=True).stdout.split()
+    assert {"_sprue_parallel_for", "sprue_set_num_threads", "sprue_get_num_threads", "sprue_use_pool"} <= set(exported)
+    relocations = subprocess.run(["readelf", "-rW", str(so)], capture_output=True, text=True, check=True).stdout
+    assert re.search(r"R_X86_64_(GLOB_DAT|JUMP_SLOT)\s+\S+\s+_sprue_parallel_for", relocations) or \
+        os.uname().machine != "x86_64", relocations
 
 
 def test_set_num_threads_takes_a_positive_int():
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(SprueValueError, match=r"set_num_threads\(n\): n must be a positive int"):
             sprue.set_num_threads(bad)
+
+
+# Two libraries with parallel loops in one new process: the counts of its threads (exact: nothing
+# else starts any once both are compiled), and what a library's own pool controls say.
+_TWO_LIBRARIES = textwrap.dedent("""
+    import os
+    import cffi
+    import numpy as np
+    import sprue
+    import sprue.numpy as jnp
+    from sprue.runtime import threads
+
+    def tasks():
+        return len(os.listdir("/proc/self/task"))
+
+    rng = np.random.default_rng(7)
+    x, y = rng.random((2000, 1000)), rng.random((2000, 1000))
+    f = sprue.qjit(lambda x, y: jnp.exp(x) * y + jnp.sin(x), keep_intermediate=os.environ["DIR_F"])
+    g = sprue.qjit(lambda x, y: jnp.tanh(x) * 3.0 - y, keep_intermediate=os.environ["DIR_G"])
+    sprue.set_num_threads(1)
+    one = [f(x, y), g(x, y)]   # compiled and run: no thread started
+    base = tasks()
+    sprue.set_num_threads(3)
+    many = [f(x, y), g(x, y)]
+    print("tasks", base, tasks())
+    print("same_bits", all(np.array_equal(a, b) for a, b in zip(one, many)))
+    # the same libraries, opened again (dlopen hands back the loaded ones): g's forwards to f's
+    libs = []
+    for d in ("DIR_F", "DIR_G"):
+        ffi = cffi.FFI()
+        ffi.cdef(threads.DECLS)
+        libs.append(ffi.dlopen(next(p.path for p in os.scandir(os.environ[d]) if p.name.endswith(".so"))))
+    lf, lg = libs
+    print("counts", lf.sprue_get_num_threads(), lg.sprue_get_num_threads(), lg.sprue_set_num_threads(2),
+          lf.sprue_get_num_threads())
+    own = (lf._sprue_parallel_for, lf.sprue_set_num_threads, lf.sprue_get_num_threads)
+    print("use_pool", lf.sprue_use_pool(*own), lg.sprue_use_pool(*own))
+""")
+
+
+def test_two_libraries_in_one_process_share_one_pool(tmp_path):
+    env = {**os.environ, "DIR_F": str(tmp_path / "f"), "DIR_G": str(tmp_path / "g"), "SPRUE_NUM_THREADS": "2"}
+    proc = subprocess.run([sys.executable, "-c", _TWO_LIBRARIES], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    got = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()}
+    for d in ("f", "g"):
+        assert "@_sprue_parallel_for(" in next((tmp_path / d).glob("*.opt.ll")).read_text(), d
+    base, after = map(int, got["tasks"])
+    assert after == base + 2, got   # f's pool's two workers; g's loops ran on them (not two more)
+    assert got["same_bits"] == ["True"]
+    # g's count is f's pool's, and setting it through g sets f's
+    assert got["counts"] == ["3", "3", "3", "2"]
+    # a library's own pool is refused as where to forward; g already forwards there (0)
+    assert got["use_pool"] == ["-1", "0"]
+
+
+_OLDER_POOL = r"""
+static int count = 0;
+int sprue_set_num_threads(int n) { int old = count; count = n; return old; }
+int sprue_get_num_threads(void) { return count; }
+"""
+
+
+def test_a_library_whose_pool_cannot_be_shared_is_told_the_count(tmp_path, threads_restored):
+    """(one built before sprue_use_pool: it keeps its own pool)"""
+    (tmp_path / "old.c").write_text(_OLDER_POOL)
+    so = tmp_path / "libold.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "old.c")], check=True)
+    ffi = cffi.FFI()
+    ffi.cdef(threads.DECLS)
+    lib = ffi.dlopen(str(so))
+    pool = threads.register(lib)
+    assert pool is not None and pool is not threads._owner
+    sprue.set_num_threads(3)
+    assert lib.sprue_get_num_threads() == 3

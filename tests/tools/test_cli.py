@@ -47,6 +47,10 @@ def exported(so: Path) -> list[str]:
     return [line.split()[-1] for line in out.splitlines()]
 
 
+# what every library exports besides its kernel: the thread pool's entry points (lowering/parallel_runtime.py)
+POOL = ["_sprue_parallel_for", "sprue_get_num_threads", "sprue_set_num_threads", "sprue_use_pool"]
+
+
 # -- the console script ---------------------------------------------------------------------------------
 def test_version_help_and_cmake_dir():
     proc = cli("--version")
@@ -78,14 +82,14 @@ def test_default_outputs_and_name_from_the_stem(mlir, tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["libmy_kernel.so", "my_kernel.h"]
     # the entry point is named after the kernel; the raw MLIR function is not exported
     # (and the message of a failed allocation: lowering/allocation.py)
-    assert exported(tmp_path / "o" / "libmy_kernel.so") == ["_mlir_ciface_my_kernel", "_sprue_error_my_kernel"]
+    assert exported(tmp_path / "o" / "libmy_kernel.so") == ["_mlir_ciface_my_kernel", "_sprue_error_my_kernel", *POOL]
     assert "static inline int64_t my_kernel(my_kernel_results *out" in (tmp_path / "o" / "my_kernel.h").read_text()
     assert capsys.readouterr().err == ""
 
 
 def test_name_flag(mlir, tmp_path):
     assert main(["compile", str(mlir), "-o", str(tmp_path), "--name", "mm"]) == 0
-    assert exported(tmp_path / "libmm.so") == ["_mlir_ciface_mm", "_sprue_error_mm"] and (tmp_path / "mm.h").is_file()
+    assert exported(tmp_path / "libmm.so") == ["_mlir_ciface_mm", "_sprue_error_mm", *POOL] and (tmp_path / "mm.h").is_file()
 
 
 def test_output_dir_defaults_to_the_current_directory(mlir, tmp_path, monkeypatch):
@@ -107,10 +111,9 @@ def test_every_emit_kind(jaxpr, tmp_path):
     ll = (out / "scale.ll").read_text()   # the raw function is internal: inlined into the C interface
     assert "@_mlir_ciface_scale(" in ll and not re.search(r"define (dso_local )?void @scale\(", ll)
     members = subprocess.run(["ar", "t", str(out / "libscale.a")], capture_output=True, text=True).stdout.split()
-    # the kernel, the checked allocator it calls, and the pool where it has parallel loops (its
-    # rows are a run-time size: split at run time, lowering/parallel.py)
-    pool = ["scale.sprue_parallel.o"] if "@_sprue_parallel_for(" in ll else []
-    assert members == ["scale.o", "scale.sprue_runtime.o", *pool]
+    # the kernel, the checked allocator it calls, and the pool (every library carries it: its
+    # object is linked only when the kernel has parallel loops or the host sets the thread count)
+    assert members == ["scale.o", "scale.sprue_runtime.o", "scale.sprue_parallel.o"]
     # the emitted jaxpr reads back (it is the program that was compiled)
     assert "mul" in (out / "scale.jaxpr").read_text()
 
