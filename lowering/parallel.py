@@ -1,30 +1,41 @@
-"""Parallel loops: the outer dimension of big elementwise linalg ops runs in chunks on the pool.
+"""Parallel loops: big linalg ops and the blocks of matrix products run in chunks on the pool.
 
 Two rewrites, on either side of the LLVM conversion (the pool: parallel_runtime.py):
 
-- `parallelize_loops` (buffers, before convert-linalg-to-loops): a linalg.generic whose loops are
-  all parallel (elementwise ops, broadcasts, transposes), whose operands all index it through projected permutations (each output indexing
-  it: a chunk writes its own rows) and which does at least PARALLEL_MIN_ELEMENTS iterations
-  becomes a call `__sprue_par_K(lo, hi, grain, operands...)` of a private function doing the op on
-  the rows [lo, hi) of each operand that has that dimension (subviews); the call site covers
-  [0, n) with `grain` rows a chunk, at least CHUNK_ELEMENTS iterations each. Ops that read an
-  output's buffer through another view, or use linalg.index, stay as they are; so, for now, do
-  ops with run-time sizes and ops inside loops and branches: outlined, they ran slower on one
-  thread (an LSTM scan's steps with run-time sizes 2x, an MLP training loop's steps 1.3x: the
-  call per step and what later rewrites no longer see across the call), which the measured
-  thresholds for them must first win back.
+- `parallelize_loops` (buffers, before convert-linalg-to-loops) makes calls
+  `__sprue_par_K(lo, hi, grain, operands...)` of private functions that run the chunk [lo, hi)
+  of a loop, for
+  * a linalg.generic whose first loop is parallel (elementwise ops, broadcasts, row reductions:
+    softmax's max and sum) and which every output indexes (a chunk writes its own rows); its
+    operands index it through projected permutations (0s allowed: broadcast size-1 dims);
+  * a linalg.generic whose first loop reduces (a full sum, `sum(axis=0)`), each output folded by
+    one op with an identity (`_combiners`: add, mul, max, min, and, or, xor): each chunk reduces its
+    rows into a partial result of its own, started from the identity, and the caller folds the
+    partial results into the outputs in chunk order;
+  * an scf.for that matmul_scripts.py marked PARALLEL_LOOP (a product's batch elements, its blocks
+    of B's columns, or A's register rows), its trips independent: each chunk allocates its own
+    copy of a buffer only the loop uses (the packing buffer that buffer-loop-hoisting moved out).
+  Ops that read an output's buffer through another view, or use linalg.index, stay as they are.
+  Static sizes: the op runs on the pool from an estimated PARALLEL_MIN_NS of one thread's work
+  (PARALLEL_MIN_FLOPS for a marked loop), chunks of at least CHUNK_ELEMENTS iterations (CHUNK_FLOPS), at most
+  MAX_PARTIALS of them. Run-time sizes: the same test at run time, the op (or loop) kept in the
+  else branch, so small sizes pay no call (an LSTM's steps ran 2x slower outlined unguarded).
+  Inside a chunk everything is serial (a marked loop inside a chosen one stays a loop); loops
+  and branches around an op do not matter.
 - `call_parallel_bodies` (LLVM dialect): each call of such a function becomes a call of the pool,
   `_sprue_parallel_for(task, ctx, n, grain)`: its operands are stored in a struct on the caller's
   stack (`ctx`), and `__sprue_task_K(lo, hi, ctx)` loads them back and calls the body.
 
-The chunks' bounds follow from n and grain only, and each writes only its own rows, so results
-are the same bits with any number of threads. Reductions over the first dimension, products and
-scans are not split yet.
+The chunks' bounds follow from the sizes alone, never from the number of threads, each chunk
+writes only its own rows (or partial result), and partial results are folded in chunk order: the
+results are the same bits with any number of threads. (A split reduction's bits differ from the
+serial loop's, as any reassociation does: a sum is within the rounding of its chunks' sums.)
+Not split: reductions whose outputs are not folded by one op (argmax), scans, gathers and
+scatters, and products with run-time sizes other than the rows.
 """
 from __future__ import annotations
 
 import math
-import os
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref, scf
@@ -45,19 +56,36 @@ from sprue.lowering.mlir_util import (
 from sprue.lowering.outline import new_private_function
 from sprue.lowering.parallel_runtime import PARALLEL_SYMBOL
 
-# Below this many iterations of a loop nest, a parallel call costs more than it saves (the
-# workers' wake-up is several microseconds).
-PARALLEL_MIN_ELEMENTS = 1 << 16
-# Each chunk does at least this many iterations.
-CHUNK_ELEMENTS = int(os.environ.get('XCHUNK', 1 << 14))
-# A reduction over the first loop: at most this many chunks (partial results to fold).
-MAX_PARTIALS = int(os.environ.get('XPART', 64))
+# An op runs on the pool when one thread would take at least PARALLEL_MIN_NS: below, waking the
+# workers and handing out chunks costs more than it saves. The time is estimated from a cost per
+# iteration (_iteration_ns), measured on this machine at one thread, in benchmarks/threads.py's
+# sweep: a sum streams 8 bytes with an add, 0.22 ns an element (1e5: 22 us); sin(x) * 2 + x * x
+# 16 bytes and a sine, 1.6 ns. With 65,536 iterations as the threshold, sums of 7e4 and 1e5
+# elements and sum(axis=0) of 136 x 512 and 195 x 512 ran 1.3-1.9x slower at two threads (a
+# call of ~20-30 us); from ~100 us of work every kernel in the sweep ran faster.
+PARALLEL_MIN_NS = 100_000
+_NS_PER_BYTE = 0.025
+_NS_OP = 0.05
+_NS_DIVIDE = 0.3     # divisions, square roots
+_NS_MATH = 1.2       # exp, log, sin, tanh, ...: libm's or their vector forms
+_DIVIDES = {"arith.divf", "arith.remf", "math.sqrt", "math.rsqrt", "arith.divsi", "arith.divui",
+            "arith.remsi", "arith.remui"}
+_CHEAP_MATH = {"math.absf", "math.absi", "math.fma", "math.copysign", "math.floor", "math.ceil",
+               "math.round", "math.roundeven", "math.trunc"}
+# Each chunk does at least this many iterations, and there are at most MAX_PARTIALS chunks
+# (partial results to fold; larger chunks made no measurable difference at 1e7 elements, where
+# this machine's memory bandwidth caps two threads at ~1.55x one: a C streaming loop, 14.3 vs 22
+# GB/s).
+CHUNK_ELEMENTS = 1 << 14
+MAX_PARTIALS = 64
 # A parallel loop (a matrix product's blocks, matmul_scripts.PARALLEL_LOOP) runs on the pool from
 # this many floating-point operations, in chunks of at least CHUNK_FLOPS.
-PARALLEL_MIN_FLOPS = 1 << 20
+PARALLEL_MIN_FLOPS = 1 << 21
 CHUNK_FLOPS = 1 << 18
 _PREFIX = "__sprue_par_"
 _TASK = "__sprue_task_"
+
+
 def _dim_positions(op: ir.Operation) -> list[int | None] | None:
     """For each operand, where its indexing map puts loop dimension 0 (None: not there); None if a
     map is not a projected permutation (constant 0s allowed)."""
@@ -82,6 +110,27 @@ def _loop_sizes(op: ir.Operation) -> list[int | None]:
             if d.startswith("d") and d[1:].isdigit() and not ir.ShapedType.is_dynamic_size(shape[i]):
                 sizes[int(d[1:])] = shape[i]
     return sizes
+
+
+def _iteration_ns(op: ir.Operation) -> float:
+    """One thread's time for one iteration of a generic (PARALLEL_MIN_NS): its body's ops and the
+    bytes of the operands it streams (those indexed by its innermost loop)."""
+    ns = 0.0
+    for inner in ops_where(op, lambda o: o.name.startswith(("arith.", "math."))):
+        ns += (_NS_DIVIDE if inner.name in _DIVIDES else
+               _NS_MATH if inner.name.startswith("math.") and inner.name not in _CHEAP_MATH else _NS_OP)
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    innermost = f"d{maps[0].n_dims - 1}"
+    for value, amap in zip(op.operands, maps):
+        if innermost in [str(e) for e in amap.results]:
+            t = ir.MemRefType(value.type)
+            ns += _NS_PER_BYTE * max(1, (t.element_type.width if hasattr(t.element_type, "width") else 64) // 8)
+    return ns
+
+
+def _min_iterations(op: ir.Operation) -> int:
+    """The iterations of `op` from which it runs on the pool (PARALLEL_MIN_NS), two chunks at least."""
+    return max(2 * CHUNK_ELEMENTS, math.ceil(PARALLEL_MIN_NS / max(_iteration_ns(op), 1e-3)))
 
 
 def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int], list[str] | None] | None:
@@ -123,7 +172,7 @@ def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int], list[str] 
     total = 1
     for s in sizes:
         total *= s
-    if total < PARALLEL_MIN_ELEMENTS or sizes[0] < 2:
+    if total < _min_iterations(op) or sizes[0] < 2:
         return None
     return positions, sizes, combiners
 
@@ -223,13 +272,13 @@ def _slot(partial: ir.Value, slot: ir.Value) -> ir.Value:
         "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0])}).results[0]
 
 
-def _fold(combine: str, into: ir.Value, source: ir.Value, chunk: ir.Value | None) -> None:
-    """into[i...] = combine(into[i...], source[chunk, i...]) (source[i...] with no chunk), over into's elements."""
+def _fold(combine: str, into: ir.Value, partials: ir.Value, chunk: ir.Value) -> None:
+    """into[i...] = combine(into[i...], partials[chunk, i...]) over into's elements."""
     shape = ir.MemRefType(into.type).shape
 
     def body(ivs: list[ir.Value]) -> None:
         a = load(into, ivs)
-        b = load(source, ([chunk] if chunk is not None else []) + ivs)
+        b = load(partials, [chunk] + ivs)
         store(ir.Operation.create(combine, results=[a.type], operands=[a, b]).results[0], into, ivs)
     loop_nest([index(s) for s in shape], body)
 
@@ -245,7 +294,7 @@ def _run_time_size(op: ir.Operation, dim: int) -> ir.Value:
 
 
 def _guarded_call(op: ir.Operation, name: str, n: ir.Value, params: list[ir.Value]) -> None:
-    """Run-time sizes: `if (iterations >= PARALLEL_MIN_ELEMENTS) name(0, n, grain, ...) else op`,
+    """Run-time sizes: `if (iterations >= _min_iterations(op)) name(0, n, grain, ...) else op`,
     the grain as the static sizes would give it. The op stays, in the else branch: small sizes run
     it as before, with no call (an LSTM's steps with run-time sizes ran 2x slower outlined)."""
     inner = index(1)
@@ -254,7 +303,7 @@ def _guarded_call(op: ir.Operation, name: str, n: ir.Value, params: list[ir.Valu
     inner = arith.MaxUIOp(inner, index(1)).result
     grain = arith.MaxUIOp(arith.CeilDivUIOp(index(CHUNK_ELEMENTS), inner).result,
                           arith.CeilDivUIOp(n, index(MAX_PARTIALS)).result).result
-    big = arith.CmpIOp(arith.CmpIPredicate.uge, arith.MulIOp(n, inner).result, index(PARALLEL_MIN_ELEMENTS)).result
+    big = arith.CmpIOp(arith.CmpIPredicate.uge, arith.MulIOp(n, inner).result, index(_min_iterations(op))).result
     branch = scf.IfOp(big, [], has_else=True)
     with ir.InsertionPoint(branch.then_block):
         func.CallOp([], name, [index(0), n, grain, *params])
@@ -267,7 +316,7 @@ def _guarded_call(op: ir.Operation, name: str, n: ir.Value, params: list[ir.Valu
 def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], module: ir.Module, name: str,
              combiners: list[str] | None = None) -> None:
     """`op` becomes a call of `name` over its rows (module doc). With `combiners` (a reduction over
-    its first loop, _split_plan), each chunk reduces its rows into a partial result of its own,
+    its first loop, _combiners), each chunk reduces its rows into a partial result of its own,
     which the caller folds into the outputs in chunk order."""
     index_t = ir.IndexType.get()
     operands = list(op.operands)
@@ -516,4 +565,4 @@ def call_parallel_bodies(module: ir.Module) -> None:
         call.erase()
 
 
-__all__ = ["CHUNK_ELEMENTS", "PARALLEL_MIN_ELEMENTS", "call_parallel_bodies", "parallelize_loops"]
+__all__ = ["CHUNK_ELEMENTS", "PARALLEL_MIN_NS", "call_parallel_bodies", "parallelize_loops"]
