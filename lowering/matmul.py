@@ -513,6 +513,8 @@ def _product_sizes(op: ir.Operation) -> tuple[int | None, int | None, int | None
     """(m, n, k) of a product (of one batch element), None where known at run time only
     (matmul_scripts.parallel's work)."""
     a, c = _sizes(op.operands[0].type), _sizes(op.operands[2].type)
+    if len(c) < 2:    # a vector-matrix product
+        return 1, c[-1], a[-1]
     lhs_t = op.name in PLAIN_MAPS and bool((transposed(op) or (False, False))[0])
     return c[-2], c[-1], (a[0] if lhs_t and op.name == "linalg.matmul" else a[-1])
 

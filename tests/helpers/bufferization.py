@@ -52,6 +52,12 @@ def stage_text(directory: Path, stage: str) -> str:
     return path.read_text()
 
 
+def program_text(directory: Path, stage: str) -> str:
+    """stage_text without the functions parallel.py made for the pool's chunks (copies of ops also
+    left in the program, behind a guard on their run-time size): the program as it runs serially."""
+    return stage_text(directory, stage).split("func.func private @__sprue_par_")[0]
+
+
 def compile_and_read(fn, args, tmp_path: Path):
     """(result, bufferized IR text) of qjit(fn)(*args)."""
     compiled = sprue.qjit(fn, keep_intermediate=tmp_path)

@@ -12,7 +12,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 from tests.helpers.arrays import shifted_conv3
-from tests.helpers.bufferization import stage_text
+from tests.helpers.bufferization import program_text, stage_text
 
 
 def test_a_convolution_over_a_run_time_batch_fuses_like_its_static_version(tmp_path):
@@ -31,7 +31,7 @@ def test_a_convolution_over_a_run_time_batch_fuses_like_its_static_version(tmp_p
         np.testing.assert_allclose(dynamic(xn, k), np.maximum(shifted_conv3(np, xn[..., None], k), 0),
                                    rtol=1e-12, atol=1e-12)
     assert dynamic.compile_count == 1
-    loops = [stage_text(tmp_path / d, "loops").count("scf.for") for d in ("s", "d")]
+    loops = [program_text(tmp_path / d, "loops").count("scf.for") for d in ("s", "d")]
     assert loops[1] == loops[0], loops
 
 
@@ -46,7 +46,7 @@ def test_slices_of_a_run_time_axis_read_its_size_from_the_operand(tmp_path):
     text = stage_text(tmp_path, "linalg")
     body = text[text.index("scf.if"):]       # after the entry checks (which clamp the size argument)
     assert "arith.maxsi" not in body and "arith.minsi" not in body
-    assert stage_text(tmp_path, "loops").count("scf.for") == 2     # one nest of two loops
+    assert program_text(tmp_path, "loops").count("scf.for") == 2     # one nest of two loops
 
 
 def test_a_size_argument_and_the_array_it_sizes_are_one_value(tmp_path):
@@ -59,7 +59,7 @@ def test_a_size_argument_and_the_array_it_sizes_are_one_value(tmp_path):
     for n in (3, 1, 6):
         x = np.random.default_rng(n).standard_normal((n, 8))
         np.testing.assert_allclose(g(x, v), v * x + 1.0)
-    assert stage_text(tmp_path, "loops").count("scf.for") == 2
+    assert program_text(tmp_path, "loops").count("scf.for") == 2
 
 
 @pytest.mark.parametrize("rows", [0, 1, 5, 64])
