@@ -86,16 +86,16 @@ _PREFIX = "__sprue_par_"
 _TASK = "__sprue_task_"
 
 
-def _dim_positions(op: ir.Operation) -> list[int | None] | None:
-    """For each operand, where its indexing map puts loop dimension 0 (None: not there); None if a
-    map is not a projected permutation (constant 0s allowed)."""
+def _dim_positions(op: ir.Operation, dim: int) -> list[int | None] | None:
+    """For each operand, where its indexing map puts loop dimension `dim` (None: not there); None if
+    a map is not a projected permutation (constant 0s allowed)."""
     out = []
     for attr in ir.ArrayAttr(op.attributes["indexing_maps"]):
         results = [str(e) for e in ir.AffineMapAttr(attr).value.results]
         dims = [e for e in results if e != "0"]   # (a 0: a broadcast size-1 dimension)
         if len(set(dims)) != len(dims) or not all(d[:1] == "d" and d[1:].isdigit() for d in dims):
             return None
-        out.append(results.index("d0") if "d0" in results else None)
+        out.append(results.index(f"d{dim}") if f"d{dim}" in results else None)
     return out
 
 
@@ -133,21 +133,25 @@ def _min_iterations(op: ir.Operation) -> int:
     return max(2 * CHUNK_ELEMENTS, math.ceil(PARALLEL_MIN_NS / max(_iteration_ns(op), 1e-3)))
 
 
-def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int], list[str] | None] | None:
-    """(where each operand has the first loop dimension, the loop sizes, and for a reduction over
-    the first loop each output's combiner) of an op to run on the pool (module doc); None for any
+def _eligible(op: ir.Operation) -> tuple[int, list[int | None], list[int | None], list[str] | None] | None:
+    """(the loop split into chunks, where each operand has it, the loop sizes, and for a reduction
+    over that loop each output's combiner) of an op to run on the pool (module doc); None for any
     other."""
     if op.name != "linalg.generic" or len(op.results):
         return None
     if not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
         return None
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    positions = _dim_positions(op)
+    sizes = _loop_sizes(op)
+    # the loop split into chunks: the outermost one not of size 1 (a batchnorm's per-channel
+    # reductions reach here as (1, C, 1, 1, N, H, W))
+    dim = next((d for d, size in enumerate(sizes) if size != 1), 0)
+    positions = _dim_positions(op, dim)
     if not iterators or positions is None or ops_where(op, lambda o: o.name == "linalg.index"):
         return None
     n_ins = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
     combiners = None
-    if "parallel" not in iterators[0]:   # each output folds the rows: partial results
+    if "parallel" not in iterators[dim]:   # each output folds the rows: partial results
         combiners = _combiners(op, n_ins)
         if combiners is None or any(p is not None for p in positions[n_ins:]):
             return None
@@ -166,15 +170,14 @@ def _eligible(op: ir.Operation) -> tuple[list[int | None], list[int], list[str] 
         if view_root(v) in outs and (combiners or not any(v == o and positions[k] == positions[n_ins + j]
                                                           for j, o in enumerate(operands[n_ins:]))):
             return None
-    sizes = _loop_sizes(op)
     if None in sizes:   # run-time sizes: the call is guarded by the size (_outline)
-        return (positions, sizes, None) if combiners is None else None
+        return (dim, positions, sizes, None) if combiners is None else None
     total = 1
     for s in sizes:
         total *= s
-    if total < _min_iterations(op) or sizes[0] < 2:
+    if total < _min_iterations(op) or sizes[dim] < 2:
         return None
-    return positions, sizes, combiners
+    return dim, positions, sizes, combiners
 
 
 def _subview(value: ir.Value, dim: int, lo: ir.Value, size: ir.Value) -> ir.Value:
@@ -293,13 +296,14 @@ def _run_time_size(op: ir.Operation, dim: int) -> ir.Value:
     raise AssertionError(f"no operand of {op.name} has loop {dim}")
 
 
-def _guarded_call(op: ir.Operation, name: str, n: ir.Value, params: list[ir.Value]) -> None:
+def _guarded_call(op: ir.Operation, dim: int, name: str, n: ir.Value, params: list[ir.Value]) -> None:
     """Run-time sizes: `if (iterations >= _min_iterations(op)) name(0, n, grain, ...) else op`,
     the grain as the static sizes would give it. The op stays, in the else branch: small sizes run
     it as before, with no call (an LSTM's steps with run-time sizes ran 2x slower outlined)."""
     inner = index(1)
-    for d in range(1, len(ir.ArrayAttr(op.attributes["iterator_types"]))):
-        inner = arith.MulIOp(inner, _run_time_size(op, d)).result
+    for d in range(len(ir.ArrayAttr(op.attributes["iterator_types"]))):
+        if d != dim:
+            inner = arith.MulIOp(inner, _run_time_size(op, d)).result
     inner = arith.MaxUIOp(inner, index(1)).result
     grain = arith.MaxUIOp(arith.CeilDivUIOp(index(CHUNK_ELEMENTS), inner).result,
                           arith.CeilDivUIOp(n, index(MAX_PARTIALS)).result).result
@@ -313,22 +317,22 @@ def _guarded_call(op: ir.Operation, name: str, n: ir.Value, params: list[ir.Valu
     op.move_before(list(branch.else_block.operations)[-1])
 
 
-def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], module: ir.Module, name: str,
-             combiners: list[str] | None = None) -> None:
-    """`op` becomes a call of `name` over its rows (module doc). With `combiners` (a reduction over
-    its first loop, _combiners), each chunk reduces its rows into a partial result of its own,
-    which the caller folds into the outputs in chunk order."""
+def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: list[int | None], module: ir.Module,
+             name: str, combiners: list[str] | None = None) -> None:
+    """`op` becomes a call of `name` over the rows of its loop `dim` (module doc). With `combiners`
+    (a reduction over that loop, _combiners), each chunk reduces its rows into a partial result of
+    its own, which the caller folds into the outputs in chunk order."""
     index_t = ir.IndexType.get()
     operands = list(op.operands)
     n_ins = len(operands) - len(combiners) if combiners else len(operands)
     grain = 0   # (run-time sizes: computed at the call, _guarded_call)
     if None not in sizes:
-        inner = math.prod(sizes[1:])
-        grain = max(1, -(-CHUNK_ELEMENTS // inner), -(-sizes[0] // MAX_PARTIALS))
+        inner = math.prod(sizes) // sizes[dim]
+        grain = max(1, -(-CHUNK_ELEMENTS // inner), -(-sizes[dim] // MAX_PARTIALS))
     partials: list[ir.Value] = []
     with op.location, ir.InsertionPoint(op):
         if combiners:
-            chunks = -(-sizes[0] // grain)
+            chunks = -(-sizes[dim] // grain)
             for out in operands[n_ins:]:
                 t = ir.MemRefType(out.type)
                 partials.append(memref.AllocOp(ir.MemRefType.get([chunks] + list(t.shape), t.element_type), [], []).result)
@@ -365,9 +369,9 @@ def _outline(op: ir.Operation, positions: list[int | None], sizes: list[int], mo
             func.ReturnOp([])
         # the call site: rows [0, n), `grain` a chunk
         with ir.InsertionPoint(op):
-            n = _run_time_size(op, 0)
+            n = _run_time_size(op, dim)
             if None in sizes:
-                _guarded_call(op, name, n, params)
+                _guarded_call(op, dim, name, n, params)
                 return
             func.CallOp([], name, [arith.ConstantOp(index_t, 0).result, n, arith.ConstantOp(index_t, grain).result, *params])
             for out, partial, combine in zip(operands[n_ins:], partials, combiners or []):
@@ -492,8 +496,8 @@ def parallelize_loops(module: ir.Module) -> None:
     found = [(op, plan) for op in ops_where(module.operation, lambda o: o.name == "linalg.generic")
              if not any(is_inside(op, loop) for loop, _ in loops)   # (serial in a chunk)
              for plan in [_eligible(op)] if plan is not None]
-    for k, (op, (positions, sizes, combiners)) in enumerate(found):
-        _outline(op, positions, sizes, module, f"{_PREFIX}{k}", combiners)
+    for k, (op, (dim, positions, sizes, combiners)) in enumerate(found):
+        _outline(op, dim, positions, sizes, module, f"{_PREFIX}{k}", combiners)
     for k, (loop, (trips, grain)) in enumerate(loops, start=len(found)):
         _outline_loop(loop, trips, grain, module, f"{_PREFIX}{k}")
 
