@@ -3,8 +3,10 @@
 Each product's script is a string of transform ops naming its handles by a prefix and the
 product's number; tile_matmuls joins them into one named sequence (wrap_scripts) and runs it. The
 outermost loop of each tiled product that runs over a parallel dimension of it (a batch element,
-A's row blocks, B's column blocks; never k) is annotated PARALLEL_LOOP: its trips write disjoint
-blocks of C, so parallel.py may run them on the pool.
+A's row blocks, B's column blocks) is annotated PARALLEL_LOOP: its trips write disjoint blocks of
+C, so parallel.py may run them on the pool. A vector-matrix product's outer loop runs over k: its
+trips add into all of C, and it is annotated PARALLEL_SUM (parallel.py gives each chunk of trips a
+C of its own and adds them up in order). The annotation's value is one trip's floating-point work.
 """
 from __future__ import annotations
 
@@ -12,21 +14,22 @@ import math
 
 MARK = "sprue.matmul"
 UNPACK_COPY = "sprue.unpack_copy"
-# (parallel.py reads it: the loop's trips are independent)
+# (parallel.py reads them: the loop's trips are independent / add into one buffer)
 PARALLEL_LOOP = "sprue.parallel"
+PARALLEL_SUM = "sprue.parallel_sum"
 
 ANY = "!transform.any_op"
 
 
-def parallel(loop: str, *factors: int | None) -> str:
-    """Marks `loop` PARALLEL_LOOP (module doc), with the floating-point operations of one trip (the
-    product of `factors`), unless a factor is known at run time only."""
+def parallel(loop: str, *factors: int | None, mark: str = PARALLEL_LOOP) -> str:
+    """Marks `loop` PARALLEL_LOOP (or `mark`: module doc), with the floating-point operations of one
+    trip (the product of `factors`), unless a factor is known at run time only."""
     if None in factors:
         return ""
     work = math.prod(factors)
     param = "%w" + loop[1:].replace("#", "_")
     return f"""    {param} = transform.param.constant {work} : i64 -> !transform.param<i64>
-    transform.annotate {loop} "{PARALLEL_LOOP}" = {param} : {ANY}, !transform.param<i64>
+    transform.annotate {loop} "{mark}" = {param} : {ANY}, !transform.param<i64>
 """
 
 
@@ -194,8 +197,10 @@ def script_one(ident: int, kind: str, cache: list[int], reg: list[int], peel: li
     the tiles vectorized with masks (`vector_sizes`), which fold away in the full tiles."""
     t1, t2, t3 = tile_levels(kind, cache, reg, batch)
     a, outer = tile_line(f"%mm{ident}", t1, f"a{ident}")
-    if kind != "linalg.vecmat":   # (its outer loop runs over k)
-        m, n, k = mnk
+    m, n, k = mnk
+    if kind == "linalg.vecmat":   # (its outer loop runs over k)
+        a += parallel(outer[0], 2, n, cache[2], mark=PARALLEL_SUM)
+    else:
         a += parallel(outer[0], 2, m if batch else m and min(m, cache[0]), n, k)
     match = kind
     if batch:

@@ -41,7 +41,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref, scf
 
 from sprue.lowering.entry_results import _gep, _not_atomic, _parent_function, member_offsets
-from sprue.lowering.matmul_scripts import PARALLEL_LOOP
+from sprue.lowering.matmul_scripts import PARALLEL_LOOP, PARALLEL_SUM
 from sprue.lowering.mlir_util import (
     as_operation,
     captures,
@@ -389,24 +389,53 @@ def _constant_index(v: ir.Value) -> int | None:
     return ir.IntegerAttr(as_operation(v.owner).attributes["value"]).value
 
 
-def _loop_plan(loop: ir.Operation) -> tuple[int | None, int] | None:
-    """(trips, trips a chunk) of an scf.for marked PARALLEL_LOOP to run on the pool: at least
-    PARALLEL_MIN_FLOPS of work (the mark's value: a trip's), no loop-carried values; trips None
-    where the bounds are known at run time only (the call is guarded: _outline_loop). None for
-    any other loop."""
-    if PARALLEL_LOOP not in loop.attributes or len(loop.results):
+def _mark(loop: ir.Operation) -> str | None:
+    return next((m for m in (PARALLEL_LOOP, PARALLEL_SUM) if m in loop.attributes), None)
+
+
+_WRITES = {"vector.transfer_write": 1, "memref.store": 1, "vector.store": 1}
+
+
+def _sum_buffer(loop: ir.Operation, private: list[ir.Value]) -> ir.Value | None:
+    """The one buffer a PARALLEL_SUM loop's trips add into: every write inside the loop, but to its
+    loop-only buffers, goes to a view of it; it has static sizes and the loop reads it as it is."""
+    roots = {view_root(o.operands[_WRITES[o.name]]) for o in ops_where(loop, lambda o: o.name in _WRITES)}
+    roots -= set(private)
+    if ops_where(loop, lambda o: o.name.startswith("linalg.")) or len(roots) != 1:
+        return None
+    (root,) = roots
+    t = ir.MemRefType(root.type)
+    if root not in captures([loop])[0] or not t.has_static_shape or "strided" in str(t.layout):
+        return None
+    return root
+
+
+def _loop_plan(loop: ir.Operation) -> tuple[int | None, int, ir.Value | None] | None:
+    """(trips, trips a chunk, for PARALLEL_SUM the buffer added into) of an scf.for marked to run
+    on the pool: at least PARALLEL_MIN_FLOPS of work (the mark's value: a trip's), no loop-carried
+    values; trips None where the bounds are known at run time only (the call is guarded:
+    _outline_loop). None for any other loop."""
+    mark = _mark(loop)
+    if mark is None or len(loop.results):
         return None
     lb, ub, step = (_constant_index(v) for v in list(loop.operands)[:3])
-    work = ir.IntegerAttr(loop.attributes[PARALLEL_LOOP]).value
+    work = ir.IntegerAttr(loop.attributes[mark]).value
     grain = max(1, -(-CHUNK_FLOPS // max(work, 1)))
-    if not step or _private_buffers(loop, captures([loop])[0]) is None:
+    private = _private_buffers(loop, captures([loop])[0])
+    if not step or private is None:
         return None
-    if lb is None or ub is None:
-        return None, grain
-    trips = -(-(ub - lb) // step)
-    if trips < 2 or trips * work < PARALLEL_MIN_FLOPS:
+    total = None
+    if lb is not None and ub is not None:
+        trips = -(-(ub - lb) // step)
+        if trips < 2 or trips * work < PARALLEL_MIN_FLOPS:
+            return None
+        total = trips
+    if mark == PARALLEL_LOOP:
+        return total, grain, None
+    target = _sum_buffer(loop, private)
+    if total is None or target is None:   # (partial sums: a static count of them)
         return None
-    return trips, grain
+    return total, max(grain, -(-total // MAX_PARTIALS)), target
 
 
 def _loop_only(v: ir.Value, loop: ir.Operation) -> bool:
@@ -424,30 +453,48 @@ def _private_buffers(loop: ir.Operation, captured: list[ir.Value]) -> list[ir.Va
     return None if any(len(as_operation(v.owner).operands) for v in private) else private
 
 
-def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, module: ir.Module, name: str) -> None:
+def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.Value | None, module: ir.Module,
+                  name: str) -> None:
     """`loop` becomes a call `name(0, trips, grain, captured...)` of a function running its trips
-    [lo, hi) (module doc)."""
+    [lo, hi) (module doc); a PARALLEL_SUM loop's chunks add into buffers of their own, `partials`,
+    which the caller adds into `target` in chunk order."""
     captured, _ = captures([loop])
     private = _private_buffers(loop, captured) or []   # (not None: _loop_plan)
     copied = [v for v in captured if v in private or (not isinstance(v.owner, ir.Block)
                                                       and as_operation(v.owner).name in ("arith.constant", "ub.poison"))]
-    params = [v for v in captured if v not in copied]
+    params = [v for v in captured if v not in copied and (target is None or v != target)]
+    partials = None
+    if target is not None:
+        t = ir.MemRefType(target.type)
+        with loop.location, ir.InsertionPoint(loop):
+            shape = [-(-trips // grain)] + list(t.shape)
+            partials = memref.AllocOp(ir.MemRefType.get(shape, t.element_type), [], []).result
+        params.append(partials)
     with loop.location:
         fn, entry = _chunk_function(module, name, params)
         with ir.InsertionPoint(entry):
             mapping = dict(zip(params, list(entry.arguments)[3:]))
             for v in copied:
                 mapping[v] = as_operation(v.owner).clone().results[0]
+            if target is not None:   # this chunk's sum, from the identity (-0.0 + x is x)
+                mapping[target] = mine = memref.AllocOp(ir.MemRefType(target.type), [], []).result
+                zero = arith.ConstantOp(ir.MemRefType(target.type).element_type, -0.0).result
+                loop_nest([index(s) for s in ir.MemRefType(target.type).shape], lambda ivs: store(zero, mine, ivs))
             lb, step = loop.operands[0], loop.operands[2]
             lo, hi = (arith.AddIOp(mapping[lb], arith.MulIOp(a, mapping[step]).result).result
                       for a in (entry.arguments[0], entry.arguments[1]))
             copy = loop.clone()
-            del copy.attributes[PARALLEL_LOOP]
+            del copy.attributes[_mark(loop)]
             copy.operands[0], copy.operands[1] = lo, hi
             for inner, i, v in captures([copy])[1]:
                 if inner != as_operation(copy) or i >= 3:
                     inner.operands[i] = mapping[v]
             copy.operands[2] = mapping[step]
+            if target is not None:
+                slot = _slot(mapping[partials], arith.DivUIOp(entry.arguments[0], entry.arguments[2]).result)
+                loop_nest([index(s) for s in ir.MemRefType(target.type).shape],
+                          lambda ivs: store(load(mine, ivs), slot, ivs))
+                memref.DeallocOp(mine)
             for v in private:
                 memref.DeallocOp(mapping[v])
             func.ReturnOp([])
@@ -467,6 +514,12 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, module: ir.
                 loop.move_before(list(branch.else_block.operations)[-1])
                 return   # (the loop and its buffers stay, for the else branch)
             func.CallOp([], name, [index(0), index(trips), index(grain), *params])
+            if partials is not None:
+                chunk_loop = scf.ForOp(index(0), index(ir.MemRefType(partials.type).shape[0]), index(1))
+                with ir.InsertionPoint(chunk_loop.body):
+                    _fold("arith.addf", target, partials, chunk_loop.induction_variable)
+                    scf.YieldOp([])
+                memref.DeallocOp(partials)
     loop.erase()
     for v in private:
         for u in list(v.uses):
@@ -474,18 +527,18 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, module: ir.
         as_operation(v.owner).erase()
 
 
-def _parallel_loops(module: ir.Module) -> list[tuple[ir.Operation, tuple[int | None, int]]]:
-    """The outermost loops marked PARALLEL_LOOP that run on the pool; the marks of the others go."""
-    marked = ops_where(module.operation, lambda o: o.name == "scf.for" and PARALLEL_LOOP in o.attributes,
+def _parallel_loops(module: ir.Module) -> list[tuple[ir.Operation, tuple[int | None, int, ir.Value | None]]]:
+    """The outermost marked loops that run on the pool; the marks of the others go."""
+    marked = ops_where(module.operation, lambda o: o.name == "scf.for" and _mark(o) is not None,
                        ir.WalkOrder.PRE_ORDER)
-    chosen: list[tuple[ir.Operation, tuple[int | None, int]]] = []
+    chosen: list[tuple[ir.Operation, tuple[int | None, int, ir.Value | None]]] = []
     for loop in marked:   # (outer loops first: a nest's inner marked loops run serially in a chunk)
         plan = _loop_plan(loop)
         if plan is not None and not any(is_inside(loop, outer) for outer, _ in chosen):
             chosen.append((loop, plan))
     for loop in marked:
         if all(loop != c for c, _ in chosen):
-            del loop.attributes[PARALLEL_LOOP]
+            del loop.attributes[_mark(loop)]
     return chosen
 
 
@@ -498,8 +551,8 @@ def parallelize_loops(module: ir.Module) -> None:
              for plan in [_eligible(op)] if plan is not None]
     for k, (op, (dim, positions, sizes, combiners)) in enumerate(found):
         _outline(op, dim, positions, sizes, module, f"{_PREFIX}{k}", combiners)
-    for k, (loop, (trips, grain)) in enumerate(loops, start=len(found)):
-        _outline_loop(loop, trips, grain, module, f"{_PREFIX}{k}")
+    for k, (loop, (trips, grain, target)) in enumerate(loops, start=len(found)):
+        _outline_loop(loop, trips, grain, target, module, f"{_PREFIX}{k}")
 
 
 # -- after the LLVM conversion -------------------------------------------------------------------

@@ -82,7 +82,6 @@ typedef struct {
 static sprue_pool sprue_the_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
                                     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static pthread_t sprue_workers[SPRUE_MAX_THREADS];
-static pthread_once_t sprue_fork_once = PTHREAD_ONCE_INIT;
 
 /* The pool that serves this library when it is not its own (sprue_use_pool): filled once, then
    `sprue_forwarding` set (release; read with acquire before the entries are used). */
@@ -151,6 +150,12 @@ static void sprue_fork_child(void) {
   pthread_cond_init(&p->done, NULL);
   p->started = p->busy = p->active = p->stopping = 0;
 }
+/* At load, not at the first parallel loop: a fork while another thread holds the lock for a moment
+   (sprue_use_pool, sprue_set_num_threads) must not leave it held in the child, whose next call
+   of those would wait for ever. (dlclose unregisters the handlers with the library.) */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((constructor))
+#endif
 static void sprue_register_fork(void) {
   pthread_atfork(sprue_fork_prepare, sprue_fork_parent, sprue_fork_child);
 }
@@ -160,7 +165,6 @@ static int sprue_start_workers(sprue_pool *p) {
   pthread_attr_t attr;
   if (p->threads == 0) p->threads = sprue_default_threads();
   if (p->started >= p->threads - 1) return p->started;
-  pthread_once(&sprue_fork_once, sprue_register_fork);
   if (pthread_attr_init(&attr) != 0) return p->started;
   pthread_attr_setstacksize(&attr, 1 << 20);   /* tasks are loop bodies: little stack */
   while (p->started < p->threads - 1) {

@@ -14,6 +14,7 @@ thread is ever started.
 """
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import Any
@@ -29,6 +30,16 @@ DECLS = (f"int {SETTER}(int n);\nint {GETTER}(void);\n"
          f"int {USE_POOL}(void (*parallel_for)(void *, void *, int64_t, int64_t), int (*set)(int), int (*get)(void));\n")
 
 _lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """fork() copies only the calling thread: a lock another thread held (loading a library while
+    the main thread forked) would stay held in the child for ever, and its first load would hang."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 _chosen: int | None = None
 _owner: "_Pool | None" = None   # the pool every library's loops run on (its library kept loaded)
 # Libraries built before sprue_use_pool existed run their own pools: each is told the count.

@@ -87,6 +87,7 @@ PRODUCTS = {
     "one column block, many rows": (lambda a, b: a @ b, [(1000, 300), (300, 64)], np.float64),
     "float32": (lambda a, b: a @ b, [(384, 256), (256, 384)], np.float32),
     "batched, transposed B": (_attention_scores, [(8, 128, 64), (8, 128, 64)], np.float64),
+    "vector-matrix, long k": (lambda g, x: g @ x, [(20000,), (20000, 64)], np.float64),
     "in a loop": (lambda x, w: sprue.lax.fori_loop(0, 3, lambda i, y: jnp.tanh(y @ w), x),
                   [(256, 256), (256, 256)], np.float64),
 }
