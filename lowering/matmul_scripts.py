@@ -17,6 +17,8 @@ UNPACK_COPY = "sprue.unpack_copy"
 # (parallel.py reads them: the loop's trips are independent / add into one buffer)
 PARALLEL_LOOP = "sprue.parallel"
 PARALLEL_SUM = "sprue.parallel_sum"
+# The most elements of a C whose k loop is split (PARALLEL_SUM): each chunk fills and adds one.
+SMALL_C = 4096
 
 ANY = "!transform.any_op"
 
@@ -78,6 +80,10 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
     (_, nc, kc), (mr, nr) = cache, reg
     m, n, k = mnk
     T = "!transform.op"
+    # a small C and a long k (k-means' one-hot product, 16 x 20000 @ 20000 x 8): B's row blocks,
+    # each chunk of them adding into a C of its own (PARALLEL_SUM; C's copies cost little)
+    small_c = m is not None and n is not None and m * n <= SMALL_C
+    sum_k = parallel(f"%al{ident}#1", 2, m, n and min(n, nc), kc, mark=PARALLEL_SUM) if small_c else ""
     # A's register rows (a peeled loop's full part): the loop to split where B's blocks are few
     row_work = (2, mr, n and min(n, nc), k and min(k, kc))
     rows = parallel(f"%bl{ident}#0", *row_work)
@@ -160,7 +166,7 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
     %y1{ident}, %y2{ident}, %y3{ident}, %y4{ident}, %y5{ident} = transform.structured.lower_unpack %ups{ident} : ({T}<"linalg.unpack">) -> ({T}<"tensor.empty">, {T}<"linalg.transpose">, {T}<"tensor.collapse_shape">, {T}<"tensor.extract_slice">, {T}<"linalg.copy">)
     transform.annotate %y5{ident} "{UNPACK_COPY}" : {T}<"linalg.copy">
     %a{ident}, %al{ident}:2 = transform.structured.tile_using_for %g{ident} tile_sizes [0, {nc // nr}, {kc}, 0] : ({ANY}) -> ({ANY}, {ANY}, {ANY})
-{parallel(f"%al{ident}#0", 2, m, n and min(n, nc), k)}    %fz{ident}, %fl{ident} = transform.structured.fuse_into_containing_op %x3{ident} into %al{ident}#1 : ({T}<"linalg.transpose">, {ANY}) -> ({ANY}, {ANY})
+{parallel(f"%al{ident}#0", 2, m, n and min(n, nc), k)}{sum_k}    %fz{ident}, %fl{ident} = transform.structured.fuse_into_containing_op %x3{ident} into %al{ident}#1 : ({T}<"linalg.transpose">, {ANY}) -> ({ANY}, {ANY})
     transform.apply_patterns to %f{ident} {{
       transform.apply_patterns.tensor.fold_tensor_empty
     }} : {ANY}
@@ -202,6 +208,8 @@ def script_one(ident: int, kind: str, cache: list[int], reg: list[int], peel: li
         a += parallel(outer[0], 2, n, cache[2], mark=PARALLEL_SUM)
     else:
         a += parallel(outer[0], 2, m if batch else m and min(m, cache[0]), n, k)
+        if not batch and len(outer) == 3 and m is not None and n is not None and m * n <= SMALL_C:
+            a += parallel(outer[2], 2, min(m, cache[0]), min(n, cache[1]), cache[2], mark=PARALLEL_SUM)
     match = kind
     if batch:
         # The unit batch dim of a tile would reach the vectorizer as a leading 1 that keeps the

@@ -15,7 +15,8 @@ Two rewrites, on either side of the LLVM conversion (the pool: parallel_runtime.
   * an scf.for that matmul_scripts.py marked PARALLEL_LOOP (a product's batch elements, its blocks
     of B's columns, or A's register rows), its trips independent: each chunk allocates its own
     copy of a buffer only the loop uses (the packing buffer that buffer-loop-hoisting moved out).
-  Ops that read an output's buffer through another view, or use linalg.index, stay as they are.
+  Ops that read an output's buffer through another view stay as they are; a body's index of the
+  split loop is shifted by its chunk's start.
   Static sizes: the op runs on the pool from an estimated PARALLEL_MIN_NS of one thread's work
   (PARALLEL_MIN_FLOPS for a marked loop), chunks of at least CHUNK_ELEMENTS iterations (CHUNK_FLOPS), at most
   MAX_PARTIALS of them. Run-time sizes: the same test at run time, the op (or loop) kept in the
@@ -112,6 +113,11 @@ def _loop_sizes(op: ir.Operation) -> list[int | None]:
     return sizes
 
 
+def _copied(v: ir.Value) -> bool:
+    """Whether a value a chunk's body uses from outside is copied into its function (a constant)."""
+    return not isinstance(v.owner, ir.Block) and as_operation(v.owner).name in ("arith.constant", "ub.poison")
+
+
 def _iteration_ns(op: ir.Operation) -> float:
     """One thread's time for one iteration of a generic (PARALLEL_MIN_NS): its body's ops and the
     bytes of the operands it streams (those indexed by its innermost loop)."""
@@ -147,7 +153,7 @@ def _eligible(op: ir.Operation) -> tuple[int, list[int | None], list[int | None]
     # reductions reach here as (1, C, 1, 1, N, H, W))
     dim = next((d for d, size in enumerate(sizes) if size != 1), 0)
     positions = _dim_positions(op, dim)
-    if not iterators or positions is None or ops_where(op, lambda o: o.name == "linalg.index"):
+    if not iterators or positions is None:
         return None
     n_ins = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
     combiners = None
@@ -158,14 +164,18 @@ def _eligible(op: ir.Operation) -> tuple[int, list[int | None], list[int | None]
     elif any(p is None for p in positions[n_ins:]):
         return None
     operands = list(op.operands)
-    if any(v not in operands and (isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "arith.constant")
-           for v in captures([op])[0]):   # the body reads a value from outside: constants only (copied)
+    outs = {view_root(v) for v in operands[n_ins:]}
+    # values the body reads from outside: constants (copied), and scalars and buffers it reads
+    # (a gather's table, passed along) when it writes no memory and reads none of the outputs
+    writes = ops_where(op, lambda o: o.name in _WRITES or o.name.startswith("linalg.")
+                       and o.name not in ("linalg.yield", "linalg.index", "linalg.generic"))
+    if any(not _copied(v) and (writes or isinstance(v.type, ir.MemRefType) and view_root(v) in outs)
+           for v in captures([op])[0] if v not in operands):
         return None
     seen: dict[ir.Value, int | None] = {}
     for v, p in zip(operands, positions):
         if seen.setdefault(v, p) != p:   # one buffer, its rows along two dimensions
             return None
-    outs = {view_root(v) for v in operands[n_ins:]}
     for k, v in enumerate(operands[:n_ins]):   # an output's buffer read through another view
         if view_root(v) in outs and (combiners or not any(v == o and positions[k] == positions[n_ins + j]
                                                           for j, o in enumerate(operands[n_ins:]))):
@@ -317,6 +327,15 @@ def _guarded_call(op: ir.Operation, dim: int, name: str, n: ir.Value, params: li
     op.move_before(list(branch.else_block.operations)[-1])
 
 
+def _shift_indices(op: ir.Operation, dim: int, lo: ir.Value) -> None:
+    """In a chunk's copy of a generic, the index of the split loop counts from the chunk's start:
+    it is shifted by `lo` (a gather reads its indices' array at linalg.index 0)."""
+    for index_op in ops_where(op, lambda o: o.name == "linalg.index" and ir.IntegerAttr(o.attributes["dim"]).value == dim):
+        with ir.InsertionPoint.after(index_op), index_op.location:
+            shifted = arith.AddIOp(index_op.results[0], lo)
+        index_op.results[0].replace_all_uses_except(shifted.result, shifted.operation)
+
+
 def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: list[int | None], module: ir.Module,
              name: str, combiners: list[str] | None = None) -> None:
     """`op` becomes a call of `name` over the rows of its loop `dim` (module doc). With `combiners`
@@ -339,8 +358,9 @@ def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: lis
     # each buffer passed once: an op updating a buffer in place reads and writes it through one
     # pointer (two equal pointers LLVM cannot tell apart fail its vectorizer's overlap check at
     # run time: the GELU of a transformer block ran scalar, 1.35x slower)
-    params = list(dict.fromkeys(operands[:n_ins])) + partials
     where = {v: positions[k] for k, v in enumerate(operands)}
+    outside = [v for v in captures([op])[0] if v not in where]
+    params = list(dict.fromkeys(operands[:n_ins])) + [v for v in outside if not _copied(v)] + partials
     with op.location:
         fn, entry = _chunk_function(module, name, params)
         lo, hi = entry.arguments[0], entry.arguments[1]
@@ -348,24 +368,21 @@ def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: lis
             size = arith.SubIOp(hi, lo).result
             args = dict(zip(params, list(entry.arguments)[3:]))
             views = {v: args[v] if where[v] is None else _subview(args[v], where[v], lo, size)
-                     for v in params[:len(params) - len(partials)]}
+                     for v in dict.fromkeys(operands[:n_ins])}
             if combiners:
                 slot = arith.DivUIOp(lo, entry.arguments[2]).result
                 for out, partial, combine in zip(operands[n_ins:], partials, combiners):
                     views[out] = view = _slot(args[partial], slot)
                     start = _identity(combine, ir.MemRefType(view.type).element_type)
                     loop_nest([index(s) for s in ir.MemRefType(view.type).shape], lambda ivs: store(start, view, ivs))
-            constants = {}
-            for v in captures([op])[0]:
-                if v not in where:
-                    constants[v] = as_operation(v.owner).clone().results[0]
+            inside = {v: as_operation(v.owner).clone().results[0] if _copied(v) else args[v] for v in outside}
             copy = op.clone()
             for k, v in enumerate(operands):
                 copy.operands[k] = views[v]
-            if constants:
-                for inner_op, i, v in captures([copy])[1]:
-                    if v in constants:
-                        inner_op.operands[i] = constants[v]
+            for inner_op, i, v in captures([copy])[1]:
+                if v in inside:
+                    inner_op.operands[i] = inside[v]
+            _shift_indices(copy, dim, lo)
             func.ReturnOp([])
         # the call site: rows [0, n), `grain` a chunk
         with ir.InsertionPoint(op):
@@ -400,14 +417,18 @@ def _sum_buffer(loop: ir.Operation, private: list[ir.Value]) -> ir.Value | None:
     """The one buffer a PARALLEL_SUM loop's trips add into: every write inside the loop, but to its
     loop-only buffers, goes to a view of it; it has static sizes and the loop reads it as it is."""
     roots = {view_root(o.operands[_WRITES[o.name]]) for o in ops_where(loop, lambda o: o.name in _WRITES)}
+    for o in ops_where(loop, lambda o: o.name.startswith("linalg.") and "operandSegmentSizes" in o.attributes):
+        n_ins = list(ir.DenseI32ArrayAttr(o.attributes["operandSegmentSizes"]))[0]
+        roots |= {view_root(v) for v in list(o.operands)[n_ins:]}   # (a packing copy's buffer)
     roots -= set(private)
-    if ops_where(loop, lambda o: o.name.startswith("linalg.")) or len(roots) != 1:
+    if len(roots) != 1:
         return None
     (root,) = roots
-    t = ir.MemRefType(root.type)
-    if root not in captures([loop])[0] or not t.has_static_shape or "strided" in str(t.layout):
+    seen = [v for v in captures([loop])[0] if view_root(v) == root]   # (C, or the packed kernel's view of it)
+    if len(seen) != 1:
         return None
-    return root
+    t = ir.MemRefType(seen[0].type)
+    return seen[0] if t.has_static_shape and "strided" not in str(t.layout) else None
 
 
 def _loop_plan(loop: ir.Operation) -> tuple[int | None, int, ir.Value | None] | None:

@@ -88,6 +88,8 @@ PRODUCTS = {
     "float32": (lambda a, b: a @ b, [(384, 256), (256, 384)], np.float32),
     "batched, transposed B": (_attention_scores, [(8, 128, 64), (8, 128, 64)], np.float64),
     "vector-matrix, long k": (lambda g, x: g @ x, [(20000,), (20000, 64)], np.float64),
+    "small C, long k": (lambda a, b: a @ b, [(16, 20000), (20000, 8)], np.float64),
+    "small C, long k, packed": (lambda a, b: a @ b, [(64, 20000), (20000, 64)], np.float64),
     "in a loop": (lambda x, w: sprue.lax.fori_loop(0, 3, lambda i, y: jnp.tanh(y @ w), x),
                   [(256, 256), (256, 256)], np.float64),
 }
@@ -154,3 +156,17 @@ def test_run_time_sizes_go_to_the_pool_when_big_and_run_inline_when_small(rows, 
     np.testing.assert_allclose(got, _elementwise_reference(x, y), rtol=1e-12, atol=1e-12)
     text = next(tmp_path.glob("*.04_loops.mlir")).read_text()
     assert "scf.if" in text and "call @__sprue_par_" in text
+
+
+def test_gathers_and_per_row_indices_run_on_the_pool(tmp_path):
+    """A gather's table is read from outside the op (passed to the chunks), and an index of a loop
+    that is not split (argmin along a row) counts as in the serial op."""
+    table, where = RNG.random(50_000), RNG.integers(0, 50_000, 600_000)
+    points = RNG.random((20_000, 16))
+    for name, fn, ref, args in [
+            ("gather", lambda t, i: jnp.exp(t[i]) * 2.0, lambda t, i: np.exp(t[i]) * 2.0, (table, where)),
+            ("argmin", lambda p: jnp.argmin(jnp.sin(p), axis=1), lambda p: np.argmin(np.sin(p), axis=1), (points,))]:
+        f = sprue.qjit(fn, keep_intermediate=str(tmp_path / name))
+        got = _same_bits_each_thread_count(f, *args)
+        np.testing.assert_allclose(got, ref(*args), rtol=1e-12)
+        assert _parallel_calls(tmp_path / name), name
