@@ -7,8 +7,8 @@ threads in one process, switching `sprue.set_num_threads` between samples.
     sum_axis0     x.sum(axis=0) of (n / 512) x 512 1e3 .. 1e7 (a reduction over rows)
     matmul        n x n @ n x n                    32 .. 1024
 
-The sizes straddle the parallel threshold (lowering/parallel.py's PARALLEL_MIN_ELEMENTS, 65,536
-iterations today). The 1-thread and all-thread samples (and JAX's, jit float64 at its default: all
+The sizes straddle the parallel thresholds (lowering/parallel.py's PARALLEL_MIN_NS, ~100 us of one
+thread's estimated work, and PARALLEL_MIN_FLOPS for products). The 1-thread and all-thread samples (and JAX's, jit float64 at its default: all
 cores, when importable) are taken in turn, in ABBA order, each sample averaging enough calls to
 last SAMPLE_SECONDS; times are medians. `x` is the speedup, 1-thread time / all-thread time, and
 `x best` the same of the fastest samples (this VM's cores change speed by up to 2x over seconds,

@@ -61,14 +61,18 @@ def test_small_ops_stay_serial(tmp_path):
 
 
 def test_many_host_threads_call_a_parallel_kernel_at_once():
+    """8 host threads x 200 calls of parallel kernels (elementwise, a split reduction, a product)
+    on one pool: a call that finds it busy runs its loops itself; every result the same bits."""
     x, y = _args()
-    f = sprue.qjit(_program)
-    want = f(x, y)
+    kernels = [(sprue.qjit(_program), (x, y)), (sprue.qjit(lambda x: (x * x).sum(axis=0)), (x,)),
+               (sprue.qjit(lambda x, y: x[:256, :256] @ y[:256, :256]), (x, y))]
+    wants = [f(*args) for f, args in kernels]
     errors = []
 
     def worker(seed):
-        for _ in range(40):
-            if not np.array_equal(f(x, y), want):
+        for i in range(200):
+            f, args = kernels[(i + seed) % 3]
+            if not np.array_equal(f(*args), wants[(i + seed) % 3]):
                 errors.append(seed)
     pool = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
     for t in pool:
