@@ -85,7 +85,9 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
     small_c = m is not None and n is not None and m * n <= SMALL_C
     sum_k = parallel(f"%al{ident}#1", 2, m, n and min(n, nc), kc, mark=PARALLEL_SUM) if small_c else ""
     # A's register rows (a peeled loop's full part): the loop to split where B's blocks are few
-    row_work = (2, mr, n and min(n, nc), k and min(k, kc))
+    # (a run-time n or k counts as a whole block: at most nc / n too much, and the guard on the
+    # run-time number of row tiles, parallel.py, still keeps small products serial)
+    row_work = (2, mr, min(n, nc) if n else nc, min(k, kc) if k else kc)
     rows = parallel(f"%bl{ident}#0", *row_work)
     # rows no MR divides (`last_rows` left over): the register row loop is peeled, its last tile
     # (fewer rows, a static count) a second, smaller kernel

@@ -170,3 +170,14 @@ def test_gathers_and_per_row_indices_run_on_the_pool(tmp_path):
         got = _same_bits_each_thread_count(f, *args)
         np.testing.assert_allclose(got, ref(*args), rtol=1e-12)
         assert _parallel_calls(tmp_path / name), name
+
+
+@pytest.mark.parametrize("t", [256, 5])
+def test_products_with_run_time_sizes_split_their_rows_when_big(t, tmp_path):
+    """Attention's scores with a run-time sequence length: the register-row loop goes to the pool
+    behind a test of its run-time trip count (a run-time n or k counted as a whole block)."""
+    f = sprue.qjit(_attention_scores, abstracted_axes=({1: "t"}, {1: "t"}), keep_intermediate=str(tmp_path))
+    q, k = RNG.random((8, t, 64)), RNG.random((8, t, 64))
+    got = _same_bits_each_thread_count(f, q, k)
+    np.testing.assert_allclose(got, q @ np.swapaxes(k, -1, -2), rtol=1e-12)
+    assert "call @__sprue_par_" in next(tmp_path.glob("*.04_loops.mlir")).read_text()
