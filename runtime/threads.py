@@ -10,11 +10,13 @@ used in turn would keep two sets of threads, both waking for every job.
 
 The count: SPRUE_NUM_THREADS, else the CPUs this process may run on, read by the pool at its first
 parallel loop; `set_num_threads(n)` sets it, for the libraries loaded now and later; 1 means no
-thread is ever started.
+thread is ever started. `get_num_threads()` says the count in force (before any library is loaded,
+the default as the pool will read it).
 """
 from __future__ import annotations
 
 import os
+import re
 import threading
 import weakref
 from typing import Any
@@ -29,6 +31,8 @@ DECLS = (f"int {SETTER}(int n);\nint {GETTER}(void);\n"
          f"void {PARALLEL_FOR}(void *task, void *ctx, int64_t n, int64_t grain);\n"
          f"int {USE_POOL}(void (*parallel_for)(void *, void *, int64_t, int64_t), int (*set)(int), int (*get)(void));\n")
 
+# (parallel_runtime.py's SPRUE_MAX_THREADS)
+MAX_THREADS = 256
 _lock = threading.Lock()
 
 
@@ -53,6 +57,7 @@ class _Pool:
     def __init__(self, lib: Any) -> None:
         self.lib = lib
         self.set = getattr(lib, SETTER)
+        self.get = getattr(lib, GETTER, None)
         try:   # (cffi function pointers: passed as they are to another library's sprue_use_pool)
             self.use_pool = getattr(lib, USE_POOL)
             self.entries = (getattr(lib, PARALLEL_FOR), self.set, getattr(lib, GETTER))
@@ -100,10 +105,28 @@ def set_num_threads(n: int) -> None:
                 pool.set(n)
 
 
-def get_num_threads() -> int | None:
-    """The count set_num_threads chose (None: the default, SPRUE_NUM_THREADS or the CPUs this
-    process may use)."""
-    return _chosen
+def _default_threads() -> int:
+    """The pool's own default (parallel_runtime.py's sprue_default_threads), for a process that
+    has loaded no library yet: SPRUE_NUM_THREADS (as C's strtol reads it), else the CPUs this
+    process may use; 1 to 256."""
+    env = os.environ.get("SPRUE_NUM_THREADS", "")
+    if env:
+        digits = re.match(r"\s*[+-]?\d+", env)
+        n = int(digits.group()) if digits else 0
+    else:
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    return max(1, min(n, MAX_THREADS))
+
+
+def get_num_threads() -> int:
+    """The number of threads (the calling one included) parallel loops of compiled code use: what
+    set_num_threads chose, else the default (SPRUE_NUM_THREADS, or the CPUs this process may use)."""
+    with _lock:
+        if _chosen is not None:
+            return _chosen
+        if _owner is not None and _owner.get is not None:
+            return int(_owner.get())
+    return _default_threads()
 
 
 __all__ = ["DECLS", "get_num_threads", "register", "set_num_threads"]

@@ -2,6 +2,7 @@
 (lowering/parallel_runtime.py): the same bits with any number of threads, calls from many host
 threads at once, a fork after use, one pool for every library of a process (runtime/threads.py),
 and nothing for a host to install."""
+import json
 import multiprocessing
 import os
 import re
@@ -124,6 +125,28 @@ def test_set_num_threads_takes_a_positive_int():
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(SprueValueError, match=r"set_num_threads\(n\): n must be a positive int"):
             sprue.set_num_threads(bad)
+
+
+@pytest.mark.parametrize("env, want", [("3", 3), (" 5x", 5), ("0", 1), ("999", 256), (None, None)])
+def test_get_num_threads_says_the_count_before_and_after_a_library_is_loaded(env, want):
+    """sprue.get_num_threads(): SPRUE_NUM_THREADS as the pool reads it (strtol, 1..256), else the
+    CPUs this process may use; the same before any library is loaded, from the pool after, and
+    what set_num_threads chose once it is called."""
+    script = textwrap.dedent("""
+        import json, numpy as np, sprue, sprue.numpy as jnp
+        before = sprue.get_num_threads()
+        sprue.qjit(lambda x: jnp.sin(x) * 2.0)(np.ones((600, 500)))
+        after = sprue.get_num_threads()
+        sprue.set_num_threads(2)
+        print(json.dumps([before, after, sprue.get_num_threads()]))
+    """)
+    environ = {k: v for k, v in os.environ.items() if k != "SPRUE_NUM_THREADS"}
+    if env is not None:
+        environ["SPRUE_NUM_THREADS"] = env
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environ, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    default = want if want is not None else len(os.sched_getaffinity(0))
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [default, default, 2]
 
 
 # Two libraries with parallel loops in one new process: the counts of its threads (exact: nothing
