@@ -250,23 +250,7 @@ def script_one(ident: int, kind: str, cache: list[int], reg: list[int], peel: li
     return f"""
     %mm{ident} = transform.structured.match ops{{["{kind}"]}} attributes{{{MARK} = {ident} : i64}} in %root : ({ANY}) -> {ANY}
     %f{ident} = transform.get_parent_op %mm{ident} {{op_name = "func.func"}} : ({ANY}) -> {ANY}
-{a}{b}{c}    transform.structured.vectorize %c{ident}{sizes} : {ANY}
-    transform.apply_patterns to %f{ident} {{
-      transform.apply_patterns.vector.lower_masked_transfers
-      transform.apply_patterns.vector.reduction_to_contract
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.canonicalization
-    }} : {ANY}
-    transform.apply_cse to %f{ident} : {ANY}
-    transform.loop.hoist_loop_invariant_subsets {inner[0]} : {ANY}
-    transform.apply_patterns to %f{ident} {{
-      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.vector.lower_outerproduct
-      transform.apply_patterns.canonicalization
-    }} : {ANY}"""
+{a}{b}{c}""" + VECTORIZE.format(ident=ident, sizes=sizes, loop=inner[0])
 
 
 def wrap_scripts(parts: list[str]) -> str:

@@ -317,10 +317,16 @@ def _guarded_call(op: ir.Operation, dim: int, name: str, n: ir.Value, params: li
     inner = arith.MaxUIOp(inner, index(1)).result
     grain = arith.MaxUIOp(arith.CeilDivUIOp(index(CHUNK_ELEMENTS), inner).result,
                           arith.CeilDivUIOp(n, index(MAX_PARTIALS)).result).result
-    big = arith.CmpIOp(arith.CmpIPredicate.uge, arith.MulIOp(n, inner).result, index(_min_iterations(op))).result
+    _call_if_at_least(arith.MulIOp(n, inner).result, _min_iterations(op), name, [n, grain, *params], op)
+
+
+def _call_if_at_least(size: ir.Value, least: int, name: str, args: list[ir.Value], op: ir.Operation) -> None:
+    """`if (size >= least) name(0, args...) else op`: `op` (an op or loop known to run as it is
+    here) moves into the else branch."""
+    big = arith.CmpIOp(arith.CmpIPredicate.uge, size, index(least)).result
     branch = scf.IfOp(big, [], has_else=True)
     with ir.InsertionPoint(branch.then_block):
-        func.CallOp([], name, [index(0), n, grain, *params])
+        func.CallOp([], name, [index(0), *args])
         scf.YieldOp([])
     with ir.InsertionPoint(branch.else_block):
         scf.YieldOp([])
@@ -523,16 +529,8 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
             if trips is None:   # run-time bounds: on the pool from PARALLEL_MIN_FLOPS, else as it was
                 n = arith.CeilDivUIOp(arith.SubIOp(loop.operands[1], lb).result, step).result
                 work = ir.IntegerAttr(loop.attributes[PARALLEL_LOOP]).value
-                big = arith.CmpIPredicate.uge
-                branch = scf.IfOp(arith.CmpIOp(big, n, index(-(-PARALLEL_MIN_FLOPS // max(work, 1)))).result,
-                                  [], has_else=True)
-                with ir.InsertionPoint(branch.then_block):
-                    func.CallOp([], name, [index(0), n, index(grain), *params])
-                    scf.YieldOp([])
-                with ir.InsertionPoint(branch.else_block):
-                    scf.YieldOp([])
                 del loop.attributes[PARALLEL_LOOP]
-                loop.move_before(list(branch.else_block.operations)[-1])
+                _call_if_at_least(n, -(-PARALLEL_MIN_FLOPS // max(work, 1)), name, [n, index(grain), *params], loop)
                 return   # (the loop and its buffers stay, for the else branch)
             func.CallOp([], name, [index(0), index(trips), index(grain), *params])
             if partials is not None:
