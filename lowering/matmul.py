@@ -449,6 +449,8 @@ def _eligible(op: ir.Operation) -> tuple[str, list[int], list[int], list[bool] |
         if nr is None:
             nr = 4 * lanes if n is None else min(4 * lanes, -(-n // lanes) * lanes)
             peel = [False, n is None or n > nr]
+        elif peel is not None:   # (NR divides n: no partial tile to peel, whatever the plan's NR)
+            peel = [False, False]
         return kind, [1, 0, VECMAT_ROWS], [1, nr], peel and peel[1:], 0
     return kind, [mc, nc, kc], [mr, nr], peel, batch
 

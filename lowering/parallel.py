@@ -181,7 +181,7 @@ def _eligible(op: ir.Operation) -> tuple[int, list[int | None], list[int | None]
                                                           for j, o in enumerate(operands[n_ins:]))):
             return None
     if None in sizes:   # run-time sizes: the call is guarded by the size (_outline)
-        return (dim, positions, sizes, None) if combiners is None else None
+        return dim, positions, sizes, combiners
     total = 1
     for s in sizes:
         total *= s
@@ -270,30 +270,35 @@ def _identity(name: str, elem: ir.Type) -> ir.Value:
     return arith.ConstantOp(elem, value).result
 
 
+def _sizes(value: ir.Value) -> list[ir.Value]:
+    """Each size of a buffer as an index value (a constant where static)."""
+    return [ir.Operation.create("memref.dim", results=[ir.IndexType.get()], operands=[value, index(i)]).results[0]
+            if ir.ShapedType.is_dynamic_size(s) else index(s) for i, s in enumerate(ir.MemRefType(value.type).shape)]
+
+
 def _slot(partial: ir.Value, slot: ir.Value) -> ir.Value:
     """partial[slot]: one chunk's partial result (a view with the output's shape)."""
     t = ir.MemRefType(partial.type)
     shape = list(t.shape)[1:]
-    strides = t.get_strides_and_offset()[0][1:]
-    dims = "".join(f"{s}x" for s in shape)
-    result = ir.Type.parse(f"memref<{dims}{t.element_type}, strided<[{', '.join(map(str, strides))}], offset: ?>>")
-    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
-    return ir.Operation.create("memref.subview", results=[result], operands=[partial, slot], attributes={
-        "static_offsets": ir.DenseI64ArrayAttr.get([dyn] + [0] * len(shape)),
+    dyn, dyn_offset = ir.ShapedType.get_dynamic_size(), ir.ShapedType.get_dynamic_stride_or_offset()
+    strides = ["?" if s == dyn_offset else str(s) for s in t.get_strides_and_offset()[0][1:]]
+    dims = "".join(f"{'?' if s == dyn else s}x" for s in shape)
+    result = ir.Type.parse(f"memref<{dims}{t.element_type}, strided<[{', '.join(strides)}], offset: ?>>")
+    run_time = [v for v, s in zip(_sizes(partial)[1:], shape) if s == dyn]
+    return ir.Operation.create("memref.subview", results=[result], operands=[partial, slot, *run_time], attributes={
+        "static_offsets": ir.DenseI64ArrayAttr.get([dyn_offset] + [0] * len(shape)),
         "static_sizes": ir.DenseI64ArrayAttr.get([1] + shape),
         "static_strides": ir.DenseI64ArrayAttr.get([1] * t.rank),
-        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0])}).results[0]
+        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, len(run_time), 0])}).results[0]
 
 
 def _fold(combine: str, into: ir.Value, partials: ir.Value, chunk: ir.Value) -> None:
     """into[i...] = combine(into[i...], partials[chunk, i...]) over into's elements."""
-    shape = ir.MemRefType(into.type).shape
-
     def body(ivs: list[ir.Value]) -> None:
         a = load(into, ivs)
         b = load(partials, [chunk] + ivs)
         store(ir.Operation.create(combine, results=[a.type], operands=[a, b]).results[0], into, ivs)
-    loop_nest([index(s) for s in shape], body)
+    loop_nest(_sizes(into), body)
 
 
 def _run_time_size(op: ir.Operation, dim: int) -> ir.Value:
@@ -306,10 +311,9 @@ def _run_time_size(op: ir.Operation, dim: int) -> ir.Value:
     raise AssertionError(f"no operand of {op.name} has loop {dim}")
 
 
-def _guarded_call(op: ir.Operation, dim: int, name: str, n: ir.Value, params: list[ir.Value]) -> None:
-    """Run-time sizes: `if (iterations >= _min_iterations(op)) name(0, n, grain, ...) else op`,
-    the grain as the static sizes would give it. The op stays, in the else branch: small sizes run
-    it as before, with no call (an LSTM's steps with run-time sizes ran 2x slower outlined)."""
+def _run_time_grain(op: ir.Operation, dim: int, n: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Run-time sizes: (the iterations of a chunk of loop `dim`, as the static sizes would give
+    them; all the iterations of `op`)."""
     inner = index(1)
     for d in range(len(ir.ArrayAttr(op.attributes["iterator_types"]))):
         if d != dim:
@@ -317,20 +321,21 @@ def _guarded_call(op: ir.Operation, dim: int, name: str, n: ir.Value, params: li
     inner = arith.MaxUIOp(inner, index(1)).result
     grain = arith.MaxUIOp(arith.CeilDivUIOp(index(CHUNK_ELEMENTS), inner).result,
                           arith.CeilDivUIOp(n, index(MAX_PARTIALS)).result).result
-    _call_if_at_least(arith.MulIOp(n, inner).result, _min_iterations(op), name, [n, grain, *params], op)
+    return grain, arith.MulIOp(n, inner).result
 
 
-def _call_if_at_least(size: ir.Value, least: int, name: str, args: list[ir.Value], op: ir.Operation) -> None:
-    """`if (size >= least) name(0, args...) else op`: `op` (an op or loop known to run as it is
-    here) moves into the else branch."""
+def _if_at_least(size: ir.Value, least: int, op: ir.Operation) -> ir.Operation:
+    """`if (size >= least) {...} else op`: `op` (an op or loop known to run as it is here) moves
+    into the else branch, so small sizes run it as before, with no call (an LSTM's steps with
+    run-time sizes ran 2x slower outlined). Returns the then branch's yield, to insert before."""
     big = arith.CmpIOp(arith.CmpIPredicate.uge, size, index(least)).result
     branch = scf.IfOp(big, [], has_else=True)
     with ir.InsertionPoint(branch.then_block):
-        func.CallOp([], name, [index(0), *args])
-        scf.YieldOp([])
+        then_end = scf.YieldOp([])
     with ir.InsertionPoint(branch.else_block):
         scf.YieldOp([])
     op.move_before(list(branch.else_block.operations)[-1])
+    return then_end.operation
 
 
 def _shift_indices(op: ir.Operation, dim: int, lo: ir.Value) -> None:
@@ -346,21 +351,30 @@ def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: lis
              name: str, combiners: list[str] | None = None) -> None:
     """`op` becomes a call of `name` over the rows of its loop `dim` (module doc). With `combiners`
     (a reduction over that loop, _combiners), each chunk reduces its rows into a partial result of
-    its own, which the caller folds into the outputs in chunk order."""
-    index_t = ir.IndexType.get()
+    its own, which the caller folds into the outputs in chunk order. Run-time sizes: the call is
+    guarded by the size (_if_at_least), the partial results allocated behind the guard."""
     operands = list(op.operands)
     n_ins = len(operands) - len(combiners) if combiners else len(operands)
-    grain = 0   # (run-time sizes: computed at the call, _guarded_call)
-    if None not in sizes:
-        inner = math.prod(sizes) // sizes[dim]
-        grain = max(1, -(-CHUNK_ELEMENTS // inner), -(-sizes[dim] // MAX_PARTIALS))
     partials: list[ir.Value] = []
     with op.location, ir.InsertionPoint(op):
-        if combiners:
-            chunks = -(-sizes[dim] // grain)
-            for out in operands[n_ins:]:
-                t = ir.MemRefType(out.type)
-                partials.append(memref.AllocOp(ir.MemRefType.get([chunks] + list(t.shape), t.element_type), [], []).result)
+        n = _run_time_size(op, dim)
+        if None in sizes:
+            grain, total = _run_time_grain(op, dim, n)
+            anchor = _if_at_least(total, _min_iterations(op), op)
+        else:
+            inner = math.prod(sizes) // sizes[dim]
+            static_grain = max(1, -(-CHUNK_ELEMENTS // inner), -(-sizes[dim] // MAX_PARTIALS))
+            grain, anchor = index(static_grain), op
+    with op.location, ir.InsertionPoint(anchor):
+        for out in operands[n_ins:] if combiners else []:
+            t = ir.MemRefType(out.type)
+            if None in sizes:
+                chunks = [arith.CeilDivUIOp(n, grain).result]
+                dyn = [v for v, s in zip(_sizes(out), t.shape) if ir.ShapedType.is_dynamic_size(s)]
+                shape = [ir.ShapedType.get_dynamic_size()] + list(t.shape)
+            else:
+                chunks, dyn, shape = [], [], [-(-sizes[dim] // static_grain)] + list(t.shape)
+            partials.append(memref.AllocOp(ir.MemRefType.get(shape, t.element_type), chunks + dyn, []).result)
     # each buffer passed once: an op updating a buffer in place reads and writes it through one
     # pointer (two equal pointers LLVM cannot tell apart fail its vectorizer's overlap check at
     # run time: the GELU of a transformer block ran scalar, 1.35x slower)
@@ -380,7 +394,7 @@ def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: lis
                 for out, partial, combine in zip(operands[n_ins:], partials, combiners):
                     views[out] = view = _slot(args[partial], slot)
                     start = _identity(combine, ir.MemRefType(view.type).element_type)
-                    loop_nest([index(s) for s in ir.MemRefType(view.type).shape], lambda ivs: store(start, view, ivs))
+                    loop_nest(_sizes(view), lambda ivs: store(start, view, ivs))
             inside = {v: as_operation(v.owner).clone().results[0] if _copied(v) else args[v] for v in outside}
             copy = op.clone()
             for k, v in enumerate(operands):
@@ -391,19 +405,16 @@ def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: lis
             _shift_indices(copy, dim, lo)
             func.ReturnOp([])
         # the call site: rows [0, n), `grain` a chunk
-        with ir.InsertionPoint(op):
-            n = _run_time_size(op, dim)
-            if None in sizes:
-                _guarded_call(op, dim, name, n, params)
-                return
-            func.CallOp([], name, [arith.ConstantOp(index_t, 0).result, n, arith.ConstantOp(index_t, grain).result, *params])
+        with ir.InsertionPoint(anchor):
+            func.CallOp([], name, [index(0), n, grain, *params])
             for out, partial, combine in zip(operands[n_ins:], partials, combiners or []):
-                chunk_loop = scf.ForOp(index(0), index(ir.MemRefType(partial.type).shape[0]), index(1))
+                chunk_loop = scf.ForOp(index(0), _sizes(partial)[0], index(1))
                 with ir.InsertionPoint(chunk_loop.body):
                     _fold(combine, out, partial, chunk_loop.induction_variable)
                     scf.YieldOp([])
                 memref.DeallocOp(partial)
-    op.erase()
+    if anchor == op:
+        op.erase()
 
 
 def _constant_index(v: ir.Value) -> int | None:
@@ -460,9 +471,9 @@ def _loop_plan(loop: ir.Operation) -> tuple[int | None, int, ir.Value | None] | 
     if mark == PARALLEL_LOOP:
         return total, grain, None
     target = _sum_buffer(loop, private)
-    if total is None or target is None:   # (partial sums: a static count of them)
+    if target is None:
         return None
-    return total, max(grain, -(-total // MAX_PARTIALS)), target
+    return total, grain if total is None else max(grain, -(-total // MAX_PARTIALS)), target
 
 
 def _loop_only(v: ir.Value, loop: ir.Operation) -> bool:
@@ -484,18 +495,36 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
                   name: str) -> None:
     """`loop` becomes a call `name(0, trips, grain, captured...)` of a function running its trips
     [lo, hi) (module doc); a PARALLEL_SUM loop's chunks add into buffers of their own, `partials`,
-    which the caller adds into `target` in chunk order."""
+    which the caller adds into `target` in chunk order. Run-time bounds: the call is guarded by the
+    number of trips (on the pool from PARALLEL_MIN_FLOPS, else the loop as it was, with its
+    buffers), the partial sums allocated behind the guard."""
     captured, _ = captures([loop])
     private = _private_buffers(loop, captured) or []   # (not None: _loop_plan)
     copied = [v for v in captured if v in private or (not isinstance(v.owner, ir.Block)
                                                       and as_operation(v.owner).name in ("arith.constant", "ub.poison"))]
     params = [v for v in captured if v not in copied and (target is None or v != target)]
+    lb, step = loop.operands[0], loop.operands[2]
+    mark = _mark(loop)
+    with loop.location, ir.InsertionPoint(loop):
+        if trips is None:
+            n = arith.CeilDivUIOp(arith.SubIOp(loop.operands[1], lb).result, step).result
+            grain_value = index(grain) if target is None else \
+                arith.MaxUIOp(index(grain), arith.CeilDivUIOp(n, index(MAX_PARTIALS)).result).result
+            work = ir.IntegerAttr(loop.attributes[mark]).value
+            anchor = _if_at_least(n, -(-PARALLEL_MIN_FLOPS // max(work, 1)), loop)
+        else:
+            n, grain_value, anchor = index(trips), index(grain), loop
+    del loop.attributes[mark]
     partials = None
     if target is not None:
         t = ir.MemRefType(target.type)
-        with loop.location, ir.InsertionPoint(loop):
-            shape = [-(-trips // grain)] + list(t.shape)
-            partials = memref.AllocOp(ir.MemRefType.get(shape, t.element_type), [], []).result
+        with loop.location, ir.InsertionPoint(anchor):
+            if trips is None:
+                chunks = [arith.CeilDivUIOp(n, grain_value).result]
+                shape = [ir.ShapedType.get_dynamic_size()] + list(t.shape)
+            else:
+                chunks, shape = [], [-(-trips // grain)] + list(t.shape)
+            partials = memref.AllocOp(ir.MemRefType.get(shape, t.element_type), chunks, []).result
         params.append(partials)
     with loop.location:
         fn, entry = _chunk_function(module, name, params)
@@ -506,12 +535,10 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
             if target is not None:   # this chunk's sum, from the identity (-0.0 + x is x)
                 mapping[target] = mine = memref.AllocOp(ir.MemRefType(target.type), [], []).result
                 zero = arith.ConstantOp(ir.MemRefType(target.type).element_type, -0.0).result
-                loop_nest([index(s) for s in ir.MemRefType(target.type).shape], lambda ivs: store(zero, mine, ivs))
-            lb, step = loop.operands[0], loop.operands[2]
+                loop_nest(_sizes(target), lambda ivs: store(zero, mine, ivs))
             lo, hi = (arith.AddIOp(mapping[lb], arith.MulIOp(a, mapping[step]).result).result
                       for a in (entry.arguments[0], entry.arguments[1]))
             copy = loop.clone()
-            del copy.attributes[_mark(loop)]
             copy.operands[0], copy.operands[1] = lo, hi
             for inner, i, v in captures([copy])[1]:
                 if inner != as_operation(copy) or i >= 3:
@@ -519,26 +546,21 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
             copy.operands[2] = mapping[step]
             if target is not None:
                 slot = _slot(mapping[partials], arith.DivUIOp(entry.arguments[0], entry.arguments[2]).result)
-                loop_nest([index(s) for s in ir.MemRefType(target.type).shape],
-                          lambda ivs: store(load(mine, ivs), slot, ivs))
+                loop_nest(_sizes(target), lambda ivs: store(load(mine, ivs), slot, ivs))
                 memref.DeallocOp(mine)
             for v in private:
                 memref.DeallocOp(mapping[v])
             func.ReturnOp([])
-        with ir.InsertionPoint(loop):
-            if trips is None:   # run-time bounds: on the pool from PARALLEL_MIN_FLOPS, else as it was
-                n = arith.CeilDivUIOp(arith.SubIOp(loop.operands[1], lb).result, step).result
-                work = ir.IntegerAttr(loop.attributes[PARALLEL_LOOP]).value
-                del loop.attributes[PARALLEL_LOOP]
-                _call_if_at_least(n, -(-PARALLEL_MIN_FLOPS // max(work, 1)), name, [n, index(grain), *params], loop)
-                return   # (the loop and its buffers stay, for the else branch)
-            func.CallOp([], name, [index(0), index(trips), index(grain), *params])
+        with ir.InsertionPoint(anchor):
+            func.CallOp([], name, [index(0), n, grain_value, *params])
             if partials is not None:
-                chunk_loop = scf.ForOp(index(0), index(ir.MemRefType(partials.type).shape[0]), index(1))
+                chunk_loop = scf.ForOp(index(0), _sizes(partials)[0], index(1))
                 with ir.InsertionPoint(chunk_loop.body):
                     _fold("arith.addf", target, partials, chunk_loop.induction_variable)
                     scf.YieldOp([])
                 memref.DeallocOp(partials)
+    if trips is None:
+        return   # (the loop and its buffers stay, for the else branch)
     loop.erase()
     for v in private:
         for u in list(v.uses):

@@ -181,3 +181,48 @@ def test_products_with_run_time_sizes_split_their_rows_when_big(t, tmp_path):
     got = _same_bits_each_thread_count(f, q, k)
     np.testing.assert_allclose(got, q @ np.swapaxes(k, -1, -2), rtol=1e-12)
     assert "call @__sprue_par_" in next(tmp_path.glob("*.04_loops.mlir")).read_text()
+
+
+RUN_TIME_REDUCTIONS = {
+    # name: (function, numpy reference, argument, abstracted axes)
+    "sum": (lambda x: x.sum(), lambda x: x.sum(), RNG.random(1_000_003), {0: "n"}),
+    "sum over rows, run-time columns": (lambda x: x.sum(axis=0), lambda x: x.sum(axis=0), RNG.random((3001, 301)),
+                                        {0: "n", 1: "m"}),
+    "max of a square": (lambda x: (x * x).max(), lambda x: (x * x).max(), RNG.random((997, 1003)), {0: "n", 1: "m"}),
+    "int sum": (lambda x: x.sum(), lambda x: x.sum(), RNG.integers(-50, 100, 900_001), {0: "n"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_TIME_REDUCTIONS))
+@pytest.mark.parametrize("scale", [1, 1000])
+def test_reductions_with_run_time_sizes_split_when_big(name, scale, tmp_path):
+    """A reduction over the first loop with run-time sizes: the number of partial results is
+    computed at run time from the sizes alone (same bits with any number of threads), behind a
+    test of the size (small sizes run the serial loop: 1/1000 of the argument)."""
+    fn, ref, x, axes = RUN_TIME_REDUCTIONS[name]
+    x = x[: max(2, x.shape[0] // scale)]
+    f = sprue.qjit(fn, abstracted_axes=(axes,), keep_intermediate=str(tmp_path))
+    got = _same_bits_each_thread_count(f, x)
+    np.testing.assert_allclose(got, ref(x), rtol=1e-10, atol=1e-10)
+    text = next(tmp_path.glob("*.04_loops.mlir")).read_text()
+    assert "scf.if" in text and "call @__sprue_par_" in text
+
+
+@pytest.mark.parametrize("rows", [60_000, 50])
+def test_long_k_products_with_run_time_sizes_sum_partial_products_when_big(rows, tmp_path):
+    """`r @ X` and `X.T @ r` with a run-time number of rows (a logistic regression's gradient):
+    B's row blocks split into a run-time number of chunks, each adding into a C of its own, folded
+    in chunk order, behind a test of the run-time trip count."""
+    def grads(x, r):
+        return r @ x, x.T @ (r * 2.0), x.T @ x
+    f = sprue.qjit(grads, abstracted_axes=({0: "n"}, {0: "n"}), keep_intermediate=str(tmp_path))
+    x, r = RNG.random((rows, 48)), RNG.random(rows)
+    got = [np.asarray(g) for g in f(x, r)]
+    for n in (2, 4):
+        sprue.set_num_threads(n)
+        for g, h in zip(got, f(x, r)):
+            np.testing.assert_array_equal(np.asarray(h), g)
+    for g, want in zip(got, (r @ x, x.T @ (r * 2.0), x.T @ x)):
+        np.testing.assert_allclose(g, want, rtol=1e-10)
+    text = next(tmp_path.glob("*.04_loops.mlir")).read_text()
+    assert "scf.if" in text and "call @__sprue_par_" in text
