@@ -52,6 +52,7 @@ from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError
 from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
 from sprue.lowering.parallel import call_parallel_bodies, parallelize_loops
+from sprue.lowering.parallel_scatter import parallelize_scatters
 from sprue.lowering.partition import partition_functions
 from sprue.lowering.vector_math import call_libm
 
@@ -182,6 +183,7 @@ _AFTER_LLVM: tuple[Rewrite, ...] = (
 )
 
 _BEFORE_LOOPS: tuple[Rewrite, ...] = (
+    parallelize_scatters,   # scatters that combine: chunks of updates into partial results (parallel_scatter.py)
     parallelize_loops,   # big ops with a parallel first loop: run in chunks on the pool (parallel.py)
 )
 

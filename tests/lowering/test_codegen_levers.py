@@ -219,9 +219,11 @@ def _still_loops(trips: int, ours: bool) -> bool:
 
 def test_full_unrolling_stops_at_the_limit_and_is_restored_for_others():
     limit = backend.FULL_UNROLL_MAX_TRIPS
+    # (3 * limit: on AMD's Zen 5 LLVM's partial unrolling after the vectorizer takes this
+    # 4-instruction loop whole up to 32 trips, which the full-unroll limit does not govern)
     assert not _still_loops(limit, ours=True)       # short static loops are still unrolled
-    assert _still_loops(2 * limit, ours=True)       # longer ones stay loops for the vectorizer
-    assert not _still_loops(2 * limit, ours=False)  # LLVM's own default, for numba & co.
+    assert _still_loops(3 * limit, ours=True)       # longer ones stay loops for the vectorizer
+    assert not _still_loops(3 * limit, ours=False)  # LLVM's own default, for numba & co.
 
 
 def test_static_batch_statistics_reduce_over_contiguous_rows():

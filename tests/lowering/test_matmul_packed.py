@@ -250,7 +250,8 @@ def test_batched_transposed_b_with_run_time_sizes(pack, monkeypatch, tmp_path):
     text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
     alias = re.search(r"(#map\d*) = affine_map<\(d0, d1, d2\) -> \(d0, d2, d1\)>", text).group(1)
     copy = re.search(rf"linalg.generic {{indexing_maps = \[{alias},", text)
-    packed = re.search(r"linalg.transpose ins\(%\w+ : memref<\?x8x\?xf64.*permutation = \[0, 2, 1\]", text)
+    nr = matmul._register_tiles(8)[1][0]
+    packed = re.search(rf"linalg.transpose ins\(%\w+ : memref<\?x{nr}x\?xf64.*permutation = \[0, 2, 1\]", text)
     assert copy and bool(packed) == (pack == "1")
     if packed:
         assert copy.start() > packed.start()
@@ -310,9 +311,10 @@ def test_run_time_rows_pack_a_static_b_unless_it_is_fixed_across_a_loop(tmp_path
     trained in a fori_loop) packs."""
     snp = sprue.numpy
     rng = np.random.default_rng(5)
-    w = rng.standard_normal((64, 24)) * 0.1
+    cols = 3 * matmul._register_tiles(8)[1][0]    # (whole register tiles: 24 on AVX2, 96 on AVX-512)
+    w = rng.standard_normal((64, cols)) * 0.1
     plain = sprue.qjit(lambda x, w: x @ w, abstracted_axes=({0: "m"}, None), keep_intermediate=str(tmp_path / "p"))
-    scan = sprue.qjit(lambda xs, w: lax.scan(lambda h, x: (snp.tanh(x @ w + h), h), snp.zeros((xs.shape[1], 24)), xs)[0],
+    scan = sprue.qjit(lambda xs, w: lax.scan(lambda h, x: (snp.tanh(x @ w + h), h), snp.zeros((xs.shape[1], cols)), xs)[0],
                       abstracted_axes=({1: "m"}, None), keep_intermediate=str(tmp_path / "s"))
     trained = sprue.qjit(lambda x, w: lax.fori_loop(0, 3, lambda i, w: w - 0.01 * snp.tanh(x @ w)[:64], w),
                          abstracted_axes=({0: "m"}, None), keep_intermediate=str(tmp_path / "t"))
@@ -320,7 +322,7 @@ def test_run_time_rows_pack_a_static_b_unless_it_is_fixed_across_a_loop(tmp_path
         x = rng.standard_normal((m, 64))
         _close(plain(x, w), x @ w, np.float64)
         xs = rng.standard_normal((3, m, 64))
-        h = np.zeros((m, 24))
+        h = np.zeros((m, cols))
         for step in xs:
             h = np.tanh(step @ w + h)
         _close(scan(xs, w), h, np.float64)
@@ -354,11 +356,11 @@ def test_run_time_columns_pack_whole_blocks_and_pad_the_rest(tmp_path):
         q, k = _args(np.float64, (b, t, 16), (b, t, 16))
         _close(g(q, k), q @ np.swapaxes(k, 1, 2), np.float64)
     assert f.compile_count == g.compile_count == 1
-    nc = matmul.PACK_NC
+    nc, nr = matmul.PACK_NC, matmul._register_tiles(8)[1][0]
     for name in ("mm", "qk"):
         text = next((tmp_path / name).glob("*.03_bufferized.mlir")).read_text()
         assert re.search(rf"scf.for %\w+ = %c0 to %\w+ step %c{nc} ", text), name          # the whole blocks
-        assert re.search(rf"memref.expand_shape %\w+ \[\[0\], \[1, 2\]\] output_shape \[%\w+, {nc // 8}, 8\]", text), name
+        assert re.search(rf"memref.expand_shape %\w+ \[\[0\], \[1, 2\]\] output_shape \[%\w+, {nc // nr}, {nr}\]", text), name
         assert "vector.create_mask" not in text and "vector.mask" not in text, name
     assert "affine_map<(d0, d1, d2) -> (d0, d2, d1)>" not in text     # no transposed copy of k
 

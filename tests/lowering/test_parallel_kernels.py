@@ -226,3 +226,60 @@ def test_long_k_products_with_run_time_sizes_sum_partial_products_when_big(rows,
         np.testing.assert_allclose(g, want, rtol=1e-10)
     text = next(tmp_path.glob("*.04_loops.mlir")).read_text()
     assert "scf.if" in text and "call @__sprue_par_" in text
+
+
+def _scatter_calls(folder) -> int:
+    return len(re.findall(r"call @__sprue_par_s\d+\(", next(folder.glob("*.04_loops.mlir")).read_text()))
+
+
+def _np_at(op, size, index, values, init=0.0):
+    out = np.full((size,) + values.shape[1:], init, dtype=values.dtype)
+    op.at(out, index, values)
+    return out
+
+
+SCATTERS = {
+    # name: (function, numpy reference, arguments, abstracted axes or None)
+    "segment sum": (lambda i, v: jnp.zeros(50_000).at[i].add(v * 2.0),
+                    lambda i, v: _np_at(np.add, 50_000, i, v * 2.0), (RNG.integers(0, 50_000, 600_000), RNG.random(600_000))),
+    "histogram, ints": (lambda i: jnp.zeros(1000, dtype=jnp.int64).at[i].add(1),
+                        lambda i: np.bincount(i, minlength=1000), (RNG.integers(0, 1000, 400_000),)),
+    "scatter max": (lambda i, v: jnp.full(4000, -jnp.inf).at[i].max(v),
+                    lambda i, v: _np_at(np.maximum, 4000, i, v, -np.inf), (RNG.integers(0, 4000, 500_000), RNG.random(500_000))),
+    "rows added": (lambda i, v: jnp.zeros((2000, 24)).at[i].add(v),
+                   lambda i, v: _np_at(np.add, 2000, i, v), (RNG.integers(0, 2000, 40_000), RNG.random((40_000, 24)))),
+    "gathered and scaled, run-time sizes": (
+        lambda x, s, d, w: jnp.zeros_like(x).at[d].add(x[s] * w),
+        lambda x, s, d, w: _np_at(np.add, x.shape[0], d, x[s] * w),
+        (RNG.random(30_000), RNG.integers(0, 30_000, 500_000), RNG.integers(-30_000, 30_000, 500_000), RNG.random(500_000)),
+        ({0: "n"}, {0: "e"}, {0: "e"}, {0: "e"})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCATTERS))
+def test_scatters_that_combine_run_on_the_pool_with_the_same_bits(name, tmp_path):
+    """Each chunk of updates combines into a destination of its own (chunk 0 the real one), folded
+    in chunk order: the same bits with 1, 2 and 4 threads, numpy's result up to reassociation
+    (negative indices count from the end, as in numpy)."""
+    fn, ref, args, *axes = SCATTERS[name]
+    f = sprue.qjit(fn, abstracted_axes=axes[0] if axes else None, keep_intermediate=str(tmp_path))
+    got = _same_bits_each_thread_count(f, *args)
+    np.testing.assert_allclose(got, ref(*args), rtol=1e-12)
+    assert _scatter_calls(tmp_path) >= 1   # (run-time sizes: one per version of the loop, legalize_scatter._versioned)
+
+
+def test_small_scatters_and_scatters_that_replace_stay_serial(tmp_path):
+    i, v = RNG.integers(0, 50_000, 600_000), RNG.random(600_000)
+    for name, fn, ref, args in [
+            ("set", lambda i, v: jnp.zeros(50_000).at[i].set(v), None, (i, v)),
+            ("small", lambda i, v: jnp.zeros(500).at[i].add(v), lambda i, v: _np_at(np.add, 500, i, v), (i[:2000] % 500, v[:2000])),
+            ("few trips", lambda i, v: jnp.zeros(400_000).at[i].add(v), lambda i, v: _np_at(np.add, 400_000, i, v), (i, v))]:
+        f = sprue.qjit(fn, keep_intermediate=str(tmp_path / name))
+        got = np.asarray(f(*args))
+        if ref is not None:
+            np.testing.assert_allclose(got, ref(*args), rtol=1e-12)
+        else:   # (the last update of an index wins)
+            want = np.zeros(50_000)
+            want[i] = v
+            np.testing.assert_array_equal(got, want)
+        assert _scatter_calls(tmp_path / name) == 0, name
