@@ -6,11 +6,11 @@ combines an update into it and stores it back. Two trips may hit the same elemen
 cannot simply be split. As OpenMP's array reductions do (and parallel.py's split reductions),
 each chunk of trips gets a destination of its own: chunk 0 updates the destination itself, chunk
 c > 0 a partial result it starts from the combiner's identity, and the partial results are then
-folded into the destination element by element, in chunk order (a linalg.generic, itself split
-over the pool by parallel.py when big).
+folded into the destination in chunk order (an elementwise linalg.generic each, itself split over
+the pool by parallel.py when big).
 
 The number of chunks follows from the sizes alone (a power of two, at most MAX_PARTIALS, with
-the partial results' fills and folds at most a quarter of the trips' estimated work), never from
+the partial results' fills and folds at most 1/8 of the trips' estimated work), never from
 the number of threads: the results are the same bits with any number of threads. Against the serial loop the
 updates of an element are reassociated (exact for integers, max and min; a float sum is within
 the rounding of its chunks' sums, as with split reductions). Run-time sizes: the same choice at
@@ -54,13 +54,16 @@ from sprue.lowering.parallel import (
 )
 
 _PREFIX = "__sprue_par_s"
-# One trip's loads and stores at computed indices: measured with a PageRank step's scatter
-# (5e5 edges into 5e4 nodes, x[src] * w added at dst): ~1.2 ns a trip at one thread.
-_NS_ACCESS = 0.25
-# A partial result's cost per element (filled, read and combined into the destination: ~24 bytes
-# streamed), and the share of the trips' work the partial results may take at most.
+# One trip's loads and stores at computed indices (mostly cache hits), and a partial result's cost
+# per element (filled, then read and combined into the destination, moving through L3: a chunk's
+# partial result evicts the last one's), measured at one thread: a PageRank step's scatter (5e5
+# edges into 5e4 nodes, x[src] * w added at dst) ~1.2 ns a trip serial; with 8 chunks, 0.6 ns
+# more per element of each partial result. The partial results may take 1/_FOLD_SHARE of the
+# trips' work at most: that step runs in 2 chunks (1 thread 5% slower than the serial loop, 2
+# threads ~1.8x faster).
+_NS_ACCESS = 0.1
 _NS_FOLD = 0.6
-_FOLD_SHARE = 4
+_FOLD_SHARE = 8
 _PURE = {"scf.for", "scf.if", "scf.yield", "memref.load", "memref.store", "memref.dim", "ub.poison",
          "affine.apply", "affine.min", "affine.max"}
 
@@ -250,23 +253,26 @@ def _outline_scatter(loop: ir.Operation, dests: list[tuple[ir.Value, str]], modu
 
 
 def _fold_partials(dest: ir.Value, combine: str, partials: ir.Value) -> None:
-    """dest[i...] = combine(dest[i...], partials[c, i...]) for c in order: a generic, parallel over
-    dest's elements (parallel.py splits it when big), its partial results reduced innermost."""
+    """for c in order: dest = combine(dest, partials[c]), an elementwise generic each (contiguous
+    and vectorized; parallel.py splits it when big). (One generic reducing the partial results
+    innermost read them a stride of the destination apart, unvectorized: 1.4 ns an element.)"""
     rank = ir.MemRefType(dest.type).rank
-    dims = [ir.AffineExpr.get_dim(d) for d in range(rank + 1)]
-    maps = [ir.AffineMap.get(rank + 1, 0, [dims[rank]] + dims[:rank]), ir.AffineMap.get(rank + 1, 0, dims[:rank])]
-    iterators = [ir.Attribute.parse("#linalg.iterator_type<parallel>")] * rank + \
-        [ir.Attribute.parse("#linalg.iterator_type<reduction>")]
-    # (built generically: torch_mlir's linalg module costs ~300 ms to import, test_dialects.py)
-    generic = ir.Operation.create("linalg.generic", results=[], operands=[partials, dest], regions=1, attributes={
-        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
-        "iterator_types": ir.ArrayAttr.get(iterators),
-        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+    identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
+    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
     elem = ir.MemRefType(dest.type).element_type
-    block = generic.regions[0].blocks.append(elem, elem)
-    with ir.InsertionPoint(block):
-        combined = ir.Operation.create(combine, results=[elem], operands=[block.arguments[1], block.arguments[0]])
-        ir.Operation.create("linalg.yield", operands=[combined.results[0]])
+    chunk_loop = scf.ForOp(index(0), _sizes(partials)[0], index(1))
+    with ir.InsertionPoint(chunk_loop.body):
+        # (built generically: torch_mlir's linalg module costs ~300 ms to import, test_dialects.py)
+        generic = ir.Operation.create("linalg.generic", results=[], regions=1, attributes={
+            "indexing_maps": ir.ArrayAttr.get([identity, identity]),
+            "iterator_types": ir.ArrayAttr.get([parallel] * rank),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])},
+            operands=[_slot(partials, chunk_loop.induction_variable), dest])
+        block = generic.regions[0].blocks.append(elem, elem)
+        with ir.InsertionPoint(block):
+            combined = ir.Operation.create(combine, results=[elem], operands=[block.arguments[1], block.arguments[0]])
+            ir.Operation.create("linalg.yield", operands=[combined.results[0]])
+        scf.YieldOp([])
 
 
 def parallelize_scatters(module: ir.Module) -> None:

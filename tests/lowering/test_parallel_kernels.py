@@ -247,7 +247,7 @@ SCATTERS = {
     "scatter max": (lambda i, v: jnp.full(4000, -jnp.inf).at[i].max(v),
                     lambda i, v: _np_at(np.maximum, 4000, i, v, -np.inf), (RNG.integers(0, 4000, 500_000), RNG.random(500_000))),
     "rows added": (lambda i, v: jnp.zeros((2000, 24)).at[i].add(v),
-                   lambda i, v: _np_at(np.add, 2000, i, v), (RNG.integers(0, 2000, 40_000), RNG.random((40_000, 24)))),
+                   lambda i, v: _np_at(np.add, 2000, i, v), (RNG.integers(0, 2000, 200_000), RNG.random((200_000, 24)))),
     "gathered and scaled, run-time sizes": (
         lambda x, s, d, w: jnp.zeros_like(x).at[d].add(x[s] * w),
         lambda x, s, d, w: _np_at(np.add, x.shape[0], d, x[s] * w),
