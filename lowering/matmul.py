@@ -208,17 +208,18 @@ def _pays_unguarded(op: ir.Operation) -> bool:
 def _narrow_tile(n: int, itemsize: int) -> tuple[tuple[int, ...], int]:
     """AVX-512, fewer columns than its 4-vector register tile (a 10-class head `h @ w2`, its
     gradient `h.T @ g`): (row counts, NR) of a tile as wide as the widest column count that n
-    fills, with more rows to keep ~16 of the 32 registers accumulating (4 x 4 vectors padded 10
-    columns to 32, and a 4-row tile of one vector left the FMAs waiting on their latency); below
-    one vector, part of one. One core, Zen 5, against OpenBLAS in the same process: 512 x 128 @
-    128 x 10 f64 140 -> 23 us (39 us), its `h.T @ g` 139 -> 25-35 us (41-50), n = 3 124 -> 21 us
-    (35), f32 n = 8-12 110 -> 12-22 us (13-21), f32 n = 3 125 -> 27 us (18); the MLP training
-    program 5.8 -> 3.5 ms (JAX 4.4)."""
+    fills, with 8 rows where it is narrower than 4 vectors (4 x 4 vectors padded 10 columns to
+    32, and a 4-row tile of one vector left the FMAs waiting on their latency; 12 rows ran alike,
+    with more code to compile and a peeled last tile where 12 does not divide m); below one
+    vector, part of one. One core, Zen 5, against OpenBLAS in the same process: 512 x 128 @ 128 x
+    10 f64 140 -> 25 us (41 us), its `h.T @ g` 139 -> 27 us (41), n = 3 124 -> 23 us (33), f32
+    n = 8-12 110 -> 12-29 us (13-24), f32 n = 3 125 -> 22 us (16); the MLP training program
+    5.8 -> 3.5 ms (JAX 4.4)."""
     lanes = _vector_bytes() // itemsize
     # (below one vector, a part of one: a 256-, 128- or 64-bit register)
     widths = [c for c in (*_register_tiles(itemsize)[1], lanes // 2, lanes // 4, lanes // 8) if c >= 2]
     nr = next((c for c in widths if c <= n), widths[-1])
-    mr = min(12, 16 // max(1, nr // lanes))
+    mr = min(8, 16 // max(1, nr // lanes))
     return (mr, 4, 2, 1), nr
 
 
