@@ -70,7 +70,7 @@ from sprue.lowering.matmul_scripts import (
     wrap_scripts,
 )
 from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where
-from sprue.lowering.targets import host_cpu_features
+from sprue.lowering.targets import host_vector_bytes
 
 MIN_FLOPS = 2 * 32 * 32 * 32
 # Cache tile caps: a KC x NC panel of B (128 KiB of f64) stays in L2 while MC rows of A stream
@@ -89,10 +89,7 @@ def forms_enabled() -> bool:
 @functools.cache
 def _vector_bytes() -> int:
     """Bytes of the host's widest float vector register (the register tile is sized from it)."""
-    features = host_cpu_features()
-    if features.get("avx512f"):
-        return 64
-    return 32 if features.get("avx") else 16
+    return host_vector_bytes()
 
 
 def _largest_divisor(n: int, unit: int, cap: int) -> int:

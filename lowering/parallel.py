@@ -36,6 +36,7 @@ product with run-time sizes, only A's register rows are (matmul_scripts.py).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from torch_mlir import ir
@@ -56,12 +57,14 @@ from sprue.lowering.mlir_util import (
 )
 from sprue.lowering.outline import new_private_function
 from sprue.lowering.parallel_runtime import PARALLEL_SYMBOL
+from sprue.lowering.targets import host_vector_bytes
 
 # An op runs on the pool when one thread would take at least PARALLEL_MIN_NS: below, waking the
 # workers and handing out chunks costs more than it saves. The time is estimated from a cost per
-# iteration (_iteration_ns), measured on this machine at one thread, in benchmarks/threads.py's
-# sweep: a sum streams 8 bytes with an add, 0.22 ns an element (1e5: 22 us); sin(x) * 2 + x * x
-# 16 bytes and a sine, 1.6 ns. With 65,536 iterations as the threshold, sums of 7e4 and 1e5
+# iteration (_iteration_ns), measured at one thread on a 2-core EPYC with AVX2 (Zen 2/3), in
+# benchmarks/threads.py's sweep: a sum streams 8 bytes with an add, 0.22 ns an element (1e5:
+# 22 us); sin(x) * 2 + x * x 16 bytes and a sine, 1.6 ns; op costs scale with the vector width
+# (_vector_scale: on AVX-512 half). With 65,536 iterations as the threshold, sums of 7e4 and 1e5
 # elements and sum(axis=0) of 136 x 512 and 195 x 512 ran 1.3-1.9x slower at two threads (a
 # call of ~20-30 us); from ~100 us of work every kernel in the sweep ran faster.
 PARALLEL_MIN_NS = 100_000
@@ -119,12 +122,22 @@ def _copied(v: ir.Value) -> bool:
     return not isinstance(v.owner, ir.Block) and as_operation(v.owner).name in ("arith.constant", "ub.poison")
 
 
+@functools.cache
+def _vector_scale() -> float:
+    """The op costs were measured with AVX2's 32-byte vectors: a wider vector does proportionally
+    more per op (not per byte streamed). On AVX-512 (Zen 5) the elementwise kernel's 1e5
+    elements took 59 us at one thread, estimated 160 at AVX2's costs, and ran 0.89x slower at
+    two threads; its 3e5 1.84x faster. (PARALLEL_MIN_FLOPS stays: products of 2-4 MFLOP ran
+    alike either way, and a vector-matrix product's are bytes streamed.)"""
+    return host_vector_bytes() / 32
+
+
 def _op_ns(op: ir.Operation) -> float:
     """One thread's time for one arith or math op (0 for any other)."""
     if not op.name.startswith(("arith.", "math.")):
         return 0.0
     return (_NS_DIVIDE if op.name in _DIVIDES else
-            _NS_MATH if op.name.startswith("math.") and op.name not in _CHEAP_MATH else _NS_OP)
+            _NS_MATH if op.name.startswith("math.") and op.name not in _CHEAP_MATH else _NS_OP) / _vector_scale()
 
 
 def _iteration_ns(op: ir.Operation) -> float:

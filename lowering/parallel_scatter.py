@@ -61,7 +61,7 @@ _PREFIX = "__sprue_par_s"
 # more per element of each partial result. The partial results may take 1/_FOLD_SHARE of the
 # trips' work at most: that step runs in 2 chunks (1 thread 5% slower than the serial loop, 2
 # threads ~1.8x faster).
-_NS_ACCESS = 0.1
+_NS_ACCESS = 0.15
 _NS_FOLD = 0.6
 _FOLD_SHARE = 8
 _PURE = {"scf.for", "scf.if", "scf.yield", "memref.load", "memref.store", "memref.dim", "ub.poison",

@@ -383,6 +383,14 @@ def host_cpu_features() -> dict[str, bool]:
     return dict(llvm.get_host_cpu_features())
 
 
+def host_vector_bytes() -> int:
+    """Bytes of the host's widest float vector register: 64 (AVX-512), 32 (AVX), else 16."""
+    features = host_cpu_features()
+    if features.get("avx512f"):
+        return 64
+    return 32 if features.get("avx") else 16
+
+
 def machine_cpu_and_features(cpu: str, features: str = "") -> tuple[str, str]:
     """The (cpu, features) strings for create_target_machine: the host's name and features for
     "host" (then the user's, which win: LLVM applies them in order), else `cpu` and the user's."""

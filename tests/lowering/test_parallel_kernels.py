@@ -241,7 +241,7 @@ def _np_at(op, size, index, values, init=0.0):
 SCATTERS = {
     # name: (function, numpy reference, arguments, abstracted axes or None)
     "segment sum": (lambda i, v: jnp.zeros(50_000).at[i].add(v * 2.0),
-                    lambda i, v: _np_at(np.add, 50_000, i, v * 2.0), (RNG.integers(0, 50_000, 600_000), RNG.random(600_000))),
+                    lambda i, v: _np_at(np.add, 50_000, i, v * 2.0), (RNG.integers(0, 50_000, 1_000_000), RNG.random(1_000_000))),
     "histogram, ints": (lambda i: jnp.zeros(1000, dtype=jnp.int64).at[i].add(1),
                         lambda i: np.bincount(i, minlength=1000), (RNG.integers(0, 1000, 400_000),)),
     "scatter max": (lambda i, v: jnp.full(4000, -jnp.inf).at[i].max(v),
