@@ -46,6 +46,7 @@ from sprue.lowering.fusion import (
 )
 from sprue.lowering.fusion_sums import merge_accumulating_chains
 from sprue.lowering.inplace import split_shared_fills, tie_loop_outputs
+from sprue.lowering.layouts import transpose_strided_reads
 from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
@@ -133,6 +134,7 @@ _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
     tie_loop_outputs,    # elementwise ops in loop bodies write into the carried buffers
     reuse_dying_inputs,  # ... and others into an input read for the last time (fusion.py)
     merge_elementwise_chains,   # a value read by several elementwise ops: one pass (fusion.py)
+    transpose_strided_reads,   # an operand read a row apart per vector lane: a transposed copy (layouts.py)
     mark_reductions,     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls,        # blocked, vectorized matrix products (matmul.py)
     merge_accumulating_chains,  # the others' sums of products: one loop nest (fusion_sums.py)
