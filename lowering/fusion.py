@@ -403,9 +403,21 @@ def _is_scalar_broadcast(op: ir.Operation) -> bool:
                for i in range(n_ins))
 
 
+def _is_broadcast(op: ir.Operation) -> bool:
+    """A generic only copying its one input along new dimensions (a per-channel mean broadcast to
+    a batch's shape): as free to recompute anywhere as a scalar broadcast."""
+    if op.name != "linalg.generic" or len(op.operands) != 2:
+        return False
+    body = _payload(op)
+    block = op.regions[0].blocks[0]
+    amap = _maps(op)[0]
+    dims = [e for e in amap.results if _dim_position(e) is not None]   # (0s: size-1 dims)
+    return len(body) == 1 and list(body[0].operands) == [block.arguments[0]] and len(dims) < amap.n_dims
+
+
 def _duplicable(defs: _Defs, op: ir.Operation) -> bool:
     """Cheap, and reading only values that stay materialized anyway (arguments, products, reductions,
-    expensive elementwise ops) or scalar broadcasts. Without that rule duplication would cascade up a
+    expensive elementwise ops) or broadcasts (scalar or not). Without that rule duplication would cascade up a
     chain of cheap ops: in `x ^ (x >> 16)` repeated, each level reads its input twice, and cloning
     every level recomputes the chain 2^depth times (a hash-based RNG ran 3x slower)."""
     if not _is_cheap_elementwise(op):
@@ -414,7 +426,7 @@ def _duplicable(defs: _Defs, op: ir.Operation) -> bool:
         return True
     for i in range(len(op.operands) - _n_outs(op)):
         d = defs.get(op.operands[i])
-        if d is not None and _is_cheap_elementwise(d) and not _is_scalar_broadcast(d):
+        if d is not None and _is_cheap_elementwise(d) and not _is_scalar_broadcast(d) and not _is_broadcast(d):
             return False
     return True
 

@@ -51,6 +51,24 @@ def _stage(tmp_path, name: str) -> str:
     return next(tmp_path.glob(f"*_{name}.mlir")).read_text()
 
 
+def test_a_centered_value_read_twice_through_a_broadcast_is_recomputed_not_stored(tmp_path):
+    """A batch norm's `x - mean` (the mean broadcast over the batch and pixels) is read by the
+    variance and by the normalization: each recomputes it (a broadcast is as free to recompute
+    as a scalar), so no temporary of x's size is written and read back."""
+    x = np.random.default_rng(3).standard_normal((8, 16, 12, 12))
+
+    def f(x):
+        mu = snp.mean(x, axis=(0, 2, 3), keepdims=True)
+        var = snp.var(x, axis=(0, 2, 3), keepdims=True)
+        return (x - mu) / snp.sqrt(var + 1e-5)
+    got = sprue.qjit(f, keep_intermediate=str(tmp_path))(x)
+    mu, var = x.mean(axis=(0, 2, 3), keepdims=True), x.var(axis=(0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(got, (x - mu) / np.sqrt(var + 1e-5), rtol=1e-10)
+    writers = [line for line in _stage(tmp_path, "bufferized").splitlines()
+               if "linalg.generic" in line and "outs(" in line and "8x16x12x12xf64>)" in line.split("outs(")[1]]
+    assert len(writers) == 1, writers   # (the result; not `x - mean` first)
+
+
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 def test_leading_axis_reductions_match_numpy_in_the_new_order(dt, tmp_path):
     rng = np.random.default_rng(0)
