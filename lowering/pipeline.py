@@ -39,13 +39,13 @@ from sprue.lowering.fastmath import mark_reductions
 from sprue.lowering.fusion import (
     accumulate_sums,
     duplicate_cheap_producers,
-    interchange_loops,
     merge_elementwise_chains,
     merge_reductions_with_producers,
     reuse_dying_inputs,
 )
 from sprue.lowering.fusion_sums import merge_accumulating_chains
 from sprue.lowering.inplace import split_shared_fills, tie_loop_outputs
+from sprue.lowering.interchange import interchange_loops
 from sprue.lowering.layouts import transpose_strided_reads
 from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
@@ -138,7 +138,7 @@ _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
     mark_reductions,     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls,        # blocked, vectorized matrix products (matmul.py)
     merge_accumulating_chains,  # the others' sums of products: one loop nest (fusion_sums.py)
-    interchange_loops,   # the other generics: innermost loop contiguous (fusion.py)
+    interchange_loops,   # the other generics: innermost loop contiguous (interchange.py)
     split_shared_fills,  # a fill per product again, after the tiling's CSE merged them (inplace.py)
 )
 _BEFORE_LLVM: tuple[Rewrite, ...] = (

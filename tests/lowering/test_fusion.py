@@ -9,7 +9,7 @@ from torch_mlir import ir
 
 import sprue
 import sprue.numpy as snp
-from sprue.lowering.fusion import MIN_INNER, choose_order
+from sprue.lowering.interchange import MIN_INNER, choose_order
 
 
 def _maps(*texts: str) -> list[ir.AffineMap]:
