@@ -22,6 +22,8 @@ from sprue.lowering.rules_common import (
     Value,
     axes_param,
     boolean,
+    broadcast_in_dim,
+    broadcast_like,
     build_region,
     compare,
     constant,
@@ -89,7 +91,14 @@ for _p, _m in [(lax.reduce_sum_p, _SUM), (lax.reduce_prod_p, _PROD), (lax.reduce
 
 
 # -- argmax / argmin ----------------------------------------------------------------------------
-def _arg_reduction(direction: str, init: Callable[[np.dtype], object]):
+# Along a static axis of at most this many elements (k-means' 16 centres), one variadic reduce over
+# (value, index) pairs, scalar; along longer ones two vectorized reductions (_first_extremum).
+# One core, argmin along rows of k of 320,000 elements: k = 8-16 0.37 ms variadic, 0.46-0.55 two
+# passes; k = 32-128 1.35-1.40 ms variadic, 0.09-0.13 two passes.
+ARG_VARIADIC_MAX = 16
+
+
+def _variadic(direction: str, x: Value, axis: int, index_dtype: np.dtype, init) -> Value:
     """A variadic reduce over (value, index). `a` wins over `b` when it is NaN and b is not, or
     when it is strictly better ("GT" for argmax, "LT" for argmin), or on a tie with the lower index:
     a total order, so the reduction order does not matter, and it picks numpy's first NaN or
@@ -103,23 +112,47 @@ def _arg_reduction(direction: str, init: Callable[[np.dtype], object]):
             tie = logical_or(tie, logical_and(a_nan, b_nan))
         pick_a = logical_or(a_better, logical_and(tie, compare(ai, bi, "LT")))
         return [select(pick_a, av, bv), select(pick_a, ai, bi)]
+    dt = dtype_of(x)
+    index = iota(index_dtype, dims_of(x), axis)
+    # the initial index loses every tie, so it never survives against a real element
+    inits = [constant(init(dt), dt), constant(int_max(index_dtype), index_dtype)]
+    return reduce([x, index], inits, [axis], better)[1]
 
+
+def _first_extremum(monoid: Monoid, x: Value, axis: int, index_dtype: np.dtype) -> Value:
+    """Two reductions along the axis: its extremum (max/min, NaN-propagating), then the first index
+    holding it (a NaN where the extremum is NaN): numpy's first NaN or first extremum. Each is a
+    plain reduction LLVM vectorizes (the row is in cache for the second), where the variadic
+    reduce carries a compare-and-select chain from element to element (argmax along 1000-element
+    rows of 1000: 4.1 -> 0.24 ms, numpy 0.10-0.14)."""
+    dt = dtype_of(x)
+    best = reduce([x], [constant(monoid[2](dt), dt)], [axis], _combiner(monoid, dt))[0]
+    dims = dims_of(x)
+    best = broadcast_in_dim(best, dims, [d for d in range(len(dims)) if d != axis])
+    hit = compare(x, best, "EQ")
+    if is_float(x):
+        hit = logical_or(hit, logical_and(is_nan(x), is_nan(best)))
+    never = constant(int_max(index_dtype), index_dtype)
+    first = select(hit, iota(index_dtype, dims, axis), broadcast_like(never, x))
+    return reduce([first], [never], [axis], _combiner(_MIN, index_dtype))[0]
+
+
+def _arg_reduction(monoid: Monoid, direction: str):
     def rule(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
         (axis,) = axes_param(eqn, "axes")
         index_dtype = np.dtype(eqn.params["index_dtype"])
         if has_zero(x):  # a kept axis is empty (the shape rule forbids an empty reduced one)
             return [full(0, index_dtype, ctx.sizes(eqn.outvars[0].aval.shape))]
-        # (a `?` reduced axis that is empty at run time gives the initial index, int_max)
-        dt = dtype_of(x)
-        index = iota(index_dtype, dims_of(x), axis)
-        # the initial index loses every tie, so it never survives against a real element
-        inits = [constant(init(dt), dt), constant(int_max(index_dtype), index_dtype)]
-        return [reduce([x, index], inits, [axis], better)[1]]
+        # (a `?` reduced axis that is empty at run time gives int_max: no index holds the extremum)
+        n = shape_of(x)[axis]
+        if not ir.ShapedType.is_dynamic_size(n) and n <= ARG_VARIADIC_MAX:
+            return [_variadic(direction, x, axis, index_dtype, monoid[2])]
+        return [_first_extremum(monoid, x, axis, index_dtype)]
     return rule
 
 
-lowering_rules[lax.argmax_p] = _arg_reduction("GT", lowest)
-lowering_rules[lax.argmin_p] = _arg_reduction("LT", highest)
+lowering_rules[lax.argmax_p] = _arg_reduction(_MAX, "GT")
+lowering_rules[lax.argmin_p] = _arg_reduction(_MIN, "LT")
 
 
 # -- cumulative ops -----------------------------------------------------------------------------

@@ -70,11 +70,15 @@ def test_reductions_run_on_the_pool_with_the_same_bits(name, tmp_path):
         assert n > grain >= 1
 
 
-def test_a_reduction_whose_combiner_is_not_one_op_stays_serial(tmp_path):
+def test_argmax_of_a_long_axis_is_two_split_reductions(tmp_path):
+    """argmax/argmin along a long axis: the extremum, then the first index holding it, each a
+    reduction split over the pool (rules_reductions._first_extremum); numpy's first index."""
     x = RNG.random(500_001)
-    f = sprue.qjit(lambda x: jnp.argmax(x), keep_intermediate=str(tmp_path))
-    assert int(f(x)) == int(np.argmax(x))
-    assert _parallel_calls(tmp_path) == []
+    x[[7, 400_000]] = 2.0    # a tie: the first wins
+    f = sprue.qjit(lambda x: (jnp.argmax(x), jnp.argmin(x)), keep_intermediate=str(tmp_path))
+    got = _same_bits_each_thread_count(lambda x: np.array([int(v) for v in f(x)]), x)
+    assert list(got) == [7, int(np.argmin(x))]
+    assert len(_parallel_calls(tmp_path)) >= 4
 
 
 def _attention_scores(q, k):
