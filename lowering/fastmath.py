@@ -28,9 +28,42 @@ def _is_reduction(op: ir.Operation) -> bool:
     return "reduction" in str(attrs["iterator_types"])
 
 
+def _generalize_dot(dot: ir.Operation) -> None:
+    """linalg.dot (a 1-D inner product, `jnp.dot(a, b)`) as the linalg.generic it is: a sum
+    reduction, which is then marked (below) and which parallel.py splits. As a named op its payload
+    was never marked: a serial chain of FMAs, 1e6 elements 0.52 ms against numpy's 0.17 (and
+    `sum(a * b)`'s 0.16). Built generically: torch_mlir's linalg module costs ~300 ms to import."""
+    a, b, acc = dot.operands
+    d0 = ir.AffineExpr.get_dim(0)
+    maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get(1, 0, [d0])),
+                             ir.AffineMapAttr.get(ir.AffineMap.get(1, 0, [d0])),
+                             ir.AffineMapAttr.get(ir.AffineMap.get(1, 0, []))])
+    with ir.InsertionPoint(dot), dot.location:
+        generic = ir.Operation.create(
+            "linalg.generic", results=[r.type for r in dot.results], operands=[a, b, acc], regions=1, attributes={
+                "indexing_maps": maps, "iterator_types": ir.Attribute.parse("[#linalg.iterator_type<reduction>]"),
+                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1])})
+    old = dot.regions[0].blocks[0]
+    block = generic.regions[0].blocks.append(*[arg.type for arg in old.arguments])
+    mapping = dict(zip(old.arguments, block.arguments))
+    with ir.InsertionPoint(block):
+        for inner in old.operations:
+            copy = inner.operation.clone()
+            for i, v in enumerate(copy.operands):
+                copy.operands[i] = mapping.get(v, v)
+            mapping.update(zip(inner.results, copy.results))
+    for old_result, new_result in zip(dot.results, generic.results):
+        old_result.replace_all_uses_with(new_result)
+    dot.erase()
+
+
 def mark_reductions(module: ir.Module) -> None:
     # One walk over plain Operations: iterating a block's operations would build op views and so
     # import torch_mlir.dialects.linalg (~50 ms of a first compilation).
+    dots: list[ir.Operation] = []
+    module.operation.walk(lambda op: (dots.append(op) if op.name == "linalg.dot" else None, ir.WalkResult.ADVANCE)[1])
+    for dot in dots:
+        _generalize_dot(dot)
     marked: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:

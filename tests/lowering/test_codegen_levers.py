@@ -48,6 +48,17 @@ def test_reassociated_sum_is_accurate():
     assert abs(sprue.qjit(lambda x: snp.sum(x))(x) - np.sum(x)) <= 1e-12 * np.sum(np.abs(x))
 
 
+def test_an_inner_product_is_a_reassociated_reduction(tmp_path):
+    """jnp.dot of two vectors (linalg.dot) becomes a generic sum reduction, marked to reassociate
+    (vectorized, split over the pool) like `sum(a * b)`; accurate as numpy's pairwise dot."""
+    rng = np.random.default_rng(4)
+    a, b = rng.uniform(-1, 1, 1_000_003), rng.uniform(-1, 1, 1_000_003)
+    got = sprue.qjit(lambda a, b: snp.dot(a, b), keep_intermediate=tmp_path)(a, b)
+    assert abs(got - np.dot(a, b)) <= 1e-12 * np.sum(np.abs(a * b))
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert "linalg.dot" not in text and "fastmath<reassoc,contract>" in text
+
+
 @pytest.mark.parametrize("name", ["sin", "cos", "exp", "log", "log2", "log10", "exp2", "tan"])
 def test_vector_math_accuracy_and_special_values(name):
     rng = np.random.default_rng(3)
