@@ -64,7 +64,7 @@ def _strided_operands(op: ir.Operation) -> list[int]:
     return found
 
 
-def _transposed(value: ir.Value) -> ir.Value:
+def transposed_copy(value: ir.Value) -> ir.Value:
     """A copy of `value` with its last two dimensions swapped (a generic, built generically:
     torch_mlir's linalg module costs ~300 ms to import)."""
     t = ir.RankedTensorType(value.type)
@@ -105,11 +105,11 @@ def transpose_strided_reads(module: ir.Module) -> None:
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
         for i in operands:
             with ir.InsertionPoint(op), op.location:
-                op.operands[i] = _transposed(op.operands[i])
+                op.operands[i] = transposed_copy(op.operands[i])
             results = list(maps[i].results)
             results[-2], results[-1] = results[-1], results[-2]
             maps[i] = ir.AffineMap.get(maps[i].n_dims, maps[i].n_symbols, results)
         op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
 
 
-__all__ = ["transpose_strided_reads"]
+__all__ = ["transpose_strided_reads", "transposed_copy"]

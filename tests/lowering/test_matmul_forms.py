@@ -51,6 +51,8 @@ FORMS = [
     ("vmapped", lambda a, b: sprue.vmap(lambda x: x @ b)(a), lambda a, b: a @ b, [(3, 20, 9), (9, 24)]),
     ("batched_matvec", lambda a, x: lax.dot_general(a, x, (((2,), (1,)), ((0,), (0,)))),
      lambda a, x: np.einsum("bmk,bk->bm", a, x), [(3, 20, 9), (3, 9)]),
+    ("heads", lambda q, k: snp.einsum("bhqd,bhkd->bhqk", q, k), lambda q, k: np.einsum("bhqd,bhkd->bhqk", q, k),
+     [(2, 3, 24, 16), (2, 3, 20, 16)]),
 ]
 
 
@@ -124,7 +126,7 @@ def test_matmuls_in_a_loop():
     _close(f(a, w), ref, np.float64)
 
 
-@pytest.mark.parametrize("name", ["batched", "attention", "b_t", "vecmat", "dg_00", "dg_11", "dg_two_batch", "dg_two_free",
+@pytest.mark.parametrize("name", ["batched", "attention", "heads", "b_t", "vecmat", "dg_00", "dg_11", "dg_two_batch", "dg_two_free",
                                   "dg_batch_last", "vmapped"])
 def test_forms_take_the_vector_kernel(name, tmp_path):
     """The blocked kernel's outer products (vector FMAs) appear before bufferization's output."""
