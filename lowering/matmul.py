@@ -70,6 +70,7 @@ from sprue.lowering.matmul_scripts import (
     script_packed,
     wrap_scripts,
 )
+from sprue.lowering.matmul_unfuse import collapse_batch_dims, split_fused_operands
 from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where
 from sprue.lowering.targets import host_vector_bytes
 
@@ -577,8 +578,10 @@ def tile_matmuls(module: ir.Module) -> None:
         if forms_enabled() else {"linalg.matmul"}
     found = ops_where(module.operation, lambda op: op.name in kinds)
     if forms_enabled():
+        found = [split_fused_operands(op) for op in found]
         for op in found:
             _unfuse_rhs_transpose(op)
+        found = [collapse_batch_dims(op, _generic_batch(op) or 0) if op.name == "linalg.generic" else op for op in found]
         fold_lhs_transposes(found)
         found = _split_columns(module, found)
     plans, parts, matvecs = _FIRST_IDENT, [], set()

@@ -169,3 +169,26 @@ def test_odd_static_sizes_pack_instead_of_masking(tmp_path):
     assert "vector.create_mask" not in text and "vector.mask" not in text
     assert "permutation = [1, 0, 2]" in text
     assert re.search(r"vector\.fma .*: vector<\d+xf64>", text)
+
+
+def _heads_attention(xp, q, k, v):
+    s = xp.einsum("bhqd,bhkd->bhqk", q, k) / 8.0
+    s = s - s.max(-1, keepdims=True)
+    p = xp.exp(s)
+    return xp.einsum("bhqk,bhkd->bhqd", p / p.sum(-1, keepdims=True), v)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "run-time length"])
+def test_attention_with_heads_takes_the_packed_kernel(dynamic, tmp_path):
+    """Multi-head attention on (batch, heads, length, dim): both products (the softmax's division
+    fused into `p @ v` split out again, matmul_unfuse.py) run the register kernel, over the heads
+    collapsed into one batch dim (a packed batch_matmul) where the sizes allow; numpy's results."""
+    q, k, v = _args(np.float64, (2, 3, 64, 32), (2, 3, 64, 32), (2, 3, 64, 32))
+    axes = ({2: "t"}, {2: "t"}, {2: "t"}) if dynamic else None
+    f = sprue.qjit(lambda q, k, v: _heads_attention(snp, q, k, v), abstracted_axes=axes,
+                   keep_intermediate=str(tmp_path))
+    _close(f(q, k, v), _heads_attention(np, q, k, v), np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert re.search(r"vector\.(?:fma|outerproduct)", text)
+    # no product left with the division fused in (a scalar loop nest: divide, multiply, accumulate)
+    assert not re.search(r"arith\.divf[^}]*arith\.mulf[^}]*arith\.addf", text)
