@@ -60,6 +60,23 @@ def _attention_flops(q, k, v):
     return 4 * b * t * t * d + 5 * b * t * t
 
 
+# -- 1b. multi-head attention on (batch, heads, length, dim), written with einsum ---------------
+def heads(m, q, k, v):
+    s = m.np.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    return m.np.einsum("bhqk,bhkd->bhqd", _softmax_last(m, s), v)
+
+
+def _heads_args(scale):
+    b, h, t, d = (4, 8, 128, 64) if scale == "full" else (2, 3, 10, 8)
+    r = _rng(27)
+    return tuple(r.standard_normal((b, h, t, d)) for _ in range(3))
+
+
+def _heads_flops(q, k, v):
+    b, h, t, d = q.shape
+    return 4 * b * h * t * t * d + 5 * b * h * t * t
+
+
 # -- 2. LSTM over a sequence (scan) --------------------------------------------------------------
 def _sigmoid(m, x):
     return 1.0 / (1.0 + m.np.exp(-x))
@@ -531,6 +548,8 @@ def _power_flops(a, v):
 PROGRAMS = [
     Program("attention", "multi-head attention 8x256x64", attention, _attention_args,
             ({0: "b", 1: "t"}, {0: "b", 1: "t"}, {0: "b", 1: "t"}), _attention_flops),
+    Program("heads", "multi-head attention 4x8 heads x128x64 (einsum on 4-D)", heads, _heads_args,
+            ({2: "t"}, {2: "t"}, {2: "t"}), _heads_flops),
     Program("lstm", "LSTM, 64 steps of lax.scan (batch 32, 32 in, 64 hidden)", lstm, _lstm_args,
             ({0: "t", 1: "b"}, None, None, None, {0: "b"}, {0: "b"}), _lstm_flops),
     Program("mlp_train", "MLP training, 10 grad steps in fori_loop (512x64, 128 hidden, 10 classes)",
