@@ -31,8 +31,9 @@ The chunks' bounds follow from the sizes alone, never from the number of threads
 writes only its own rows (or partial result), and partial results are folded in chunk order: the
 results are the same bits with any number of threads. (A split reduction's bits differ from the
 serial loop's, as any reassociation does: a sum is within the rounding of its chunks' sums.)
-Not split: reductions whose outputs are not folded by one op (argmax), scans and scatters; of a
-product with run-time sizes, only A's register rows are (matmul_scripts.py).
+Not split here: reductions whose outputs are not folded by one op (an argmax along a short static
+axis), scans; scatters that combine are parallel_scatter.py's. Of a product with run-time sizes,
+A's register rows are split, or with a small static C its blocks of k (matmul_scripts.py).
 """
 from __future__ import annotations
 
