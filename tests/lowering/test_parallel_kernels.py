@@ -287,3 +287,15 @@ def test_small_scatters_and_scatters_that_replace_stay_serial(tmp_path):
             want[i] = v
             np.testing.assert_array_equal(got, want)
         assert _scatter_calls(tmp_path / name) == 0, name
+
+
+def test_batched_products_with_run_time_sizes_split_their_batch_elements(tmp_path):
+    """Heads of attention with a run-time length: the product's batch loop (static, 4 x 8 heads)
+    goes to the pool, each element's run-time sizes counted as whole cache blocks; same bits with
+    any number of threads."""
+    f = sprue.qjit(lambda q, k: jnp.einsum("bhqd,bhkd->bhqk", q, k), abstracted_axes=({2: "t"}, {2: "t"}),
+                   keep_intermediate=str(tmp_path))
+    q, k = RNG.random((4, 8, 96, 64)), RNG.random((4, 8, 96, 64))
+    got = _same_bits_each_thread_count(f, q, k)
+    np.testing.assert_allclose(got, np.einsum("bhqd,bhkd->bhqk", q, k), rtol=1e-12)
+    assert re.search(r"call @__sprue_par_\d+\(%c0, %c32, ", next(tmp_path.glob("*.04_loops.mlir")).read_text())
