@@ -56,8 +56,8 @@ def _side(v: ir.Value, block: ir.Block, n_ins: int) -> tuple[set[int], list[ir.O
             return None
         ops.append(o)
         stack.extend(o.operands)
-    order = {id(o): i for i, o in enumerate(block.operations)}
-    return inputs, sorted(ops, key=lambda o: order.get(id(o), 0))
+    # (in block order, defs before uses: Python's wrappers of one op are not the same object)
+    return inputs, [o.operation for o in block.operations if o.operation in ops]
 
 
 def _dims(amap: ir.AffineMap) -> list[int] | None:

@@ -192,3 +192,12 @@ def test_attention_with_heads_takes_the_packed_kernel(dynamic, tmp_path):
     assert re.search(r"vector\.(?:fma|outerproduct)", text)
     # no product left with the division fused in (a scalar loop nest: divide, multiply, accumulate)
     assert not re.search(r"arith\.divf[^}]*arith\.mulf[^}]*arith\.addf", text)
+
+
+def test_a_fused_operand_of_several_ops_is_split_out_in_order():
+    """A 4-D product whose operand is computed by several ops (fused into the product by linalg's
+    fusion): matmul_unfuse.py copies them def before use (copied use first, the interpreter
+    crashed)."""
+    a, b, v = _args(np.float64, (2, 3, 64, 48), (2, 3, 64, 48), (2, 3, 48, 32))
+    f = sprue.qjit(lambda a, b, v: snp.einsum("bhqk,bhkd->bhqd", snp.tanh(a * 2.0 + b) - 0.5, v))
+    _close(f(a, b, v), np.einsum("bhqk,bhkd->bhqd", np.tanh(a * 2.0 + b) - 0.5, v), np.float64)
