@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from sprue.lowering.fusion import _copy_payload
+
 _FLAGS = "#arith.fastmath<reassoc,contract>"
 _MARKED = {"arith.addf", "arith.mulf", "arith.subf"}
 
@@ -45,13 +47,9 @@ def _generalize_dot(dot: ir.Operation) -> None:
                 "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1])})
     old = dot.regions[0].blocks[0]
     block = generic.regions[0].blocks.append(*[arg.type for arg in old.arguments])
-    mapping = dict(zip(old.arguments, block.arguments))
-    with ir.InsertionPoint(block):
-        for inner in old.operations:
-            copy = inner.operation.clone()
-            for i, v in enumerate(copy.operands):
-                copy.operands[i] = mapping.get(v, v)
-            mapping.update(zip(inner.results, copy.results))
+    inside = ir.InsertionPoint(block)
+    yielded = _copy_payload(dot, dict(zip(old.arguments, block.arguments)), inside)
+    ir.Operation.create("linalg.yield", operands=yielded, ip=inside)
     for old_result, new_result in zip(dot.results, generic.results):
         old_result.replace_all_uses_with(new_result)
     dot.erase()

@@ -16,7 +16,8 @@ import math
 
 from torch_mlir import ir
 
-from sprue.lowering.mlir_util import ops_where
+from sprue.lowering.fusion import _extents
+from sprue.lowering.mlir_util import ops_where, tensor_dim
 
 # The innermost reduction's most trips (LLVM unrolls it whole: backend.FULL_UNROLL_MAX_TRIPS), and
 # how many times the operand must be read whole for its copy to pay.
@@ -28,16 +29,6 @@ def _results(amap: ir.AffineMap) -> list[str]:
     return [str(e) for e in amap.results]
 
 
-def _loop_sizes(op: ir.Operation, maps: list[ir.AffineMap]) -> list[int | None]:
-    sizes: list[int | None] = [None] * maps[0].n_dims
-    for value, amap in zip(op.operands, maps):
-        shape = ir.RankedTensorType(value.type).shape
-        for i, d in enumerate(_results(amap)):
-            if d.startswith("d") and d[1:].isdigit() and not ir.ShapedType.is_dynamic_size(shape[i]):
-                sizes[int(d[1:])] = shape[i]
-    return sizes
-
-
 def _strided_operands(op: ir.Operation) -> list[int]:
     """The inputs of `op` to read transposed (module doc)."""
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
@@ -47,7 +38,7 @@ def _strided_operands(op: ir.Operation) -> list[int]:
     if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
         return []
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    sizes = _loop_sizes(op, maps)
+    sizes = _extents(op, maps, n)
     if sizes[-1] is None or not 2 <= sizes[-1] <= MAX_REDUCED:
         return []
     n_ins = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
@@ -75,10 +66,7 @@ def transposed_copy(value: ir.Value) -> ir.Value:
     for d in range(rank):
         source = d if d < rank - 2 else (2 * rank - 3 - d)   # (the swapped dims read the other's size)
         if ir.ShapedType.is_dynamic_size(shape[d]):
-            index = ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
-                                        attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), source)})
-            dynamic.append(ir.Operation.create("tensor.dim", results=[ir.IndexType.get()],
-                                               operands=[value, index.results[0]]).results[0])
+            dynamic.append(tensor_dim(value, source))
     result_t = ir.RankedTensorType.get(shape, t.element_type)
     init = ir.Operation.create("tensor.empty", results=[result_t], operands=dynamic).results[0]
     dims = [ir.AffineExpr.get_dim(d) for d in range(rank)]

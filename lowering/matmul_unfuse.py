@@ -24,7 +24,7 @@ import re
 from torch_mlir import ir
 
 from sprue.lowering.matmul_operands import PLAIN_MAPS
-from sprue.lowering.mlir_util import as_operation
+from sprue.lowering.mlir_util import as_operation, tensor_dim
 
 
 def _inner_op(v: ir.Value, block: ir.Block) -> ir.Operation | None:
@@ -79,12 +79,7 @@ def _size(op: ir.Operation, maps: list[ir.AffineMap], d: int) -> tuple[int | Non
             e = e.maybe_downcast()
             if isinstance(e, ir.AffineDimExpr) and e.position == d:
                 t = ir.RankedTensorType(value.type)
-                if not t.is_dynamic_dim(axis):
-                    return t.shape[axis], None
-                index = ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
-                                            attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), axis)})
-                return None, ir.Operation.create("tensor.dim", results=[ir.IndexType.get()],
-                                                 operands=[value, index.results[0]]).results[0]
+                return (t.shape[axis], None) if not t.is_dynamic_dim(axis) else (None, tensor_dim(value, axis))
     raise AssertionError("no operand has loop %d" % d)
 
 
@@ -125,6 +120,18 @@ def _materialize(op: ir.Operation, maps: list[ir.AffineMap], inputs: list[int], 
             mapping.update(zip(inner.results, copy.results))
         ir.Operation.create("linalg.yield", operands=[mapping.get(value, value)])
     return generic.results[0]
+
+
+def _multiply_add(region: ir.Region, elem: ir.Type, fastmath: ir.Attribute | None = None) -> None:
+    """A product's payload in `region`: out + a * b."""
+    block = region.blocks.append(elem, elem, elem)
+    attrs = {} if fastmath is None else {"fastmath": fastmath}
+    with ir.InsertionPoint(block):
+        mul = ir.Operation.create("arith.mulf", results=[elem], operands=[block.arguments[0], block.arguments[1]],
+                                  attributes=attrs)
+        add = ir.Operation.create("arith.addf", results=[elem], operands=[block.arguments[2], mul.results[0]],
+                                  attributes=attrs)
+        ir.Operation.create("linalg.yield", operands=[add.results[0]])
 
 
 def split_fused_operands(op: ir.Operation) -> ir.Operation:
@@ -185,19 +192,10 @@ def split_fused_operands(op: ir.Operation) -> ir.Operation:
             attributes={"indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(mp) for mp in new_maps + [maps[-1]]]),
                         "iterator_types": op.attributes["iterator_types"],
                         "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1])})
-        pblock = product.regions[0].blocks.append(elem, elem, elem)
-        with ir.InsertionPoint(pblock):
-            flags = ir.Attribute.parse("#arith.fastmath<reassoc,contract>")
-            mul = ir.Operation.create("arith.mulf", results=[elem], operands=[pblock.arguments[0], pblock.arguments[1]],
-                                      attributes={"fastmath": flags})
-            add2 = ir.Operation.create("arith.addf", results=[elem], operands=[pblock.arguments[2], mul.results[0]],
-                                       attributes={"fastmath": flags})
-            ir.Operation.create("linalg.yield", operands=[add2.results[0]])
+        _multiply_add(product.regions[0], elem, ir.Attribute.parse("#arith.fastmath<reassoc,contract>"))
     op.results[0].replace_all_uses_with(product.results[0])
     op.erase()
     return product
-
-
 
 
 def collapse_batch_dims(op: ir.Operation, batch: int) -> ir.Operation:
@@ -232,19 +230,9 @@ def collapse_batch_dims(op: ir.Operation, batch: int) -> ir.Operation:
                                       attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1]),
                                                   "indexing_maps": ir.Attribute.parse(PLAIN_MAPS["linalg.batch_matmul"])},
                                       regions=1)
-        block = product.regions[0].blocks.append(elem, elem, elem)
-        with ir.InsertionPoint(block):
-            mul = ir.Operation.create("arith.mulf", results=[elem], operands=[block.arguments[0], block.arguments[1]])
-            add = ir.Operation.create("arith.addf", results=[elem], operands=[block.arguments[2], mul.results[0]])
-            ir.Operation.create("linalg.yield", operands=[add.results[0]])
+        _multiply_add(product.regions[0], elem)
         out_t = types[2]
-        dynamic = []
-        for d in range(out_t.rank):
-            if out_t.is_dynamic_dim(d):
-                axis = ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
-                                           attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), d)})
-                dynamic.append(ir.Operation.create("tensor.dim", results=[ir.IndexType.get()],
-                                                   operands=[op.operands[2], axis.results[0]]).results[0])
+        dynamic = [tensor_dim(op.operands[2], d) for d in range(out_t.rank) if out_t.is_dynamic_dim(d)]
         expanded = ir.Operation.create(
             "tensor.expand_shape", results=[op.results[0].type], operands=[product.results[0], *dynamic],
             attributes={"reassociation": groups, "static_output_shape": ir.DenseI64ArrayAttr.get(list(out_t.shape))})

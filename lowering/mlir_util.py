@@ -210,11 +210,15 @@ def const(t: ir.Type, v: int | float) -> ir.Value:
     return arith.ConstantOp(t, ir.IntegerAttr.get(t, int(v))).result
 
 
+def tensor_dim(v: ir.Value, axis: int) -> ir.Value:
+    """The run-time size of a tensor's axis (tensor.dim)."""
+    return tensor.DimOp(v, index(axis)).result
+
+
 def tensor_sizes(v: ir.Value) -> list[ir.Value]:
     """The sizes of a tensor as index values (constants where static)."""
     shape = tensor_type(v).shape
-    return [tensor.DimOp(v, index(i)).result if ir.ShapedType.is_dynamic_size(s) else index(s)
-            for i, s in enumerate(shape)]
+    return [tensor_dim(v, i) if ir.ShapedType.is_dynamic_size(s) else index(s) for i, s in enumerate(shape)]
 
 
 def add(a: ir.Value, b: ir.Value) -> ir.Value:

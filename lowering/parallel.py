@@ -459,6 +459,12 @@ def _constant_index(v: ir.Value) -> int | None:
     return ir.IntegerAttr(as_operation(v.owner).attributes["value"]).value
 
 
+def static_trips(loop: ir.Operation) -> int | None:
+    """The trip count of an scf.for whose bounds and step are constants (None otherwise)."""
+    lb, ub, step = (_constant_index(v) for v in list(loop.operands)[:3])
+    return -(-(ub - lb) // step) if None not in (lb, ub, step) and step else None
+
+
 def _mark(loop: ir.Operation) -> str | None:
     return next((m for m in (PARALLEL_LOOP, PARALLEL_SUM) if m in loop.attributes), None)
 
@@ -492,18 +498,15 @@ def _loop_plan(loop: ir.Operation) -> tuple[int | None, int, ir.Value | None] | 
     mark = _mark(loop)
     if mark is None or len(loop.results):
         return None
-    lb, ub, step = (_constant_index(v) for v in list(loop.operands)[:3])
+    step = _constant_index(loop.operands[2])
     work = ir.IntegerAttr(loop.attributes[mark]).value
     grain = max(1, -(-CHUNK_FLOPS // max(work, 1)))
     private = _private_buffers(loop, captures([loop])[0])
     if not step or private is None:
         return None
-    total = None
-    if lb is not None and ub is not None:
-        trips = -(-(ub - lb) // step)
-        if trips < 2 or trips * work < PARALLEL_MIN_FLOPS:
-            return None
-        total = trips
+    total = static_trips(loop)
+    if total is not None and (total < 2 or total * work < PARALLEL_MIN_FLOPS):
+        return None
     if mark == PARALLEL_LOOP:
         return total, grain, None
     target = _sum_buffer(loop, private)
@@ -658,12 +661,10 @@ def _task(module: ir.Module, callee: str, types: list[ir.Type], offsets: list[in
     return name
 
 
-def _noalias_descriptors(module: ir.Module, name: str) -> None:
-    """llvm.noalias on the aligned pointer of each descriptor argument of chunk body `name` whose
+def _noalias_descriptors(fn: ir.Operation) -> None:
+    """llvm.noalias on the aligned pointer of each descriptor argument of chunk body `fn` whose
     buffer no other argument views (_chunk_function): without it a chunk with run-time sizes ran
     its loads and stores in program order (a scatter's trips 1.6x slower than with static sizes)."""
-    fn = next(op for op in map(as_operation, module.body.operations)
-              if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value == name)
     if _NOALIAS_ALIGNED not in fn.attributes:
         return
     expanded, *aligned = ir.DenseI32ArrayAttr(fn.attributes[_NOALIAS_ALIGNED])
@@ -686,6 +687,8 @@ def call_parallel_bodies(module: ir.Module) -> None:
         return
     ptr, i64 = ir.Type.parse("!llvm.ptr"), ir.IntegerType.get_signless(64)
     tasks: dict[str, str] = {}
+    bodies = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in map(as_operation, module.body.operations)
+              if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value.startswith(_PREFIX)}
     with ir.InsertionPoint(module.body), ir.Location.unknown():
         ir.Operation.create("llvm.func", regions=1, attributes={
             "sym_name": ir.StringAttr.get(PARALLEL_SYMBOL),
@@ -699,7 +702,7 @@ def call_parallel_bodies(module: ir.Module) -> None:
         offsets, end = [o for o, _ in layout[:-1]], layout[-1][0]
         if callee not in tasks:
             tasks[callee] = _task(module, callee, types, offsets)
-            _noalias_descriptors(module, callee)
+            _noalias_descriptors(bodies[callee])
         # the struct at the caller's entry, not where the call is: in a loop body (a scan's step)
         # an alloca there would grow the stack at every trip
         entry = _parent_function(call).regions[0].blocks[0]

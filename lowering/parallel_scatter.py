@@ -32,6 +32,7 @@ from torch_mlir.dialects import math as math_dialect
 from sprue.lowering.mlir_util import (
     as_operation,
     captures,
+    defined_inside,
     index,
     is_inside,
     loop_nest,
@@ -44,13 +45,13 @@ from sprue.lowering.parallel import (
     MAX_PARTIALS,
     PARALLEL_MIN_NS,
     _chunk_function,
-    _constant_index,
     _copied,
     _identity,
     _if_true,
     _op_ns,
     _sizes,
     _slot,
+    static_trips,
 )
 
 _PREFIX = "__sprue_par_s"
@@ -74,9 +75,8 @@ def _block_ns(block: ir.Block) -> float:
     ns = 0.0
     for op in block.operations:
         if op.name == "scf.for":
-            bounds = [_constant_index(v) for v in list(op.operands)[:3]]
-            trips = -(-(bounds[1] - bounds[0]) // bounds[2]) if None not in bounds and bounds[2] else 16
-            ns += trips * _block_ns(op.regions[0].blocks[0])
+            trips = static_trips(op)
+            ns += (16 if trips is None else trips) * _block_ns(op.regions[0].blocks[0])
         elif op.name == "scf.if":
             ns += max(sum(_block_ns(b) for b in r.blocks) for r in op.regions)
         else:
@@ -95,7 +95,7 @@ def _combined_buffers(loop: ir.Operation) -> list[tuple[ir.Value, str]] | None:
     matched_loads = set()
     for st in stores:
         value, dest, at = st.operands[0], st.operands[1], list(st.operands)[2:]
-        if isinstance(value.owner, ir.Block) or is_inside(_owner(dest), loop):
+        if isinstance(value.owner, ir.Block) or defined_inside(dest, loop):
             return None
         combine = as_operation(value.owner)
         if combine.name not in _IDENTITY or len(list(combine.operands)) != 2 or sum(1 for _ in value.uses) != 1:
@@ -110,7 +110,7 @@ def _combined_buffers(loop: ir.Operation) -> list[tuple[ir.Value, str]] | None:
         return None
     # the destinations: read only by the matched loads, no other view of them used in the loop
     for v in captures([loop])[0]:
-        if isinstance(v.type, ir.MemRefType) and v not in found and any(_same_root(v, d) for d in found):
+        if isinstance(v.type, ir.MemRefType) and v not in found and any(view_root(v) == view_root(d) for d in found):
             return None
     for ld in ops_where(loop, lambda o: o.name == "memref.load" and o.operands[0] in found):
         if ld not in matched_loads:
@@ -125,16 +125,8 @@ def _combined_buffers(loop: ir.Operation) -> list[tuple[ir.Value, str]] | None:
     return list(found.items())
 
 
-def _owner(v: ir.Value) -> ir.Operation:
-    return v.owner.owner if isinstance(v.owner, ir.Block) else as_operation(v.owner)
-
-
-def _same_root(a: ir.Value, b: ir.Value) -> bool:
-    return view_root(a) == view_root(b)
-
-
-def _row_major(shape: list[int]) -> list[int] | None:
-    """A contiguous buffer's strides (None where a run-time size makes them run-time)."""
+def _row_major(shape: list[int]) -> list[int]:
+    """A contiguous buffer's strides (the dynamic marker where a run-time size makes one run-time)."""
     strides, step = [], 1
     for s in reversed(shape):
         strides.append(step)
@@ -177,8 +169,7 @@ def _outline_scatter(loop: ir.Operation, dests: list[tuple[ir.Value, str]], modu
     destination (module doc); left as it is where it stays serial (too little work, too few trips
     for two chunks)."""
     lb, ub, step = list(loop.operands)[:3]
-    static = [_constant_index(v) for v in (lb, ub, step)]
-    trips = -(-(static[1] - static[0]) // static[2]) if None not in static and static[2] else None
+    trips = static_trips(loop)
     elements = [math.prod(ir.MemRefType(d.type).shape) if ir.MemRefType(d.type).has_static_shape else None
                 for d, _ in dests]
     trip_ns = _block_ns(loop.regions[0].blocks[0])
