@@ -181,6 +181,8 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
     names = [d.name for d in implicit] + list(in_names)
     with timing.profiled(stem):
         _lowering()   # imported here, so that a profile shows the import as its own step
+        _lowering().backend.prepare_in_background(opt_level=opt_level, cpu=cpu,
+                                                  features=build_options.get("features", ""))
         with step("jaxpr -> StableHLO"):
             text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
         staging = _staging(cache, key, stem)

@@ -6,7 +6,7 @@ import pytest
 
 import sprue
 from sprue.base import errors
-from sprue.lowering import backend
+from sprue.lowering import backend, c_toolchain
 from sprue.lowering.backend import CompilerNotFoundError, LinkError, build_shared_library
 from sprue.lowering.pipeline import LoweringError
 
@@ -50,7 +50,7 @@ def test_an_llvm_failure_is_a_compile_error_with_the_llvm_ir(tmp_path, monkeypat
 
 
 def test_a_link_failure_is_a_compile_error_with_the_optimized_ir(tmp_path, monkeypatch):
-    monkeypatch.setattr(backend, "find_c_compiler", lambda: ["false"])
+    monkeypatch.setattr(c_toolchain, "find_c_compiler", lambda: ["false"])
     with pytest.raises(LinkError) as info:
         build_shared_library(GOOD, tmp_path, "k")
     assert isinstance(info.value, errors.CompileError) and info.value.stage == "link"

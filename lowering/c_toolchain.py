@@ -1,0 +1,293 @@
+"""The system C compiler: finding it, compiling sprue's run-time C sources (once per process, kept in
+the compile cache), linking a kernel's object into a shared library or a static
+archive. backend.py builds with these; nothing here imports MLIR or llvmlite.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Sequence
+
+from sprue.base.errors import CompileError
+from sprue.lowering.allocation import RUNTIME_C, runtime_source
+from sprue.lowering.parallel_runtime import PARALLEL_C, PARALLEL_SOURCE, parallel_source
+from sprue.lowering.vector_math import LIBMVEC, _libmvec_available
+from sprue.runtime.private_files import cache_dir, read_private, write_private
+
+
+class CompilerNotFoundError(CompileError):
+    """No system C compiler to link kernels with."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(message, stage="link")
+
+
+class LinkError(CompileError):
+    """The system C compiler failed to link a kernel; carries its stderr."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(message, stage="link")
+
+
+_NO_COMPILER = (
+    "no C compiler was found{detail}. sprue links its compiled kernels into a "
+    "shared library with the system C compiler. Install one (Debian/Ubuntu: "
+    "`apt-get install gcc`; Fedora: `dnf install gcc`; macOS: "
+    "`xcode-select --install`) or set the CC environment variable to a C compiler.")
+
+
+def find_c_compiler() -> list[str]:
+    """The C compiler command: $CC (may carry flags) or `cc`."""
+    cc = os.environ.get("CC", "").strip()
+    words = shlex.split(cc) if cc else ["cc"]
+    path = shutil.which(words[0])
+    if path is None:
+        detail = f" (CC={cc!r} is not an executable)" if cc else " (`cc` is not on PATH)"
+        raise CompilerNotFoundError(_NO_COMPILER.format(detail=detail))
+    return [path] + words[1:]
+
+
+def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
+                extra_sources: Sequence[str | os.PathLike] = ()) -> Path:
+    """Links an object (plus optional C sources) into a shared library."""
+    compiler = find_c_compiler()
+    objects = [_c_object(compiler, Path(src)) for src in extra_sources]
+    cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects), "-lm"]
+    if any(str(src).endswith(PARALLEL_SOURCE) for src in extra_sources):
+        cmd.append("-lpthread")   # (part of libc since glibc 2.34; a library of its own before)
+    if _libmvec_available():   # only recorded as needed when the object calls it (use_vector_math)
+        cmd += ["-Wl,--as-needed", f"-l:{LIBMVEC}", "-Wl,--no-as-needed"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
+                        f"{proc.stderr.strip()}")
+    return Path(so_path)
+
+
+# The runtime's C sources are the same for every kernel: each is compiled once per process (and
+# compiler), not at every link (that would add ~40 ms to every compilation), and the first time in
+# the background, while the kernel is lowered (build_shared_library). (compiler, source text) ->
+# the object's bytes, or the compilation under way: (process, its object file, its command).
+_c_objects: dict[tuple[tuple[str, ...], str], bytes] = {}
+_c_pending: dict[tuple[tuple[str, ...], str], tuple[subprocess.Popen, Path, list[str]]] = {}
+_c_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child, the compilations under way (_c_pending) are the parent's processes, and
+    _c_lock (held while waiting for one) guards Python state only."""
+    global _c_lock
+    _c_lock = threading.Lock()
+    _c_pending.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# ... and kept in the compile cache, so that a new process does not compile it again (~130 ms of
+# cc): `<cache>/runtime/<hash of the compiler's identity and the source>.o`, read only when this
+# user alone may write it (a planted object would run as this user, like a planted library).
+def _kept_object_path(key: tuple[tuple[str, ...], str]) -> Path | None:
+    try:
+        root = cache_dir()
+        if root is None:
+            return None
+        st = os.stat(key[0][0])
+        ident = repr((key, os.path.realpath(key[0][0]), st.st_size, st.st_mtime_ns)).encode()
+        return Path(os.fsdecode(root)) / "runtime" / (hashlib.sha256(ident).hexdigest()[:32] + ".o")
+    except (OSError, UnicodeError):
+        return None
+
+
+def _kept_object(key: tuple) -> bytes | None:
+    path = _kept_object_path(key)
+    return None if path is None else read_private(path)
+
+
+def _keep_object(key: tuple, data: bytes) -> None:
+    path = _kept_object_path(key)
+    if path is not None:
+        write_private(path, data)   # (not kept on a read-only or full disk: still used)
+
+
+def _start_c_object(compiler: list[str], source: Path) -> tuple | None:
+    """Starts compiling `source` (into its .o beside it) unless its object is known, kept in the
+    compile cache, or under way; the key to wait for (_settle_c_object), or None."""
+    key = (tuple(compiler), source.read_text())
+    obj = source.with_suffix(".o")
+    cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
+    with _c_lock:
+        if key in _c_objects or key in _c_pending:
+            return None
+    kept = _kept_object(key)
+    with _c_lock:
+        if kept is not None:
+            _c_objects.setdefault(key, kept)
+            return None
+        if key in _c_objects or key in _c_pending:
+            return None
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        except OSError:   # no compiler, or no process: the link (synchronous) reports it
+            return None
+        _c_pending[key] = (proc, obj, cmd)
+    return key
+
+
+def _settle_c_object(key: tuple) -> bytes | None:
+    """Waits for the compilation of `key` if it is under way; its object's bytes (None: it failed)."""
+    with _c_lock:
+        data = _c_objects.get(key)
+        if data is not None or key not in _c_pending:
+            return data
+        proc, obj, cmd = _c_pending.pop(key)
+        proc.communicate()
+        if proc.returncode != 0 or not obj.is_file():
+            return None
+        data = _c_objects[key] = obj.read_bytes()
+    _keep_object(key, data)
+    return data
+
+
+@contextlib.contextmanager
+def _runtime_object_meanwhile(out: Path):
+    """Around a build: the runtime's objects (allocation.py's, the pool's), needed at its link,
+    compiled in the background meanwhile, in a folder of their own inside `out`, once per process;
+    waited for on the way out (whatever the build did), before that folder is removed."""
+    keys, folder = [], None
+    try:
+        compiler = find_c_compiler()
+        texts = {RUNTIME_C: runtime_source, PARALLEL_C: parallel_source}
+        with _c_lock:
+            known = {k[1] for k in (*_c_objects, *_c_pending) if k[0] == tuple(compiler)}
+        for text, write in texts.items():
+            if text not in known:
+                if folder is None:
+                    folder = Path(tempfile.mkdtemp(prefix=".sprue-runtime-", dir=out))
+                keys.append(_start_c_object(compiler, write(folder, "prebuild")))
+    except CompilerNotFoundError:   # the link reports it
+        pass
+    try:
+        yield
+    finally:
+        for key in keys:
+            if key is not None:
+                _settle_c_object(key)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _c_object(compiler: list[str], source: Path) -> Path:
+    """The object of the C source `source` (written beside it), compiled once per process."""
+    key = (tuple(compiler), source.read_text())
+    obj = source.with_suffix(".o")
+    data = _settle_c_object(key)
+    if data is None:
+        data = _kept_object(key)
+        if data is not None:
+            with _c_lock:
+                _c_objects.setdefault(key, data)
+    if data is None:
+        cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise LinkError(f"compiling {source} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
+                            f"{proc.stderr.strip()}")
+        data = obj.read_bytes()
+        with _c_lock:
+            _c_objects[key] = data
+        _keep_object(key, data)
+    else:
+        obj.write_bytes(data)
+    return obj
+
+
+# MLIR lowers memref.copy between non-contiguous buffers to a call into its
+# C runner library, which we do not ship; this is our own implementation of
+# that one entry point, linked in only when the kernel needs it.
+_MEMREF_COPY_C = r"""
+#include <stdint.h>
+#include <string.h>
+typedef struct { int64_t rank; void *descriptor; } sprue_unranked;
+typedef struct { char *allocated; char *aligned; int64_t offset; int64_t dims[]; } sprue_desc;
+
+/* One row along the innermost dim: a memmove when it is contiguous in both (a `?`-sized slice,
+   whose copy MLIR leaves to this function: element by element, a scan storing its 64-element carry
+   as each output row took 2.7x its static version; 1.1x so), else a loop whose fixed-size memcpy
+   the C compiler makes one load and one store (a strided slice copied before a reshape: a call per
+   element took 9x the time of the same slice read by an elementwise op). */
+#define STRIDED(T) for (int64_t i = 0; i < n; ++i) memcpy(dp + i * dstep, sp + i * sstep, sizeof(T))
+static void copy_row(char *dp, const char *sp, int64_t n, int64_t dstep, int64_t sstep, int64_t es) {
+  if (dstep == es && sstep == es) { memmove(dp, sp, (size_t)(n * es)); return; }
+  switch (es) {
+    case 8: STRIDED(uint64_t); break;
+    case 4: STRIDED(uint32_t); break;
+    case 2: STRIDED(uint16_t); break;
+    case 1: STRIDED(uint8_t); break;
+    default: for (int64_t i = 0; i < n; ++i) memmove(dp + i * dstep, sp + i * sstep, (size_t)es);
+  }
+}
+
+__attribute__((visibility("hidden")))  /* one copy per library: kernels never interpose each other */
+void memrefCopy(int64_t elem_size, sprue_unranked *src, sprue_unranked *dst) {
+  int64_t rank = src->rank;
+  sprue_desc *s = src->descriptor, *d = dst->descriptor;
+  const int64_t *sizes = s->dims, *ss = s->dims + rank, *ds = d->dims + rank;
+  int64_t idx[rank > 0 ? rank : 1];
+  for (int64_t r = 0; r < rank; ++r) { if (sizes[r] == 0) return; idx[r] = 0; }
+  char *sp = s->aligned + s->offset * elem_size, *dp = d->aligned + d->offset * elem_size;
+  if (rank == 0) { memmove(dp, sp, (size_t)elem_size); return; }
+  int64_t outer = rank - 1, n = sizes[rank - 1];
+  for (;;) {
+    copy_row(dp, sp, n, ds[rank - 1] * elem_size, ss[rank - 1] * elem_size, elem_size);
+    int64_t r = outer - 1;
+    for (; r >= 0; --r) {  /* odometer step over the outer dims */
+      sp += ss[r] * elem_size; dp += ds[r] * elem_size;
+      if (++idx[r] < sizes[r]) break;
+      sp -= ss[r] * sizes[r] * elem_size; dp -= ds[r] * sizes[r] * elem_size; idx[r] = 0;
+    }
+    if (r < 0) return;
+  }
+}
+"""
+
+
+# Every library carries the pool (parallel_runtime.py), parallel loops or not: every kernel's C
+# header then declares sprue_set_num_threads / sprue_get_num_threads and every host links them,
+# whatever the compiler decided to run in parallel (which changes with sizes and thresholds). It
+# costs little: a link 0.3-1.8 ms longer (of ~40 ms; paired medians of 30 in one process), a load
+# 0.15 ms longer, 1.9 KB; a tiny function's first call in a new process took the same time
+# (cpu 0.99x, median of 8 pairs). Without the compile cache (SPRUE_CACHE_DIR=off) each process
+# compiles the pool's source once, 0.16 s of cc in the background while the first kernel is
+# lowered: that process used 1.14x the cpu (1.13x the wall time, on a busy machine).
+def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
+    """The C sources a kernel links with: sprue's runtime (allocation.py: the checked allocator
+    every library calls), the pool (above) and, when the kernel needs it, memrefCopy."""
+    sources = [runtime_source(directory, name), parallel_source(directory, name)]
+    if "@memrefCopy(" in llvm_ir:
+        path = directory / f"{name}.memref_copy.c"
+        path.write_text(_MEMREF_COPY_C)
+        sources.append(path)
+    return sources
+
+
+def static_library(obj: Path, sources: list[Path], path: Path) -> Path:
+    """A static library: the kernel's object plus its compiled C sources (the runtime's)."""
+    compiler = find_c_compiler()
+    members = [obj, *(_c_object(compiler, src) for src in sources)]
+    path.unlink(missing_ok=True)   # `ar r` would add to an old archive's members
+    cmd = ["ar", "rcs", str(path), *map(str, members)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError as err:   # no `ar` (binutils) on PATH
+        raise LinkError(f"{cmd[0]} is not installed: {err}") from err
+    if proc.returncode != 0:
+        raise LinkError(f"{shlex.join(cmd)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    return path
