@@ -177,11 +177,24 @@ _AFTER_BUFFERIZATION: tuple[Rewrite, ...] = (
     free_fresh_buffers,  # the common case of buffer deallocation, in linear time (deallocation.py)
     _finish_deallocation,
 )
+
+
+# The conversion to the LLVM dialect builds a memref descriptor (insertvalue by insertvalue) for
+# every memref a function receives as a bare pointer or gets from a call, and reads its fields
+# back with extractvalue: most of them fold away. Folded here, by MLIR's canonicalizer, the LLVM
+# IR that is printed, read back by llvmlite and optimized is a quarter of the size for a deep
+# training step's glue (a 300-layer one: 2.06 -> 0.54 MB, its translation 70 -> 14 ms, for a 33
+# ms pass).
+def _fold_descriptors(module: ir.Module) -> None:
+    run_stage(module, "llvm", "canonicalize")
+
+
 _AFTER_LLVM: tuple[Rewrite, ...] = (
     store_entry_results,      # several results stored one by one, not returned as a struct (entry_results.py)
     read_entry_arguments,     # the entry function is its C interface: no descriptor taken apart (entry_arguments.py)
     call_parallel_bodies,     # parallel loops call the pool (parallel.py)
     apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
+    _fold_descriptors,        # descriptors built only to be read back (above)
 )
 
 _BEFORE_LOOPS: tuple[Rewrite, ...] = (
