@@ -36,9 +36,12 @@ PARTITION_MIN_OPS = 256
 PART_OPS = 64
 # ... or from PERIODIC_MIN_OPS ops where the body is one sequence of ops repeated at least
 # PERIODIC_MIN_REPEATS times (a deep network unrolled in Python: 100 layers of `tanh(x @ w)` are
-# 200 ops), which no realistic program's body is: it is then lowered and compiled about once.
-PERIODIC_MIN_OPS = 64
-PERIODIC_MIN_REPEATS = 16
+# 200 ops), which no realistic program's body is (none of the 22 of benchmarks/programs.py, static
+# or dynamic): it is then lowered and compiled about once. From 12 layers of `tanh(x @ w)`: their
+# first call 0.31-0.40 -> 0.17 s, 30 layers 0.22-0.29 -> 0.19 s, the same run time (in one
+# process, interleaved: 44 and 93-95 us both ways); it was 64 ops and 16 repeats.
+PERIODIC_MIN_OPS = 24
+PERIODIC_MIN_REPEATS = 8
 _PREFIX = "__sprue_part_"
 # Ops copied into each part that uses them rather than passed (their own operands passed or
 # copied in turn): no side effects, cheap, and what later rewrites look for (static shapes,

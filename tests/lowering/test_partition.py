@@ -76,7 +76,7 @@ def test_run_time_sizes_flow_through_the_parts(tmp_path):
 
 
 def test_a_small_function_stays_whole(tmp_path):
-    x, ws = _weights(20, seed=3)
+    x, ws = _weights(10, seed=3)
     assert 2 * len(ws) < PERIODIC_MIN_OPS
     f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
     np.testing.assert_allclose(f(x, ws), _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
