@@ -46,17 +46,24 @@ def _callee(op: ir.Operation) -> str | None:
 
 def _fresh_results(module: ir.Module) -> set[str]:
     """The functions of `module` each of whose results is a fresh allocation of its own (through
-    views): a call of one returns buffers nothing else aliases, as a memref.alloc does."""
-    fresh = set()
+    views), or a result of a call of such a function (partition.py's parts on StableHLO, whose
+    bodies are parts in turn): a call of one returns buffers nothing else aliases, as a
+    memref.alloc does. Found again until none is added: a caller may come before its callee."""
+    candidates = {}
     for fn in map(as_operation, module.body.operations):
         if fn.name != "func.func" or len(fn.regions[0].blocks) != 1:
             continue
         returns = ops_where(fn, lambda op: op.name == "func.return")
         roots = [_root(v) for ret in returns for v in ret.operands]
-        if len(returns) == 1 and len(set(roots)) == len(roots) and all(
-                not isinstance(r.owner, ir.Block) and as_operation(r.owner).name == "memref.alloc" for r in roots):
-            fresh.add(ir.StringAttr(fn.attributes["sym_name"]).value)
-    return fresh
+        if len(returns) == 1 and len(set(roots)) == len(roots) and not any(isinstance(r.owner, ir.Block) for r in roots):
+            candidates[ir.StringAttr(fn.attributes["sym_name"]).value] = [as_operation(r.owner) for r in roots]
+    fresh: set[str] = set()
+    while True:
+        found = {name for name, ops in candidates.items() if name not in fresh and all(
+            op.name == "memref.alloc" or _callee(op) in fresh for op in ops)}
+        if not found:
+            return fresh
+        fresh |= found
 
 
 def _is_fresh(root: ir.Value, fresh_functions: set[str]) -> bool:

@@ -180,7 +180,12 @@ def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int, int]:
             best, best_matches = p, matches
     if best == 0 or best_matches < 0.9 * (n - best):
         return 0, most, 0
-    start = next(i for i in range(n - best) if all(sigs[i + k] == sigs[i + k + best] for k in range(best)))
+    # the first whole period equal to the next (none: most ops match their next period's, but no
+    # whole period does)
+    start = next((i for i in range(n - 2 * best + 1) if all(sigs[i + k] == sigs[i + k + best] for k in range(best))),
+                 None)
+    if start is None:
+        return 0, most, 0
     return start, best * max(1, most // best), best
 
 
@@ -194,13 +199,15 @@ def function_bodies(fn: ir.Operation) -> list[ir.Block]:
 
 
 def split_bodies(module: ir.Module, prefix: str, copied: Callable[[ir.Operation], bool],
-                 runs_of: Callable[[list[ir.Operation]], list[list[ir.Operation]]]) -> None:
-    """Each body (function_bodies) of the module's functions: `runs_of`, given its ops but the
-    terminator and those `copied` accepts, names the runs of consecutive ops that become functions
-    (extract_function, named `prefix` and a number; equal ones share one); the copied ops no run
-    uses any more are then erased. partition.py's parts and split_long_bodies' runs."""
+                 runs_of: Callable[[list[ir.Operation]], list[list[ir.Operation]]], skip: tuple[str, ...] = ()) -> None:
+    """Each body (function_bodies) of the module's functions (but those whose names start with one
+    of `skip`): `runs_of`, given its ops but the terminator and those `copied` accepts, names the
+    runs of consecutive ops that become functions (extract_function, named `prefix` and a number;
+    equal ones share one); the copied ops no run uses any more are then erased. partition.py's
+    parts and split_long_bodies' runs."""
     functions = [op for op in map(as_operation, module.body.operations)
-                 if op.name == "func.func" and len(op.regions[0].blocks)]
+                 if op.name == "func.func" and len(op.regions[0].blocks)
+                 and not ir.StringAttr(op.attributes["sym_name"]).value.startswith(skip)]
     seen: dict[str, str] = {}
     count = 0
     for block in [block for fn in functions for block in function_bodies(fn)]:

@@ -54,7 +54,7 @@ from sprue.lowering.mlir_util import LegalizeError
 from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
 from sprue.lowering.parallel import call_parallel_bodies, parallelize_loops
 from sprue.lowering.parallel_scatter import parallelize_scatters
-from sprue.lowering.partition import partition_functions
+from sprue.lowering.partition import partition_functions, partition_stablehlo
 from sprue.lowering.vector_math import call_libm
 
 dialects.load()   # before any op is read: see sprue.lowering.dialects
@@ -361,6 +361,8 @@ def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
     _prepare_entry_points(module)
     with step("legalize (Python)"):
         _legalize(module)
+    with step("partition_stablehlo"):
+        partition_stablehlo(module)
     if dump:
         dump(LEGALIZE_STAGE, str(module))
     for name, pipeline in STAGES:

@@ -60,7 +60,7 @@ LOCKS = {
     "llvmlite": "sys.modules['sprue.lowering.backend']._LLVMLITE_LOCK",
     "mlir pass registration": "sys.modules['sprue.lowering.pipeline']._register_lock",
     "cffi parser": "sys.modules['cffi.cparser'].lock",
-    "runtime object": "sys.modules['sprue.lowering.backend']._c_lock",
+    "runtime object": "sys.modules['sprue.lowering.c_toolchain']._c_lock",
     "build folder": "sys.modules['sprue.runtime.build_folders']._build_root_lock",
     "held folders": "sys.modules['sprue.runtime.build_folders']._held_lock",
     "cache stats": "sys.modules['sprue.api.compile_cache']._stats_lock",

@@ -28,8 +28,8 @@ def _forward(x, ws):
 
 def _parts(tmp_path):
     text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
-    defined = re.findall(r"func\.func private @(__sprue_part_\d+)\(", text)
-    calls = re.findall(r"call @(__sprue_part_\d+)\(", text)
+    defined = re.findall(r"func\.func private @(__sprue_(?:hlo_)?part_\d+)\(", text)
+    calls = re.findall(r"call @(__sprue_(?:hlo_)?part_\d+)\(", text)
     return defined, calls
 
 
