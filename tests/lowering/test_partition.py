@@ -119,3 +119,37 @@ def test_a_body_that_does_not_repeat_stays_whole_below_the_threshold(tmp_path):
     np.testing.assert_allclose(f(x, ws), layers(np, 1, x, ws), rtol=1e-9, atol=1e-12)
     assert _parts(tmp_path) == ([], [])
     assert PERIODIC_MIN_OPS <= _body_ops(tmp_path) < PARTITION_MIN_OPS, _body_ops(tmp_path)
+
+
+def test_a_repeated_body_is_cut_on_stablehlo_before_the_linalg_stage(tmp_path):
+    """100 layers (200 StableHLO ops, one layer repeated): cut into parts before the linalg stage, so
+    the linalg stage converts each shared part once; the entry is calls of them only."""
+    x, ws = _weights(100, seed=6)
+    f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
+    legalized = next(tmp_path.glob("*.01_legalized.mlir")).read_text()
+    defined = set(re.findall(r"func\.func private @(__sprue_hlo_part_\d+)\(", legalized))
+    calls = re.findall(r"call @(__sprue_hlo_part_\d+)\(", legalized)
+    assert defined and set(calls) == defined and len(calls) > len(defined), (calls, defined)
+    main = legalized[legalized.index("func.func @main("):]
+    main = main[:main.index("\n  }\n")]
+    assert "stablehlo.dot_general" not in main and "stablehlo.tanh" not in main
+    linalg = next(tmp_path.glob("*.02_linalg.mlir")).read_text()
+    assert linalg.count("linalg.matmul") <= PART_OPS // 2 + len(defined), linalg.count("linalg.matmul")
+
+
+def test_unread_values_are_not_cut_into_parts(tmp_path):
+    """A repeated body whose every layer also computes a value nothing reads: the unread ops are
+    erased before the cut, not left in a part no one can remove."""
+    x, ws = _weights(40, seed=7)
+
+    def net(x, ws):
+        for w in ws:
+            _ = jnp.exp(w) * 3.0      # read by nothing
+            x = jnp.tanh(x @ w)
+        return x
+    f = sprue.qjit(net, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(x, ws), _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
+    legalized = next(tmp_path.glob("*.01_legalized.mlir")).read_text()
+    assert "stablehlo.exponential" not in legalized
+    assert re.findall(r"call @(__sprue_hlo_part_\d+)\(", legalized)
