@@ -55,10 +55,10 @@ def find_c_compiler() -> list[str]:
 
 
 def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
-                extra_sources: Sequence[str | os.PathLike] = ()) -> Path:
-    """Links an object (plus optional C sources) into a shared library."""
+                extra_sources: Sequence[str | os.PathLike] = (), more_objects: Sequence[str | os.PathLike] = ()) -> Path:
+    """Links an object (and `more_objects`, plus optional C sources) into a shared library."""
     compiler = find_c_compiler()
-    objects = [_c_object(compiler, Path(src)) for src in extra_sources]
+    objects = [*map(Path, more_objects), *(_c_object(compiler, Path(src)) for src in extra_sources)]
     cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects), "-lm"]
     if any(str(src).endswith(PARALLEL_SOURCE) for src in extra_sources):
         cmd.append("-lpthread")   # (part of libc since glibc 2.34; a library of its own before)
@@ -278,10 +278,11 @@ def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
     return sources
 
 
-def static_library(obj: Path, sources: list[Path], path: Path) -> Path:
-    """A static library: the kernel's object plus its compiled C sources (the runtime's)."""
+def static_library(obj: Path, sources: list[Path], path: Path, more_objects: Sequence[Path] = ()) -> Path:
+    """A static library: the kernel's object (and `more_objects`) plus its compiled C sources (the
+    runtime's)."""
     compiler = find_c_compiler()
-    members = [obj, *(_c_object(compiler, src) for src in sources)]
+    members = [obj, *more_objects, *(_c_object(compiler, src) for src in sources)]
     path.unlink(missing_ok=True)   # `ar r` would add to an old archive's members
     cmd = ["ar", "rcs", str(path), *map(str, members)]
     try:
@@ -291,3 +292,24 @@ def static_library(obj: Path, sources: list[Path], path: Path) -> Path:
     if proc.returncode != 0:
         raise LinkError(f"{shlex.join(cmd)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
     return path
+
+
+def relocatable_object(objects: Sequence[bytes], work: Path) -> bytes:
+    """One relocatable object of several (`cc -r`: a partial link), for whoever asked for the
+    kernel's object file (`sprue compile --emit obj`)."""
+    if len(objects) == 1:
+        return objects[0]
+    paths = []
+    for i, data in enumerate(objects):
+        paths.append(work / f".part{i}.o")
+        paths[-1].write_bytes(data)
+    out = work / ".combined.o"
+    cmd = find_c_compiler() + ["-r", "-nostdlib", "-o", str(out), *map(str, paths)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        if proc.returncode != 0:
+            raise LinkError(f"{shlex.join(cmd)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+        return out.read_bytes()
+    finally:
+        for path in (*paths, out):
+            path.unlink(missing_ok=True)

@@ -50,7 +50,7 @@ from sprue.lowering.layouts import transpose_strided_reads
 from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
-from sprue.lowering.mlir_util import LegalizeError
+from sprue.lowering.mlir_util import LegalizeError, as_operation
 from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
 from sprue.lowering.parallel import call_parallel_bodies, parallelize_loops
 from sprue.lowering.parallel_scatter import parallelize_scatters
@@ -189,12 +189,26 @@ def _fold_descriptors(module: ir.Module) -> None:
     run_stage(module, "llvm", "canonicalize")
 
 
+def _localize_private_functions(module: ir.Module) -> None:
+    """Functions MLIR made private (its `dealloc_helper`) keep the default external linkage in
+    LLVM IR: each library would export one, and two kernels' archives in one static link would
+    both define it. They get internal linkage, like the functions sprue outlines."""
+    internal = ir.Attribute.parse("#llvm.linkage<internal>")
+    for op in map(as_operation, module.body.operations):
+        attrs = op.attributes
+        if op.name == "llvm.func" and len(op.regions[0].blocks) and "sym_visibility" in attrs \
+                and ir.StringAttr(attrs["sym_visibility"]).value == "private" \
+                and ("linkage" not in attrs or "external" in str(attrs["linkage"])):
+            op.attributes["linkage"] = internal
+
+
 _AFTER_LLVM: tuple[Rewrite, ...] = (
     store_entry_results,      # several results stored one by one, not returned as a struct (entry_results.py)
     read_entry_arguments,     # the entry function is its C interface: no descriptor taken apart (entry_arguments.py)
     call_parallel_bodies,     # parallel loops call the pool (parallel.py)
     apply_loop_annotations,   # scf.for's loop hints reach the LLVM IR (loop_hints.py)
     _fold_descriptors,        # descriptors built only to be read back (above)
+    _localize_private_functions,   # private functions are not exported (above)
 )
 
 _BEFORE_LOOPS: tuple[Rewrite, ...] = (

@@ -109,7 +109,7 @@ def build_kernel(kernel: Kernel, opts: Options, timer: Timer) -> dict[str, Path]
             if what.asm is not None:
                 write("asm", what.asm)
             if "obj" in opts.emit:
-                write("obj", what.obj)
+                write("obj", what.object_file(out))   # (kernels and glue in one: lowering/module_split.py)
         elif _STAGE_KINDS.get(stage) in opts.emit:
             write(_STAGE_KINDS[stage], what)
         timer.lap(stage)

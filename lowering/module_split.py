@@ -1,0 +1,153 @@
+"""A module's glue split off into a module of its own, optimized and generated with little effort.
+
+codegen_levels.py gives glue (loop-free functions that compute little: C wrappers reading
+hundreds of argument descriptors and storing hundreds of results, the functions calling a deep
+program's parts) FastISel after O3. Two costs remain that only a module of its own avoids: O3
+itself on that code (its DSE, GVN and InstCombine walk thousands of loads and stores that are
+already what they should be), and the greedy register allocator, which an O3 target machine uses
+for every function, optnone or not. A program with at least SPLIT_MIN_GLUE instructions of glue
+(before O3) is therefore compiled as two modules: its kernels at O3 as before, its glue at O1 with
+an O0 target machine (FastISel, the fast register allocator), each its own object, both linked
+into the library. (100 layers of `tanh(x @ w)`: LLVM 97 -> ~60 ms.)
+
+The split is on LLVM IR text, as MLIR's translation prints it: each function definition goes to
+one module; functions and constants are declared or copied where the other module uses them:
+- a function one module defines and the other calls is `hidden` instead of `internal` (still
+  not exported from the library), declared `hidden` in the other, and named after the program
+  (a suffix of its text's hash: two kernels' objects in one static link must not both define
+  `__sprue_nest_2`);
+- constants (MLIR's globals of dense values and names) are copied into both: private copies,
+  compared by nothing;
+- attribute groups, metadata, type definitions and declarations are copied into both;
+- the entry's wrappers (`_mlir_ciface_<name>`, its thunk and body, allocation.py) stay together:
+  the body is always inlined into the thunk.
+A module with a global that is not constant, or any line this does not recognize, is not split.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from sprue.lowering.codegen_levels import _body_is_glue
+
+__all__ = ["SPLIT_MIN_GLUE", "split_off_glue"]
+
+# Below this many instructions of glue, one module: the split's own costs (a second module to
+# parse, optimize, emit and link, ~5 ms) are not repaid. The realistic programs have none.
+SPLIT_MIN_GLUE = 400
+
+_DEFINE = re.compile(r"^define ((?:(?:internal|private|hidden|dso_local|dso_preemptable) )*)(.*?)@([\w.$-]+)\((.*)$")
+_SYMBOL = re.compile(r"@([\w.$-]+)")
+_ENTRY = re.compile(r"^(?:_mlir_ciface_|_sprue_thunk_|_sprue_body_|_sprue_error_)(.+)$")
+
+
+@dataclass
+class _Function:
+    name: str
+    linkage: str       # "internal ", "private ", "" ...
+    rest: str          # what follows `define <linkage>`, its first line to the `{`
+    lines: list[str]   # the whole definition, `define` to `}`
+    instructions: int
+
+
+def _top_level(llvm_ir: str) -> tuple[list[str], list[_Function]] | None:
+    """(every line outside function definitions, the definitions), or None for text this does not
+    read (a global variable that is not constant, a definition that does not end)."""
+    shared: list[str] = []
+    functions: list[_Function] = []
+    lines = llvm_ir.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("define "):
+            m = _DEFINE.match(line)
+            if m is None or not line.endswith("{"):
+                return None
+            end = i
+            while end < len(lines) and lines[end] != "}":
+                end += 1
+            if end == len(lines):
+                return None
+            body = lines[i:end + 1]
+            count = sum(1 for b in body[1:-1] if b.startswith("  ") and not b.lstrip().startswith(";"))
+            functions.append(_Function(m.group(3), m.group(1), line[len("define ") + len(m.group(1)):], body, count))
+            i = end + 1
+            continue
+        if line.startswith("@") and " global " in line.split("=", 1)[-1][:80] and " constant " not in line:
+            return None   # a variable: one copy only, which the split would break
+        shared.append(line)
+        i += 1
+    return shared, functions
+
+
+def _local(fn: _Function) -> bool:
+    """Whether `fn` is internal to its module (made hidden when the other module calls it)."""
+    return "internal" in fn.linkage or "private" in fn.linkage
+
+
+def _declaration(fn: _Function) -> str:
+    """The declaration of `fn` (hidden where it was internal: see _module), from its definition's
+    first line (parameter names are allowed in a declaration)."""
+    head = fn.rest[:-1].rstrip()   # without the `{`
+    head = re.sub(r"\b(?:unnamed_addr|local_unnamed_addr|alwaysinline) ", "", head + " ").rstrip()
+    return f"declare {'hidden ' if _local(fn) else ''}{head}"
+
+
+def _glue_names(functions: list[_Function]) -> set[str]:
+    glue = {fn.name for fn in functions if _body_is_glue(fn.lines[1:-1])}
+    # the entry's wrappers go together, with the body (inlined into the thunk): glue if the body is
+    entries: dict[str, list[str]] = {}
+    for fn in functions:
+        m = _ENTRY.match(fn.name)
+        if m:
+            entries.setdefault(m.group(1), []).append(fn.name)
+    for entry, names in entries.items():
+        body = f"_sprue_body_{entry}"
+        inside = body in glue if any(fn.name == body for fn in functions) else all(n in glue for n in names)
+        glue -= set(names)
+        if inside:
+            glue |= set(names)
+    return glue
+
+
+def _module(shared: list[str], own: list[_Function], other: list[_Function], exported: set[str]) -> str:
+    """The module of `own`'s definitions (those in `exported` made hidden: the other module calls
+    them) with declarations of what it calls of `other`."""
+    used = {s for fn in own for line in fn.lines[1:] for s in _SYMBOL.findall(line)}
+    out = list(shared)
+    for fn in own:
+        first = fn.lines[0]
+        if fn.name in exported and _local(fn):   # (an exported one stays as it is, default visibility)
+            first = "define hidden " + fn.rest
+        out += [first, *fn.lines[1:]]
+    out += [_declaration(fn) for fn in other if fn.name in used]
+    return "\n".join(out) + "\n"
+
+
+def split_off_glue(llvm_ir: str) -> tuple[str, str, set[str]] | None:
+    """(the kernels' module, the glue's module, the functions one defines and the other calls) as
+    LLVM IR text, or None when the module has less glue than SPLIT_MIN_GLUE instructions, no
+    kernel, or text this does not split (module doc)."""
+    parsed = _top_level(llvm_ir)
+    if parsed is None:
+        return None
+    shared, functions = parsed
+    glue = _glue_names(functions)
+    glue_fns = [fn for fn in functions if fn.name in glue]
+    kernel_fns = [fn for fn in functions if fn.name not in glue]
+    if not kernel_fns or sum(fn.instructions for fn in glue_fns) < SPLIT_MIN_GLUE:
+        return None
+
+    def called(fns: list[_Function]) -> set[str]:
+        return {s for fn in fns for line in fn.lines[1:] for s in _SYMBOL.findall(line)}
+    cross = (called(glue_fns) & {fn.name for fn in kernel_fns}) | (called(kernel_fns) & glue)
+    kernels, glue_text = _module(shared, kernel_fns, glue_fns, cross), _module(shared, glue_fns, kernel_fns, cross)
+    # a hidden function is still a symbol of the object: two kernels' objects in one static link
+    # would both define `__sprue_nest_2`. Those made hidden get a name of this program's own.
+    suffix = "." + hashlib.sha256(llvm_ir.encode()).hexdigest()[:12]
+    renamed = {fn.name for fn in functions if fn.name in cross and _local(fn)}
+    if renamed:
+        symbol = re.compile(r"@(" + "|".join(map(re.escape, sorted(renamed))) + r")(?![\w.$-])")
+        kernels, glue_text = (symbol.sub(lambda m: f"@{m.group(1)}{suffix}", t) for t in (kernels, glue_text))
+    return kernels, glue_text, {name + suffix if name in renamed else name for name in cross}
