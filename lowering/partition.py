@@ -30,7 +30,7 @@ import functools
 from torch_mlir import ir
 
 from sprue.lowering.mlir_util import as_operation
-from sprue.lowering.outline import function_bodies, part_size, split_bodies
+from sprue.lowering.outline import PART_PREFIXES, function_bodies, part_size, split_bodies
 
 # Below this many ops (not counting copied ones) a body stays whole: the realistic programs'
 # largest have 195 (benchmarks/programs.py), and a part's buffers are pointer arguments, no longer
@@ -49,8 +49,7 @@ STABLEHLO_PARTITION_MIN_OPS = 1024
 # process, interleaved: 44 and 93-95 us both ways); it was 64 ops and 16 repeats.
 PERIODIC_MIN_OPS = 24
 PERIODIC_MIN_REPEATS = 8
-_PREFIX = "__sprue_part_"
-_STABLEHLO_PREFIX = "__sprue_hlo_part_"
+_PREFIX, _STABLEHLO_PREFIX = PART_PREFIXES   # (outline.py outlines the nests of every part)
 # Ops copied into each part that uses them rather than passed (their own operands passed or
 # copied in turn): no side effects, cheap, and what later rewrites look for (static shapes,
 # constant fills). Above all, a fill or an empty tensor is a destination: a passed one would be

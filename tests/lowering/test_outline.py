@@ -144,3 +144,24 @@ def test_a_long_gradient_tape_runs_as_a_chain_of_shared_functions(tmp_path, monk
     # every call, allocation and free is in a run: the entry only unpacks arguments, calls the
     # runs and stores results
     assert re.findall(r"llvm\.call @(\w+)\(", main) == calls, re.findall(r"llvm\.call @(\w+)\(", main)
+
+
+def test_the_nests_of_every_part_are_functions_shared_across_parts(tmp_path):
+    """A training step through 30 layers is cut into parts of fewer than OUTLINE_MIN_NESTS nests
+    each; their nests are outlined all the same, and the parts' equal nests are one function."""
+    rng = np.random.default_rng(5)
+    ws = [rng.standard_normal((16, 16)) / 4.0 for _ in range(30)]
+    x = rng.standard_normal((16, 16))
+    f = sprue.qjit(sprue.grad(_training_step), keep_intermediate=str(tmp_path))
+    for got, want in zip(f(ws, x), tanh_net_grads(ws, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    text = _stage(tmp_path, ".05_llvm.mlir")
+    parts = re.findall(r"llvm\.func (?:\w+ )*@(__sprue_(?:hlo_)?part_\d+)\(", text)
+    assert parts
+    for name in parts:
+        body = text[re.search(rf"llvm\.func (?:\w+ )*@{name}\(", text).start():]
+        body = body[:body.index("\n  }\n")]
+        assert "llvm.call @__sprue_nest_" in body, name
+    defined = re.findall(r"llvm\.func (?:\w+ )*@(__sprue_nest_\d+)\(", text)
+    calls = re.findall(r"llvm\.call @(__sprue_nest_\d+)\(", text)
+    assert set(calls) == set(defined) and len(calls) > 2 * len(defined), (len(calls), len(defined))
