@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m sprue.lowering.c_toolchain   # the runtime's C objects, built once (lowering/c_toolchain.py)
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -9,6 +9,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -94,19 +95,58 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 # ... and kept in the compile cache, so that a new process does not compile it again (~130 ms of
 # cc): `<cache>/runtime/<hash of the compiler's identity and the source>.o`, read only when this
 # user alone may write it (a planted object would run as this user, like a planted library).
-def _kept_object_path(key: tuple[tuple[str, ...], str]) -> Path | None:
+def _object_name(key: tuple[tuple[str, ...], str]) -> str | None:
+    """`<hash of the compiler's identity and the source>.o`, or None when the compiler is gone."""
     try:
-        root = cache_dir()
-        if root is None:
-            return None
         st = os.stat(key[0][0])
         ident = repr((key, os.path.realpath(key[0][0]), st.st_size, st.st_mtime_ns)).encode()
-        return Path(os.fsdecode(root)) / "runtime" / (hashlib.sha256(ident).hexdigest()[:32] + ".o")
+        return hashlib.sha256(ident).hexdigest()[:32] + ".o"
     except (OSError, UnicodeError):
         return None
 
 
+def _kept_object_path(key: tuple[tuple[str, ...], str]) -> Path | None:
+    root, name = cache_dir(), _object_name(key)
+    if root is None or name is None:
+        return None
+    try:
+        return Path(os.fsdecode(root)) / "runtime" / name
+    except UnicodeError:
+        return None
+
+
+# ... and built when sprue is installed (`make venv`: python -m sprue.lowering.c_toolchain), into a
+# folder of the package, like the compiled code a wheel carries: then a process that keeps nothing
+# (SPRUE_CACHE_DIR=off) does not run cc for them either (~75 ms of its first compilation: two cc
+# processes beside it on this 2-core machine). Read only when that folder and the object are owned
+# by this user or by root and writable by no one else; keyed like the kept ones (another compiler,
+# or the same one updated, finds none and compiles its own).
+PREBUILT_DIR = Path(__file__).resolve().parent / "_prebuilt"
+
+
+def _installed(path: Path, kind) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    owner_ok = not hasattr(os, "getuid") or st.st_uid in (os.getuid(), 0)
+    return kind(st.st_mode) and owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _prebuilt_object(key: tuple) -> bytes | None:
+    name = _object_name(key)
+    if name is None or not (_installed(PREBUILT_DIR, stat.S_ISDIR) and _installed(PREBUILT_DIR / name, stat.S_ISREG)):
+        return None
+    try:
+        return (PREBUILT_DIR / name).read_bytes()
+    except OSError:
+        return None
+
+
 def _kept_object(key: tuple) -> bytes | None:
+    prebuilt = _prebuilt_object(key)
+    if prebuilt is not None:
+        return prebuilt
     path = _kept_object_path(key)
     return None if path is None else read_private(path)
 
@@ -115,6 +155,33 @@ def _keep_object(key: tuple, data: bytes) -> None:
     path = _kept_object_path(key)
     if path is not None:
         write_private(path, data)   # (not kept on a read-only or full disk: still used)
+
+
+def prebuild_runtime_objects() -> list[Path]:
+    """Compiles the runtime's C sources with this machine's compiler into PREBUILT_DIR (above);
+    the objects written."""
+    compiler = find_c_compiler()
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for write in (runtime_source, parallel_source):
+            source = write(Path(tmp), "prebuilt")
+            key = (tuple(compiler), source.read_text())
+            obj = source.with_suffix(".o")
+            cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise LinkError(f"compiling {source.name} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
+                                f"{proc.stderr.strip()}")
+            name = _object_name(key)
+            if name is not None:
+                # readable by every user (an installation root made serves them all), written by none
+                PREBUILT_DIR.mkdir(mode=0o755, exist_ok=True)
+                staged = PREBUILT_DIR / f".{name}.tmp"
+                staged.write_bytes(obj.read_bytes())
+                staged.chmod(0o644)
+                os.replace(staged, PREBUILT_DIR / name)
+                written.append(PREBUILT_DIR / name)
+    return written
 
 
 def _start_c_object(compiler: list[str], source: Path) -> tuple | None:
@@ -313,3 +380,8 @@ def relocatable_object(objects: Sequence[bytes], work: Path) -> bytes:
     finally:
         for path in (*paths, out):
             path.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":   # `make venv`: the runtime's objects built at installation (above)
+    for path in prebuild_runtime_objects():
+        print(f"sprue: built {path}")
