@@ -171,6 +171,14 @@ def _signature(op: ir.Operation) -> str:
     return f"{op.name}:{','.join(str(r.type) for r in op.results)}"
 
 
+def repeats_throughout(ops: list[ir.Operation], offset: int, period: int) -> bool:
+    """Whether every op of `ops` from `offset` on equals the one `period` later (by name and result
+    types): one sequence repeated to the end (a network unrolled in Python; not a training step,
+    whose backward layers differ from its forward ones)."""
+    sigs = [_signature(op) for op in ops[offset:]]
+    return period > 0 and all(sigs[i] == sigs[i + period] for i in range(len(sigs) - period))
+
+
 def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int, int]:
     """(offset, size, period): where runs of `ops` start and how many ops each holds, about `most`.
     The size is a multiple of the ops' period, the shortest p <= most for which most ops equal the
@@ -216,7 +224,10 @@ def split_bodies(module: ir.Module, prefix: str, copied: Callable[[ir.Operation]
                  and not ir.StringAttr(op.attributes["sym_name"]).value.startswith(skip)]
     seen: dict[str, str] = {}
     count = 0
-    for block in [block for fn in functions for block in function_bodies(fn)]:
+    # a function's branches before its entry block, each function's when its turn comes: a run cut
+    # from an entry block may take an scf.if with it into a function that, equal to one seen
+    # before, is erased, and its branches with it (a 600-argument sum crashed reading them)
+    for block in (block for fn in functions for block in reversed(function_bodies(fn))):
         body = [as_operation(op) for op in block.operations][:-1]   # not the terminator
         kept = [op for op in body if copied(op)]   # listed first: the others may be erased (shared)
         runs = runs_of([op for op in body if not copied(op)])
@@ -294,5 +305,5 @@ def outline_loop_nests(module: ir.Module) -> None:
 
 
 __all__ = ["OUTLINE_MIN_NESTS", "PART_PREFIXES", "SPLIT_MIN_OPS", "SPLIT_OPS", "extract_function", "function_bodies",
-           "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "split_bodies",
+           "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "repeats_throughout", "split_bodies",
            "split_long_bodies"]

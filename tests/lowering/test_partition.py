@@ -8,7 +8,13 @@ import numpy as np
 
 import sprue
 import sprue.numpy as jnp
-from sprue.lowering.partition import PART_OPS, PARTITION_MIN_OPS, PERIODIC_MIN_OPS, PERIODIC_MIN_REPEATS
+from sprue.lowering.partition import (
+    PART_OPS,
+    PARTITION_MIN_OPS,
+    PERIODIC_MIN_OPS,
+    PERIODIC_MIN_REPEATS,
+    PERIODIC_PART_OPS,
+)
 from tests.helpers.arrays import tanh_net_grads
 
 
@@ -84,16 +90,17 @@ def test_a_small_function_stays_whole(tmp_path):
 
 
 def test_a_repeated_body_shorter_than_the_threshold_is_split_and_its_last_layers_share_one_part(tmp_path):
-    """50 layers: 100 ops, fewer than PARTITION_MIN_OPS but one layer repeated 50 times: a part of
-    PART_OPS ops, then the 18 layers left each a call of one shared one-layer part (not a last part
-    of their own, lowered and compiled apart)."""
+    """50 layers: 100 ops, fewer than PARTITION_MIN_OPS but one layer repeated 50 times: parts of
+    PERIODIC_PART_OPS ops, all one function, then the layers left each a call of one shared
+    one-layer part (not a last part of their own, lowered and compiled apart)."""
     x, ws = _weights(50, seed=4)
     assert PERIODIC_MIN_OPS <= 2 * len(ws) < PARTITION_MIN_OPS and len(ws) >= PERIODIC_MIN_REPEATS
     f = sprue.qjit(_net, keep_intermediate=str(tmp_path))
     np.testing.assert_allclose(f(x, ws), _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
     defined, calls = _parts(tmp_path)
     assert len(defined) == 2 and set(calls) == set(defined), (calls, defined)
-    assert len(calls) == 1 + (2 * len(ws) - PART_OPS) // 2, calls
+    ops = 2 * len(ws)
+    assert len(calls) == ops // PERIODIC_PART_OPS + ops % PERIODIC_PART_OPS // 2, calls
 
 
 def _body_ops(tmp_path) -> int:
