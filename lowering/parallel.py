@@ -681,14 +681,16 @@ def _noalias_descriptors(fn: ir.Operation) -> None:
 
 def call_parallel_bodies(module: ir.Module) -> None:
     """Each call of a parallel body: a call of the pool with its operands in a stack struct (module doc)."""
+    bodies = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in map(as_operation, module.body.operations)
+              if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value.startswith(_PREFIX)}
+    if not bodies:   # (no walk of the whole module: a deep program's glue is most of it)
+        return
     calls = ops_where(module.operation, lambda o: o.name == "llvm.call" and "callee" in o.attributes
                       and ir.FlatSymbolRefAttr(o.attributes["callee"]).value.startswith(_PREFIX))
     if not calls:
         return
     ptr, i64 = ir.Type.parse("!llvm.ptr"), ir.IntegerType.get_signless(64)
     tasks: dict[str, str] = {}
-    bodies = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in map(as_operation, module.body.operations)
-              if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value.startswith(_PREFIX)}
     with ir.InsertionPoint(module.body), ir.Location.unknown():
         ir.Operation.create("llvm.func", regions=1, attributes={
             "sym_name": ir.StringAttr.get(PARALLEL_SYMBOL),
