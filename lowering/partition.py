@@ -48,6 +48,10 @@ STABLEHLO_PARTITION_MIN_OPS = 1024
 # us both ways). Other bodies keep parts of PART_OPS: a training step's (its backward layers are
 # not its forward ones) ran ~10% longer in parts of 8 and compiled longer too.
 PERIODIC_PART_OPS = 8
+# ... and of more, whole periods, where a body would make more than this many of them: each call
+# of a part is glue (its arguments and results in the entry), and a thousand repeated scalar ops
+# (a sum over a 1,000-leaf dict) in parts of 8 took 1.28 -> 1.75 s to compile.
+PERIODIC_MAX_PARTS = 32
 # ... or from PERIODIC_MIN_OPS ops where the body is one sequence of ops repeated at least
 # PERIODIC_MIN_REPEATS times (a deep network unrolled in Python: 100 layers of `tanh(x @ w)` are
 # 200 ops), which no realistic program's body is (none of the 22 of benchmarks/programs.py, static
@@ -80,7 +84,7 @@ def _parts(work: list[ir.Operation], min_ops: int = PARTITION_MIN_OPS,
     if len(work) < min_ops and not periodic:
         return []
     if periodic_ops != PART_OPS and periodic and repeats_throughout(work, offset, period):
-        size = period * max(1, periodic_ops // period)
+        size = period * max(1, max(periodic_ops, len(work) // PERIODIC_MAX_PARTS) // period)
     starts = list(range(offset + size, len(work), size))
     # after the last whole part, whole periods one by one: a part of its own (one layer, shared)
     # rather than a last part unlike the others, which would be lowered and compiled on its own
@@ -94,11 +98,20 @@ def _parts(work: list[ir.Operation], min_ops: int = PARTITION_MIN_OPS,
     return [work[lo:hi] for lo, hi in zip(bounds, bounds[1:] + [len(work)])]
 
 
+def _calls_a_part(op: ir.Operation) -> bool:
+    return op.name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value.startswith(_STABLEHLO_PREFIX)
+
+
+def _parts_of_uncut(work: list[ir.Operation]) -> list[list[ir.Operation]]:
+    """_parts, but none of a body cut on StableHLO already (its calls of parts would be cut again)."""
+    return [] if any(map(_calls_a_part, work)) else _parts(work)
+
+
 def partition_functions(module: ir.Module) -> None:
     """Each block of a function's body (function_bodies) with at least PARTITION_MIN_OPS ops, or
     PERIODIC_MIN_OPS repeated (not counting copied ones), becomes a chain of calls of parts
-    (module doc)."""
-    split_bodies(module, _PREFIX, _copied, _parts, skip=(_STABLEHLO_PREFIX,))   # (those are parts already)
+    (module doc): not the parts cut on StableHLO, nor the bodies that call them."""
+    split_bodies(module, _PREFIX, _copied, _parts_of_uncut, skip=(_STABLEHLO_PREFIX,))
 
 
 def partition_stablehlo(module: ir.Module) -> None:
