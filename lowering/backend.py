@@ -494,8 +494,9 @@ def _warm_up_llvm(opt_level: int, cpu: str, features: str) -> None:
 
 
 def emit_object(llvm_ir: str) -> bytes:
-    """LLVM IR text -> native object file bytes (O3, tuned for this CPU)."""
-    return codegen(llvm_ir).obj
+    """LLVM IR text -> native object file bytes (O3, tuned for this CPU): one object, the glue not
+    split off (module_split.py)."""
+    return codegen(llvm_ir, split=False).obj
 
 
 Stage = Callable[[str, object], None]   # on_stage(stage, what): see build_shared_library

@@ -62,16 +62,22 @@ def test_nothing_is_split_below_the_threshold_without_kernels_or_with_a_variable
     assert split_off_glue(_glue("entry", "kernel") + KERNEL + "@counter = internal global i64 0\n") is None
 
 
-def test_a_split_module_compiles_to_two_objects_that_link(tmp_path):
-    ir = _glue("entry", "kernel") + KERNEL
-    result = backend.codegen(ir)
-    assert result.glue_obj is not None and len(result.objects) == 2
-    combined = result.object_file(tmp_path)
+def _runs(obj_bytes: bytes, tmp_path) -> bool:
+    """Whether the object, linked into a library, runs `entry` (which calls the kernel)."""
     obj = tmp_path / "k.o"
-    obj.write_bytes(combined)
-    so = backend.link_shared(obj, tmp_path / "libk.so")
-    lib = ctypes.CDLL(str(so))
+    obj.write_bytes(obj_bytes)
+    lib = ctypes.CDLL(str(backend.link_shared(obj, tmp_path / "libk.so")))
     data = (ctypes.c_double * 64)(*range(64))
     scratch = (ctypes.c_int64 * 1)(7)
-    lib.entry(data, scratch)          # the glue calls the kernel in the other object
-    assert list(data) == [2.0 * i for i in range(64)]
+    lib.entry(data, scratch)
+    return list(data) == [2.0 * i for i in range(64)]
+
+
+def test_a_split_module_compiles_to_two_objects_that_link(tmp_path):
+    result = backend.codegen(_glue("entry", "kernel") + KERNEL)
+    assert result.glue_obj is not None and len(result.objects) == 2
+    assert _runs(result.object_file(tmp_path), tmp_path)   # the glue calls the kernel in the other object
+
+
+def test_emit_object_gives_one_whole_object(tmp_path):
+    assert _runs(backend.emit_object(_glue("entry", "kernel") + KERNEL), tmp_path)
