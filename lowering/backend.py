@@ -480,15 +480,8 @@ def prepare_in_background(*, opt_level: int = 3, cpu: str = HOST_CPU, features: 
 
 def _warm_up_llvm(opt_level: int, cpu: str, features: str) -> None:
     try:
-        with _llvm_lock:
-            tm = _target_machine(cpu, opt_level, features)
-            mod = llvm.parse_assembly(_WARM_UP_IR)
-            mod.triple = tm.triple
-            mod.data_layout = str(tm.target_data)
-            with _pipeline_options():
-                builder = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=opt_level))
-                builder.getModulePassManager().run(mod, builder)
-            tm.emit_object(mod)
+        with _llvm_lock:   # the way every module goes (its steps are not timed: no profile on this thread)
+            _optimize_and_emit(_WARM_UP_IR, opt_level, opt_level, cpu, features, (), False)
     except Exception as exc:   # a CPU LLVM cannot target, ...: the compilation reports it, with its context
         warm_up_error.append(exc)
 
