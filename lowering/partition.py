@@ -73,17 +73,17 @@ def _copied(op: ir.Operation) -> bool:
 
 
 def _parts(work: list[ir.Operation], min_ops: int = PARTITION_MIN_OPS,
-           periodic_ops: int = PART_OPS) -> list[list[ir.Operation]]:
+           periodic_ops: int | None = None) -> list[list[ir.Operation]]:
     """The parts of a body (module doc), or none where it is smaller than `min_ops` and does not
-    repeat enough; a body that is one sequence repeated to its end is cut into parts of about
-    `periodic_ops` ops (whole periods, at least one)."""
+    repeat enough; with `periodic_ops`, a body that is one sequence repeated to its end is cut into
+    parts of about that many ops (whole periods, at least one)."""
     if len(work) < PERIODIC_MIN_OPS:
         return []
     offset, size, period = part_size(work, PART_OPS)
     periodic = bool(period) and len(work) - offset >= PERIODIC_MIN_REPEATS * period
     if len(work) < min_ops and not periodic:
         return []
-    if periodic_ops != PART_OPS and periodic and repeats_throughout(work, offset, period):
+    if periodic_ops is not None and periodic and repeats_throughout(work, offset, period):
         size = period * max(1, max(periodic_ops, len(work) // PERIODIC_MAX_PARTS) // period)
     starts = list(range(offset + size, len(work), size))
     # after the last whole part, whole periods one by one: a part of its own (one layer, shared)
