@@ -20,7 +20,7 @@ from sprue.base.errors import CompileError
 from sprue.lowering.allocation import RUNTIME_C, runtime_source
 from sprue.lowering.parallel_runtime import PARALLEL_C, PARALLEL_SOURCE, parallel_source
 from sprue.lowering.vector_math import LIBMVEC, _libmvec_available
-from sprue.runtime.private_files import cache_dir, read_private, write_private
+from sprue.runtime.private_files import cache_dir, only_mine, read_private, write_private
 
 
 class CompilerNotFoundError(CompileError):
@@ -124,18 +124,10 @@ def _kept_object_path(key: tuple[tuple[str, ...], str]) -> Path | None:
 PREBUILT_DIR = Path(__file__).resolve().parent / "_prebuilt"
 
 
-def _installed(path: Path, kind) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    owner_ok = not hasattr(os, "getuid") or st.st_uid in (os.getuid(), 0)
-    return kind(st.st_mode) and owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
 def _prebuilt_object(key: tuple) -> bytes | None:
     name = _object_name(key)
-    if name is None or not (_installed(PREBUILT_DIR, stat.S_ISDIR) and _installed(PREBUILT_DIR / name, stat.S_ISREG)):
+    if name is None or not (only_mine(PREBUILT_DIR, stat.S_ISDIR, or_root=True)
+                            and only_mine(PREBUILT_DIR / name, or_root=True)):
         return None
     try:
         return (PREBUILT_DIR / name).read_bytes()
@@ -166,30 +158,40 @@ def prebuild_runtime_objects() -> list[Path]:
         for write in (runtime_source, parallel_source):
             source = write(Path(tmp), "prebuilt")
             key = (tuple(compiler), source.read_text())
-            obj = source.with_suffix(".o")
-            cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise LinkError(f"compiling {source.name} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
-                                f"{proc.stderr.strip()}")
+            data = _compile(compiler, source)
             name = _object_name(key)
             if name is not None:
                 # readable by every user (an installation root made serves them all), written by none
                 PREBUILT_DIR.mkdir(mode=0o755, exist_ok=True)
                 staged = PREBUILT_DIR / f".{name}.tmp"
-                staged.write_bytes(obj.read_bytes())
+                staged.write_bytes(data)
                 staged.chmod(0o644)
                 os.replace(staged, PREBUILT_DIR / name)
                 written.append(PREBUILT_DIR / name)
     return written
 
 
+def _compile_command(compiler: list[str], source: Path) -> tuple[list[str], Path]:
+    """The command compiling the runtime's C `source`, and the object it writes (beside it)."""
+    obj = source.with_suffix(".o")
+    return compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)], obj
+
+
+def _compile(compiler: list[str], source: Path) -> bytes:
+    """The object of `source`, compiled now (a LinkError if cc fails)."""
+    cmd, obj = _compile_command(compiler, source)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LinkError(f"compiling {source} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
+                        f"{proc.stderr.strip()}")
+    return obj.read_bytes()
+
+
 def _start_c_object(compiler: list[str], source: Path) -> tuple | None:
     """Starts compiling `source` (into its .o beside it) unless its object is known, kept in the
     compile cache, or under way; the key to wait for (_settle_c_object), or None."""
     key = (tuple(compiler), source.read_text())
-    obj = source.with_suffix(".o")
-    cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
+    cmd, obj = _compile_command(compiler, source)
     with _c_lock:
         if key in _c_objects or key in _c_pending:
             return None
@@ -262,12 +264,7 @@ def _c_object(compiler: list[str], source: Path) -> Path:
             with _c_lock:
                 _c_objects.setdefault(key, data)
     if data is None:
-        cmd = compiler + ["-c", "-fPIC", "-O2", "-o", str(obj), str(source)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise LinkError(f"compiling {source} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
-                            f"{proc.stderr.strip()}")
-        data = obj.read_bytes()
+        data = _compile(compiler, source)
         with _c_lock:
             _c_objects[key] = data
         _keep_object(key, data)

@@ -33,13 +33,14 @@ def cache_dir() -> Path | None:
     return base / "sprue"
 
 
-def only_mine(path: str | os.PathLike, kind: Callable[[int], bool] = stat.S_ISREG) -> bool:
-    """`path` is of `kind` (not a symlink), owned by this user, and writable by no one else."""
+def only_mine(path: str | os.PathLike, kind: Callable[[int], bool] = stat.S_ISREG, *, or_root: bool = False) -> bool:
+    """`path` is of `kind` (not a symlink), owned by this user (or, `or_root`, by root: what an
+    installation made), and writable by no one else."""
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    owner_ok = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    owner_ok = not hasattr(os, "getuid") or st.st_uid == os.getuid() or or_root and st.st_uid == 0
     return kind(st.st_mode) and owner_ok and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
