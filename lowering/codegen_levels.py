@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GLUE_MIN_INSTRUCTIONS", "GLUE_MAX_COMPUTE", "glue_functions"]
+__all__ = ["GLUE_MIN_INSTRUCTIONS", "GLUE_MAX_COMPUTE", "body_is_glue", "glue_functions", "is_instruction"]
 
 # A loop-free function of fewer instructions costs little to generate at full effort (the C wrapper
 # of a function of a few arrays has ~60).
@@ -34,7 +34,13 @@ _TARGET = re.compile(r"label %([\w.$-]+)")
 _COMPUTE = re.compile(r"= (?:fadd|fsub|fmul|fdiv|frem|fneg|fcmp)\b|<\d+ x |@llvm\.(?:fmuladd|fma|exp|log|sin|cos|pow|sqrt|tanh)")
 
 
-def _body_is_glue(lines: list[str]) -> bool:
+def is_instruction(line: str) -> bool:
+    """Whether a line of a function's body in LLVM IR text is an instruction (not a label or a comment)."""
+    return line.startswith("  ") and not line.lstrip().startswith(";")
+
+
+def body_is_glue(lines: list[str]) -> bool:
+    """Whether a function whose body (between its `define` and `}` lines) is `lines` is glue."""
     seen: set[str] = set()
     instructions = compute = 0
     for line in lines:
@@ -42,7 +48,7 @@ def _body_is_glue(lines: list[str]) -> bool:
         if label:
             seen.add(label.group(1))
             continue
-        if not line.startswith("  ") or line.lstrip().startswith(";"):
+        if not is_instruction(line):
             continue
         instructions += 1
         if _COMPUTE.search(line):
@@ -61,6 +67,6 @@ def glue_functions(optimized_ir: str) -> list[str]:
         if end < 0:
             continue
         # (nothing branches to the entry block, LLVM's rule: its label, if any, is not needed)
-        if not name.startswith('"') and _body_is_glue(optimized_ir[start:end].split("\n")[1:]):
+        if not name.startswith('"') and body_is_glue(optimized_ir[start:end].split("\n")[1:]):
             names.append(name)
     return names

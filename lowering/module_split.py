@@ -29,7 +29,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from sprue.lowering.codegen_levels import _body_is_glue
+from sprue.lowering.codegen_levels import body_is_glue, is_instruction
 
 __all__ = ["SPLIT_MIN_GLUE", "split_off_glue"]
 
@@ -70,7 +70,7 @@ def _top_level(llvm_ir: str) -> tuple[list[str], list[_Function]] | None:
             if end == len(lines):
                 return None
             body = lines[i:end + 1]
-            count = sum(1 for b in body[1:-1] if b.startswith("  ") and not b.lstrip().startswith(";"))
+            count = sum(map(is_instruction, body[1:-1]))
             functions.append(_Function(m.group(3), m.group(1), line[len("define ") + len(m.group(1)):], body, count))
             i = end + 1
             continue
@@ -95,7 +95,7 @@ def _declaration(fn: _Function) -> str:
 
 
 def _glue_names(functions: list[_Function]) -> set[str]:
-    glue = {fn.name for fn in functions if _body_is_glue(fn.lines[1:-1])}
+    glue = {fn.name for fn in functions if body_is_glue(fn.lines[1:-1])}
     # the entry's wrappers go together, with the body (inlined into the thunk): glue if the body is
     entries: dict[str, list[str]] = {}
     for fn in functions:
@@ -111,10 +111,15 @@ def _glue_names(functions: list[_Function]) -> set[str]:
     return glue
 
 
+def _used(fns: list[_Function]) -> set[str]:
+    """The symbols the bodies of `fns` name."""
+    return {s for fn in fns for line in fn.lines[1:] for s in _SYMBOL.findall(line)}
+
+
 def _module(shared: list[str], own: list[_Function], other: list[_Function], exported: set[str]) -> str:
     """The module of `own`'s definitions (those in `exported` made hidden: the other module calls
     them) with declarations of what it calls of `other`."""
-    used = {s for fn in own for line in fn.lines[1:] for s in _SYMBOL.findall(line)}
+    used = _used(own)
     out = list(shared)
     for fn in own:
         first = fn.lines[0]
@@ -138,10 +143,7 @@ def split_off_glue(llvm_ir: str) -> tuple[str, str, set[str]] | None:
     kernel_fns = [fn for fn in functions if fn.name not in glue]
     if not kernel_fns or sum(fn.instructions for fn in glue_fns) < SPLIT_MIN_GLUE:
         return None
-
-    def called(fns: list[_Function]) -> set[str]:
-        return {s for fn in fns for line in fn.lines[1:] for s in _SYMBOL.findall(line)}
-    cross = (called(glue_fns) & {fn.name for fn in kernel_fns}) | (called(kernel_fns) & glue)
+    cross = (_used(glue_fns) & {fn.name for fn in kernel_fns}) | (_used(kernel_fns) & glue)
     kernels, glue_text = _module(shared, kernel_fns, glue_fns, cross), _module(shared, glue_fns, kernel_fns, cross)
     # a hidden function is still a symbol of the object: two kernels' objects in one static link
     # would both define `__sprue_nest_2`. Those made hidden get a name of this program's own.
