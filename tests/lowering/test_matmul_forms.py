@@ -201,3 +201,44 @@ def test_a_fused_operand_of_several_ops_is_split_out_in_order():
     a, b, v = _args(np.float64, (2, 3, 64, 48), (2, 3, 64, 48), (2, 3, 48, 32))
     f = sprue.qjit(lambda a, b, v: snp.einsum("bhqk,bhkd->bhqd", snp.tanh(a * 2.0 + b) - 0.5, v))
     _close(f(a, b, v), np.einsum("bhqk,bhkd->bhqd", np.tanh(a * 2.0 + b) - 0.5, v), np.float64)
+
+
+def _per_head_attention(xp, loop, q, k, v):
+    """Attention written per batch element: `q[i] @ k[i].T` of slices, in a loop (fori_loop) or
+    unrolled in Python."""
+    def one(i):
+        s = q[i] @ k[i].T / 8.0
+        p = xp.exp(s - s.max(-1, keepdims=True))
+        return (p / p.sum(-1, keepdims=True)) @ v[i]
+    if loop is None:
+        return xp.stack([one(i) for i in range(q.shape[0])])
+    return loop(0, q.shape[0], lambda i, out: out.at[i].set(one(i)), xp.zeros_like(q))
+
+
+@pytest.mark.parametrize("looped", [True, False], ids=["fori_loop", "unrolled"])
+def test_products_of_slices_take_the_packed_kernel(looped, tmp_path):
+    """A product of slices (`q[i] @ k[i].T`) reaches matmul.py as a generic over unit loops in
+    another loop order (linalg's fusion folds the slices' reshapes into it): its unit loops are
+    dropped, its loops put in order and its transposed operand read through a copy the packing
+    folds (matmul_unfuse.py), so both products run the packed register kernel, as the batched
+    form does; no scalar product loop nest is left."""
+    q, k, v = _args(np.float64, (3, 64, 32), (3, 64, 32), (3, 64, 32))
+    loop = lax.fori_loop if looped else None
+    f = sprue.qjit(lambda q, k, v: _per_head_attention(snp, loop, q, k, v), keep_intermediate=str(tmp_path))
+    _close(f(q, k, v), _per_head_attention(np, None, q, k, v), np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert len(re.findall(r"vector\.fma .*: vector<\d+xf64>", text)) >= 2 * 4, text
+    products = [line for line in text.splitlines() if "linalg.generic" in line and '"reduction"' in line
+                and "x32xf64" in line and "x64xf64" in line]
+    assert products == [], products
+
+
+def test_heads_product_packs_the_untransposed_keys(tmp_path):
+    """`einsum('bhqd,bhkd->bhqk')`: the heads collapse into one batch dim and the packing reads k
+    as it is stored; no transposed copy of the 4-D k is made first."""
+    q, k = _args(np.float64, (2, 3, 64, 32), (2, 3, 64, 32))
+    f = sprue.qjit(lambda q, k: snp.einsum("bhqd,bhkd->bhqk", q, k), keep_intermediate=str(tmp_path))
+    _close(f(q, k), np.einsum("bhqd,bhkd->bhqk", q, k), np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert not re.search(r"memref<2x3x32x64xf64>", text), text
+    assert re.search(r"vector\.fma .*: vector<\d+xf64>", text)
