@@ -48,6 +48,12 @@ def keep_outer_loops_rolled(module: ir.Module) -> int:
     return len(outer)
 
 
+def keep_rolled(loop: ir.Operation) -> None:
+    """Marks one scf.for 'do not unroll' (a loop whose body is already wide: transpose_blocks.py's
+    8 x 8 blocks, unrolled 4 times, cost LLVM's loop strength reduction 25 ms more)."""
+    loop.attributes[_ANNOTATION] = ir.Attribute.parse(_NO_UNROLL, loop.context)
+
+
 def apply_loop_annotations(module: ir.Module) -> None:
     """On the LLVM dialect module: each branch's discardable loop annotation becomes its own. (Only
     functions of several blocks can hold a loop: a deep program's glue, a single block of calls,

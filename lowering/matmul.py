@@ -72,6 +72,7 @@ from sprue.lowering.matmul_scripts import (
 from sprue.lowering.matmul_unfuse import drop_unit_loops, name_product, order_product_loops, split_fused_operands
 from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where
 from sprue.lowering.targets import host_vector_bytes
+from sprue.lowering.transpose_blocks import lower_block_transposes
 
 MIN_FLOPS = 2 * 32 * 32 * 32
 # Cache tile caps: a KC x NC panel of B (128 KiB of f64) stays in L2 while MC rows of A stream
@@ -585,6 +586,7 @@ def tile_matmuls(module: ir.Module) -> None:
         return
     _contract_payloads(module)
     _apply(module, parts)
+    lower_block_transposes(module)
     marked: list[ir.Operation] = []
     payload: list[ir.Operation] = []
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from sprue.lowering.transpose_blocks import SIDE
+
 MARK = "sprue.matmul"
 UNPACK_COPY = "sprue.unpack_copy"
 # (parallel.py reads them: the loop's trips are independent / add into one buffer)
@@ -177,11 +179,33 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
     transform.apply_patterns to %f{ident} {{
       transform.apply_patterns.tensor.fold_tensor_empty
     }} : {ANY}
-    %b{ident}, %bl{ident}:2 = transform.structured.tile_using_for %a{ident} tile_sizes [{mr}, 1, 0, 0] : ({ANY}) -> ({ANY}, {ANY}, {ANY})
+{transpose_blocks(ident) if rhs_t else ""}    %b{ident}, %bl{ident}:2 = transform.structured.tile_using_for %a{ident} tile_sizes [{mr}, 1, 0, 0] : ({ANY}) -> ({ANY}, {ANY}, {ANY})
 {rows}{peel}    transform.apply_patterns to {scope} {{
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
     }} : {ANY}
 {tile_k}""" + VECTORIZE.format(ident=ident, sizes=sizes, loop=f"%cl{ident}")
+
+
+# The side of the square blocks a transposing packing copy moves through registers.
+TRANSPOSE_BLOCK = SIDE
+
+
+def transpose_blocks(ident: int) -> str:
+    """The packing copy of a transposed B (B (N, K) into panels (K, NR)), fused into the block loop
+    (%fz): in TRANSPOSE_BLOCK x TRANSPOSE_BLOCK blocks, each read as rows of B, transposed in
+    registers (vector.transpose, as transpose_blocks.py's shuffles) and written as rows of the
+    panel. Copied element by element, LLVM vectorized the panel's rows and gathered their lanes
+    from B a row apart."""
+    t = TRANSPOSE_BLOCK
+    # (the block's sizes, min(t, K - k), fold to t where t divides the block's static extent
+    # (scf's for-loop canonicalization): those blocks' reads and writes are unmasked)
+    return f"""    %tb{ident}, %tbl{ident}:3 = transform.structured.tile_using_for %fz{ident} tile_sizes [1, {t}, {t}] : ({ANY}) -> ({ANY}, {ANY}, {ANY}, {ANY})
+    transform.apply_patterns to %al{ident}#1 {{
+      transform.apply_patterns.scf.for_loop_canonicalization
+      transform.apply_patterns.canonicalization
+    }} : {ANY}
+    transform.structured.vectorize %tb{ident} vector_sizes [1, {t}, {t}] : {ANY}
+"""
 
 
 VECTORIZE = """    transform.structured.vectorize %c{ident}{sizes} : !transform.any_op
