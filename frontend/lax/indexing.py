@@ -472,10 +472,12 @@ def _gather_rule(operand: ShapedArray, indices: ShapedArray, *, dimension_number
     if dn.operand_batching_dims:
         raise SprueValueError("gather with operand_batching_dims is not supported yet")
     check_indices("gather", indices, len(dn.start_index_map))
-    # a window larger than its operand is an error, except in a gather of no windows at all (an
-    # empty batch reads nothing: x[::2] of an f64[n] is a gather of (n+1)//2 windows, 0 when n is 0)
+    # a window larger than its operand is an error, except in a gather of no windows (x[::2] of an
+    # f64[n] gathers (n+1)//2 windows, 0 when n is 0) and over an empty axis: every window reads
+    # nothing, zeros or the fill value, as the implementation and the lowering (x[idx] at n = 0)
     empty = any(isinstance(b, int) and b == 0 for b in indices.shape[:-1])
-    if len(slice_sizes) != operand.ndim or (not empty and any(not fits(s, d) for s, d in zip(slice_sizes, operand.shape))):
+    too_big = [not fits(s, d) and not (isinstance(d, int) and d == 0) for s, d in zip(slice_sizes, operand.shape)]
+    if len(slice_sizes) != operand.ndim or (not empty and any(too_big)):
         raise SprueValueError(f"gather: slice_sizes {tuple(format_dim(s) for s in slice_sizes)} do not fit"
                               f" {operand.str_short()}")
     for d in dn.collapsed_slice_dims:

@@ -395,7 +395,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
         step = lax.add(_d.value(d2), np.int64(1)) if isinstance(d2, DimExpr) else np.int64(d2 + 1)
         first = _d.value(start) if isinstance(start, DimExpr) else np.int64(start)
         idx = lax.add(lax.mul(lax.iota(dtypes.int64, n), step), first)
-        return as_result(_d.take_clamped(flat, len(lead), idx, pad=False))  # n is 0 when flat is empty
+        return as_result(_d.take_clamped(flat, len(lead), idx))  # n is 0 when flat is empty
     n = builtins.max(0, builtins.min(d1, d2 - k) if k >= 0 else builtins.min(d1 + k, d2))
     if n == 0:
         start = limit = 0
@@ -487,7 +487,7 @@ def _roll_dynamic(x, ax, s: int):
     n1 = lax.max(_d.value(aval(x).shape[ax]), np.int64(1))  # rem by 0 never happens; n = 0 reads nothing
     shift = lax.rem(lax.add(lax.rem(np.int64(-s), n1), n1), n1)  # (-s) mod n, in [0, n)
     idx = lax.rem(lax.add(lax.iota(dtypes.int64, aval(x).shape[ax]), shift), n1)
-    return _d.take_clamped(x, ax, idx, pad=False)
+    return _d.take_clamped(x, ax, idx)
 
 
 def _slice_axis(x, ax, start, stop):

@@ -267,7 +267,7 @@ def slice_axis(x, ax: int, s: slice):
         y = lax.bind_dynamic_slice(y, starts, tuple(L0 if i == ax else d for i, d in enumerate(shape)))
     if b.k > 1:  # every k-th element: indices iota(ceil(L0 / k)) * k, all below L0
         idx = lax.mul(lax.iota(dtypes.int64, (L0 + b.k - 1) // b.k), np.int64(b.k))
-        y = _d.take_clamped(y, ax, idx, pad=False)
+        y = _d.take_clamped(y, ax, idx)
     return y
 
 

@@ -204,8 +204,8 @@ def test_segment_sum_is_one_loop_without_edge_sized_temporaries(tmp_path, dynami
     # (counted before parallel_scatter.py adds a parallel version of each loop beside the serial one)
     (bufferized,) = [p.read_text() for p in tmp_path.glob("*.03_bufferized.mlir")]
     assert bufferized.count("scf.for") + bufferized.count("linalg.generic") <= (4 if dynamic else 3), bufferized
-    # The dynamic x[src] reads x padded by one element (sprue.numpy's guard against an empty x):
-    # the pad is read in place (a select), not copied.
+    # The dynamic x[src] reads x itself (no copy of x padded by one): sprue.numpy only wraps its
+    # negative indices and the gather clamps them once
     assert "memref.copy" not in loops, loops
 
 
@@ -241,3 +241,13 @@ def test_batched_gather_and_scatter_under_vmap(dynamic):
     np.testing.assert_allclose(nearest, np.stack([read_clipped(mat[r], k[r]) for r in range(b)]), rtol=1e-12)
     want = np.stack([apply_dropped(np.add.at, mat[r].copy(), i, pts[r] * 2.0) for r in range(b)])
     np.testing.assert_allclose(added, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [7, 1, 0])
+def test_index_array_into_a_run_time_axis_compiled(n):
+    """x[idx] with a run-time n: wrapped, clamped once by the gather, and from an x empty at run
+    time zeros (the jaxpr evaluator's value: tests/frontend/numpy/test_dynamic_numpy_jaxpr.py)."""
+    x, i = RNG.normal(size=(n, 3)), RNG.integers(-9, 9, 20)
+    got = compile_fn(lambda x, i: x[i] * 2.0, True, ({0: "n"}, {0: "m"}))(x, i)
+    want = x[np.clip(np.where(i < 0, i + n, i), 0, n - 1)] * 2.0 if n else np.zeros((20, 3))
+    np.testing.assert_array_equal(got, want)

@@ -14,6 +14,7 @@ import sprue
 import sprue.numpy as jnp
 from sprue.api.traced import trace_function
 from sprue.base.errors import SprueValueError
+from sprue.ir.core import ShapedArray
 from sprue.trace.tracing import eval_jaxpr
 from tests.helpers.jaxprs import f64, prims
 
@@ -177,6 +178,18 @@ def test_scalar_index_reads_at_most_one_element():
     np.testing.assert_array_equal(run(cj, 4, x, -1)[0], x[-1])
     with pytest.raises(SprueValueError, match="index into axis 0 of size 0"):
         run(cj, 0, np.zeros((0, 3)), 0)
+
+
+def test_an_index_array_into_a_run_time_axis_is_one_clamped_gather():
+    """x[idx] along an axis of run-time size: the indices wrapped, then one CLIP gather from x
+    itself (it clamps them; from an axis empty at run time it reads nothing and gives zeros): no
+    clamp of its own, no copy of x padded by one."""
+    cj = trace(lambda x, i: x[i], f64("n"), ShapedArray((5,), np.int64))
+    assert "pad" not in prims(cj) and "clamp" not in prims(cj) and prims(cj).count("gather") == 1
+    assert prims(cj).count("min") == 0 and prims(cj).count("max") == 0
+    x, i = np.arange(7.0), np.array([0, -1, 6, 9, -12])
+    np.testing.assert_array_equal(run(cj, 7, x, i)[0], x[np.clip(np.where(i < 0, i + 7, i), 0, 6)])
+    np.testing.assert_array_equal(run(cj, 0, np.zeros(0), i)[0], np.zeros(5))
 
 
 def test_static_index_out_of_bounds_is_a_run_time_index_error():
