@@ -8,9 +8,9 @@ one primitive's whole story: shape rule and numpy reference, the function that b
 vjp, batching and cost rules (tables in sprue.interp.ad_util); the lowering is in
 sprue.lowering.rules_structural and rules_indexing.
 
-Out-of-bounds behaviour follows `mode`: CLIP (and PROMISE_IN_BOUNDS, which sprue treats as CLIP
-so that no index ever reads outside an array) clamps each start index; FILL_OR_DROP makes gather
-return `fill_value` for windows that do not fit and makes scatter skip them."""
+Out-of-bounds behaviour follows `mode`: CLIP (and PROMISE_IN_BOUNDS, treated as CLIP: no index
+reads outside an array) clamps each start index; FILL_OR_DROP gathers `fill_value` for windows
+that do not fit and scatters skip them. A gather over an empty axis reads nothing (zeros)."""
 from __future__ import annotations
 
 import builtins
@@ -473,11 +473,10 @@ def _gather_rule(operand: ShapedArray, indices: ShapedArray, *, dimension_number
         raise SprueValueError("gather with operand_batching_dims is not supported yet")
     check_indices("gather", indices, len(dn.start_index_map))
     # a window larger than its operand is an error, except in a gather of no windows (x[::2] of an
-    # f64[n] gathers (n+1)//2 windows, 0 when n is 0) and over an empty axis: every window reads
-    # nothing, zeros or the fill value, as the implementation and the lowering (x[idx] at n = 0)
+    # f64[n] gathers (n+1)//2 windows, 0 when n is 0) and over an empty axis (x[idx] at n = 0)
     empty = any(isinstance(b, int) and b == 0 for b in indices.shape[:-1])
-    too_big = [not fits(s, d) and not (isinstance(d, int) and d == 0) for s, d in zip(slice_sizes, operand.shape)]
-    if len(slice_sizes) != operand.ndim or (not empty and any(too_big)):
+    if len(slice_sizes) != operand.ndim or (not empty and any(
+            not fits(s, d) and d != 0 for s, d in zip(slice_sizes, operand.shape))):
         raise SprueValueError(f"gather: slice_sizes {tuple(format_dim(s) for s in slice_sizes)} do not fit"
                               f" {operand.str_short()}")
     for d in dn.collapsed_slice_dims:
