@@ -51,3 +51,28 @@ def test_long_reductions_and_operands_read_once_keep_their_layout(tmp_path):
     g = sprue.qjit(lambda a, b: jnp.sum(a * b, axis=-1), keep_intermediate=str(tmp_path / "dot"))
     np.testing.assert_allclose(g(a, b), (a * b).sum(-1), rtol=1e-12)
     assert "8x500xf64" not in _bufferized(tmp_path / "dot")
+
+
+def _forces(p, mass):
+    """n-body accelerations: a long reduction over the bodies j of diff (i, j, c) * inv (i, j)."""
+    diff = p[None, :, :] - p[:, None, :]
+    r2 = jnp.sum(diff * diff, axis=-1) + 0.01
+    inv = mass[None, :] / (r2 * jnp.sqrt(r2))
+    return jnp.sum(diff * inv[:, :, None], axis=1)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "run-time sizes"])
+def test_a_long_reduction_across_rows_reads_them_transposed(dynamic, tmp_path):
+    """The forces' sum over j reads p (j, c) along j, 3 apart, for every i: p is copied once as
+    (3, n) and read contiguously (the vectorized loop gathered its lanes with a run-time n)."""
+    p, mass = RNG.standard_normal((130, 3)), RNG.uniform(0.5, 1.5, 130)
+    axes = ({0: "n"}, {0: "n"}) if dynamic else None
+    f = sprue.qjit(_forces, abstracted_axes=axes, keep_intermediate=str(tmp_path))
+    d = p[None, :, :] - p[:, None, :]
+    r2 = (d * d).sum(-1) + 0.01
+    np.testing.assert_allclose(f(p, mass), (d * (mass[None, :] / (r2 * np.sqrt(r2)))[:, :, None]).sum(1),
+                               rtol=1e-12, atol=1e-12)
+    text = _bufferized(tmp_path)
+    reduction = [line for line in text.splitlines() if "linalg.generic" in line and '"reduction"]' in line
+                 and "x3xf64>" in line.split("outs(")[1]]
+    assert reduction and re.search(rf"memref<(?:1x)?3x{'[?]' if dynamic else '130'}xf64>", reduction[-1]), reduction
