@@ -48,6 +48,7 @@ from sprue.lowering.inplace import split_shared_fills, tie_loop_outputs
 from sprue.lowering.interchange import interchange_loops
 from sprue.lowering.layouts import transpose_strided_reads
 from sprue.lowering.legalize import legalize
+from sprue.lowering.loop_facts import carried_dims, trip_facts
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError, as_operation
@@ -130,6 +131,7 @@ STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 # Python rewrites run on the module just before a stage's passes, in order.
 Rewrite = Callable[[ir.Module], None]
 _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
+    trip_facts,          # a loop's bound known positive inside it (loop_facts.py)
     partition_functions,  # big functions: parts of ~64 ops, shared by equal parts (partition.py)
     tie_loop_outputs,    # elementwise ops in loop bodies write into the carried buffers
     reuse_dying_inputs,  # ... and others into an input read for the last time (fusion.py)
@@ -162,6 +164,7 @@ _AFTER_LINALG: tuple[Rewrite, ...] = (
     duplicate_cheap_producers,  # x * scale read twice: each reader fuses its own copy
     merge_reductions_with_producers,   # softmax's exp and its row sum in one pass
     fuse_long_chains,    # chains of 64+ elementwise ops fused at once, not pair by pair (chain_fusion.py)
+    carried_dims,        # sizes of loop-carried arrays read from their initial values (loop_facts.py)
     _fuse_linalg,
 )
 # The rest of MLIR's buffer-deallocation-pipeline, for the deallocations free_fresh_buffers left.
