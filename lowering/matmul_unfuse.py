@@ -356,8 +356,13 @@ def name_product(op: ir.Operation) -> ir.Operation:
         if lead != sorted(set(lead)) or any(d >= m for d in lead):
             return op
         if last == wanted[i][::-1]:
-            with _defining_point(op.operands[i]), op.location:
-                op.operands[i] = transposed_copy(op.operands[i])
+            rank = len(dims[i])
+            source = _transposed_source(op.operands[i], rank)
+            if source is not None:     # a transposed copy read transposed: the copy's source as it is
+                op.operands[i] = source
+            else:
+                with _defining_point(op.operands[i]), op.location:
+                    op.operands[i] = transposed_copy(op.operands[i])
             dims[i] = lead + wanted[i]
             changed = True
         elif last != wanted[i]:

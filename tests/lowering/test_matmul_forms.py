@@ -242,3 +242,26 @@ def test_heads_product_packs_the_untransposed_keys(tmp_path):
     text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
     assert not re.search(r"memref<2x3x32x64xf64>", text), text
     assert re.search(r"vector\.fma .*: vector<\d+xf64>", text)
+
+
+def test_a_recurrent_step_copies_no_weights(tmp_path):
+    """An LSTM-style scan (`x @ w + h @ u` per step): linalg's fusion leaves a product reading a
+    transposed copy of u transposed; the product reads u itself (matmul_unfuse.name_product), with
+    no copy of the weights, let alone two on every step."""
+    xs, w, u, h0 = _args(np.float64, (16, 32, 32), (32, 256), (64, 256), (32, 64))
+    w, u = w * 0.1, u * 0.1
+
+    def run(xs, w, u, h0):
+        def step(h, x):
+            h = snp.tanh((x @ w + h @ u)[:, :64])
+            return h, h
+        return lax.scan(step, h0, xs)[1]
+
+    f = sprue.qjit(run, keep_intermediate=str(tmp_path))
+    ref, h = [], h0
+    for x in xs:
+        h = np.tanh((x @ w + h @ u)[:, :64])
+        ref.append(h)
+    _close(f(xs, w, u, h0), np.array(ref), np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert "affine_map<(d0, d1) -> (d1, d0)>" not in text, text
