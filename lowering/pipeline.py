@@ -136,9 +136,9 @@ _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
     tie_loop_outputs,    # elementwise ops in loop bodies write into the carried buffers
     reuse_dying_inputs,  # ... and others into an input read for the last time (fusion.py)
     merge_elementwise_chains,   # a value read by several elementwise ops: one pass (fusion.py)
-    transpose_strided_reads,   # an operand read a row apart per vector lane: a transposed copy (layouts.py)
     mark_reductions,     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls,        # blocked, vectorized matrix products (matmul.py)
+    transpose_strided_reads,   # ... in the others, an operand read a row apart per vector lane: a transposed copy (layouts.py)
     merge_accumulating_chains,  # the others' sums of products: one loop nest (fusion_sums.py)
     interchange_loops,   # the other generics: innermost loop contiguous (interchange.py)
     split_shared_fills,  # a fill per product again, after the tiling's CSE merged them (inplace.py)
