@@ -251,3 +251,20 @@ def test_index_array_into_a_run_time_axis_compiled(n):
     got = compile_fn(lambda x, i: x[i] * 2.0, True, ({0: "n"}, {0: "m"}))(x, i)
     want = x[np.clip(np.where(i < 0, i + n, i), 0, n - 1)] * 2.0 if n else np.zeros((20, 3))
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [9, 1, 0])
+def test_scatter_drops_every_index_outside_a_run_time_axis(n):
+    """The scatter loop's bounds test (0 <= i <= n - 1 as one unsigned comparison, legalize_scatter.py):
+    too large, still negative after the wrap and, into an empty x, all indices are dropped; the
+    others added."""
+    x = RNG.normal(size=n)
+    idx = np.array([0, 3, -1, -7, n, n + 5, 2 ** 40, -(2 ** 40), 8, 1])
+    v = RNG.normal(size=idx.size)
+    got = compile_fn(lambda x, i, v: x.at[i].add(v, mode="drop"), True, ({0: "n"}, {0: "m"}, {0: "m"}))(x, idx, v)
+    want = x.copy()
+    for i, u in zip(idx, v):
+        i = i + n if i < 0 else i          # (negative indices wrap first, as numpy's and JAX's)
+        if 0 <= i < n:
+            want[i] += u
+    np.testing.assert_allclose(got, want, rtol=1e-12)
