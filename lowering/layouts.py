@@ -51,13 +51,17 @@ def _strided_operands(op: ir.Operation) -> list[int]:
     found = []
     for i in range(n_ins):
         results = _results(maps[i])
-        if results[-2:] != [j, k] or len(set(results)) != len(results):
-            continue
-        others = [d for d in range(n - 2) if f"d{d}" not in results]
-        reuse = math.prod(1 if sizes[d] is None else sizes[d] for d in others)
-        if others and (reuse >= MIN_REUSE or None in (sizes[d] for d in others)):
+        if results[-2:] == [j, k] and len(set(results)) == len(results) and _read_again(results, sizes, n - 2):
             found.append(i)
     return found
+
+
+def _read_again(results: list[str], sizes: list[int | None], outer: int) -> bool:
+    """Whether an operand indexed by `results` is read whole again across the loops among the
+    first `outer` that do not index it: at least MIN_REUSE times, or a run-time number of times."""
+    others = [d for d in range(outer) if f"d{d}" not in results]
+    reuse = math.prod(1 if sizes[d] is None else sizes[d] for d in others)
+    return bool(others) and (reuse >= MIN_REUSE or None in (sizes[d] for d in others))
 
 
 def _strided_across_long_reduction(maps: list[ir.AffineMap], sizes: list[int | None], n: int,
@@ -72,12 +76,8 @@ def _strided_across_long_reduction(maps: list[ir.AffineMap], sizes: list[int | N
     found = []
     for i in range(n_ins):
         results = _results(maps[i])
-        if len(results) < 2 or results[-2] != j or results[-1] == j or len(set(results)) != len(results) \
-                or not results[-1].startswith("d"):
-            continue
-        others = [d for d in range(n - 1) if f"d{d}" not in results]
-        reuse = math.prod(1 if sizes[d] is None else sizes[d] for d in others)
-        if others and (reuse >= MIN_REUSE or None in (sizes[d] for d in others)):
+        if len(results) >= 2 and results[-2] == j and results[-1] != j and len(set(results)) == len(results) \
+                and results[-1].startswith("d") and _read_again(results, sizes, n - 1):
             found.append(i)
     return found
 
