@@ -284,13 +284,24 @@ def _set_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
     op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
 
 
+def _accumulates_products(op: ir.Operation) -> bool:
+    """Whether a generic's payload adds to its (one) output something that a multiplication
+    computes: a product, its operands maybe fused into it."""
+    block = op.regions[0].blocks[0]
+    body = [o.operation for o in block.operations]
+    last = body[-1].operands[0] if body and len(body[-1].operands) == 1 else None
+    add = None if last is None or isinstance(last.owner, ir.Block) else as_operation(last.owner)
+    return add is not None and add.name == "arith.addf" and block.arguments[len(block.arguments) - 1] in list(add.operands) \
+        and any(o.name == "arith.mulf" for o in body)
+
+
 def order_product_loops(op: ir.Operation) -> None:
-    """A contraction generic over one reduction loop whose loops are in another order than its
-    result's (the unit dims linalg-fold-unit-extent-dims folds out of a product of slices, `q[i] @
-    k[i].T` in a loop, leave (m, k, n) or (k, m, n) orders): its loops renumbered into the result's
-    order, the reduction last, the order _generic_batch and split_fused_operands read. One reduction
-    loop: each result element still accumulates along k in order, so nothing else changes."""
-    if op.name != "linalg.generic" or len(op.results) != 1:
+    """A product generic over one reduction loop whose loops are in another order than its
+    result's (a product of slices, `q[i] @ k[i].T` in a loop, with its unit loops dropped leaves
+    (m, k, n) or (k, m, n) orders): its loops renumbered into the result's order, the reduction
+    last, the order _generic_batch and split_fused_operands read. One reduction loop: each result
+    element still accumulates along k in order, so nothing else changes."""
+    if op.name != "linalg.generic" or len(op.results) != 1 or not _accumulates_products(op):
         return
     kinds = _kinds(op)
     if kinds.count("reduction") != 1 or len(kinds) < 3:
