@@ -9,6 +9,7 @@ import pytest
 import sprue
 import sprue.numpy as snp
 from sprue import lax
+from sprue.lowering.targets import host_vector_bytes
 
 RNG = np.random.default_rng(13)
 
@@ -267,3 +268,18 @@ def test_a_recurrent_step_copies_no_weights(tmp_path):
     _close(f(xs, w, u, h0), np.array(ref), np.float64)
     text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
     assert "affine_map<(d0, d1) -> (d1, d0)>" not in text, text
+
+
+@pytest.mark.parametrize("m", [32, 60])
+def test_small_products_on_avx512_hold_8_rows_of_2_vectors(m, tmp_path):
+    """The unpacked kernel (a small product, 64 rows or fewer) on AVX-512: 8 rows of 2 vectors of C
+    in registers where 8 divides the rows, else the 4 x 4-vector tile; the host's tile elsewhere."""
+    a, b = _args(np.float64, (m, 64), (64, 256))
+    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path))
+    _close(f(a, b), a @ b, np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    tiles = set(re.findall(r"iter_args\(.*\) -> \(vector<(\d+)x(\d+)xf64>\)", text))
+    if host_vector_bytes() == 64:
+        assert tiles == ({("8", "16")} if m % 8 == 0 else {("4", "32")}), tiles
+    else:
+        assert tiles and all(int(c) * 8 <= 2 * host_vector_bytes() for _, c in tiles), tiles
