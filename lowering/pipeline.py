@@ -56,6 +56,7 @@ from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split
 from sprue.lowering.parallel import call_parallel_bodies, parallelize_loops
 from sprue.lowering.parallel_scatter import parallelize_scatters
 from sprue.lowering.partition import partition_functions, partition_stablehlo
+from sprue.lowering.transpose_blocks import block_transposing_copies
 from sprue.lowering.vector_math import call_libm
 
 dialects.load()   # before any op is read: see sprue.lowering.dialects
@@ -139,6 +140,7 @@ _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
     mark_reductions,     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls,        # blocked, vectorized matrix products (matmul.py)
     transpose_strided_reads,   # ... in the others, an operand read a row apart per vector lane: a transposed copy (layouts.py)
+    block_transposing_copies,  # transposing copies through 8 x 8 blocks in registers (transpose_blocks.py)
     merge_accumulating_chains,  # the others' sums of products: one loop nest (fusion_sums.py)
     interchange_loops,   # the other generics: innermost loop contiguous (interchange.py)
     split_shared_fills,  # a fill per product again, after the tiling's CSE merged them (inplace.py)

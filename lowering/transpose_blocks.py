@@ -8,14 +8,19 @@ element moves (eltwise); LLVM makes good code of both, but its loop strength red
 the textbook network of 24 shuffles of two row vectors (unpack pairs of rows, then pairs of pairs
 at two and four lanes; Intel's optimization manual's 8 x 8 transpose, BLIS's packing kernels):
 each one x86 instruction (vunpcklpd/vunpckhpd, vshuff64x2/vpermt2pd), every value a plain vector.
+Every other transposing copy with static sizes takes the same blocks (block_transposing_copies:
+`x.T` as an array, f64, one core: 2048^2 24.7 -> 6.6 ms, 512^2 0.43 -> 0.16 ms, numpy's copy 36.5
+and 0.50 ms).
 The loop around a block stays rolled: LLVM unrolled it (four blocks of a 32-column panel), and its
 loop strength reduction then weighed 64 addresses at once (that 25 ms more).
 """
 from __future__ import annotations
 
 from torch_mlir import ir
+from torch_mlir.dialects.transform import interpreter
 
 from sprue.lowering.loop_hints import keep_rolled
+from sprue.lowering.matmul_operands import is_transpose
 from sprue.lowering.mlir_util import ops_where
 
 SIDE = 8
@@ -89,4 +94,58 @@ def lower_block_transposes(module: ir.Module) -> None:
             _rewrite(op)
 
 
-__all__ = ["SIDE", "lower_block_transposes"]
+# Copies of fewer elements stay LLVM's (a block loop costs compile time; a small copy, little).
+MIN_COPY = 64 * 64
+_MARK = "sprue.block_transpose"
+_ANY = "!transform.any_op"
+
+
+def _blockable(op: ir.Operation) -> bool:
+    """A transposing copy (of a matrix, or of each matrix of a batch) with static sizes whose last
+    two dims SIDE divides, big enough (MIN_COPY)."""
+    batch = len(op.operands) == 2 and ir.RankedTensorType(op.operands[1].type).rank == 3
+    if not is_transpose(op, batch):
+        return False
+    t = ir.RankedTensorType(op.operands[1].type)
+    shape = list(t.shape)
+    return t.has_static_shape and shape[-1] % SIDE == 0 and shape[-2] % SIDE == 0 \
+        and shape[-1] * shape[-2] >= MIN_COPY
+
+
+def block_transposing_copies(module: ir.Module) -> None:
+    """Every transposing copy (`x.T` kept as an array, layouts.py's and matmul_unfuse.py's copies,
+    an unpacked product's transposed operand) moves SIDE x SIDE blocks through registers: tiled
+    (transform.structured.tile_using_for), vectorized (its read a transposed transfer, i.e. a
+    vector.transpose) and the transposes lowered to the shuffle network (module doc). Copied element
+    by element, LLVM vectorized the output rows and gathered their lanes a row apart."""
+    found = [op for op in ops_where(module.operation, lambda o: o.name == "linalg.generic") if _blockable(op)]
+    if not found:
+        return
+    i64 = ir.IntegerType.get_signless(64, module.context)
+    parts = []
+    for n, op in enumerate(found):
+        op.attributes[_MARK] = ir.IntegerAttr.get(i64, n)
+        sizes = [SIDE, SIDE] if ir.RankedTensorType(op.operands[1].type).rank == 2 else [1, SIDE, SIDE]
+        loops = len([s for s in sizes if s])
+        types = ", ".join([_ANY] * (loops + 1))
+        parts.append(f"""
+    %t{n} = transform.structured.match ops{{["linalg.generic"]}} attributes{{{_MARK} = {n} : i64}} in %root : ({_ANY}) -> {_ANY}
+    %b{n}, %l{n}:{loops} = transform.structured.tile_using_for %t{n} tile_sizes {sizes} : ({_ANY}) -> ({types})
+    transform.structured.vectorize %b{n} : {_ANY}""")
+    script = ir.Module.parse(f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{{''.join(parts)}
+    %fs = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
+    transform.apply_patterns to %fs {{
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : {_ANY}
+    transform.yield
+  }}
+}}""", module.context)
+    entry = next(o for o in script.body.operations if "sym_name" in o.operation.attributes)
+    interpreter.apply_named_sequence(module.operation, entry, script)
+    lower_block_transposes(module)
+
+
+__all__ = ["SIDE", "block_transposing_copies", "lower_block_transposes"]

@@ -8,6 +8,7 @@ import pytest
 from torch_mlir import ir
 
 import sprue
+import sprue.numpy as jnp
 from sprue.lowering import pipeline
 from sprue.lowering.transpose_blocks import lower_block_transposes
 
@@ -59,3 +60,16 @@ def test_transposed_b_of_every_block_alignment(dtype):
         got = sprue.qjit(lambda a, b: a @ b.T)(a, b)
         tol = 1e-4 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(got, a.astype(np.float64) @ b.T.astype(np.float64), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("shape, blocked", [((256, 512), True), ((4, 64, 128), True), ((100, 60), False),
+                                            ((256, 500), False)], ids=["matrix", "batch", "small", "odd"])
+def test_a_transposing_copy_moves_blocks_through_registers(shape, blocked, tmp_path):
+    """x.T kept as an array (a transposing copy): with static sizes that 8 divides, from 64 x 64
+    elements, tiled into 8 x 8 blocks transposed in registers (block_transposing_copies); other
+    copies stay element by element. numpy's values either way."""
+    x = np.random.default_rng(3).standard_normal(shape)
+    f = sprue.qjit(lambda x: jnp.swapaxes(x, -1, -2), keep_intermediate=str(tmp_path))
+    np.testing.assert_array_equal(f(x), np.swapaxes(x, -1, -2))
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert bool(re.search(r"vector\.shuffle %\S+, %\S+ \[0, 8, 2, 10, 4, 12, 6, 14\]", text)) == blocked, text
