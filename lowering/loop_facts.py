@@ -24,27 +24,16 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from sprue.lowering.mlir_util import as_operation, ops_where, tensor_dim
+from sprue.lowering.fusion import _n_outs
+from sprue.lowering.mlir_util import as_operation, constant_int, ops_where, tensor_dim
 
 # How many producers a size is followed through (a loop body's chain of ops).
 _MAX_STEPS = 64
 
 
-def _constant(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    op = as_operation(owner)
-    if op.name != "arith.constant" or not isinstance(op.attributes["value"], ir.IntegerAttr):
-        return None
-    return ir.IntegerAttr(op.attributes["value"]).value
-
-
 def _n_inits(op: ir.Operation) -> int:
     """The number of destination (init) operands of a destination-passing op, 0 for others."""
-    if op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
-        return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[-1]
-    return 0
+    return _n_outs(op) if op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes else 0
 
 
 def _loop_preserves(loop: ir.Operation, index: int, axis: int) -> bool:
@@ -88,7 +77,7 @@ def _size_of(value: ir.Value, axis: int, targets: tuple[ir.Value, ...], target_a
             if isinstance(size.owner, ir.Block) or as_operation(size.owner).name != "tensor.dim":
                 return False
             dim_op = as_operation(size.owner)
-            c = _constant(dim_op.operands[1])
+            c = constant_int(dim_op.operands[1])
             if c is None:
                 return False
             value, axis = dim_op.operands[0], c
@@ -109,7 +98,7 @@ def carried_dims(module: ir.Module) -> None:
                 user = as_operation(use.owner)
                 if user.name != "tensor.dim" or use.operand_number != 0:
                     continue
-                axis = _constant(user.operands[1])
+                axis = constant_int(user.operands[1])
                 if axis is None or not ir.RankedTensorType(carried.type).is_dynamic_dim(axis) \
                         or not _loop_preserves(loop, index, axis):
                     continue
@@ -123,7 +112,7 @@ def _is_bound_minus_one(value: ir.Value, upper: ir.Value) -> bool:
     if isinstance(owner, ir.Block):
         return False
     op = as_operation(owner)
-    return op.name == "arith.subi" and op.operands[0] == upper and _constant(op.operands[1]) == 1
+    return op.name == "arith.subi" and op.operands[0] == upper and constant_int(op.operands[1]) == 1
 
 
 def trip_facts(module: ir.Module) -> None:
@@ -131,15 +120,15 @@ def trip_facts(module: ir.Module) -> None:
     (module doc), and the clamps of %i into the loop's range, max(%i, k) for k <= c and
     min(%i, ub - 1), -> %i (a scan reading row %i of its input)."""
     for loop in ops_where(module.operation, lambda op: op.name == "scf.for"):
-        lower, upper = _constant(loop.operands[0]), loop.operands[1]
+        lower, upper = constant_int(loop.operands[0]), loop.operands[1]
         if lower is None or lower < 0:
             continue
-        step, top = _constant(loop.operands[2]), _constant(upper)
+        step, top = constant_int(loop.operands[2]), constant_int(upper)
         iv = loop.regions[0].blocks[0].arguments[0]
         for op in ops_where(loop, lambda o: o.name in ("arith.minsi", "arith.maxsi")):
             a, b = op.operands
             for this, other in ((a, b), (b, a)):
-                k = _constant(other)
+                k = constant_int(other)
                 if op.name == "arith.minsi" and this == upper and k is not None and k <= lower + 1:
                     op.results[0].replace_all_uses_with(other)
                 elif this == iv and (op.name == "arith.maxsi" and k is not None and k <= lower or

@@ -210,6 +210,16 @@ def const(t: ir.Type, v: int | float) -> ir.Value:
     return arith.ConstantOp(t, ir.IntegerAttr.get(t, int(v))).result
 
 
+def constant_int(v: ir.Value) -> int | None:
+    """The value of an integer (or index) arith.constant, None for any other value."""
+    if isinstance(v.owner, ir.Block):
+        return None
+    op = as_operation(v.owner)
+    if op.name != "arith.constant" or not isinstance(op.attributes["value"], ir.IntegerAttr):
+        return None
+    return ir.IntegerAttr(op.attributes["value"]).value
+
+
 def tensor_dim(v: ir.Value, axis: int) -> ir.Value:
     """The run-time size of a tensor's axis (tensor.dim)."""
     return tensor.DimOp(v, index(axis)).result

@@ -48,6 +48,7 @@ from sprue.lowering.matmul_scripts import PARALLEL_LOOP, PARALLEL_SUM
 from sprue.lowering.mlir_util import (
     as_operation,
     captures,
+    constant_int,
     index,
     is_inside,
     load,
@@ -453,15 +454,9 @@ def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: lis
         op.erase()
 
 
-def _constant_index(v: ir.Value) -> int | None:
-    if isinstance(v.owner, ir.Block) or as_operation(v.owner).name != "arith.constant":
-        return None
-    return ir.IntegerAttr(as_operation(v.owner).attributes["value"]).value
-
-
 def static_trips(loop: ir.Operation) -> int | None:
     """The trip count of an scf.for whose bounds and step are constants (None otherwise)."""
-    lb, ub, step = (_constant_index(v) for v in list(loop.operands)[:3])
+    lb, ub, step = (constant_int(v) for v in list(loop.operands)[:3])
     return -(-(ub - lb) // step) if None not in (lb, ub, step) and step else None
 
 
@@ -498,7 +493,7 @@ def _loop_plan(loop: ir.Operation) -> tuple[int | None, int, ir.Value | None] | 
     mark = _mark(loop)
     if mark is None or len(loop.results):
         return None
-    step = _constant_index(loop.operands[2])
+    step = constant_int(loop.operands[2])
     work = ir.IntegerAttr(loop.attributes[mark]).value
     grain = max(1, -(-CHUNK_FLOPS // max(work, 1)))
     private = _private_buffers(loop, captures([loop])[0])
