@@ -31,7 +31,7 @@ import re
 
 from torch_mlir import ir
 
-from sprue.lowering.fusion import _extents
+from sprue.lowering.fusion import _copy_payload, _extents
 from sprue.lowering.layouts import transposed_copy
 from sprue.lowering.matmul_operands import PLAIN_MAPS
 from sprue.lowering.mlir_util import as_operation, tensor_dim
@@ -482,13 +482,9 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
                         "operandSegmentSizes": op.attributes["operandSegmentSizes"]})
         block = op.regions[0].blocks[0]
         new_block = generic.regions[0].blocks.append(*[a.type for a in block.arguments])
-        mapping = dict(zip(block.arguments, new_block.arguments))
         with ir.InsertionPoint(new_block):
-            for inner in block.operations:
-                copy = inner.operation.clone()
-                for j, v in enumerate(copy.operands):
-                    copy.operands[j] = mapping.get(v, v)
-                mapping.update(zip(inner.results, copy.results))
+            yielded = _copy_payload(op, dict(zip(block.arguments, new_block.arguments)), ir.InsertionPoint(new_block))
+            ir.Operation.create("linalg.yield", operands=yielded)
         out_t = ir.RankedTensorType(types[-1])
         result = generic.results[0]
         if len(kept_axes[-1]) != out_t.rank:
