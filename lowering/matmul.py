@@ -49,7 +49,6 @@ import re
 
 from torch_mlir import ir, passmanager
 from torch_mlir.dialects import arith, scf, tensor
-from torch_mlir.dialects.transform import interpreter
 
 from sprue.lowering.inplace import fold_whole_slices
 from sprue.lowering.matmul_operands import (
@@ -63,11 +62,11 @@ from sprue.lowering.matmul_scripts import (
     ANY,
     MARK,
     UNPACK_COPY,
+    apply_scripts,
     peel_script,
     script_matvec,
     script_one,
     script_packed,
-    wrap_scripts,
 )
 from sprue.lowering.matmul_unfuse import drop_unit_loops, name_product, order_product_loops, split_fused_operands
 from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where
@@ -353,13 +352,6 @@ def _drop_unpack_copies(module: ir.Module) -> None:
         op.erase()
 
 
-def _apply(module: ir.Module, parts: list[str]) -> None:
-    """Runs the scripts `parts` (one named sequence, wrap_scripts) on `module`."""
-    script = ir.Module.parse(wrap_scripts(parts), module.context)
-    entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
-    interpreter.apply_named_sequence(module.operation, entry, script)
-
-
 def _float_itemsize(op: ir.Operation) -> int | None:
     types = {str(ir.RankedTensorType(v.type).element_type) for v in op.operands}
     return {frozenset({"f64"}): 8, frozenset({"f32"}): 4}.get(frozenset(types))
@@ -524,7 +516,7 @@ def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Oper
     if not parts:
         return found
     kinds = {op.name for op in found}    # (the split ones are gone after the script)
-    _apply(module, parts)
+    apply_scripts(module, parts)
     # the whole blocks' sizes fold to constants, and their products take the static types
     passmanager.PassManager.parse("builtin.module(canonicalize)", module.context).run(module.operation)
     found = ops_where(module.operation, lambda op: op.name in kinds)
@@ -594,7 +586,7 @@ def tile_matmuls(module: ir.Module) -> None:
     if plans == _FIRST_IDENT:
         return
     _contract_payloads(module)
-    _apply(module, parts)
+    apply_scripts(module, parts)
     lower_block_transposes(module)
     marked: list[ir.Operation] = []
     payload: list[ir.Operation] = []

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-from sprue.lowering.transpose_blocks import SIDE
+from torch_mlir import ir
+from torch_mlir.dialects.transform import interpreter
 
 MARK = "sprue.matmul"
 UNPACK_COPY = "sprue.unpack_copy"
@@ -186,8 +187,9 @@ def script_packed(ident: int, cache: list[int], reg: list[int], last_rows: int, 
 {tile_k}""" + VECTORIZE.format(ident=ident, sizes=sizes, loop=f"%cl{ident}")
 
 
-# The side of the square blocks a transposing packing copy moves through registers.
-TRANSPOSE_BLOCK = SIDE
+# The side of the square blocks a transposing copy moves through registers (transpose_blocks.py's
+# shuffle network is for this side).
+TRANSPOSE_BLOCK = 8
 
 
 def transpose_blocks(ident: int) -> str:
@@ -288,6 +290,14 @@ def wrap_scripts(parts: list[str]) -> str:
     transform.yield
   }}
 }}"""
+
+
+def apply_scripts(module: ir.Module, parts: list[str]) -> None:
+    """Runs the script parts (transform ops on handles of their own) as one named sequence
+    (wrap_scripts) on `module`."""
+    script = ir.Module.parse(wrap_scripts(parts), module.context)
+    entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
+    interpreter.apply_named_sequence(module.operation, entry, script)
 
 
 def script_matvec(ident: int) -> str:

@@ -17,13 +17,13 @@ loop strength reduction then weighed 64 addresses at once (that 25 ms more).
 from __future__ import annotations
 
 from torch_mlir import ir
-from torch_mlir.dialects.transform import interpreter
 
 from sprue.lowering.loop_hints import keep_rolled
 from sprue.lowering.matmul_operands import is_transpose
+from sprue.lowering.matmul_scripts import ANY, TRANSPOSE_BLOCK, apply_scripts, tile_line
 from sprue.lowering.mlir_util import ops_where
 
-SIDE = 8
+SIDE = TRANSPOSE_BLOCK
 # Round r pairs vectors 2^r apart, at a granularity of 2^r lanes: (lo mask, hi mask) over the
 # 16 lanes of the two sources.
 _ROUNDS = [
@@ -97,7 +97,6 @@ def lower_block_transposes(module: ir.Module) -> None:
 # Copies of fewer elements stay LLVM's (a block loop costs compile time; a small copy, little).
 MIN_COPY = 64 * 64
 _MARK = "sprue.block_transpose"
-_ANY = "!transform.any_op"
 
 
 def _blockable(op: ir.Operation) -> bool:
@@ -126,25 +125,18 @@ def block_transposing_copies(module: ir.Module) -> None:
     for n, op in enumerate(found):
         op.attributes[_MARK] = ir.IntegerAttr.get(i64, n)
         sizes = [SIDE, SIDE] if ir.RankedTensorType(op.operands[1].type).rank == 2 else [1, SIDE, SIDE]
-        loops = len([s for s in sizes if s])
-        types = ", ".join([_ANY] * (loops + 1))
+        tile, _ = tile_line(f"%t{n}", sizes, f"b{n}")
         parts.append(f"""
-    %t{n} = transform.structured.match ops{{["linalg.generic"]}} attributes{{{_MARK} = {n} : i64}} in %root : ({_ANY}) -> {_ANY}
-    %b{n}, %l{n}:{loops} = transform.structured.tile_using_for %t{n} tile_sizes {sizes} : ({_ANY}) -> ({types})
-    transform.structured.vectorize %b{n} : {_ANY}""")
-    script = ir.Module.parse(f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{{''.join(parts)}
-    %fs = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
+    %t{n} = transform.structured.match ops{{["linalg.generic"]}} attributes{{{_MARK} = {n} : i64}} in %root : ({ANY}) -> {ANY}
+{tile}    transform.structured.vectorize %b{n} : {ANY}""")
+    parts.append(f"""
+    %fs = transform.structured.match ops{{["func.func"]}} in %root : ({ANY}) -> {ANY}
     transform.apply_patterns to %fs {{
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization
-    }} : {_ANY}
-    transform.yield
-  }}
-}}""", module.context)
-    entry = next(o for o in script.body.operations if "sym_name" in o.operation.attributes)
-    interpreter.apply_named_sequence(module.operation, entry, script)
+    }} : {ANY}""")
+    apply_scripts(module, parts)
     lower_block_transposes(module)
 
 
