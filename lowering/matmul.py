@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 
 from torch_mlir import ir, passmanager
 from torch_mlir.dialects import arith, scf, tensor
@@ -68,7 +67,13 @@ from sprue.lowering.matmul_scripts import (
     script_one,
     script_packed,
 )
-from sprue.lowering.matmul_unfuse import drop_unit_loops, name_product, order_product_loops, split_fused_operands
+from sprue.lowering.matmul_unfuse import (
+    drop_unit_loops,
+    iterator_kinds,
+    name_product,
+    order_product_loops,
+    split_fused_operands,
+)
 from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where
 from sprue.lowering.targets import host_vector_bytes
 from sprue.lowering.transpose_blocks import lower_block_transposes
@@ -383,7 +388,7 @@ def _generic_batch(op: ir.Operation) -> int | None:
     loops (m, n, k): lhs (batch..., m, k), rhs (batch..., k, n), each with any subset of the batch
     dims, out (batch..., m, n); None for any other generic. linalg-fuse-elementwise-ops makes these
     out of a canonical dot and the reshapes around it (a vmapped matmul, two batch dims)."""
-    kinds = re.findall(r"parallel|reduction", str(op.attributes["iterator_types"]))
+    kinds = iterator_kinds(op)
     loops = len(kinds)
     if loops < 3 or kinds[-1] != "reduction" or "reduction" in kinds[:-1] or len(op.operands) != 3:
         return None

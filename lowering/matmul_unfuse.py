@@ -37,6 +37,11 @@ from sprue.lowering.matmul_operands import PLAIN_MAPS
 from sprue.lowering.mlir_util import as_operation, tensor_dim
 
 
+def iterator_kinds(op: ir.Operation) -> list[str]:
+    """A linalg op's iterator types, "parallel" or "reduction" per loop."""
+    return re.findall(r"parallel|reduction", str(op.attributes["iterator_types"]))
+
+
 def _inner_op(v: ir.Value, block: ir.Block) -> ir.Operation | None:
     """The op of `block` defining `v` (None for a block argument or a value from outside)."""
     if isinstance(v.owner, ir.Block):
@@ -149,7 +154,7 @@ def split_fused_operands(op: ir.Operation) -> ir.Operation:
     computed sides and a plain product of them (module doc); `op` itself for anything else."""
     if op.name != "linalg.generic" or len(op.results) != 1:
         return op
-    kinds = re.findall(r"parallel|reduction", str(op.attributes["iterator_types"]))
+    kinds = iterator_kinds(op)
     loops = len(kinds)
     if loops < 3 or kinds[-1] != "reduction" or "reduction" in kinds[:-1]:
         return op
@@ -276,10 +281,6 @@ def collapse_batch_dims(op: ir.Operation, batch: int) -> ir.Operation:
 
 
 
-def _kinds(op: ir.Operation) -> list[str]:
-    return re.findall(r"parallel|reduction", str(op.attributes["iterator_types"]))
-
-
 def _set_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
     op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
 
@@ -303,7 +304,7 @@ def order_product_loops(op: ir.Operation) -> None:
     element still accumulates along k in order, so nothing else changes."""
     if op.name != "linalg.generic" or len(op.results) != 1 or not _accumulates_products(op):
         return
-    kinds = _kinds(op)
+    kinds = iterator_kinds(op)
     if kinds.count("reduction") != 1 or len(kinds) < 3:
         return
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
@@ -351,7 +352,7 @@ def name_product(op: ir.Operation) -> ir.Operation:
     batch loops. `op` itself (its maps maybe changed) or the named product."""
     if op.name != "linalg.generic" or len(op.operands) != 3 or not _is_multiply_add(op):
         return op
-    kinds = _kinds(op)
+    kinds = iterator_kinds(op)
     loops = len(kinds)
     if loops < 3 or kinds[-1] != "reduction" or "reduction" in kinds[:-1]:
         return op
@@ -438,7 +439,7 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
     changes."""
     if op.name != "linalg.generic" or len(op.results) != 1 or len(op.regions[0].blocks) != 1:
         return op
-    kinds = _kinds(op)
+    kinds = iterator_kinds(op)
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     types = [v.type for v in op.operands]
     if not all(isinstance(t, ir.RankedTensorType) for t in types):
@@ -498,4 +499,4 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
     return generic
 
 
-__all__ = ["collapse_batch_dims", "drop_unit_loops", "name_product", "order_product_loops", "split_fused_operands"]
+__all__ = ["collapse_batch_dims", "drop_unit_loops", "iterator_kinds", "name_product", "order_product_loops", "split_fused_operands"]

@@ -387,9 +387,8 @@ def take_clamped(x, axis: int, idx):
     """x[..., idx, ...] along axis with idx an i64[r] tracer, each index clamped into the axis.
     Never reads outside x: a clamped gather from an axis that is empty at run time reads nothing and
     gives zeros (sprue.lax's gather, its lowering alike), so only a static 0 is padded by one zero
-    element, for the shape rule. Padding
-    a run-time axis too cost every read a test against the padding (a PageRank step's gather of
-    x[src] with a run-time n: 2x the static version's time)."""
+    element, for the shape rule. Padding a run-time axis too cost every read a test against the
+    padding (a PageRank step's gather of x[src] with a run-time n: 2x the static version's time)."""
     shape = aval(x).shape
     n = shape[axis]
     if isinstance(n, int) and n == 0:  # (a static 0 costs nothing to pad)
