@@ -350,8 +350,18 @@ def _guard_packing(op: ir.Operation, nr: int) -> tuple[ir.Operation, ir.Operatio
 def _drop_unpack_copies(module: ir.Module) -> None:
     """lower_unpack ends in a linalg.copy of the unpacked view into a fresh tensor: one more pass
     over the result and one more buffer. Its users take the view itself (bufferization still copies
-    it where a function returns it and its layout is not the identity)."""
-    found = ops_where(module.operation, lambda op: UNPACK_COPY in op.attributes)
+    it where a function returns it and its layout is not the identity). The canonicalization in
+    the scripts recreates some of the copies it annotated, without the annotation: a copy of a
+    collapsed view into a fresh tensor is such a copy too (the padded rows' copies back, the
+    only other linalg.copy ops here, write into C's slices)."""
+    def unpack_copy(op: ir.Operation) -> bool:
+        if op.name != "linalg.copy":
+            return False
+        source, dest = op.operands[0], op.operands[1]
+        return UNPACK_COPY in op.attributes or all(
+            isinstance(v, ir.OpResult) and as_operation(v.owner).name == name
+            for v, name in ((source, "tensor.collapse_shape"), (dest, "tensor.empty")))
+    found = ops_where(module.operation, unpack_copy)
     for op in found:
         op.results[0].replace_all_uses_with(op.operands[0])
         op.erase()

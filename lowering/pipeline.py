@@ -31,6 +31,7 @@ from sprue.base.timing import step
 from sprue.lowering import dialects
 from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.approximations import expand_tanh
+from sprue.lowering.batch_fusion import fuse_batches
 from sprue.lowering.chain_fusion import fuse_long_chains
 from sprue.lowering.deallocation import free_fresh_buffers
 from sprue.lowering.entry_arguments import read_entry_arguments
@@ -134,6 +135,7 @@ Rewrite = Callable[[ir.Module], None]
 _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
     trip_facts,          # a loop's bound known positive inside it (loop_facts.py)
     partition_functions,  # big functions: parts of ~64 ops, shared by equal parts (partition.py)
+    fuse_batches,        # chains over one batch (attention): a loop over its elements (batch_fusion.py)
     tie_loop_outputs,    # elementwise ops in loop bodies write into the carried buffers
     reuse_dying_inputs,  # ... and others into an input read for the last time (fusion.py)
     merge_elementwise_chains,   # a value read by several elementwise ops: one pass (fusion.py)
