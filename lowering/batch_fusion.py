@@ -32,14 +32,15 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, scf
 
 from sprue.lowering.fusion import _copy_payload, _maps, _n_outs
-from sprue.lowering.matmul_scripts import PARALLEL_LOOP
+from sprue.lowering.matmul_scripts import PACK_ROWS_GUESS, PARALLEL_LOOP
 from sprue.lowering.matmul_unfuse import _accumulates_products, _multiply_add, _reassociation_attr, iterator_kinds
 from sprue.lowering.mlir_util import as_operation, index, ops_where, tensor_dim
 
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
-# One batch element's intermediates must fit in a core's L2 (Zen 4/5: 1 MB; Intel since Ice Lake:
-# 1.25-2 MB) for the chain to gain; larger, the ops run over the whole batch as they did.
-_TRIP_BYTES = 1 << 20
+# One batch element's intermediates must stay in a core's caches for the chain to gain; larger, the
+# ops run over the whole batch as they did. Measured on Zen 5 (1 MB of L2): attention's 8 x 256 x
+# 256 scores, 1.03 MB of intermediates an element, 1.80-2.08 ms at one core unfused, 1.65-1.69 fused.
+_TRIP_BYTES = 4 << 20
 
 
 class _Unfusable(Exception):
@@ -380,8 +381,8 @@ class _Element:
 
 
 def _trip_flops(members: list[ir.Operation], k: int) -> int:
-    """One batch element's floating-point operations (a product's multiply-add two), its static
-    loops only."""
+    """One batch element's floating-point operations (a product's multiply-add two); a run-time
+    size counts as PACK_ROWS_GUESS, as the batch loops of products do (matmul_scripts.py)."""
     flops = 0
     for m in members:
         if m.name == "linalg.generic":
@@ -393,7 +394,8 @@ def _trip_flops(members: list[ir.Operation], k: int) -> int:
                     e = e.maybe_downcast()
                     if t is not None and isinstance(e, ir.AffineDimExpr) and not t.is_dynamic_dim(axis):
                         sizes[e.position] = t.shape[axis]
-            flops += (2 if _is_product(m) else 1) * math.prod(sizes.get(d, 1) for d in range(k, maps[0].n_dims))
+            flops += (2 if _is_product(m) else 1) * math.prod(sizes.get(d, PACK_ROWS_GUESS)
+                                                             for d in range(k, maps[0].n_dims))
     return flops
 
 

@@ -497,7 +497,7 @@ def _loop_plan(loop: ir.Operation) -> tuple[int | None, int, ir.Value | None] | 
     work = ir.IntegerAttr(loop.attributes[mark]).value
     grain = max(1, -(-CHUNK_FLOPS // max(work, 1)))
     private = _private_buffers(loop, captures([loop])[0])
-    if not step or private is None:
+    if not step:
         return None
     total = static_trips(loop)
     if total is not None and (total < 2 or total * work < PARALLEL_MIN_FLOPS):
@@ -518,11 +518,10 @@ def _loop_only(v: ir.Value, loop: ir.Operation) -> bool:
     return all(u.name == "memref.dealloc" or is_inside(u, loop) for u in (as_operation(x.owner) for x in v.uses))
 
 
-def _private_buffers(loop: ir.Operation, captured: list[ir.Value]) -> list[ir.Value] | None:
-    """The loop-only buffers (_loop_only) of `loop`: each chunk allocates its own. None if one has
-    run-time sizes (not copied yet: the loop stays serial rather than share it)."""
-    private = [v for v in captured if _loop_only(v, loop)]
-    return None if any(len(as_operation(v.owner).operands) for v in private) else private
+def _private_buffers(loop: ir.Operation, captured: list[ir.Value]) -> list[ir.Value]:
+    """The loop-only buffers (_loop_only) of `loop`: each chunk allocates its own (with run-time
+    sizes, from the sizes the caller passes)."""
+    return [v for v in captured if _loop_only(v, loop)]
 
 
 def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.Value | None, module: ir.Module,
@@ -533,10 +532,15 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
     number of trips (on the pool from PARALLEL_MIN_FLOPS, else the loop as it was, with its
     buffers), the partial sums allocated behind the guard."""
     captured, _ = captures([loop])
-    private = _private_buffers(loop, captured) or []   # (not None: _loop_plan)
+    private = _private_buffers(loop, captured)
     copied = [v for v in captured if v in private or (not isinstance(v.owner, ir.Block)
                                                       and as_operation(v.owner).name in ("arith.constant", "ub.poison"))]
     params = [v for v in captured if v not in copied and (target is None or v != target)]
+    # (the run-time sizes of private buffers: constants are copied like the others')
+    for size in (x for v in private for x in as_operation(v.owner).operands):
+        if size not in params and size not in copied:
+            (copied if not isinstance(size.owner, ir.Block) and as_operation(size.owner).name == "arith.constant"
+             else params).append(size)
     lb, step = loop.operands[0], loop.operands[2]
     mark = _mark(loop)
     with loop.location, ir.InsertionPoint(loop):
@@ -564,8 +568,11 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
         fn, entry = _chunk_function(module, name, params)
         with ir.InsertionPoint(entry):
             mapping = dict(zip(params, list(entry.arguments)[3:]))
-            for v in copied:
-                mapping[v] = as_operation(v.owner).clone().results[0]
+            for v in sorted(copied, key=lambda v: v in private):   # (constants first: buffers' sizes)
+                clone = as_operation(v.owner).clone()
+                for i, x in enumerate(clone.operands):
+                    clone.operands[i] = mapping[x]
+                mapping[v] = clone.results[0]
             if target is not None:   # this chunk's sum, from the identity (-0.0 + x is x)
                 mapping[target] = mine = memref.AllocOp(ir.MemRefType(target.type), [], []).result
                 zero = arith.ConstantOp(ir.MemRefType(target.type).element_type, -0.0).result

@@ -299,3 +299,20 @@ def test_batched_products_with_run_time_sizes_split_their_batch_elements(tmp_pat
     got = _same_bits_each_thread_count(f, q, k)
     np.testing.assert_allclose(got, np.einsum("bhqd,bhkd->bhqk", q, k), rtol=1e-12)
     assert re.search(r"call @__sprue_par_\d+\(%c0, %c32, ", next(tmp_path.glob("*.04_loops.mlir")).read_text())
+
+
+def test_chains_run_per_batch_element_on_the_pool_with_run_time_sizes(tmp_path):
+    """Attention's products and softmax, one loop over the heads (batch_fusion.py) with a run-time
+    length: the loop's buffers have run-time sizes, and each chunk allocates its own; the loop goes
+    to the pool with the same bits for any number of threads."""
+    def heads(q, k, v, xp):
+        s = xp.einsum("bhqd,bhkd->bhqk", q, k) * 0.125
+        e = xp.exp(s - s.max(axis=-1, keepdims=True))
+        return xp.einsum("bhqk,bhkd->bhqd", e / e.sum(axis=-1, keepdims=True), v)
+    f = sprue.qjit(lambda q, k, v: heads(q, k, v, jnp), abstracted_axes=({2: "t"}, {2: "t"}, {2: "t"}),
+                   keep_intermediate=str(tmp_path))
+    q, k, v = (RNG.random((4, 8, 96, 64)) for _ in range(3))
+    got = _same_bits_each_thread_count(f, q, k, v)
+    np.testing.assert_allclose(got, heads(q, k, v, np), rtol=1e-12)
+    # one call for the whole chain, over the 32 heads
+    assert [n for _, n, _ in _parallel_calls(tmp_path)] == [32]
