@@ -384,6 +384,9 @@ def plan_masked(m: int | None, n: int | None, k: int | None, itemsize: int = 8) 
     `vectorize ... vector_sizes`), as IREE's CPU pipeline does for dynamic shapes."""
     rows, cols = _register_tiles(itemsize)
     mr, nr = next(r for r in rows if r <= 4), cols[0]     # 6 rows measured slower with partial tiles
+    lanes = _vector_bytes() // itemsize
+    if _vector_bytes() == 64 and n is not None and n % (2 * lanes) == 0 and (m is None or m >= 8):
+        mr, nr = 8, 2 * lanes     # (plan's unpacked AVX-512 tile, for run-time rows too)
     if n is not None and n < nr:
         nr = next((c for c in reversed(cols) if c >= n), cols[-1])
     if m is not None and m < mr:

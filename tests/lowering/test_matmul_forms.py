@@ -270,6 +270,33 @@ def test_a_recurrent_step_copies_no_weights(tmp_path):
     assert "affine_map<(d0, d1) -> (d1, d0)>" not in text, text
 
 
+def test_recurrent_products_with_run_time_rows_hold_8_rows_of_2_vectors(tmp_path):
+    """A scan's `h @ u` with a run-time batch (the LSTM's): the masked unpacked kernel (u fixed
+    across the loop is not packed) takes the same 8 x 2-vector tile on AVX-512, its last row tile
+    masked; numpy's results at batches 8 does and does not divide."""
+    def run(xs, u, h0):
+        def step(h, x):
+            h = snp.tanh(x + h @ u)
+            return h, h
+        return lax.scan(step, h0, xs)[1]
+    f = sprue.qjit(run, abstracted_axes=({1: "b"}, None, {0: "b"}), keep_intermediate=str(tmp_path))
+    for b in (32, 13, 3, 1):
+        xs, u, h0 = _args(np.float64, (5, b, 256), (256, 256), (b, 256))
+        u = u * 0.05
+        ref, h = [], h0
+        for x in xs:
+            h = np.tanh(x + h @ u)
+            ref.append(h)
+        _close(f(xs, u, h0), np.array(ref), np.float64)
+    assert f.compile_count == 1
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    tiles = set(re.findall(r"iter_args\(.*\) -> \(vector<(\d+)x(\d+)xf64>\)", text))
+    if host_vector_bytes() == 64:
+        assert tiles == {("8", "16")}, tiles
+    else:
+        assert tiles and all(int(c) * 8 <= 2 * host_vector_bytes() for _, c in tiles), tiles
+
+
 @pytest.mark.parametrize("m", [32, 60])
 def test_small_products_on_avx512_hold_8_rows_of_2_vectors(m, tmp_path):
     """The unpacked kernel (a small product, 64 rows or fewer) on AVX-512: 8 rows of 2 vectors of C
