@@ -303,6 +303,15 @@ def _empty(t: ir.RankedTensorType, sizes: list[ir.Value]) -> ir.Value:
     return ir.Operation.create("tensor.empty", results=[t], operands=dynamic).result
 
 
+def _fill(value: ir.Value, init: ir.Value) -> ir.Value:
+    fill = ir.Operation.create("linalg.fill", results=[init.type], operands=[value, init], regions=1,
+                               attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+    body = fill.regions[0].blocks.append(value.type, ir.RankedTensorType(init.type).element_type)
+    with ir.InsertionPoint(body):
+        ir.Operation.create("linalg.yield", operands=[body.arguments[0]])
+    return fill.results[0]
+
+
 def _drop_axes(t: ir.Type, k: int) -> ir.RankedTensorType:
     rt = ir.RankedTensorType(t)
     return ir.RankedTensorType.get(list(rt.shape[k:]), rt.element_type)
@@ -316,9 +325,34 @@ class _Element:
         self.inside, self.k, self.ivs, self.sizes = set(members), k, ivs, sizes
         self.mapping: dict[ir.Value, ir.Value] = {}
         self.sliced: dict[ir.Value, ir.Value] = {}
+        self.destinations: dict[tuple[ir.Operation, int], tuple[ir.Value, ir.Value | None]] = {}
+
+    def write_into(self, result: ir.Value, whole: ir.Value) -> None:
+        """A product's result read after the group is computed in its slice of `whole` (the loop's
+        carried tensor): its init, fresh or a fill of a fresh tensor, becomes that slice (filled).
+        (Its packed result, a collapse_shape of the packed layout, is not traced back to an empty
+        by eliminate-empty-tensors: it was copied into the slice. Elementwise results are, and
+        reuse_dying_inputs may write them over an input instead.)"""
+        op = as_operation(result.owner) if isinstance(result, ir.OpResult) else None
+        if op is None or op.name != "linalg.generic" or not _is_product(op):
+            return
+        number = len(op.operands) - 1
+        init = op.operands[number]
+        fill = as_operation(init.owner) if isinstance(init, ir.OpResult) else None
+        if _fresh(init):
+            self.destinations[(op, number)] = (whole, None)
+        elif fill is not None and fill.name == "linalg.fill" and fill in self.inside and _fresh(fill.operands[1]):
+            # (a fill CSE made one for two products of a shape: this product gets one of its own)
+            self.destinations[(op, number)] = (whole, fill.operands[0])
 
     def operand(self, member: ir.Operation, number: int) -> ir.Value:
         v = member.operands[number]
+        if (member, number) in self.destinations:
+            whole, value = self.destinations[(member, number)]
+            part = _slice(whole, self.ivs, self.sizes[v][self.k:])
+            if value is None:
+                return part
+            return _fill(value, part)
         if v in self.mapping:
             return self.mapping[v]
         per_element = _read_per_element(member, number, self.k)
@@ -336,12 +370,7 @@ class _Element:
         if op.name == "linalg.generic":
             new = self._generic(op, operands)
         elif op.name == "linalg.fill":
-            new = ir.Operation.create("linalg.fill", results=[operands[1].type], operands=operands, regions=1,
-                                      attributes={"operandSegmentSizes": op.attributes["operandSegmentSizes"]})
-            block = op.regions[0].blocks[0]
-            body = new.regions[0].blocks.append(*[a.type for a in block.arguments])
-            with ir.InsertionPoint(body):
-                ir.Operation.create("linalg.yield", operands=[body.arguments[0]])
+            new = as_operation(_fill(*operands).owner)
         else:
             groups = [[a - self.k for a in g] for g in _reassociation(op)[self.k:]]
             t = _drop_axes(op.results[0].type, self.k)
@@ -422,6 +451,8 @@ def _fuse(members: list[ir.Operation], k: int, outputs: list[ir.Value]) -> None:
                 rest = arith.DivUIOp(rest, s).result
             ivs.insert(0, rest)
             element = _Element(members, k, ivs, sizes)
+            for r, whole in zip(outputs, loop.inner_iter_args):
+                element.write_into(r, whole)
             for m in members:
                 element.clone(m)
             scf.YieldOp([_insert(element.mapping[r], whole, ivs, sizes[r][k:])

@@ -352,15 +352,15 @@ def _drop_unpack_copies(module: ir.Module) -> None:
     over the result and one more buffer. Its users take the view itself (bufferization still copies
     it where a function returns it and its layout is not the identity). The canonicalization in
     the scripts recreates some of the copies it annotated, without the annotation: a copy of a
-    collapsed view into a fresh tensor is such a copy too (the padded rows' copies back, the
-    only other linalg.copy ops here, write into C's slices)."""
+    collapsed view into a fresh tensor, or into a slice (batch_fusion.py's destinations), is such
+    a copy too (the padded rows' copies back, the only other linalg.copy ops here, copy slices)."""
     def unpack_copy(op: ir.Operation) -> bool:
         if op.name != "linalg.copy":
             return False
         source, dest = op.operands[0], op.operands[1]
         return UNPACK_COPY in op.attributes or all(
-            isinstance(v, ir.OpResult) and as_operation(v.owner).name == name
-            for v, name in ((source, "tensor.collapse_shape"), (dest, "tensor.empty")))
+            isinstance(v, ir.OpResult) and as_operation(v.owner).name in names
+            for v, names in ((source, ("tensor.collapse_shape",)), (dest, ("tensor.empty", "tensor.extract_slice"))))
     found = ops_where(module.operation, unpack_copy)
     for op in found:
         op.results[0].replace_all_uses_with(op.operands[0])
