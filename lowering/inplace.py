@@ -415,7 +415,10 @@ def _writers(value: ir.Value) -> list[tuple[ir.Operation, int]]:
     return [(owner, use.operand_number) for use in value.uses
             for owner in [as_operation(use.owner)]
             if "operandSegmentSizes" in owner.attributes and _writes(owner, use.operand_number)
-            or owner.name == "scf.for" and use.operand_number >= 3]   # a tiled product's init
+            or owner.name == "scf.for" and use.operand_number >= 3     # a tiled product's init
+            # (a packing transpose's block, one empty for every product's after CSE: shared, a
+            # parallel loop's chunks would all pack into one buffer)
+            or owner.name in ("linalg.transpose", "linalg.broadcast") and use.operand_number == 1]
 
 
 def _written_into(value: ir.Value, target: ir.Value) -> bool:

@@ -68,6 +68,7 @@ from sprue.lowering.matmul_scripts import (
     script_packed,
 )
 from sprue.lowering.matmul_unfuse import (
+    collapse_contraction_dims,
     drop_unit_loops,
     iterator_kinds,
     name_product,
@@ -565,10 +566,10 @@ def tile_matmuls(module: ir.Module) -> None:
         if forms_enabled() else {"linalg.matmul"}
     found = ops_where(module.operation, lambda op: op.name in kinds)
     if forms_enabled():
-        found = [drop_unit_loops(op) for op in found]
+        found = [collapse_contraction_dims(drop_unit_loops(op)) for op in found]
         for op in found:
             order_product_loops(op)
-        found = [name_product(split_fused_operands(op)) for op in found]
+        found = [name_product(collapse_contraction_dims(split_fused_operands(op))) for op in found]
         fold_lhs_transposes(found)
         found = _split_columns(module, found)
     plans, parts, matvecs = _FIRST_IDENT, [], set()

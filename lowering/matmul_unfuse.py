@@ -188,10 +188,12 @@ def split_fused_operands(op: ir.Operation) -> ir.Operation:
         sides.reverse()
         if n in sides[0][3] or m in sides[1][3]:
             return op
-    (xv, xin, xops, _), (yv, yin, yops, _) = sides
+    (xv, xin, xops, x_used), (yv, yin, yops, y_used) = sides
     k = loops - 1
-    lhs_space = list(range(m)) + [m, k]           # A (batch..., m, k), B (batch..., k, n): _generic_batch's
-    rhs_space = list(range(m)) + [k, n]
+    # A (batch..., m, k), B (batch..., k, n): _generic_batch's, each with the batch loops it reads
+    # (a layer norm fused into `x @ w` for a batch of sequences: w is not copied for every sequence)
+    lhs_space = [d for d in range(m) if d in x_used] + [m, k]
+    rhs_space = [d for d in range(m) if d in y_used] + [k, n]
     with ir.InsertionPoint(op), op.location:
         operands, new_maps = [], []
         for v, inputs, ops, space in ((xv, xin, xops, lhs_space), (yv, yin, yops, rhs_space)):
@@ -279,6 +281,137 @@ def collapse_batch_dims(op: ir.Operation, batch: int) -> ir.Operation:
     return product
 
 
+
+
+def _permuted_copy(value: ir.Value, perm: list[int]) -> ir.Value:
+    """A copy of `value` whose axis j is its axis perm[j] (a transposing generic)."""
+    t = ir.RankedTensorType(value.type)
+    shape = [t.shape[a] for a in perm]
+    dynamic = [tensor_dim(value, a) for a in perm if t.is_dynamic_dim(a)]
+    result_t = ir.RankedTensorType.get(shape, t.element_type)
+    init = ir.Operation.create("tensor.empty", results=[result_t], operands=dynamic).results[0]
+    read = [ir.AffineExpr.get_dim(perm.index(a)) for a in range(t.rank)]
+    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    copy = ir.Operation.create("linalg.generic", results=[result_t], operands=[value, init], regions=1, attributes={
+        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get(t.rank, 0, read)),
+                                           ir.AffineMapAttr.get(ir.AffineMap.get_identity(t.rank))]),
+        "iterator_types": ir.ArrayAttr.get([parallel] * t.rank),
+        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+    block = copy.regions[0].blocks.append(t.element_type, t.element_type)
+    with ir.InsertionPoint(block):
+        ir.Operation.create("linalg.yield", operands=[block.arguments[0]])
+    return copy.results[0]
+
+
+def _fill(value: ir.Value, init: ir.Value) -> ir.Value:
+    fill = ir.Operation.create("linalg.fill", results=[init.type], operands=[value, init], regions=1,
+                               attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+    body = fill.regions[0].blocks.append(value.type, ir.RankedTensorType(init.type).element_type)
+    with ir.InsertionPoint(body):
+        ir.Operation.create("linalg.yield", operands=[body.arguments[0]])
+    return fill.results[0]
+
+
+def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
+    t = ir.RankedTensorType(value.type)
+    if all(len(g) == 1 for g in groups):
+        return value
+    dyn = ir.ShapedType.get_dynamic_size()
+    shape = [dyn if any(t.is_dynamic_dim(a) for a in g) else math.prod(t.shape[a] for a in g) for g in groups]
+    return ir.Operation.create("tensor.collapse_shape", results=[ir.RankedTensorType.get(shape, t.element_type)],
+                               operands=[value], attributes={"reassociation": _reassociation_attr(groups)}).results[0]
+
+
+def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
+    """A product generic (out + a * b) over several row, column or reduction loops: `(h @ wq)
+    .reshape(b, t, heads, d)` reaches here as one generic over (b, t, heads, k, d), its rows (b, t)
+    and columns (heads, d) each two loops, and `(a.transpose(0, 2, 1, 3).reshape(b, t, n) @ wo`
+    reduces over (heads, d). No kernel takes those (they ran as scalar loops: a transformer block
+    1.8x JAX); IREE collapses such contraction dims. Here each kind of loop -- rows (in a and the
+    result), columns (in b and the result), reductions (in a and b), besides batch loops in all
+    three -- becomes one loop: the operands reshaped (tensor.collapse_shape) where a kind's axes
+    are adjacent in them, a and b first copied into (batch, rows, reductions) and (batch,
+    reductions, columns) order where they are not; the result's must be, in (batch, rows,
+    columns) order. `op` itself where nothing changes or the form differs."""
+    if op.name != "linalg.generic" or len(op.operands) != 3 or not _is_multiply_add(op):
+        return op
+    init = op.operands[2]
+    if isinstance(init.owner, ir.Block) or as_operation(init.owner).name != "linalg.fill" or any(
+            u.owner.name == "linalg.generic" and u.operand_number == 2 for u in op.results[0].uses):
+        return op     # (a convolution's taps add into one another: fusion_sums.py merges them)
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    dims = [_dims(m) for m in maps]
+    if any(d is None or len(d) != len(m.results) for d, m in zip(dims, maps)):
+        return op
+    kinds = iterator_kinds(op)
+    a, b, c = (set(d) for d in dims)
+    batch, rows, cols, red = a & b & c, (a & c) - b, (b & c) - a, (a & b) - c
+    if a | b | c != batch | rows | cols | red or not rows or not cols or not red or \
+            any(kinds[d] != "reduction" for d in red) or any(kinds[d] != "parallel" for d in batch | rows | cols):
+        return op
+    nb = len(batch)
+    out = dims[2]
+    order_b, order_m, order_n = out[:nb], out[nb:nb + len(rows)], out[nb + len(rows):]
+    if set(order_b) != batch or set(order_m) != rows or set(order_n) != cols:
+        return op
+    order_k = [d for d in dims[0] if d in red]
+
+    def grouped(ds: list[int], first: list[int], second: list[int]) -> list[int]:
+        """`ds`'s batch loops first, then its two groups in the order `ds` has them (name_product
+        takes a stored transpose of a whole operand as it is)."""
+        ahead = ds.index(first[0]) < ds.index(second[0])
+        return order_b + (first + second if ahead else second + first)
+    wanted = (grouped(dims[0], order_m, order_k), grouped(dims[1], order_k, order_n), out)
+    if max(len(rows), len(cols), len(red)) < 2 and dims[0] == wanted[0] and dims[1] == wanted[1]:
+        return op     # (one loop of each kind, the batch loops leading: name_product's form)
+    def group_sizes(w: list[int], one: set[int], other: set[int]) -> list[int]:
+        first, second = (one, other) if w[nb] in one else (other, one)
+        return [1] * nb + [len(first), len(second)]
+    kinds_of = [group_sizes(wanted[0], rows, red), group_sizes(wanted[1], red, cols), group_sizes(wanted[2], rows, cols)]
+    with ir.InsertionPoint(op), op.location:
+        operands = []
+        for i, v in enumerate(op.operands):
+            if dims[i] != wanted[i]:
+                with _defining_point(v), op.location:   # (a loop's fixed weights: copied once)
+                    v = _permuted_copy(v, [dims[i].index(d) for d in wanted[i]])
+            groups, start = [], 0
+            for n in kinds_of[i]:
+                groups.append(list(range(start, start + n)))
+                start += n
+            operands.append((_collapse(v, groups), groups))
+        # C: a fill of its own (the original fill may be CSE's one for several products, which
+        # inplace.split_shared_fills tells apart only where products read it directly)
+        c, groups = operands[2]
+        if c is not op.operands[2]:
+            ct = ir.RankedTensorType(c.type)
+            empty = ir.Operation.create("tensor.empty", results=[ct], operands=[
+                tensor_dim(c, d) for d in range(ct.rank) if ct.is_dynamic_dim(d)]).results[0]
+            operands[2] = (_fill(as_operation(op.operands[2].owner).operands[0], empty), groups)
+        loops = nb + 3
+        m, n, k = nb, nb + 1, nb + 2
+        pairs = [[m, k] if wanted[0][nb] in rows else [k, m], [k, n] if wanted[1][nb] in red else [n, k], [m, n]]
+        new_maps = [ir.AffineMap.get(loops, 0, [ir.AffineExpr.get_dim(d) for d in list(range(nb)) + pair])
+                    for pair in pairs]
+        parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+        reduction = ir.Attribute.parse("#linalg.iterator_type<reduction>")
+        product = ir.Operation.create(
+            "linalg.generic", results=[operands[2][0].type], operands=[v for v, _ in operands], regions=1,
+            attributes={"indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(mp) for mp in new_maps]),
+                        "iterator_types": ir.ArrayAttr.get([parallel] * (loops - 1) + [reduction]),
+                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1])})
+        elem = ir.RankedTensorType(op.results[0].type).element_type
+        _multiply_add(product.regions[0], elem)
+        result = product.results[0]
+        out_t = ir.RankedTensorType(op.results[0].type)
+        if result.type != out_t:
+            dynamic = [tensor_dim(op.operands[2], d) for d in range(out_t.rank) if out_t.is_dynamic_dim(d)]
+            result = ir.Operation.create(
+                "tensor.expand_shape", results=[out_t], operands=[result, *dynamic],
+                attributes={"reassociation": _reassociation_attr(operands[2][1]),
+                            "static_output_shape": ir.DenseI64ArrayAttr.get(list(out_t.shape))}).results[0]
+    op.results[0].replace_all_uses_with(result)
+    op.erase()
+    return product
 
 
 def _set_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
@@ -499,4 +632,4 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
     return generic
 
 
-__all__ = ["collapse_batch_dims", "drop_unit_loops", "iterator_kinds", "name_product", "order_product_loops", "split_fused_operands"]
+__all__ = ["collapse_batch_dims", "collapse_contraction_dims", "drop_unit_loops", "iterator_kinds", "name_product", "order_product_loops", "split_fused_operands"]
