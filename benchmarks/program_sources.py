@@ -77,6 +77,52 @@ def _heads_flops(q, k, v):
     return 4 * b * h * t * t * d + 5 * b * h * t * t
 
 
+# -- 1c. causal attention (an iota mask) and a transformer block -------------------------------------
+def causal_attention(m, q, k, v):
+    t = q.shape[1]
+    i = m.np.arange(t)
+    s = m.np.where(i[:, None] >= i[None, :], q @ m.np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1]), -1e30)
+    return _softmax_last(m, s) @ v
+
+
+def _causal_args(scale):
+    return _attention_args(scale)
+
+
+def _layer_norm(m, x, g, b):
+    mu = m.np.mean(x, axis=-1, keepdims=True)
+    return (x - mu) / m.np.sqrt(m.np.mean((x - mu) ** 2, axis=-1, keepdims=True) + 1e-5) * g + b
+
+
+def block(m, x, wq, wk, wv, wo, w1, w2, g, b):
+    """Pre-norm transformer block, 4 heads: projections split into heads, attention per head, the
+    heads merged back into the output projection, a tanh-GELU MLP, two residuals."""
+    bt, t, d = x.shape
+    heads = 4
+
+    def split(y):
+        return y.reshape(bt, t, heads, d // heads).transpose(0, 2, 1, 3)
+    h = _layer_norm(m, x, g, b)
+    q, k, v = split(h @ wq), split(h @ wk), split(h @ wv)
+    p = _softmax_last(m, q @ m.np.swapaxes(k, -1, -2) / math.sqrt(d // heads))
+    x = x + (p @ v).transpose(0, 2, 1, 3).reshape(bt, t, d) @ wo
+    u = _layer_norm(m, x, g, b) @ w1
+    return x + 0.5 * u * (1 + m.np.tanh(0.7978845608 * (u + 0.044715 * u ** 3))) @ w2
+
+
+def _block_args(scale):
+    bt, t, d = (4, 128, 128) if scale == "full" else (2, 8, 16)
+    r = _rng(5)
+    s = 1 / math.sqrt(d)
+    return (r.standard_normal((bt, t, d)),) + tuple(s * r.standard_normal((d, d)) for _ in range(4)) + \
+        (s * r.standard_normal((d, 4 * d)), 0.5 * s * r.standard_normal((4 * d, d)), np.ones(d), np.zeros(d))
+
+
+def _block_flops(x, *w):
+    bt, t, d = x.shape
+    return 2 * bt * t * d * d * 12 + 4 * bt * t * t * d
+
+
 # -- 2. LSTM over a sequence (scan) --------------------------------------------------------------
 def _sigmoid(m, x):
     return 1.0 / (1.0 + m.np.exp(-x))
@@ -550,6 +596,10 @@ PROGRAMS = [
             ({0: "b", 1: "t"}, {0: "b", 1: "t"}, {0: "b", 1: "t"}), _attention_flops),
     Program("heads", "multi-head attention 4x8 heads x128x64 (einsum on 4-D)", heads, _heads_args,
             ({2: "t"}, {2: "t"}, {2: "t"}), _heads_flops),
+    Program("causal", "causal attention 8x256x64 (iota mask, -1e30 where masked)", causal_attention, _causal_args,
+            ({0: "b"}, {0: "b"}, {0: "b"}), _attention_flops),
+    Program("block", "transformer block 4x128x128: layernorm, 4 heads, output projection, GELU MLP", block,
+            _block_args, ({0: "b", 1: "t"},) + (None,) * 8, _block_flops),
     Program("lstm", "LSTM, 64 steps of lax.scan (batch 32, 32 in, 64 hidden)", lstm, _lstm_args,
             ({0: "t", 1: "b"}, None, None, None, {0: "b"}, {0: "b"}), _lstm_flops),
     Program("mlp_train", "MLP training, 10 grad steps in fori_loop (512x64, 128 hidden, 10 classes)",

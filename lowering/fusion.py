@@ -312,9 +312,10 @@ def _is_broadcast(op: ir.Operation) -> bool:
     return len(body) == 1 and list(body[0].operands) == [block.arguments[0]] and len(dims) < amap.n_dims
 
 
-def _duplicable(defs: _Defs, op: ir.Operation) -> bool:
+def _duplicable(defs: _Defs, op: ir.Operation, users: dict[ir.Value, list[ir.Operation]]) -> bool:
     """Cheap, and reading only values that stay materialized anyway (arguments, products, reductions,
-    expensive elementwise ops) or broadcasts (scalar or not). Without that rule duplication would cascade up a
+    expensive elementwise ops), broadcasts (scalar or not), or cheap ops only it reads (a causal
+    mask's comparison, read by its `where` alone). Without that rule duplication would cascade up a
     chain of cheap ops: in `x ^ (x >> 16)` repeated, each level reads its input twice, and cloning
     every level recomputes the chain 2^depth times (a hash-based RNG ran 3x slower)."""
     if not _is_cheap_elementwise(op):
@@ -323,7 +324,8 @@ def _duplicable(defs: _Defs, op: ir.Operation) -> bool:
         return True
     for i in range(len(op.operands) - _n_outs(op)):
         d = defs.get(op.operands[i])
-        if d is not None and _is_cheap_elementwise(d) and not _is_scalar_broadcast(d) and not _is_broadcast(d):
+        if d is not None and _is_cheap_elementwise(d) and not _is_scalar_broadcast(d) and not _is_broadcast(d) \
+                and set(users.get(op.operands[i], [])) != {op}:
             return False
     return True
 
@@ -358,7 +360,7 @@ def duplicate_cheap_producers(module: ir.Module) -> int:
     made = 0
     # consumers first: a clone's own operands gain readers (the broadcast scale of `x * scale`)
     for op in reversed(defs.ops):
-        if not _duplicable(defs, op):
+        if not _duplicable(defs, op, users):
             continue
         readers = list(dict.fromkeys(users.get(op.results[0], [])))
         if not 1 < len(readers) <= MAX_CLONES or \

@@ -291,3 +291,22 @@ def test_producer_read_before_the_reduction_is_not_merged(tmp_path):
     a, b = sprue.qjit(f)(x)
     np.testing.assert_allclose(a, e[:, 0] * 2 + e.sum(1), rtol=1e-12)
     np.testing.assert_allclose(b, e * 3, rtol=1e-12)
+
+
+def test_a_causal_mask_is_recomputed_by_its_readers(tmp_path):
+    """`where(i >= j, s, -1e30)` read by the row max and by the exp: the where and the comparison
+    only it reads are cheap, so each reader recomputes them (duplicate_cheap_producers): no masked
+    copy of the scores."""
+    rng = np.random.default_rng(12)
+    q, k = rng.standard_normal((2, 40, 16)), rng.standard_normal((2, 40, 16))
+
+    def f(q, k, xp):
+        i = xp.arange(40)
+        s = xp.where(i[:, None] >= i[None, :], q @ xp.swapaxes(k, -1, -2), -1e30)
+        e = xp.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    got = sprue.qjit(lambda q, k: f(q, k, snp), keep_intermediate=str(tmp_path))(q, k)
+    np.testing.assert_allclose(got, f(q, k, np), rtol=1e-12, atol=1e-300)
+    bufferized = _stage(tmp_path, "bufferized")
+    assert _allocs_of_shape(bufferized, "2x40x40") == 1       # (the result)
+    assert _allocs_of_shape(bufferized, "40x40") == 1         # (one element's scores)
