@@ -132,7 +132,8 @@ def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
 
 
 def lower_dynamic_reshape(op: ir.Operation) -> None:
-    """A reshape that only adds or drops unit dims (a scan's row `1 x ?` <-> `?`) is a view
+    """A reshape that only adds or drops unit dims (a scan's row `1 x ?` <-> `?`; with several
+    run-time sizes, one the jaxpr's shapes mark so: rules_structural.UNIT_RESHAPE) is a view
     (rank-reducing extract_slice / expand_shape, as the upstream pass makes views of static
     reshapes); any other is a
     tensor.reshape by the shape operand, which bufferization turns into a copy of a
@@ -140,7 +141,8 @@ def lower_dynamic_reshape(op: ir.Operation) -> None:
     memref.copy into a fresh buffer, on every trip of a scan)."""
     x, result = op.operands[0], tensor_type(op.results[0])
     with ir.InsertionPoint(op), op.location:
-        if _is_unit_reshape(tensor_type(x).shape, result.shape):
+        if _is_unit_reshape(tensor_type(x).shape, result.shape) or (
+                "sprue.unit_reshape" in op.attributes and _core(tensor_type(x).shape) == _core(result.shape)):
             new = _as_unit_reshape(x, result)
         else:
             new = tensor.ReshapeOp(result, x, op.operands[1]).result

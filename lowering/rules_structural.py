@@ -14,6 +14,7 @@ legalize_dynamic.py before the pass pipeline.
 from __future__ import annotations
 
 import numpy as np
+from torch_mlir import ir
 
 from sprue import lax
 from sprue.ir.core import Eqn, Literal
@@ -51,10 +52,29 @@ def _broadcast_in_dim(ctx: LoweringContext, eqn: Eqn, x: Value, *sizes: Value) -
     return [broadcast_in_dim(x, shape, eqn.params["broadcast_dimensions"])]
 
 
+# A reshape whose sizes other than 1 are its operand's, in order (keepdims' `(b, t) -> (b, t, 1)`,
+# a squeeze): with two or more run-time sizes legalize_dynamic.py cannot tell that from the shape
+# operand, and made a tensor.reshape, which no fusion looks through (attention with a run-time
+# batch and length ran its softmax over the whole batch, not per element: batch_fusion.py). The
+# jaxpr's shapes say it: the op is marked, and becomes a view.
+UNIT_RESHAPE = "sprue.unit_reshape"
+
+
 def _reshape(ctx: LoweringContext, eqn: Eqn, x: Value, *sizes: Value) -> list[Value]:
     if sizes:  # reshape with run-time sizes
-        return [reshape(x, ctx.param_sizes(eqn.params["new_sizes"], sizes))]
-    return [reshape(x, ctx.sizes(eqn.outvars[0].aval.shape))]  # squeeze, or reshape to a DimExpr shape
+        out = reshape(x, ctx.param_sizes(eqn.params["new_sizes"], sizes))
+    else:      # squeeze, or reshape to a DimExpr shape
+        out = reshape(x, ctx.sizes(eqn.outvars[0].aval.shape))
+    before, after = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+    owner = out.owner if isinstance(out, ir.OpResult) else None
+    if owner is not None and owner.name == "stablehlo.dynamic_reshape" and \
+            [d for d in before if not _is_one(d)] == [d for d in after if not _is_one(d)]:
+        owner.attributes[UNIT_RESHAPE] = ir.UnitAttr.get()
+    return [out]
+
+
+def _is_one(d) -> bool:
+    return isinstance(d, (int, np.integer)) and d == 1
 
 
 def _transpose(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:

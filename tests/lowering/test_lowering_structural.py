@@ -108,3 +108,17 @@ def test_a_concatenate_along_an_outer_axis_stays_one_fused_pass(tmp_path):
     a, b = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(2, 4)
     np.testing.assert_allclose(f(a, b), np.concatenate([a, b]) * 3.0)
     assert stage_text(tmp_path, "loops").count("scf.for") == 2     # one nest: branch per row, vectorized rows
+
+
+def test_keepdims_with_run_time_sizes_is_a_view(tmp_path):
+    """`x.max(-1, keepdims=True)` over two run-time sizes: the reshape adds a unit dim to the
+    reduction's (b, t), which the jaxpr's shapes say and the shape operand does not: a view
+    (expand_shape), not a tensor.reshape that no fusion looks through (rules_structural.UNIT_RESHAPE)."""
+    f = sprue.qjit(lambda x: x - x.max(-1, keepdims=True) + x[:, :, :1].squeeze(-1)[:, :, None],
+                   abstracted_axes=({0: "b", 1: "t"},), keep_intermediate=str(tmp_path))
+    for shape in [(2, 3, 5), (4, 1, 7), (1, 6, 2)]:
+        x = np.random.default_rng(3).standard_normal(shape)
+        np.testing.assert_allclose(f(x), x - x.max(-1, keepdims=True) + x[:, :, :1], rtol=1e-15)
+    legalized = next(tmp_path.glob("*.01_legalized.mlir")).read_text()
+    assert "tensor.reshape" not in legalized and "dynamic_reshape" not in legalized, legalized
+    assert "tensor.expand_shape" in legalized
