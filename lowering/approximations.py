@@ -106,27 +106,25 @@ def _exp(x: ir.Value) -> ir.Value:
     return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), x, y)
 
 
-def expand_exp(module: ir.Module) -> None:
-    """Every scalar f32/f64 math.exp becomes the arithmetic above."""
-    found = ops_where(module.operation,
-                      lambda op: op.name == "math.exp" and str(op.results[0].type) in ("f32", "f64"))
+def _expand(module: ir.Module, name: str, build) -> None:
+    """Every scalar f32/f64 `name` op becomes `build`'s arithmetic (before the llvm stage's
+    vectorization, like math-polynomial-approximation, which MLIR has for f32 only)."""
+    found = ops_where(module.operation, lambda op: op.name == name and str(op.results[0].type) in ("f32", "f64"))
     for op in found:
         with ir.InsertionPoint(op), op.location:
-            value = _exp(op.operands[0])
+            value = build(op.operands[0])
         op.results[0].replace_all_uses_with(value)
         op.erase()
+
+
+def expand_exp(module: ir.Module) -> None:
+    """Every scalar f32/f64 math.exp becomes the arithmetic above."""
+    _expand(module, "math.exp", _exp)
 
 
 def expand_tanh(module: ir.Module) -> None:
-    """Every scalar f32/f64 math.tanh becomes the arithmetic above (before the llvm stage's
-    vectorization, like math-polynomial-approximation, which MLIR has for f32 only)."""
-    found = ops_where(module.operation,
-                      lambda op: op.name == "math.tanh" and str(op.results[0].type) in ("f32", "f64"))
-    for op in found:
-        with ir.InsertionPoint(op), op.location:
-            value = _tanh(op.operands[0])
-        op.results[0].replace_all_uses_with(value)
-        op.erase()
+    """Every scalar f32/f64 math.tanh becomes the arithmetic above."""
+    _expand(module, "math.tanh", _tanh)
 
 
 __all__ = ["expand_exp", "expand_tanh"]

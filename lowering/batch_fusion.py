@@ -31,10 +31,10 @@ import math
 from torch_mlir import ir
 from torch_mlir.dialects import arith, scf
 
-from sprue.lowering.fusion import _copy_payload, _maps, _n_outs
+from sprue.lowering.fusion import _maps, _n_outs, generic_like
 from sprue.lowering.matmul_scripts import PACK_ROWS_GUESS, PARALLEL_LOOP
 from sprue.lowering.matmul_unfuse import _accumulates_products, _multiply_add, _reassociation_attr, iterator_kinds
-from sprue.lowering.mlir_util import as_operation, index, ops_where, tensor_dim
+from sprue.lowering.mlir_util import as_operation, index, linalg_fill, ops_where, tensor_dim
 
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 # One batch element's intermediates must stay in a core's caches for the chain to gain; larger, the
@@ -269,47 +269,39 @@ def _shifted(amap: ir.AffineMap, k: int, per_element: bool) -> ir.AffineMap:
     return ir.AffineMap.get(n - k, 0, [e.compose(shift) for e in results])
 
 
+def _slice_attrs(t: ir.RankedTensorType, k: int, sizes: list[ir.Value], values: list[ir.Value],
+                 operands: list[int]) -> dict:
+    """The attributes of a slice of one batch element of `t` (offsets the first k operands, sizes
+    the rest of t's: `values` are the run-time ones) and its operands' segment sizes."""
+    shape = list(t.shape[k:])
+    return {"static_offsets": ir.DenseI64ArrayAttr.get([ir.ShapedType.get_dynamic_stride_or_offset()] * k + [0] * (t.rank - k)),
+            "static_sizes": ir.DenseI64ArrayAttr.get([1] * k + shape),
+            "static_strides": ir.DenseI64ArrayAttr.get([1] * t.rank),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([*operands, k, len(values), 0])}
+
+
+def _run_time(sizes: list[ir.Value], shape: list[int]) -> list[ir.Value]:
+    return [s for s, n in zip(sizes, shape) if n == ir.ShapedType.get_dynamic_size()]
+
+
 def _slice(v: ir.Value, ivs: list[ir.Value], sizes: list[ir.Value]) -> ir.Value:
     """v[ivs..., :, ...] without its first len(ivs) axes (tensor.extract_slice, rank-reducing)."""
-    t = ir.RankedTensorType(v.type)
-    k, dyn = len(ivs), ir.ShapedType.get_dynamic_size()
-    offset = ir.ShapedType.get_dynamic_stride_or_offset()
-    shape = list(t.shape[k:])
-    values = [s for s, n in zip(sizes, shape) if n == dyn]
-    attrs = {"static_offsets": ir.DenseI64ArrayAttr.get([offset] * k + [0] * (t.rank - k)),
-             "static_sizes": ir.DenseI64ArrayAttr.get([1] * k + shape),
-             "static_strides": ir.DenseI64ArrayAttr.get([1] * t.rank),
-             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, k, len(values), 0])}
-    return ir.Operation.create("tensor.extract_slice", results=[ir.RankedTensorType.get(shape, t.element_type)],
-                               operands=[v, *ivs, *values], attributes=attrs).result
+    t, k = ir.RankedTensorType(v.type), len(ivs)
+    values = _run_time(sizes, list(t.shape[k:]))
+    return ir.Operation.create("tensor.extract_slice", results=[ir.RankedTensorType.get(list(t.shape[k:]), t.element_type)],
+                               operands=[v, *ivs, *values], attributes=_slice_attrs(t, k, sizes, values, [1])).result
 
 
 def _insert(part: ir.Value, whole: ir.Value, ivs: list[ir.Value], sizes: list[ir.Value]) -> ir.Value:
-    t = ir.RankedTensorType(whole.type)
-    k, dyn = len(ivs), ir.ShapedType.get_dynamic_size()
-    offset = ir.ShapedType.get_dynamic_stride_or_offset()
-    shape = list(t.shape[k:])
-    values = [s for s, n in zip(sizes, shape) if n == dyn]
-    attrs = {"static_offsets": ir.DenseI64ArrayAttr.get([offset] * k + [0] * (t.rank - k)),
-             "static_sizes": ir.DenseI64ArrayAttr.get([1] * k + shape),
-             "static_strides": ir.DenseI64ArrayAttr.get([1] * t.rank),
-             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, k, len(values), 0])}
-    return ir.Operation.create("tensor.insert_slice", results=[whole.type],
-                               operands=[part, whole, *ivs, *values], attributes=attrs).result
+    """`part` written as whole[ivs..., :, ...] (tensor.insert_slice)."""
+    t, k = ir.RankedTensorType(whole.type), len(ivs)
+    values = _run_time(sizes, list(t.shape[k:]))
+    return ir.Operation.create("tensor.insert_slice", results=[whole.type], operands=[part, whole, *ivs, *values],
+                               attributes=_slice_attrs(t, k, sizes, values, [1, 1])).result
 
 
 def _empty(t: ir.RankedTensorType, sizes: list[ir.Value]) -> ir.Value:
-    dynamic = [s for s, n in zip(sizes, t.shape) if n == ir.ShapedType.get_dynamic_size()]
-    return ir.Operation.create("tensor.empty", results=[t], operands=dynamic).result
-
-
-def _fill(value: ir.Value, init: ir.Value) -> ir.Value:
-    fill = ir.Operation.create("linalg.fill", results=[init.type], operands=[value, init], regions=1,
-                               attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
-    body = fill.regions[0].blocks.append(value.type, ir.RankedTensorType(init.type).element_type)
-    with ir.InsertionPoint(body):
-        ir.Operation.create("linalg.yield", operands=[body.arguments[0]])
-    return fill.results[0]
+    return ir.Operation.create("tensor.empty", results=[t], operands=_run_time(sizes, list(t.shape))).result
 
 
 def _drop_axes(t: ir.Type, k: int) -> ir.RankedTensorType:
@@ -352,7 +344,7 @@ class _Element:
             part = _slice(whole, self.ivs, self.sizes[v][self.k:])
             if value is None:
                 return part
-            return _fill(value, part)
+            return linalg_fill(value, part)
         if v in self.mapping:
             return self.mapping[v]
         per_element = _read_per_element(member, number, self.k)
@@ -370,7 +362,7 @@ class _Element:
         if op.name == "linalg.generic":
             new = self._generic(op, operands)
         elif op.name == "linalg.fill":
-            new = as_operation(_fill(*operands).owner)
+            new = as_operation(linalg_fill(*operands).owner)
         else:
             groups = [[a - self.k for a in g] for g in _reassociation(op)[self.k:]]
             t = _drop_axes(op.results[0].type, self.k)
@@ -387,18 +379,7 @@ class _Element:
         k = self.k
         maps = [_shifted(m, k, _read_per_element(op, n, k) and isinstance(op.operands[n].type, ir.RankedTensorType))
                 for n, m in enumerate(_maps(op))]
-        iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))[k:]
-        n_out = _n_outs(op)
-        new = ir.Operation.create(
-            "linalg.generic", results=[v.type for v in operands[len(operands) - n_out:]], operands=operands,
-            regions=1, attributes={"indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
-                                   "iterator_types": ir.ArrayAttr.get(iterators),
-                                   "operandSegmentSizes": op.attributes["operandSegmentSizes"]})
-        block = op.regions[0].blocks[0]
-        body = new.regions[0].blocks.append(*[a.type for a in block.arguments])
-        with ir.InsertionPoint(body):
-            yielded = _copy_payload(op, dict(zip(block.arguments, body.arguments)), ir.InsertionPoint(body))
-            ir.Operation.create("linalg.yield", operands=yielded)
+        new = generic_like(op, operands, maps, list(ir.ArrayAttr(op.attributes["iterator_types"]))[k:])
         for inner in ops_where(new, lambda o: o.name == "linalg.index"):
             d = ir.IntegerAttr(inner.attributes["dim"]).value
             if d < k:

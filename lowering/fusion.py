@@ -458,6 +458,24 @@ def _copy_payload(op: ir.Operation, mapping: dict[ir.Value, ir.Value], ip: ir.In
     raise ValueError("a linalg.generic payload without linalg.yield")
 
 
+def generic_like(op: ir.Operation, operands: list[ir.Value], maps: list[ir.AffineMap],
+                 iterators: list[ir.Attribute]) -> ir.Operation:
+    """A linalg.generic computing `op`'s payload over other operands, maps and loops (its results
+    typed as its inits, the last _n_outs(op) operands), at the current insertion point."""
+    n_out = _n_outs(op)
+    new = ir.Operation.create(
+        "linalg.generic", results=[v.type for v in operands[len(operands) - n_out:]], operands=operands, regions=1,
+        attributes={"indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+                    "iterator_types": ir.ArrayAttr.get(iterators),
+                    "operandSegmentSizes": op.attributes["operandSegmentSizes"]})
+    block = op.regions[0].blocks[0]
+    body = new.regions[0].blocks.append(*[a.type for a in block.arguments])
+    with ir.InsertionPoint(body):
+        yielded = _copy_payload(op, dict(zip(block.arguments, body.arguments)), ir.InsertionPoint(body))
+        ir.Operation.create("linalg.yield", operands=yielded)
+    return new
+
+
 def merge_reductions_with_producers(module: ir.Module) -> int:
     """Merges each reduction with the multi-reader elementwise producer it reads; returns how many."""
     if not enabled():

@@ -31,10 +31,10 @@ import re
 
 from torch_mlir import ir
 
-from sprue.lowering.fusion import _copy_payload, _extents
+from sprue.lowering.fusion import _extents, generic_like
 from sprue.lowering.layouts import transposed_copy
 from sprue.lowering.matmul_operands import PLAIN_MAPS
-from sprue.lowering.mlir_util import as_operation, tensor_dim
+from sprue.lowering.mlir_util import as_operation, linalg_fill, tensor_dim
 
 
 def iterator_kinds(op: ir.Operation) -> list[str]:
@@ -303,15 +303,6 @@ def _permuted_copy(value: ir.Value, perm: list[int]) -> ir.Value:
     return copy.results[0]
 
 
-def _fill(value: ir.Value, init: ir.Value) -> ir.Value:
-    fill = ir.Operation.create("linalg.fill", results=[init.type], operands=[value, init], regions=1,
-                               attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
-    body = fill.regions[0].blocks.append(value.type, ir.RankedTensorType(init.type).element_type)
-    with ir.InsertionPoint(body):
-        ir.Operation.create("linalg.yield", operands=[body.arguments[0]])
-    return fill.results[0]
-
-
 def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
     t = ir.RankedTensorType(value.type)
     if all(len(g) == 1 for g in groups):
@@ -386,7 +377,7 @@ def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
             ct = ir.RankedTensorType(c.type)
             empty = ir.Operation.create("tensor.empty", results=[ct], operands=[
                 tensor_dim(c, d) for d in range(ct.rank) if ct.is_dynamic_dim(d)]).results[0]
-            operands[2] = (_fill(as_operation(op.operands[2].owner).operands[0], empty), groups)
+            operands[2] = (linalg_fill(as_operation(op.operands[2].owner).operands[0], empty), groups)
         loops = nb + 3
         m, n, k = nb, nb + 1, nb + 2
         pairs = [[m, k] if wanted[0][nb] in rows else [k, m], [k, n] if wanted[1][nb] in red else [n, k], [m, n]]
@@ -609,16 +600,7 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
             operands.append(ir.Operation.create("tensor.collapse_shape", results=[ct], operands=[v], attributes={
                 "reassociation": _reassociation_attr(_reassociation(kept, rt.rank))}).results[0])
         iterators = ir.ArrayAttr(op.attributes["iterator_types"])
-        generic = ir.Operation.create(
-            "linalg.generic", results=[operands[-1].type], operands=operands, regions=1,
-            attributes={"indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps]),
-                        "iterator_types": ir.ArrayAttr.get([iterators[d] for d in keep]),
-                        "operandSegmentSizes": op.attributes["operandSegmentSizes"]})
-        block = op.regions[0].blocks[0]
-        new_block = generic.regions[0].blocks.append(*[a.type for a in block.arguments])
-        with ir.InsertionPoint(new_block):
-            yielded = _copy_payload(op, dict(zip(block.arguments, new_block.arguments)), ir.InsertionPoint(new_block))
-            ir.Operation.create("linalg.yield", operands=yielded)
+        generic = generic_like(op, operands, new_maps, [iterators[d] for d in keep])
         out_t = ir.RankedTensorType(types[-1])
         result = generic.results[0]
         if len(kept_axes[-1]) != out_t.rank:

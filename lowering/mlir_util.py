@@ -220,6 +220,17 @@ def constant_int(v: ir.Value) -> int | None:
     return ir.IntegerAttr(op.attributes["value"]).value
 
 
+def linalg_fill(value: ir.Value, init: ir.Value) -> ir.Value:
+    """linalg.fill of `init` with the scalar `value`, built generically (torch_mlir's linalg
+    module costs ~300 ms to import)."""
+    fill = ir.Operation.create("linalg.fill", results=[init.type], operands=[value, init], regions=1,
+                               attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+    body = fill.regions[0].blocks.append(value.type, ir.RankedTensorType(init.type).element_type)
+    with ir.InsertionPoint(body):
+        ir.Operation.create("linalg.yield", operands=[body.arguments[0]])
+    return fill.results[0]
+
+
 def tensor_dim(v: ir.Value, axis: int) -> ir.Value:
     """The run-time size of a tensor's axis (tensor.dim)."""
     return tensor.DimOp(v, index(axis)).result
