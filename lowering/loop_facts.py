@@ -14,6 +14,16 @@ carried array's size and its initial value's), nor that a loop's bound is positi
 - Positive bounds (trip_facts): inside `scf.for %i = c to %n`, %n > c, so min(%n, k) is k for any
   constant k <= c + 1 (the scan's one row).
 
+- Invariant ops (hoist_invariant_ops): a linalg op in a loop body whose operands all come from
+  outside the loop, and whose result no op writes over (a fill stays: a reduction accumulating
+  into it would copy it on every trip), computes the same tensor on every trip (Sinkhorn's `k.T @ u` in a fori_loop:
+  the transpose of k, which fuses into no named matvec; 30 transposes of 512 x 512 with run-time
+  sizes, 3.4 -> 17 ms): it runs once, before the loop. Only linalg ops on tensors and the
+  tensor.empty / reshapes they write into, whose operands are all defined before the loop: they
+  read nothing that a trip computes, so running them when the loop has no trip is harmless (MLIR's
+  loop-invariant-code-motion also moved index arithmetic that trip_facts had rewritten with the
+  facts that hold inside the loop only).
+
 carried_dims runs on tensors at the end of the linalg stage, before its canonicalization, which
 folds the sizes it exposes; trip_facts just after (first of the rewrites before bufferization),
 and bufferization's canonicalization folds the rest (the scan's row becomes a static 1 x k slice).
@@ -25,7 +35,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from sprue.lowering.fusion import _n_outs
-from sprue.lowering.mlir_util import as_operation, constant_int, ops_where, tensor_dim
+from sprue.lowering.mlir_util import as_operation, constant_int, is_inside, ops_where, tensor_dim
 
 # How many producers a size is followed through (a loop body's chain of ops).
 _MAX_STEPS = 64
@@ -141,4 +151,58 @@ def trip_facts(module: ir.Module) -> None:
                 break
 
 
-__all__ = ["carried_dims", "trip_facts"]
+_SHAPING = ("tensor.empty", "tensor.expand_shape", "tensor.collapse_shape")
+
+
+def _defined_in(v: ir.Value, loop: ir.Operation) -> bool:
+    owner = as_operation(v.owner.owner if isinstance(v.owner, ir.Block) else v.owner)
+    return owner == as_operation(loop) or is_inside(owner, loop)
+
+
+def _movable(op: ir.Operation, loop: ir.Operation, depth: int = 0) -> list[ir.Operation] | None:
+    """The ops to move before `loop` for `op` to run there (its empty tensors and reshapes of
+    invariant values first, then op), or None if it reads something a trip computes."""
+    if not op.results or not all(isinstance(r.type, ir.RankedTensorType) for r in op.results) or depth > 4:
+        return None
+    moved: list[ir.Operation] = []
+    for v in op.operands:
+        if not _defined_in(v, loop):
+            continue
+        owner = as_operation(v.owner) if isinstance(v, ir.OpResult) else None
+        if owner is None or owner.name not in _SHAPING or owner.parent != op.parent:
+            return None
+        inner = _movable(owner, loop, depth + 1)
+        if inner is None:
+            return None
+        moved += [o for o in inner if o not in moved]
+    return moved + [op]
+
+
+def _written_over(op: ir.Operation) -> bool:
+    """Whether a result of `op` is another op's destination: made once before the loop, each trip's
+    writer would have to copy it first (a reduction's zero-filled accumulator)."""
+    for r in op.results:
+        for use in r.uses:
+            user = as_operation(use.owner)
+            if user.name.startswith("linalg.") and use.operand_number >= len(user.operands) - _n_inits(user):
+                return True
+    return False
+
+
+def hoist_invariant_ops(module: ir.Module) -> None:
+    """Every loop-invariant linalg op of a loop body (with the empty tensors and reshapes it writes
+    into) moves before the loop (module doc); inner loops first, so an op leaves every loop it
+    does not depend on."""
+    loops = ops_where(module.operation, lambda o: o.name in ("scf.for", "scf.while"))
+    for loop in loops:   # (post-order: inner loops first)
+        for region in loop.regions:
+            for block in region.blocks:
+                for op in [as_operation(o) for o in block.operations]:
+                    if not op.name.startswith("linalg.") or op.name == "linalg.fill" or _written_over(op):
+                        continue
+                    moving = _movable(op, loop)
+                    for o in moving or []:
+                        o.move_before(loop)
+
+
+__all__ = ["carried_dims", "hoist_invariant_ops", "trip_facts"]

@@ -32,7 +32,7 @@ import re
 from torch_mlir import ir
 
 from sprue.lowering.fusion import _extents, generic_like
-from sprue.lowering.layouts import transposed_copy
+from sprue.lowering.layouts import defining_point, transposed_copy
 from sprue.lowering.matmul_operands import PLAIN_MAPS
 from sprue.lowering.mlir_util import as_operation, linalg_fill, tensor_dim
 
@@ -363,7 +363,7 @@ def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
         operands = []
         for i, v in enumerate(op.operands):
             if dims[i] != wanted[i]:
-                with _defining_point(v), op.location:   # (a loop's fixed weights: copied once)
+                with defining_point(v), op.location:   # (a loop's fixed weights: copied once)
                     v = _permuted_copy(v, [dims[i].index(d) for d in wanted[i]])
             groups, start = [], 0
             for n in kinds_of[i]:
@@ -459,14 +459,6 @@ def _is_multiply_add(op: ir.Operation) -> bool:
         and body[2].operands[0] == body[1].results[0]
 
 
-def _defining_point(value: ir.Value) -> ir.InsertionPoint:
-    """Just after `value` is defined: a copy of it made there is made once, not on every trip of a
-    loop the product is in (a recurrent scan's weights)."""
-    if isinstance(value.owner, ir.Block):
-        return ir.InsertionPoint.at_block_begin(value.owner)
-    return ir.InsertionPoint.after(as_operation(value.owner))
-
-
 def name_product(op: ir.Operation) -> ir.Operation:
     """A product generic (out + a * b over loops (batch..., m, n, k), order_product_loops's order)
     whose operands are stored transposed, (batch..., k, m) or (batch..., n, k): it reads transposed
@@ -497,7 +489,7 @@ def name_product(op: ir.Operation) -> ir.Operation:
             if source is not None:     # a transposed copy read transposed: the copy's source as it is
                 op.operands[i] = source
             else:
-                with _defining_point(op.operands[i]), op.location:
+                with defining_point(op.operands[i]), op.location:
                     op.operands[i] = transposed_copy(op.operands[i])
             dims[i] = lead + wanted[i]
             changed = True

@@ -49,7 +49,7 @@ from sprue.lowering.inplace import split_shared_fills, tie_loop_outputs
 from sprue.lowering.interchange import interchange_loops
 from sprue.lowering.layouts import transpose_strided_reads
 from sprue.lowering.legalize import legalize
-from sprue.lowering.loop_facts import carried_dims, trip_facts
+from sprue.lowering.loop_facts import carried_dims, hoist_invariant_ops, trip_facts
 from sprue.lowering.loop_hints import apply_loop_annotations, keep_outer_loops_rolled
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError, as_operation
@@ -171,6 +171,7 @@ _AFTER_LINALG: tuple[Rewrite, ...] = (
     fuse_long_chains,    # chains of 64+ elementwise ops fused at once, not pair by pair (chain_fusion.py)
     carried_dims,        # sizes of loop-carried arrays read from their initial values (loop_facts.py)
     _fuse_linalg,
+    hoist_invariant_ops,  # linalg ops reading nothing a loop's trip computes: before the loop (loop_facts.py)
 )
 # The rest of MLIR's buffer-deallocation-pipeline, for the deallocations free_fresh_buffers left.
 DEALLOCATION_END = ("buffer-deallocation-simplification,bufferization-lower-deallocations,cse,canonicalize,"
