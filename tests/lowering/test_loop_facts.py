@@ -103,3 +103,4 @@ def test_an_invariant_transpose_leaves_the_loop(dynamic, tmp_path):
     _, body = _loop_body(_bufferized(tmp_path))
     transposing = re.findall(r"(#map\d*) = affine_map<\(d0, d1\) -> \(d1, d0\)>", _bufferized(tmp_path))
     assert not any(re.search(rf"indexing_maps = \[{m}, ", body) for m in transposing), body
+
