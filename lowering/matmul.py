@@ -69,6 +69,7 @@ from sprue.lowering.matmul_scripts import (
 )
 from sprue.lowering.matmul_unfuse import (
     collapse_contraction_dims,
+    collapse_reductions,
     drop_unit_loops,
     iterator_kinds,
     name_product,
@@ -566,7 +567,7 @@ def tile_matmuls(module: ir.Module) -> None:
         if forms_enabled() else {"linalg.matmul"}
     found = ops_where(module.operation, lambda op: op.name in kinds)
     if forms_enabled():
-        found = [collapse_contraction_dims(drop_unit_loops(op)) for op in found]
+        found = [collapse_reductions(collapse_contraction_dims(drop_unit_loops(op))) for op in found]
         for op in found:
             order_product_loops(op)
         found = [name_product(collapse_contraction_dims(split_fused_operands(op))) for op in found]

@@ -313,6 +313,61 @@ def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
                                operands=[value], attributes={"reassociation": _reassociation_attr(groups)}).results[0]
 
 
+def _a_tap(op: ir.Operation) -> bool:
+    """Whether a product adds into another's result, or another into its own, rather than into a
+    fill: a convolution's taps, which fusion_sums.py merges into one loop nest."""
+    init = op.operands[len(op.operands) - 1]
+    return isinstance(init.owner, ir.Block) or as_operation(init.owner).name != "linalg.fill" or any(
+        u.owner.name == "linalg.generic" and u.operand_number == len(u.owner.operands) - 1
+        for u in op.results[0].uses)
+
+
+def collapse_reductions(op: ir.Operation) -> ir.Operation:
+    """A product generic with operands fused into it (a layer norm's `x * g + b` in a weight
+    gradient `h.T @ dq`) that reduces over several loops (the batch and the sequence, both run-time
+    sizes, which dot_canonical.py cannot merge without a dynamic reshape): the reduction loops as
+    one, every operand reading them read through a tensor.collapse_shape of their axes, so that
+    split_fused_operands and the packed kernel take it (it ran as scalar loops: a transformer
+    block's training step with a run-time batch and length, 6x its static version). Only where
+    each operand reads all the reduction loops or none, on adjacent axes in loop order, and the
+    payload reads no loop index. `op` itself otherwise."""
+    if op.name != "linalg.generic" or len(op.results) != 1 or not _accumulates_products(op) or _a_tap(op):
+        return op
+    kinds = iterator_kinds(op)
+    red = [d for d, k in enumerate(kinds) if k == "reduction"]
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    dims = [_dims(m) for m in maps]
+    if len(red) < 2 or any(d is None or len(d) != len(m.results) for d, m in zip(dims, maps)) or \
+            any(o.name == "linalg.index" for o in (x.operation for x in op.regions[0].blocks[0].operations)):
+        return op
+    groups_of = []
+    for ds in dims:
+        where = [ds.index(d) for d in red if d in ds]
+        if where and (len(where) != len(red) or where != list(range(where[0], where[0] + len(red)))):
+            return op
+        groups, a = [], 0
+        while a < len(ds):
+            if where and a == where[0]:
+                groups.append(where)
+                a += len(red)
+            else:
+                groups.append([a])
+                a += 1
+        groups_of.append(groups)
+    keep = [d for d in range(len(kinds)) if d not in red[1:]]     # (the first reduction stands for all)
+    renumber = {d: i for i, d in enumerate(keep)}
+    with ir.InsertionPoint(op), op.location:
+        operands = [_collapse(v, g) if isinstance(v.type, ir.RankedTensorType) else v
+                    for v, g in zip(op.operands, groups_of)]
+        new_maps = [ir.AffineMap.get(len(keep), 0, [ir.AffineExpr.get_dim(renumber[d]) for d in ds if d not in red[1:]])
+                    for ds in dims]
+        iterators = ir.ArrayAttr(op.attributes["iterator_types"])
+        product = generic_like(op, operands, new_maps, [iterators[d] for d in keep])
+    op.results[0].replace_all_uses_with(product.results[0])
+    op.erase()
+    return product
+
+
 def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
     """A product generic (out + a * b) over several row, column or reduction loops: `(h @ wq)
     .reshape(b, t, heads, d)` reaches here as one generic over (b, t, heads, k, d), its rows (b, t)
@@ -326,10 +381,8 @@ def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
     columns) order. `op` itself where nothing changes or the form differs."""
     if op.name != "linalg.generic" or len(op.operands) != 3 or not _is_multiply_add(op):
         return op
-    init = op.operands[2]
-    if isinstance(init.owner, ir.Block) or as_operation(init.owner).name != "linalg.fill" or any(
-            u.owner.name == "linalg.generic" and u.operand_number == 2 for u in op.results[0].uses):
-        return op     # (a convolution's taps add into one another: fusion_sums.py merges them)
+    if _a_tap(op):
+        return op
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     dims = [_dims(m) for m in maps]
     if any(d is None or len(d) != len(m.results) for d, m in zip(dims, maps)):
@@ -606,4 +659,4 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
     return generic
 
 
-__all__ = ["collapse_batch_dims", "collapse_contraction_dims", "drop_unit_loops", "iterator_kinds", "name_product", "order_product_loops", "split_fused_operands"]
+__all__ = ["collapse_batch_dims", "collapse_contraction_dims", "collapse_reductions", "drop_unit_loops", "iterator_kinds", "name_product", "order_product_loops", "split_fused_operands"]

@@ -86,3 +86,23 @@ def test_a_transformer_block(threads_restored):
     for threads in (2, 1):
         sprue.set_num_threads(threads)
         _close(f(*args), block(np, *args))
+
+
+def test_a_weight_gradient_over_a_run_time_batch_and_length(tmp_path):
+    """d/dw of sum((ln(x) @ w)^2) = 2 ln(x)^T (ln(x) @ w), contracted over the batch and the
+    sequence, both run-time sizes, with the layer norm fused into it: the two reduction loops as one
+    (collapse_reductions), the vector kernel's, against the analytic gradient."""
+    def ln(m, x):
+        return (x - x.mean(-1, keepdims=True)) / m.sqrt(x.var(-1, keepdims=True) + 1e-5) * 1.5 + 0.25
+
+    def loss(w, x):
+        return snp.sum((ln(snp, x) @ w) ** 2)
+    f = sprue.qjit(sprue.grad(loss), abstracted_axes=(None, {0: "b", 1: "t"}), keep_intermediate=str(tmp_path))
+    w = RNG.standard_normal((D, D)) / 8
+    for b, t in [(B, T), (3, 5)]:
+        x = RNG.standard_normal((b, t, D))
+        h = ln(np, x).reshape(-1, D)
+        _close(f(w, x), 2 * h.T @ (h @ w))
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert re.search(r"vector\.(fma|outerproduct)", text), text
+    assert not re.search(r'iterator_types = \[[^\]]*"reduction", "reduction"', text), text
