@@ -31,7 +31,7 @@ import math
 from torch_mlir import ir
 from torch_mlir.dialects import arith, scf
 
-from sprue.lowering.fusion import _maps, _n_outs, generic_like
+from sprue.lowering.fusion import _extents, _maps, _n_outs, generic_like
 from sprue.lowering.matmul_scripts import PACK_ROWS_GUESS, PARALLEL_LOOP
 from sprue.lowering.matmul_unfuse import _accumulates_products, _multiply_add, _reassociation_attr, iterator_kinds
 from sprue.lowering.mlir_util import as_operation, index, linalg_fill, ops_where, tensor_dim
@@ -269,8 +269,7 @@ def _shifted(amap: ir.AffineMap, k: int, per_element: bool) -> ir.AffineMap:
     return ir.AffineMap.get(n - k, 0, [e.compose(shift) for e in results])
 
 
-def _slice_attrs(t: ir.RankedTensorType, k: int, sizes: list[ir.Value], values: list[ir.Value],
-                 operands: list[int]) -> dict:
+def _slice_attrs(t: ir.RankedTensorType, k: int, values: list[ir.Value], operands: list[int]) -> dict:
     """The attributes of a slice of one batch element of `t` (offsets the first k operands, sizes
     the rest of t's: `values` are the run-time ones) and its operands' segment sizes."""
     shape = list(t.shape[k:])
@@ -289,7 +288,7 @@ def _slice(v: ir.Value, ivs: list[ir.Value], sizes: list[ir.Value]) -> ir.Value:
     t, k = ir.RankedTensorType(v.type), len(ivs)
     values = _run_time(sizes, list(t.shape[k:]))
     return ir.Operation.create("tensor.extract_slice", results=[ir.RankedTensorType.get(list(t.shape[k:]), t.element_type)],
-                               operands=[v, *ivs, *values], attributes=_slice_attrs(t, k, sizes, values, [1])).result
+                               operands=[v, *ivs, *values], attributes=_slice_attrs(t, k, values, [1])).result
 
 
 def _insert(part: ir.Value, whole: ir.Value, ivs: list[ir.Value], sizes: list[ir.Value]) -> ir.Value:
@@ -297,7 +296,7 @@ def _insert(part: ir.Value, whole: ir.Value, ivs: list[ir.Value], sizes: list[ir
     t, k = ir.RankedTensorType(whole.type), len(ivs)
     values = _run_time(sizes, list(t.shape[k:]))
     return ir.Operation.create("tensor.insert_slice", results=[whole.type], operands=[part, whole, *ivs, *values],
-                               attributes=_slice_attrs(t, k, sizes, values, [1, 1])).result
+                               attributes=_slice_attrs(t, k, values, [1, 1])).result
 
 
 def _empty(t: ir.RankedTensorType, sizes: list[ir.Value]) -> ir.Value:
@@ -370,8 +369,7 @@ class _Element:
             extra = []
             if op.name == "tensor.expand_shape":
                 attrs["static_output_shape"] = ir.DenseI64ArrayAttr.get(list(t.shape))
-                dyn = ir.ShapedType.get_dynamic_size()
-                extra = [s for s, n in zip(self.sizes[op.results[0]][self.k:], t.shape) if n == dyn]
+                extra = _run_time(self.sizes[op.results[0]][self.k:], list(t.shape))
             new = ir.Operation.create(op.name, results=[t], operands=[operands[0], *extra], attributes=attrs)
         self.mapping.update(zip(op.results, new.results))
 
@@ -397,14 +395,8 @@ def _trip_flops(members: list[ir.Operation], k: int) -> int:
     for m in members:
         if m.name == "linalg.generic":
             maps = _maps(m)
-            sizes: dict[int, int] = {}
-            for v, amap in zip(m.operands, maps):
-                t = ir.RankedTensorType(v.type) if isinstance(v.type, ir.RankedTensorType) else None
-                for axis, e in enumerate(amap.results):
-                    e = e.maybe_downcast()
-                    if t is not None and isinstance(e, ir.AffineDimExpr) and not t.is_dynamic_dim(axis):
-                        sizes[e.position] = t.shape[axis]
-            flops += (2 if _is_product(m) else 1) * math.prod(sizes.get(d, PACK_ROWS_GUESS)
+            sizes = _extents(m, maps, maps[0].n_dims)
+            flops += (2 if _is_product(m) else 1) * math.prod(sizes[d] or PACK_ROWS_GUESS
                                                              for d in range(k, maps[0].n_dims))
     return flops
 

@@ -82,32 +82,30 @@ def _strided_across_long_reduction(maps: list[ir.AffineMap], sizes: list[int | N
     return found
 
 
-def transposed_copy(value: ir.Value) -> ir.Value:
-    """A copy of `value` with its last two dimensions swapped (a generic, built generically:
-    torch_mlir's linalg module costs ~300 ms to import)."""
+def permuted_copy(value: ir.Value, perm: list[int]) -> ir.Value:
+    """A copy of `value` whose axis j is its axis perm[j] (a generic, built generically: torch_mlir's
+    linalg module costs ~300 ms to import)."""
     t = ir.RankedTensorType(value.type)
-    rank = t.rank
-    shape = list(t.shape)
-    shape[-2], shape[-1] = shape[-1], shape[-2]
-    dynamic = []
-    for d in range(rank):
-        source = d if d < rank - 2 else (2 * rank - 3 - d)   # (the swapped dims read the other's size)
-        if ir.ShapedType.is_dynamic_size(shape[d]):
-            dynamic.append(tensor_dim(value, source))
-    result_t = ir.RankedTensorType.get(shape, t.element_type)
-    init = ir.Operation.create("tensor.empty", results=[result_t], operands=dynamic).results[0]
-    dims = [ir.AffineExpr.get_dim(d) for d in range(rank)]
-    read = dims[:-2] + [dims[-1], dims[-2]]
-    maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get(rank, 0, read)),
-                             ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))])
+    result_t = ir.RankedTensorType.get([t.shape[a] for a in perm], t.element_type)
+    init = ir.Operation.create("tensor.empty", results=[result_t],
+                               operands=[tensor_dim(value, a) for a in perm if t.is_dynamic_dim(a)]).results[0]
+    read = [ir.AffineExpr.get_dim(perm.index(a)) for a in range(t.rank)]
     parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
     copy = ir.Operation.create("linalg.generic", results=[result_t], operands=[value, init], regions=1, attributes={
-        "indexing_maps": maps, "iterator_types": ir.ArrayAttr.get([parallel] * rank),
+        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get(t.rank, 0, read)),
+                                           ir.AffineMapAttr.get(ir.AffineMap.get_identity(t.rank))]),
+        "iterator_types": ir.ArrayAttr.get([parallel] * t.rank),
         "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
     block = copy.regions[0].blocks.append(t.element_type, t.element_type)
     with ir.InsertionPoint(block):
         ir.Operation.create("linalg.yield", operands=[block.arguments[0]])
     return copy.results[0]
+
+
+def transposed_copy(value: ir.Value) -> ir.Value:
+    """A copy of `value` with its last two dimensions swapped."""
+    rank = ir.RankedTensorType(value.type).rank
+    return permuted_copy(value, list(range(rank - 2)) + [rank - 1, rank - 2])
 
 
 def defining_point(value: ir.Value) -> ir.InsertionPoint:
@@ -136,4 +134,4 @@ def transpose_strided_reads(module: ir.Module) -> None:
         op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
 
 
-__all__ = ["defining_point", "transpose_strided_reads", "transposed_copy"]
+__all__ = ["defining_point", "permuted_copy", "transpose_strided_reads", "transposed_copy"]

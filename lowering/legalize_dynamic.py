@@ -131,9 +131,16 @@ def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
 
 
+# A dynamic_reshape rules_structural.py marks as only adding or dropping unit dims: with two or more
+# run-time sizes that cannot be told from the shape operand, and it was a tensor.reshape, which no
+# fusion looks through (attention with a run-time batch and length ran its softmax over the whole
+# batch, not per element: batch_fusion.py).
+UNIT_RESHAPE = "sprue.unit_reshape"
+
+
 def lower_dynamic_reshape(op: ir.Operation) -> None:
     """A reshape that only adds or drops unit dims (a scan's row `1 x ?` <-> `?`; with several
-    run-time sizes, one the jaxpr's shapes mark so: rules_structural.UNIT_RESHAPE) is a view
+    run-time sizes, one the jaxpr's shapes mark so: UNIT_RESHAPE) is a view
     (rank-reducing extract_slice / expand_shape, as the upstream pass makes views of static
     reshapes); any other is a
     tensor.reshape by the shape operand, which bufferization turns into a copy of a
@@ -142,7 +149,7 @@ def lower_dynamic_reshape(op: ir.Operation) -> None:
     x, result = op.operands[0], tensor_type(op.results[0])
     with ir.InsertionPoint(op), op.location:
         if _is_unit_reshape(tensor_type(x).shape, result.shape) or (
-                "sprue.unit_reshape" in op.attributes and _core(tensor_type(x).shape) == _core(result.shape)):
+                UNIT_RESHAPE in op.attributes and _core(tensor_type(x).shape) == _core(result.shape)):
             new = _as_unit_reshape(x, result)
         else:
             new = tensor.ReshapeOp(result, x, op.operands[1]).result

@@ -192,7 +192,7 @@ def _free_to_recompute(op: ir.Operation) -> bool:
     its reads are strided."""
     if op.name != "linalg.generic":
         return False
-    if len(op.operands) == _n_outs(op) or _is_scalar_broadcast(op) or _is_broadcast(op):
+    if _is_scalar_broadcast(op) or _is_broadcast(op):     # (an iota reads no input: a scalar broadcast)
         return True
     in_order = all(positions == sorted(positions) for m in _maps(op)
                    for positions in [[p for p in (_dim_position(e) for e in m.results) if p is not None]])

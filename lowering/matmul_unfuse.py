@@ -32,7 +32,7 @@ import re
 from torch_mlir import ir
 
 from sprue.lowering.fusion import _extents, generic_like
-from sprue.lowering.layouts import defining_point, transposed_copy
+from sprue.lowering.layouts import defining_point, permuted_copy, transposed_copy
 from sprue.lowering.matmul_operands import PLAIN_MAPS
 from sprue.lowering.mlir_util import as_operation, linalg_fill, tensor_dim
 
@@ -281,28 +281,6 @@ def collapse_batch_dims(op: ir.Operation, batch: int) -> ir.Operation:
     return product
 
 
-
-
-def _permuted_copy(value: ir.Value, perm: list[int]) -> ir.Value:
-    """A copy of `value` whose axis j is its axis perm[j] (a transposing generic)."""
-    t = ir.RankedTensorType(value.type)
-    shape = [t.shape[a] for a in perm]
-    dynamic = [tensor_dim(value, a) for a in perm if t.is_dynamic_dim(a)]
-    result_t = ir.RankedTensorType.get(shape, t.element_type)
-    init = ir.Operation.create("tensor.empty", results=[result_t], operands=dynamic).results[0]
-    read = [ir.AffineExpr.get_dim(perm.index(a)) for a in range(t.rank)]
-    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
-    copy = ir.Operation.create("linalg.generic", results=[result_t], operands=[value, init], regions=1, attributes={
-        "indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get(t.rank, 0, read)),
-                                           ir.AffineMapAttr.get(ir.AffineMap.get_identity(t.rank))]),
-        "iterator_types": ir.ArrayAttr.get([parallel] * t.rank),
-        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
-    block = copy.regions[0].blocks.append(t.element_type, t.element_type)
-    with ir.InsertionPoint(block):
-        ir.Operation.create("linalg.yield", operands=[block.arguments[0]])
-    return copy.results[0]
-
-
 def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
     t = ir.RankedTensorType(value.type)
     if all(len(g) == 1 for g in groups):
@@ -417,7 +395,7 @@ def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
         for i, v in enumerate(op.operands):
             if dims[i] != wanted[i]:
                 with defining_point(v), op.location:   # (a loop's fixed weights: copied once)
-                    v = _permuted_copy(v, [dims[i].index(d) for d in wanted[i]])
+                    v = permuted_copy(v, [dims[i].index(d) for d in wanted[i]])
             groups, start = [], 0
             for n in kinds_of[i]:
                 groups.append(list(range(start, start + n)))

@@ -18,6 +18,7 @@ from torch_mlir import ir
 
 from sprue import lax
 from sprue.ir.core import Eqn, Literal
+from sprue.lowering.legalize_dynamic import UNIT_RESHAPE
 from sprue.lowering.rules_common import (
     LoweringContext,
     Value,
@@ -53,13 +54,7 @@ def _broadcast_in_dim(ctx: LoweringContext, eqn: Eqn, x: Value, *sizes: Value) -
 
 
 # A reshape whose sizes other than 1 are its operand's, in order (keepdims' `(b, t) -> (b, t, 1)`,
-# a squeeze): with two or more run-time sizes legalize_dynamic.py cannot tell that from the shape
-# operand, and made a tensor.reshape, which no fusion looks through (attention with a run-time
-# batch and length ran its softmax over the whole batch, not per element: batch_fusion.py). The
-# jaxpr's shapes say it: the op is marked, and becomes a view.
-UNIT_RESHAPE = "sprue.unit_reshape"
-
-
+# a squeeze), as the jaxpr's shapes say: marked UNIT_RESHAPE (legalize_dynamic.py makes it a view).
 def _reshape(ctx: LoweringContext, eqn: Eqn, x: Value, *sizes: Value) -> list[Value]:
     if sizes:  # reshape with run-time sizes
         out = reshape(x, ctx.param_sizes(eqn.params["new_sizes"], sizes))
