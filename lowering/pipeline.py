@@ -33,6 +33,7 @@ from sprue.lowering.accumulators import promote_accumulators
 from sprue.lowering.approximations import expand_exp, expand_tanh
 from sprue.lowering.batch_fusion import fuse_batches
 from sprue.lowering.chain_fusion import fuse_long_chains
+from sprue.lowering.collapse import collapse_loops
 from sprue.lowering.deallocation import free_fresh_buffers
 from sprue.lowering.entry_arguments import read_entry_arguments
 from sprue.lowering.entry_results import store_entry_results
@@ -145,6 +146,7 @@ _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
     block_transposing_copies,  # transposing copies through 8 x 8 blocks in registers (transpose_blocks.py)
     merge_accumulating_chains,  # the others' sums of products: one loop nest (fusion_sums.py)
     interchange_loops,   # the other generics: innermost loop contiguous (interchange.py)
+    collapse_loops,      # ... and adjacent loops over one run of memory: one loop (collapse.py)
     split_shared_fills,  # a fill per product again, after the tiling's CSE merged them (inplace.py)
 )
 _BEFORE_LLVM: tuple[Rewrite, ...] = (

@@ -46,8 +46,10 @@ def test_arguments_of_every_kind_reach_the_entry_through_their_descriptors(tmp_p
     for arg, offset in reads:
         fields.setdefault(arg, []).append(int(offset))
     assert any(offsets == [8] for offsets in fields.values()), fields
-    # x: its aligned pointer, offset, sizes and strides (its allocated pointer, unused, not read)
-    assert any(sorted(offsets) == [8, 16, 24, 32, 40, 48] for offsets in fields.values()), fields
+    # x: its aligned pointer, offset and run-time size (its allocated pointer, unused, never read;
+    # which strides are read depends on how its loops index it: collapse.py makes x * s one loop)
+    assert any({8, 16, 24} <= set(offsets) for offsets in fields.values()), fields
+    assert not any(0 in offsets for offsets in fields.values()), fields
 
 
 def test_many_arguments_give_text_linear_in_their_number():

@@ -1,5 +1,7 @@
 """lowering/fusion_sums.py: a chain of contractions accumulating into one buffer becomes one generic,
 checked on the bufferized IR the pipeline keeps and on compiled results against numpy."""
+import re
+
 import numpy as np
 import pytest
 
@@ -51,5 +53,6 @@ def test_links_with_different_loops_stay_apart(tmp_path):
     np.testing.assert_allclose(got, a @ ka + b @ kb + c @ kc, rtol=1e-12)
     # the link reducing over 8 keeps a loop nest of its own, reading its two operands only
     buf = _stage(tmp_path, "bufferized")
-    (line,) = [line for line in buf.splitlines() if "linalg.generic" in line and "memref<4x6x8xf64>" in line]
-    assert "ins(%arg0, %arg1 : memref<4x6x8xf64>, memref<8x3xf64>)" in line, buf
+    # (n and h one loop: collapse.py)
+    (line,) = [line for line in buf.splitlines() if "linalg.generic" in line and "x8xf64>" in line]
+    assert re.search(r"ins\(%(arg0|collapse_shape\w*), %arg1 : memref<(4x6|24)x8xf64>, memref<8x3xf64>\)", line), buf
