@@ -21,6 +21,11 @@ Special values fall out: +-0 keeps its sign (copysign), tiny and denormal x give
 +-inf give +-1 (exp overflows to inf, 2 / inf = 0), nan gives nan. f32 takes Cephes' tanhf: an
 odd polynomial of degree 11 below 0.625, the same exp form above it, in f32. The ulp tests of
 tests/lowering/test_vector_math.py hold it to 4 ulp of numpy on special values and whole ranges.
+
+log: libmvec's float64 log took 1.2x numpy's time (2^20 elements, one core, Zen 5), and its
+float32 log is up to 4 ulp off, so float32 log was computed in float64 at 2.7x numpy's time.
+Written out (Cephes' logf for float32, fdlibm's log for float64: _log_f32, _log_f64 below), both
+are within 1 ulp of the correctly rounded result and at numpy's speed (1.02-1.04x at 2^20).
 """
 from __future__ import annotations
 
@@ -106,10 +111,92 @@ def _exp(x: ir.Value) -> ir.Value:
     return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), x, y)
 
 
-def _expand(module: ir.Module, name: str, build) -> None:
+# float32 log (Cephes' logf, Moshier): x = 2^k m with m in [sqrt(1/2), sqrt(2)) (integer ops on
+# the bits: subtracting sqrt(1/2)'s bits puts the split at the exponent's boundary), f = m - 1
+# exact, log(1 + f) = f - f^2/2 + f^3 P(f) with P of degree 8, k ln 2 added in two parts (Cody &
+# Waite). No division, no table: ~1 ulp. Subnormal x is scaled by 2^25 first; 0, negative, inf
+# and nan inputs are selected at the end as libm gives them.
+_LOGF_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+           -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)
+_SQRT_HALF_BITS = 0x3F3504F3
+_SMALLEST_NORMAL_F32 = 1.1754943508222875e-38
+
+
+def _log_f32(x: ir.Value) -> ir.Value:
+    t = x.type
+    i32 = ir.IntegerType.get_signless(32)
+
+    def c(v: float) -> ir.Value:
+        return arith.constant(t, v)
+
+    def ci(v: int) -> ir.Value:
+        return arith.constant(i32, v)
+    tiny = arith.cmpf(arith.CmpFPredicate.OLT, x, c(_SMALLEST_NORMAL_F32))
+    xs = arith.select(tiny, arith.mulf(x, c(2.0 ** 25)), x)
+    bits = arith.subi(arith.bitcast(i32, xs), ci(_SQRT_HALF_BITS))
+    k = arith.shrsi(bits, ci(23))
+    m = arith.bitcast(t, arith.subi(arith.bitcast(i32, xs), arith.shli(k, ci(23))))
+    kf = arith.sitofp(t, arith.subi(k, arith.select(tiny, ci(25), ci(0))))
+    f = arith.subf(m, c(1.0))
+    z = arith.mulf(f, f)
+    y = arith.mulf(arith.mulf(_horner(f, _LOGF_P, t), f), z)
+    y = mmath.fma(kf, c(-2.12194440e-4), y)
+    y = mmath.fma(z, c(-0.5), y)
+    r = mmath.fma(kf, c(0.693359375), arith.addf(f, y))
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, c(0.0)), c(-math.inf), r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, c(math.inf)), x, r)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UGT, c(0.0), x), c(math.nan), r)   # x < 0 or nan
+
+
+# float64 log (fdlibm's e_log.c, Sun): the same split of x into 2^k (1 + f), then
+# log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)) with s = f / (2 + f), R of degree 7 in s^2 (the
+# odd series of 2 atanh(s)), k ln 2 in two parts: < 1 ulp, one division.
+_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
+       2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
+       1.479819860511658591e-01)
+_SQRT_HALF_BITS64 = 0x3FE6A09E667F3BCD
+_SMALLEST_NORMAL_F64 = 2.2250738585072014e-308
+
+
+def _log_f64(x: ir.Value) -> ir.Value:
+    t = x.type
+    i64 = ir.IntegerType.get_signless(64)
+
+    def c(v: float) -> ir.Value:
+        return arith.constant(t, v)
+
+    def ci(v: int) -> ir.Value:
+        return arith.constant(i64, v)
+    tiny = arith.cmpf(arith.CmpFPredicate.OLT, x, c(_SMALLEST_NORMAL_F64))
+    xs = arith.select(tiny, arith.mulf(x, c(2.0 ** 54)), x)
+    bits = arith.subi(arith.bitcast(i64, xs), ci(_SQRT_HALF_BITS64))
+    k = arith.shrsi(bits, ci(52))
+    m = arith.bitcast(t, arith.subi(arith.bitcast(i64, xs), arith.shli(k, ci(52))))
+    dk = arith.sitofp(t, arith.subi(k, arith.select(tiny, ci(54), ci(0))))
+    f = arith.subf(m, c(1.0))
+    hfsq = arith.mulf(arith.mulf(f, f), c(0.5))
+    s = arith.divf(f, arith.addf(f, c(2.0)))
+    z = arith.mulf(s, s)
+    w = arith.mulf(z, z)
+    t1 = arith.mulf(w, _horner(w, (_LG[5], _LG[3], _LG[1]), t))
+    t2 = arith.mulf(z, _horner(w, (_LG[6], _LG[4], _LG[2], _LG[0]), t))
+    r = arith.addf(t2, t1)
+    ln2_hi, ln2_lo = _LN2["f64"]
+    inner = mmath.fma(s, arith.addf(hfsq, r), arith.mulf(dk, c(ln2_lo)))
+    r = mmath.fma(dk, c(ln2_hi), arith.negf(arith.subf(arith.subf(hfsq, inner), f)))
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, c(0.0)), c(-math.inf), r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, c(math.inf)), x, r)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UGT, c(0.0), x), c(math.nan), r)
+
+
+def _log(x: ir.Value) -> ir.Value:
+    return _log_f32(x) if str(x.type) == "f32" else _log_f64(x)
+
+
+def _expand(module: ir.Module, name: str, build, types: tuple[str, ...] = ("f32", "f64")) -> None:
     """Every scalar f32/f64 `name` op becomes `build`'s arithmetic (before the llvm stage's
     vectorization, like math-polynomial-approximation, which MLIR has for f32 only)."""
-    found = ops_where(module.operation, lambda op: op.name == name and str(op.results[0].type) in ("f32", "f64"))
+    found = ops_where(module.operation, lambda op: op.name == name and str(op.results[0].type) in types)
     for op in found:
         with ir.InsertionPoint(op), op.location:
             value = build(op.operands[0])
@@ -127,4 +214,9 @@ def expand_tanh(module: ir.Module) -> None:
     _expand(module, "math.tanh", _tanh)
 
 
-__all__ = ["expand_exp", "expand_tanh"]
+def expand_log(module: ir.Module) -> None:
+    """Every scalar f32/f64 math.log becomes the arithmetic above."""
+    _expand(module, "math.log", _log)
+
+
+__all__ = ["expand_exp", "expand_log", "expand_tanh"]

@@ -30,7 +30,7 @@ from sprue.base.errors import CompileError, SprueError  # noqa: F401
 from sprue.base.timing import step
 from sprue.lowering import dialects
 from sprue.lowering.accumulators import promote_accumulators
-from sprue.lowering.approximations import expand_exp, expand_tanh
+from sprue.lowering.approximations import expand_exp, expand_log, expand_tanh
 from sprue.lowering.batch_fusion import fuse_batches
 from sprue.lowering.chain_fusion import fuse_long_chains
 from sprue.lowering.collapse import collapse_loops
@@ -154,6 +154,7 @@ _BEFORE_LLVM: tuple[Rewrite, ...] = (
     keep_outer_loops_rolled,  # LLVM unrolls innermost loops only (loop_hints.py)
     expand_exp,          # exp as arithmetic: no slow path for underflow (approximations.py)
     expand_tanh,         # tanh as arithmetic and exp, faster than libmvec's (approximations.py)
+    expand_log,          # float32 log as arithmetic, in float32 (approximations.py)
     call_libm,           # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
     outline_loop_nests,  # big functions: a function per loop nest, shared by equal nests (outline.py)
     split_long_bodies,   # ... and what is left of them, if long, in runs of ~128 ops (outline.py)

@@ -12,9 +12,7 @@ lose every digit for tiny x); other float types compose them, with Goldberg's an
 corrections.
 
 The loops these become are vectorized by LLVM, and their math calls glibc's vector math library
-(vector_math.py). libmvec's float32 log is up to 4 ulp off (numpy's own float32 log up to 2 more
-the other way), so float32 log is evaluated in float64 and rounded once (_in_float64): within
-1 ulp, at about twice the float32 cost, still vectorized.
+(vector_math.py) or is written out as arithmetic (approximations.py: exp, tanh, log).
 """
 from __future__ import annotations
 
@@ -27,7 +25,6 @@ from sprue.lowering.rules_common import (
     Value,
     compare,
     constant_like,
-    convert,
     dtype_of,
     ew,
     logical_or,
@@ -75,17 +72,8 @@ def expm1(x: Value) -> Value:
     return select(compare(u, _c(np.inf, x), "EQ"), u, r)
 
 
-def _in_float64(fn):
-    """fn evaluated in float64 for a float32 x, rounded once to float32 (see the module's doc)."""
-    def wrapped(x: Value) -> Value:
-        if dtype_of(x) != np.float32:
-            return fn(x)
-        return convert(fn(convert(x, np.float64)), np.float32)
-    return wrapped
-
-
 def _log(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    return [_in_float64(lambda v: ew("log", v))(x)]
+    return [ew("log", x)]
 
 
 def _log1p(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
