@@ -6,13 +6,15 @@ numpy (sprue.numpy outside qjit) before timing. Times are medians of RUNS sample
 warm-up call, the implementations sampled in turn; the first call's time (trace + compile + one run, with sprue's compile cache off)
 is reported separately. Timing never fails anything: this is a report.
 
-    python benchmarks/programs.py [--only NAME,...] [--one-core] [--json PATH]
+    python benchmarks/programs.py [--only NAME,...] [--one-core] [--float32] [--json PATH]
 
 `--one-core` re-executes the script under `taskset -c 0` with XLA's intra-op parallelism at 1
 and single-threaded OpenBLAS, the per-core comparison of issue 13's "Done when" (sprue's default
 thread count is then 1: the CPUs it may use). Without it every side uses every core (issue 14):
 sprue's parallel loops at SPRUE_NUM_THREADS, else the CPUs this process may use; XLA and OpenBLAS
 at their defaults.
+`--float32` runs the same programs on float32 inputs against JAX without x64 (its default: what
+a JAX user's program runs in), results checked to float32 accuracy.
 Extra import paths (a throwaway venv holding jax) come from SPRUE_BENCH_EXTRA_PATH.
 """
 from __future__ import annotations
@@ -64,13 +66,13 @@ def sprue_namespace():
                            add_at=_add_at_eager)
 
 
-def jax_namespace():
-    """jax with float64, or None when it is not importable."""
+def jax_namespace(x64: bool = True):
+    """jax with float64 (or JAX's default 32-bit types), or None when it is not importable."""
     try:
         import jax
     except ImportError:
         return None
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", x64)
     import jax.numpy as jnp
     return SimpleNamespace(np=jnp, lax=jax.lax, grad=jax.grad, vmap=jax.vmap, add_at=_add_at_traced,
                            jax=jax)
@@ -111,13 +113,32 @@ def leaves(result) -> list:
     return [np.asarray(result)]
 
 
-def check(prog, name, result, expected) -> None:
+def to_float32(args: tuple) -> tuple:
+    """The program's float64 arrays and Python floats as float32 (--float32)."""
+    return tuple(a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float64 else
+                 np.float32(a) if isinstance(a, float) else a for a in args)
+
+
+# float32 results: within FLOAT32_TOL of the largest reference value, but for a few elements of a
+# chaotic program (Mandelbrot's counts, which float32 rounding moves by an iteration or two)
+FLOAT32_TOL = 2e-3
+FLOAT32_OUTLIERS = 1e-3
+
+
+def check(prog, name, result, expected, float32: bool = False) -> None:
     got, want = leaves(result), leaves(expected)
     if len(got) != len(want):
         raise AssertionError(f"{prog.name}: {name} gave {len(got)} results, numpy {len(want)}")
     for i, (g, w) in enumerate(zip(got, want)):
-        np.testing.assert_allclose(g, w, rtol=prog.rtol, atol=1e-9,
-                                   err_msg=f"{prog.name}: {name}, result {i}")
+        if not float32:
+            np.testing.assert_allclose(g, w, rtol=prog.rtol, atol=1e-9,
+                                       err_msg=f"{prog.name}: {name}, result {i}")
+            continue
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        off = np.abs(g - w) > FLOAT32_TOL * max(float(np.abs(w).max(initial=0.0)), 1e-30)
+        if off.mean() > FLOAT32_OUTLIERS:
+            raise AssertionError(f"{prog.name}: {name}, result {i}: {off.sum()} of {off.size} elements "
+                                 f"beyond {FLOAT32_TOL} of the largest (float32)")
 
 
 def sample(fn, args, calls: int) -> float:
@@ -128,21 +149,29 @@ def sample(fn, args, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def run_program(prog, jax_ns) -> dict:
+def run_program(prog, jax_ns, float32: bool = False) -> dict:
     """First calls (checked against numpy), then RUNS rounds in which every implementation takes
     one sample in turn: on a machine others share, a burst of load then hits all of them alike
-    instead of one implementation's whole series."""
-    args = prog.make("full")
+    instead of one implementation's whole series. JAX failing on a program (without x64, an
+    integer argument beyond int32) drops its column for that program, with the reason."""
+    args = to_float32(prog.make("full")) if float32 else prog.make("full")
     expected = reference(prog, args)
     impls = implementations(prog, jax_ns)
-    first_call, call_args, calls = {}, {}, {}
-    for name, fn in impls.items():
+    first_call, call_args, calls, skipped = {}, {}, {}, {}
+    for name, fn in list(impls.items()):
         call_args[name] = (tuple(jax_ns.jax.device_put(a) for a in args) if getattr(fn, "device_args", False)
                            else args)
         start = time.perf_counter()
-        result = fn(*call_args[name])
+        try:
+            result = fn(*call_args[name])
+        except Exception as err:   # noqa: BLE001  (the peer's error is reported, sprue's raise)
+            if name != "jax":
+                raise
+            skipped[name] = f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+            del impls[name]
+            continue
         first_call[name] = time.perf_counter() - start
-        check(prog, name, result, expected)
+        check(prog, name, result, expected, float32)
         once = max(sample(fn, call_args[name], 1), 1e-7)
         calls[name] = max(1, int(SAMPLE_SECONDS / once))
     series = {name: [] for name in impls}
@@ -152,7 +181,7 @@ def run_program(prog, jax_ns) -> dict:
     times = {name: statistics.median(ts) for name, ts in series.items()}
     spread = {name: [min(ts), max(ts)] for name, ts in series.items()}
     row = {"name": prog.name, "title": prog.title, "times": times, "spread": spread,
-           "first_call": first_call, "ratios": {}}
+           "first_call": first_call, "ratios": {}, "skipped": skipped}
     if "jax" in times:
         row["ratios"]["sprue/jax"] = times["sprue"] / times["jax"]
         row["ratios"]["sprue_dyn/jax"] = times["sprue_dyn"] / times["jax"]
@@ -207,7 +236,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default="", help="comma-separated program names")
     ap.add_argument("--one-core", action="store_true", help="re-run under taskset -c 0, XLA and BLAS on one thread")
-    ap.add_argument("--json", default=None, help="default build/bench/programs[-one-core].json")
+    ap.add_argument("--float32", action="store_true", help="float32 inputs; JAX without x64 (its default)")
+    ap.add_argument("--json", default=None, help="default build/bench/programs[-float32][-one-core].json")
     opts = ap.parse_args(argv)
     one_core = os.environ.get(ONE_CORE_ENV) == "1"
     if opts.one_core and not one_core:
@@ -215,9 +245,11 @@ def main(argv: list[str] | None = None) -> None:
     # first-call times are cold compiles: sprue's on-disk cache would turn them into cache hits
     os.environ["SPRUE_CACHE_DIR"] = "off"
     only = set(filter(None, opts.only.split(",")))
-    jax_ns = jax_namespace()
+    jax_ns = jax_namespace(x64=not opts.float32)
     mode = (f"one core (taskset -c 0, XLA intra-op 1, OPENBLAS 1; cpus {sorted(os.sched_getaffinity(0))})"
             if one_core else f"{len(os.sched_getaffinity(0))} cores, sprue at {all_threads()} threads")
+    if opts.float32:
+        mode = "float32, jax without x64; " + mode
     print(f"realistic programs, {mode}; median of {RUNS} samples after warm-up; s = sprue static, "
           f"dyn = sprue with abstracted_axes; ratios are time / time (<1: sprue faster); "
           f"1st = first call (trace + compile + run)")
@@ -231,13 +263,15 @@ def main(argv: list[str] | None = None) -> None:
     for prog in program_sources.PROGRAMS:
         if only and prog.name not in only:
             continue
-        row = run_program(prog, jax_ns)
+        row = run_program(prog, jax_ns, opts.float32)
         rows.append(row)
         print(format_row(row), flush=True)
-    path = Path(opts.json or HERE.parent / "build" / "bench" /
-                ("programs-one-core.json" if one_core else "programs.json"))
+        for name, why in row["skipped"].items():
+            print(f"  ({name} left out: {why})")
+    name = "programs" + ("-float32" if opts.float32 else "") + ("-one-core" if one_core else "")
+    path = Path(opts.json or HERE.parent / "build" / "bench" / f"{name}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"runs": RUNS, "one_core": one_core, "cpu": cpu_name(), "numpy": np.__version__,
+    meta = {"runs": RUNS, "one_core": one_core, "float32": opts.float32, "cpu": cpu_name(), "numpy": np.__version__,
             "jax": getattr(getattr(jax_ns, "jax", None), "__version__", None), "commit": _commit(),
             "uncommitted": _uncommitted(), "cpus": sorted(os.sched_getaffinity(0)), "sprue_threads": all_threads()}
     path.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))

@@ -31,6 +31,22 @@ def test_program_compiled_equals_numpy(prog):
     assert len(invars) == len(static_invars) + len(names), str(impls["sprue_dyn"].jaxpr)[:300]
 
 
+@pytest.mark.parametrize("prog", program_sources.PROGRAMS, ids=lambda p: p.name)
+def test_program_on_float32_inputs_equals_numpy(prog):
+    """--float32: the same source on float32 inputs, compiled, equals numpy's float32 run."""
+    args = programs.to_float32(prog.make("tiny"))
+    expected = programs.reference(prog, args)
+    programs.check(prog, "sprue", programs.implementations(prog)["sprue"](*args), expected, float32=True)
+
+
+def test_float32_check_rejects_a_wrong_result():
+    prog = program_sources.PROGRAMS[0]
+    expected = programs.reference(prog, programs.to_float32(prog.make("tiny")))
+    wrong = np.asarray(expected) + 1e-2 * np.abs(expected).max()
+    with pytest.raises(AssertionError, match="attention: sprue, result 0: .* beyond 0.002 of the largest"):
+        programs.check(prog, "sprue", wrong, expected, float32=True)
+
+
 def test_check_rejects_a_wrong_result():
     prog = program_sources.PROGRAMS[0]
     args = prog.make("tiny")
