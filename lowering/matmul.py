@@ -390,7 +390,10 @@ def plan_masked(m: int | None, n: int | None, k: int | None, itemsize: int = 8) 
     if _vector_bytes() == 64 and n is not None and n % (2 * lanes) == 0 and (m is None or m >= 8):
         mr, nr = 8, 2 * lanes     # (plan's unpacked AVX-512 tile, for run-time rows too)
     if n is not None and n < nr:
-        nr = next((c for c in reversed(cols) if c >= n), cols[-1])
+        # narrower columns in a narrower vector (8 float32 columns: one AVX register, unmasked; a
+        # 16-lane vector masked to 8 kept C out of registers, loaded and stored every k step)
+        widths = sorted({*cols, *(w for w in (lanes // 2, lanes // 4) if w >= 2)})
+        nr = next((c for c in widths if c >= n), cols[0])
     if m is not None and m < mr:
         mr = next((r for r in reversed(rows) if r >= m), 1)
     nc = nr * max(1, NC // nr)

@@ -310,3 +310,19 @@ def test_small_products_on_avx512_hold_8_rows_of_2_vectors(m, tmp_path):
         assert tiles == ({("8", "16")} if m % 8 == 0 else {("4", "32")}), tiles
     else:
         assert tiles and all(int(c) * 8 <= 2 * host_vector_bytes() for _, c in tiles), tiles
+
+
+@pytest.mark.parametrize("cols", [8, 4])
+def test_narrow_columns_take_a_narrower_vector_not_a_masked_wide_one(cols, tmp_path):
+    """A float32 product over a run-time reduction with 8 (or 4) columns, k-means' `onehot.T @
+    points`: its register tile is one 8- (4-) lane vector per row, so C stays in registers over k
+    (a 16-lane vector masked to 8 loaded and stored C every k step: k-means 1.8x its static time)."""
+    lanes = host_vector_bytes() // 4
+    if lanes < 2 * cols:
+        pytest.skip(f"{cols} float32 columns fill this CPU's vectors ({lanes} lanes): nothing narrower to take")
+    a, b = _args(np.float32, (300, 16), (300, cols))
+    f = sprue.qjit(lambda a, b: a.T @ b, abstracted_axes=({0: "n"}, {0: "n"}), keep_intermediate=str(tmp_path))
+    _close(f(a, b), a.T @ b, np.float32)
+    text = next(tmp_path.glob("*04_loops.mlir")).read_text()
+    assert re.search(rf"iter_args\(.*\) -> \(vector<\d+x{cols}xf32>\)", text), text
+    assert "vector.constant_mask" not in text
