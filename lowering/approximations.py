@@ -6,14 +6,15 @@ through scalar exp lane by lane, errno included: causal attention over 8 x 256 x
 55% of its time there (4.6 ms, JAX 1.7). Written out (Cody & Waite's reduction, a Taylor
 polynomial, the power of two in two steps: _exp below) it handles every lane alike, 3-5% faster
 than libmvec on ordinary inputs. tanh keeps libmvec's exp (its argument 2|x| overflows only past
-|x| = 354), measured 10% faster there than the written-out one.
+|x| = 354) in float64, measured 10% faster there than the written-out one; float32 tanh takes the
+written-out exp (a call in a fused loop spills every live vector around it).
 
 tanh: glibc's libmvec variant (vector_math.py) costs ~5 ns an f64 element on AVX2, where numpy's
 SIMD tanh and XLA's take ~1-3.5; GELU's, LSTMs' and tanh networks' activations spend their time
 there. Cephes' tanh (Moshier), which glibc's scalar tanh descends from too, is
 
     |x| <  0.625:  x + x^3 P(x^2) / Q(x^2)     (a rational approximation, ~1 ulp)
-    |x| >= 0.625:  1 - 2 / (exp(2|x|) + 1)     (exp from libmvec, vectorized by LLVM)
+    |x| >= 0.625:  1 - 2 / (exp(2|x|) + 1)     (float64: exp from libmvec, vectorized by LLVM)
 
 with the sign of x. Both halves are computed for every element and one selected, so the loop
 vectorizes; they share one division (the small half's P / Q or the large half's 2 / (s + 1)).
@@ -60,7 +61,10 @@ def _tanh(x: ir.Value) -> ir.Value:
     ax = mmath.absf(x)
     small = arith.cmpf(arith.CmpFPredicate.OLT, ax, arith.constant(t, SMALL))
     z = arith.mulf(ax, ax)
-    s = mmath.exp(arith.mulf(two, ax))
+    # float32: exp written out (below); libmvec's call in a fused loop (Black-Scholes' two CDFs)
+    # spills every live vector around it: 6.4 -> 4.5 ms. float64 keeps the call: its degree-13
+    # polynomial written out made that program 20% slower.
+    s = (mmath.exp if str(t) == "f64" else _exp)(arith.mulf(two, ax))
     large_den = arith.addf(s, one)
     if str(t) == "f64":
         num = arith.select(small, _horner(z, _P64, t), two)

@@ -46,6 +46,7 @@ from sprue.lowering.fusion import (
     reuse_dying_inputs,
 )
 from sprue.lowering.fusion_sums import merge_accumulating_chains
+from sprue.lowering.index_fusion import fuse_index_producers, narrow_index_compares
 from sprue.lowering.inplace import split_shared_fills, tie_loop_outputs
 from sprue.lowering.interchange import interchange_loops
 from sprue.lowering.layouts import transpose_strided_reads
@@ -173,7 +174,9 @@ _AFTER_LINALG: tuple[Rewrite, ...] = (
     merge_reductions_with_producers,   # softmax's exp and its row sum in one pass
     fuse_long_chains,    # chains of 64+ elementwise ops fused at once, not pair by pair (chain_fusion.py)
     carried_dims,        # sizes of loop-carried arrays read from their initial values (loop_facts.py)
+    fuse_index_producers,  # iotas recomputed where they are read (index_fusion.py)
     _fuse_linalg,
+    narrow_index_compares,  # ... and small loop indices compared on 32 bits (index_fusion.py)
     hoist_invariant_ops,  # linalg ops reading nothing a loop's trip computes: before the loop (loop_facts.py)
 )
 # The rest of MLIR's buffer-deallocation-pipeline, for the deallocations free_fresh_buffers left.
