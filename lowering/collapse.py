@@ -14,7 +14,11 @@ trips, vectorized and unrolled like any long one (32 x 64 x 32 x 32 float32: 1.3
 - every operand's buffer will hold those two axes as one run (_mergeable): a tensor sliced along
   the second axis (a stencil's `u[:, 1:-1]`) would have to be copied, so it keeps the loops apart.
 Operands are collapsed with tensor.collapse_shape and the result expanded back (views after
-bufferization); the payload is unchanged. Generics that read `linalg.index` or index an operand by
+bufferization); an init that is an empty tensor is replaced by an empty tensor of the collapsed
+shape instead (_fresh_empty), and an op whose init is defined outside its block keeps its loops
+(_init_outside): a view of a value from outside a loop, written in place inside it, was one buffer
+for all of the loop's trips, and the pool's chunks of a batch loop raced on it. The payload is
+unchanged. Generics that read `linalg.index` or index an operand by
 anything but a plain loop dimension keep their loops.
 
 Runs on tensors just before bufferization, after interchange_loops has chosen the innermost loop.
@@ -22,7 +26,10 @@ SPRUE_FUSION=0 turns it off with the other loop rewrites.
 """
 from __future__ import annotations
 
+import math
+
 from torch_mlir import ir
+from torch_mlir.dialects import arith
 
 from sprue.lowering.fusion import _dim_position, _maps, enabled
 from sprue.lowering.matmul_unfuse import _collapse, _reassociation_attr
@@ -98,7 +105,7 @@ def merged_pairs(op: ir.Operation) -> list[int]:
     if not maps or maps[0].n_dims < 2:
         return []
     positions = [_positions(m) for m in maps]
-    if any(p is None for p in positions) or _reads_index(op) or _empty(op) or _inserted(op):
+    if any(p is None for p in positions) or _reads_index(op) or _empty(op) or _inserted(op) or _init_outside(op):
         return []
     kinds = str(op.attributes["iterator_types"]).strip("[]").split(", ")
     pairs = []
@@ -178,11 +185,13 @@ def _collapse_op(op: ir.Operation, groups: list[list[int]]) -> None:
     # one collapse per value: an elementwise op writing over its input (fusion.reuse_dying_inputs)
     # reads and writes one view, which bufferization keeps in place; two views would be a conflict
     collapsed: dict[tuple, ir.Value] = {}
+    originals = list(op.operands)
     with ir.InsertionPoint(op), op.location:
         for i, (value, axes) in enumerate(zip(list(op.operands), operand_groups)):
             key = (value, str(axes))
             if key not in collapsed:
-                collapsed[key] = _collapse(value, axes)
+                collapsed[key] = _fresh_empty(value, axes) if i >= n_inputs and _is_empty(value) else \
+                    _collapse(value, axes)
             if collapsed[key] is not value:
                 op.operands[i] = collapsed[key]
     kinds = str(op.attributes["iterator_types"]).strip("[]").split(", ")
@@ -192,10 +201,9 @@ def _collapse_op(op: ir.Operation, groups: list[list[int]]) -> None:
         for r, result in enumerate(op.results):
             init_axes = operand_groups[n_inputs + r]
             out_t = ir.RankedTensorType(result.type)
-            original_init = op.operands[n_inputs + r].owner.operands[0] \
-                if len(init_axes) != out_t.rank else None
-            if original_init is None:
+            if len(init_axes) == out_t.rank:
                 continue
+            original_init = originals[n_inputs + r]
             result.set_type(op.operands[n_inputs + r].type)
             dynamic = [tensor_dim(original_init, a) for a in range(out_t.rank) if out_t.is_dynamic_dim(a)]
             expand = ir.Operation.create(
@@ -203,6 +211,44 @@ def _collapse_op(op: ir.Operation, groups: list[list[int]]) -> None:
                 attributes={"reassociation": _reassociation_attr(init_axes),
                             "static_output_shape": ir.DenseI64ArrayAttr.get(list(out_t.shape))})
             result.replace_all_uses_except(expand.results[0], expand)
+
+
+def _is_empty(v: ir.Value) -> bool:
+    return not isinstance(v.owner, ir.Block) and as_operation(v.owner).name == "tensor.empty"
+
+
+def _fresh_empty(value: ir.Value, axes: list[list[int]]) -> ir.Value:
+    """A tensor.empty of the collapsed shape, here: a view of a tensor.empty that CSE shares with
+    ops elsewhere (one before a loop whose trips run on the pool) would make them write one
+    buffer, which one-shot bufferization keeps in place, and the pool's chunks race on it."""
+    t = ir.RankedTensorType(value.type)
+    if all(len(g) == 1 for g in axes):
+        return value
+    shape = [ir.ShapedType.get_dynamic_size() if any(t.is_dynamic_dim(a) for a in g) else
+             math.prod(t.shape[a] for a in g) for g in axes]
+    sizes = []
+    for g in axes:
+        if any(t.is_dynamic_dim(a) for a in g):
+            size = tensor_dim(value, g[0])
+            for a in g[1:]:
+                size = arith.muli(size, tensor_dim(value, a))
+            sizes.append(size)
+    return ir.Operation.create("tensor.empty", results=[ir.RankedTensorType.get(shape, t.element_type)],
+                               operands=sizes).results[0]
+
+
+def _init_outside(op: ir.Operation) -> bool:
+    """An init (other than an empty tensor) defined outside the op's block: a view of it made here
+    would be written in place from inside a loop, a write one-shot bufferization does not see as
+    repeated."""
+    n_inputs = len(op.operands) - len(op.results)
+    for v in list(op.operands)[n_inputs:]:
+        if _is_empty(v):
+            continue
+        block = v.owner if isinstance(v.owner, ir.Block) else as_operation(v.owner).block
+        if block != op.block:
+            return True
+    return False
 
 
 def collapse_loops(module: ir.Module) -> int:

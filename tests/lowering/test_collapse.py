@@ -1,6 +1,8 @@
 """lowering/collapse.py: adjacent loops over one run of memory become one loop, checked on the IR
 the pipeline keeps (the generic's operand types after bufferization, no copies) and on compiled
 results against numpy."""
+import math
+import os
 import re
 
 import numpy as np
@@ -94,3 +96,41 @@ def test_an_update_in_a_loop_stays_in_place(tmp_path):
     text = _stage(tmp_path, "bufferized")
     assert "memref.copy" not in text.split("scf.for", 1)[1]
     assert any("512xf64" in line for line in _generics(text)), text
+
+
+def _block(np_, x, wq, wk, wv, wo, w1, w2, g, b):
+    """A pre-norm transformer block, 4 heads (benchmarks/program_sources.py's `block`)."""
+    bt, t, d = x.shape
+
+    def norm(y):
+        mu = np_.mean(y, axis=-1, keepdims=True)
+        return (y - mu) / np_.sqrt(np_.mean((y - mu) ** 2, axis=-1, keepdims=True) + 1e-5) * g + b
+
+    def split(y):
+        return y.reshape(bt, t, 4, d // 4).transpose(0, 2, 1, 3)
+    h = norm(x)
+    q, k, v = split(h @ wq), split(h @ wk), split(h @ wv)
+    s = q @ np_.swapaxes(k, -1, -2) / math.sqrt(d // 4)
+    e = np_.exp(s - np_.max(s, axis=-1, keepdims=True))
+    x = x + (e / np_.sum(e, axis=-1, keepdims=True) @ v).transpose(0, 2, 1, 3).reshape(bt, t, d) @ wo
+    u = norm(x) @ w1
+    return x + 0.5 * u * (1 + np_.tanh(0.7978845608 * (u + 0.044715 * u ** 3))) @ w2
+
+
+def test_per_head_scores_are_private_to_each_chunk_of_the_pool():
+    """The heads' scores, computed one batch element at a time on the pool (batch_fusion.py),
+    once shared the normalized x's buffer (its shape, its tensor.empty, collapsed by this pass and
+    written in place from inside the loop): two threads then overwrote each other's scores. The
+    collapsed ops get empty tensors of their own; every call, on two threads, equals numpy."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 128, 128))
+    ws = [rng.standard_normal(shape) / math.sqrt(shape[0]) for shape in [(128, 128)] * 4 + [(128, 512), (512, 128)]]
+    ws += [np.ones(128), np.zeros(128)]
+    want = _block(np, x, *ws)
+    sprue.set_num_threads(2)
+    try:
+        f = sprue.qjit(lambda *a: _block(snp, *a))
+        for _ in range(4):
+            np.testing.assert_allclose(f(x, *ws), want, rtol=1e-9, atol=1e-12)
+    finally:
+        sprue.set_num_threads(len(os.sched_getaffinity(0)))
