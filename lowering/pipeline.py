@@ -35,6 +35,7 @@ from sprue.lowering.batch_fusion import fuse_batches
 from sprue.lowering.chain_fusion import fuse_long_chains
 from sprue.lowering.collapse import collapse_loops
 from sprue.lowering.deallocation import free_fresh_buffers
+from sprue.lowering.deferred_scaling import defer_row_scaling
 from sprue.lowering.entry_arguments import read_entry_arguments
 from sprue.lowering.entry_results import store_entry_results
 from sprue.lowering.fastmath import mark_reductions
@@ -177,6 +178,7 @@ _AFTER_LINALG: tuple[Rewrite, ...] = (
     fuse_index_producers,  # iotas recomputed where they are read (index_fusion.py)
     _fuse_linalg,
     narrow_index_compares,  # ... and small loop indices compared on 32 bits (index_fusion.py)
+    defer_row_scaling,   # (e / s) @ v as (e @ v) / s: softmax normalized after its product (deferred_scaling.py)
     hoist_invariant_ops,  # linalg ops reading nothing a loop's trip computes: before the loop (loop_facts.py)
 )
 # The rest of MLIR's buffer-deallocation-pipeline, for the deallocations free_fresh_buffers left.
