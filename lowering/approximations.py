@@ -126,30 +126,37 @@ _SQRT_HALF_BITS = 0x3F3504F3
 _SMALLEST_NORMAL_F32 = 1.1754943508222875e-38
 
 
+def _log_split(x: ir.Value, sqrt_half_bits: int, smallest_normal: float, scale: int) -> tuple[ir.Value, ir.Value]:
+    """(k, f): x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), k as a float; subnormal x scaled
+    by 2^scale first."""
+    t = x.type
+    width, mantissa, _ = _FLOAT_BITS[str(t)]
+    i = ir.IntegerType.get_signless(width)
+    tiny = arith.cmpf(arith.CmpFPredicate.OLT, x, arith.constant(t, smallest_normal))
+    xs = arith.select(tiny, arith.mulf(x, arith.constant(t, 2.0 ** scale)), x)
+    bits = arith.subi(arith.bitcast(i, xs), arith.constant(i, sqrt_half_bits))
+    k = arith.shrsi(bits, arith.constant(i, mantissa))
+    m = arith.bitcast(t, arith.subi(arith.bitcast(i, xs), arith.shli(k, arith.constant(i, mantissa))))
+    kf = arith.sitofp(t, arith.subi(k, arith.select(tiny, arith.constant(i, scale), arith.constant(i, 0))))
+    return kf, arith.subf(m, arith.constant(t, 1.0))
+
+
+def _log_specials(x: ir.Value, r: ir.Value) -> ir.Value:
+    """log's value `r` for ordinary x; -inf at 0, inf at inf, nan below 0 and at nan (as libm)."""
+    t = x.type
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, arith.constant(t, 0.0)), arith.constant(t, -math.inf), r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, arith.constant(t, math.inf)), x, r)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UGT, arith.constant(t, 0.0), x), arith.constant(t, math.nan), r)
+
+
 def _log_f32(x: ir.Value) -> ir.Value:
     t = x.type
-    i32 = ir.IntegerType.get_signless(32)
-
-    def c(v: float) -> ir.Value:
-        return arith.constant(t, v)
-
-    def ci(v: int) -> ir.Value:
-        return arith.constant(i32, v)
-    tiny = arith.cmpf(arith.CmpFPredicate.OLT, x, c(_SMALLEST_NORMAL_F32))
-    xs = arith.select(tiny, arith.mulf(x, c(2.0 ** 25)), x)
-    bits = arith.subi(arith.bitcast(i32, xs), ci(_SQRT_HALF_BITS))
-    k = arith.shrsi(bits, ci(23))
-    m = arith.bitcast(t, arith.subi(arith.bitcast(i32, xs), arith.shli(k, ci(23))))
-    kf = arith.sitofp(t, arith.subi(k, arith.select(tiny, ci(25), ci(0))))
-    f = arith.subf(m, c(1.0))
+    kf, f = _log_split(x, _SQRT_HALF_BITS, _SMALLEST_NORMAL_F32, 25)
     z = arith.mulf(f, f)
     y = arith.mulf(arith.mulf(_horner(f, _LOGF_P, t), f), z)
-    y = mmath.fma(kf, c(-2.12194440e-4), y)
-    y = mmath.fma(z, c(-0.5), y)
-    r = mmath.fma(kf, c(0.693359375), arith.addf(f, y))
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, c(0.0)), c(-math.inf), r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, c(math.inf)), x, r)
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UGT, c(0.0), x), c(math.nan), r)   # x < 0 or nan
+    y = mmath.fma(kf, arith.constant(t, -2.12194440e-4), y)
+    y = mmath.fma(z, arith.constant(t, -0.5), y)
+    return _log_specials(x, mmath.fma(kf, arith.constant(t, 0.693359375), arith.addf(f, y)))
 
 
 # float64 log (fdlibm's e_log.c, Sun): the same split of x into 2^k (1 + f), then
@@ -164,33 +171,17 @@ _SMALLEST_NORMAL_F64 = 2.2250738585072014e-308
 
 def _log_f64(x: ir.Value) -> ir.Value:
     t = x.type
-    i64 = ir.IntegerType.get_signless(64)
-
-    def c(v: float) -> ir.Value:
-        return arith.constant(t, v)
-
-    def ci(v: int) -> ir.Value:
-        return arith.constant(i64, v)
-    tiny = arith.cmpf(arith.CmpFPredicate.OLT, x, c(_SMALLEST_NORMAL_F64))
-    xs = arith.select(tiny, arith.mulf(x, c(2.0 ** 54)), x)
-    bits = arith.subi(arith.bitcast(i64, xs), ci(_SQRT_HALF_BITS64))
-    k = arith.shrsi(bits, ci(52))
-    m = arith.bitcast(t, arith.subi(arith.bitcast(i64, xs), arith.shli(k, ci(52))))
-    dk = arith.sitofp(t, arith.subi(k, arith.select(tiny, ci(54), ci(0))))
-    f = arith.subf(m, c(1.0))
-    hfsq = arith.mulf(arith.mulf(f, f), c(0.5))
-    s = arith.divf(f, arith.addf(f, c(2.0)))
+    dk, f = _log_split(x, _SQRT_HALF_BITS64, _SMALLEST_NORMAL_F64, 54)
+    hfsq = arith.mulf(arith.mulf(f, f), arith.constant(t, 0.5))
+    s = arith.divf(f, arith.addf(f, arith.constant(t, 2.0)))
     z = arith.mulf(s, s)
     w = arith.mulf(z, z)
     t1 = arith.mulf(w, _horner(w, (_LG[5], _LG[3], _LG[1]), t))
     t2 = arith.mulf(z, _horner(w, (_LG[6], _LG[4], _LG[2], _LG[0]), t))
     r = arith.addf(t2, t1)
     ln2_hi, ln2_lo = _LN2["f64"]
-    inner = mmath.fma(s, arith.addf(hfsq, r), arith.mulf(dk, c(ln2_lo)))
-    r = mmath.fma(dk, c(ln2_hi), arith.negf(arith.subf(arith.subf(hfsq, inner), f)))
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, c(0.0)), c(-math.inf), r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, c(math.inf)), x, r)
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UGT, c(0.0), x), c(math.nan), r)
+    inner = mmath.fma(s, arith.addf(hfsq, r), arith.mulf(dk, arith.constant(t, ln2_lo)))
+    return _log_specials(x, mmath.fma(dk, arith.constant(t, ln2_hi), arith.negf(arith.subf(arith.subf(hfsq, inner), f))))
 
 
 def _log(x: ir.Value) -> ir.Value:

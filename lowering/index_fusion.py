@@ -17,7 +17,16 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from sprue.lowering.fusion import _dim_position, _extents, _maps, _n_outs, _payload, enabled, new_generic
+from sprue.lowering.fusion import (
+    _copy_payload,
+    _dim_position,
+    _extents,
+    _maps,
+    _n_outs,
+    _payload,
+    enabled,
+    new_generic,
+)
 from sprue.lowering.mlir_util import as_operation, ops_where
 
 # ops an iota's payload may hold (an index, cast and scaled)
@@ -95,32 +104,29 @@ def _recompute_in(iota: ir.Operation, reader: ir.Operation, j: int, axes: list[i
     mapping: dict[ir.Value, ir.Value] = dict(zip(old_args, block.arguments))
     ip = ir.InsertionPoint(block)
     index = [_index_value(e, ip, reader.location) for e in axes]
-    inner_map: dict[ir.Value, ir.Value] = {}
-    for inner in _payload(iota):
+    # the iota's payload, its linalg.index ops replaced by the reader's indices
+    inner_map = {inner.results[0]: index[ir.IntegerAttr(inner.attributes["dim"]).value]
+                 for inner in _payload(iota) if inner.name == "linalg.index"}
+    (mapping[old.arguments[j]],) = _copy_ops([o for o in _payload(iota) if o.name != "linalg.index"], inner_map, ip)
+    yielded = _copy_payload(reader, mapping, ip)
+    ir.Operation.create("linalg.yield", operands=yielded, loc=reader.location, ip=ip)
+    for a, b in zip(reader.results, new.results):
+        a.replace_all_uses_with(b)
+    reader.erase()
+
+
+def _copy_ops(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value], ip: ir.InsertionPoint) -> list[ir.Value]:
+    """Clones `ops` (a payload's, ending with its yield) at `ip`, operands renamed by `mapping`;
+    returns the yielded values as copied."""
+    for inner in ops:
         if inner.name == "linalg.yield":
-            mapping[old.arguments[j]] = inner_map.get(inner.operands[0], inner.operands[0])
-            break
-        if inner.name == "linalg.index":
-            inner_map[inner.results[0]] = index[ir.IntegerAttr(inner.attributes["dim"]).value]
-            continue
-        copy = inner.clone(ip=ip).operation
-        for k, v in enumerate(copy.operands):
-            if v in inner_map:
-                copy.operands[k] = inner_map[v]
-        inner_map.update(zip(inner.results, copy.results))
-    for inner in _payload(reader):
-        if inner.name == "linalg.yield":
-            ir.Operation.create("linalg.yield", operands=[mapping.get(v, v) for v in inner.operands],
-                                loc=reader.location, ip=ip)
-            break
+            return [mapping.get(v, v) for v in inner.operands]
         copy = inner.clone(ip=ip).operation
         for k, v in enumerate(copy.operands):
             if v in mapping:
                 copy.operands[k] = mapping[v]
         mapping.update(zip(inner.results, copy.results))
-    for a, b in zip(reader.results, new.results):
-        a.replace_all_uses_with(b)
-    reader.erase()
+    raise ValueError("a linalg.generic payload without linalg.yield")
 
 
 def _small(v: ir.Value, extents: list[int | None]) -> bool:
