@@ -26,13 +26,11 @@ SPRUE_FUSION=0 turns it off with the other loop rewrites.
 """
 from __future__ import annotations
 
-import math
-
 from torch_mlir import ir
 from torch_mlir.dialects import arith
 
-from sprue.lowering.fusion import _dim_position, _maps, enabled
-from sprue.lowering.matmul_unfuse import _collapse, _reassociation_attr
+from sprue.lowering.fusion import _dim_position, _maps, _payload, enabled
+from sprue.lowering.matmul_unfuse import _collapse, _reassociation_attr, collapsed_type
 from sprue.lowering.mlir_util import as_operation, ops_where, tensor_dim
 
 _MAX_DEPTH = 16
@@ -105,7 +103,7 @@ def merged_pairs(op: ir.Operation) -> list[int]:
     if not maps or maps[0].n_dims < 2:
         return []
     positions = [_positions(m) for m in maps]
-    if any(p is None for p in positions) or _reads_index(op) or _empty(op) or _inserted(op) or _init_outside(op):
+    if any(p is None for p in positions) or _reads_index(op) or _zero_extent(op) or _inserted(op) or _init_outside(op):
         return []
     kinds = str(op.attributes["iterator_types"]).strip("[]").split(", ")
     pairs = []
@@ -132,7 +130,7 @@ def _inserted(op: ir.Operation) -> bool:
                for r in op.results for u in r.uses)
 
 
-def _empty(op: ir.Operation) -> bool:
+def _zero_extent(op: ir.Operation) -> bool:
     """An operand with a static 0 extent: canonicalization folds a collapse of ? x 0 to a static 0,
     which memref.collapse_shape's verifier rejects (and there is no work to speed up)."""
     return any(0 in ir.RankedTensorType(v.type).shape for v in op.operands
@@ -140,15 +138,7 @@ def _empty(op: ir.Operation) -> bool:
 
 
 def _reads_index(op: ir.Operation) -> bool:
-    found = []
-
-    def visit(inner: ir.Operation) -> ir.WalkResult:
-        if inner.name == "linalg.index":
-            found.append(inner)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-    op.walk(visit)
-    return bool(found)
+    return any(inner.name == "linalg.index" for inner in _payload(op))
 
 
 def _groups(n_dims: int, pairs: list[int]) -> list[list[int]]:
@@ -224,8 +214,6 @@ def _fresh_empty(value: ir.Value, axes: list[list[int]]) -> ir.Value:
     t = ir.RankedTensorType(value.type)
     if all(len(g) == 1 for g in axes):
         return value
-    shape = [ir.ShapedType.get_dynamic_size() if any(t.is_dynamic_dim(a) for a in g) else
-             math.prod(t.shape[a] for a in g) for g in axes]
     sizes = []
     for g in axes:
         if any(t.is_dynamic_dim(a) for a in g):
@@ -233,8 +221,7 @@ def _fresh_empty(value: ir.Value, axes: list[list[int]]) -> ir.Value:
             for a in g[1:]:
                 size = arith.muli(size, tensor_dim(value, a))
             sizes.append(size)
-    return ir.Operation.create("tensor.empty", results=[ir.RankedTensorType.get(shape, t.element_type)],
-                               operands=sizes).results[0]
+    return ir.Operation.create("tensor.empty", results=[collapsed_type(t, axes)], operands=sizes).results[0]
 
 
 def _init_outside(op: ir.Operation) -> bool:

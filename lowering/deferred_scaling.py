@@ -20,26 +20,12 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from sprue.lowering.fusion import _dim_position, _maps, _n_outs, _payload, enabled
+from sprue.lowering.fusion import _Defs, _dim_position, _is_zero_fill, _maps, _n_outs, _payload, enabled
 from sprue.lowering.matmul_operands import transposed
-from sprue.lowering.mlir_util import as_operation, ops_where
+from sprue.lowering.mlir_util import as_operation, empty_like
 
 _PRODUCTS = {"linalg.matmul": 2, "linalg.batch_matmul": 3}
 _SCALINGS = ("arith.divf", "arith.mulf")
-
-
-def _zero_fill(v: ir.Value) -> bool:
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        return False
-    op = as_operation(owner)
-    if op.name != "linalg.fill":
-        return False
-    value = op.operands[0].owner
-    if isinstance(value, ir.Block) or as_operation(value).name != "arith.constant":
-        return False
-    attr = as_operation(value).attributes["value"]
-    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
 
 
 def _row_scaling(op: ir.Operation) -> bool:
@@ -48,7 +34,7 @@ def _row_scaling(op: ir.Operation) -> bool:
         return False
     if "reduction" in str(op.attributes["iterator_types"]):
         return False
-    payload = [inner for inner in _payload(op)]
+    payload = _payload(op)
     if len(payload) != 2 or payload[0].name not in _SCALINGS:
         return False
     block = op.regions[0].blocks[0]
@@ -64,7 +50,7 @@ def _row_scaling(op: ir.Operation) -> bool:
                                           for d, e in zip(f_dims, f_map.results))
 
 
-def _product_reading(op: ir.Operation) -> ir.Operation | None:
+def _product_reading(defs: _Defs, op: ir.Operation) -> ir.Operation | None:
     """The plain matmul or batch_matmul reading `op`'s result as its left operand, its only reader."""
     uses = list(op.results[0].uses)
     if len(uses) != 1 or uses[0].operand_number != 0:
@@ -76,7 +62,7 @@ def _product_reading(op: ir.Operation) -> ir.Operation | None:
     reads = transposed(product) if "indexing_maps" in product.attributes else (False, False)
     if reads is None or reads[0]:          # A read in another order than (batch, row, k)
         return None
-    if ir.RankedTensorType(op.results[0].type).rank != rank or not _zero_fill(product.operands[2]):
+    if ir.RankedTensorType(op.results[0].type).rank != rank or not _is_zero_fill(defs, product.operands[2]):
         return None
     return product
 
@@ -85,8 +71,8 @@ def _defer(scale: ir.Operation, product: ir.Operation) -> None:
     """`product` reads `scale`'s unscaled input; a copy of `scale` scales the product's result."""
     x, factor, _ = scale.operands
     ip = ir.InsertionPoint.after(product)
-    with product.location:
-        init = _empty_like(product.operands[2], ip)   # (sizes from the product's init, not its result)
+    with product.location, ip:
+        init = empty_like(product.operands[2])   # (sizes from the product's init, not its result)
         scaled = as_operation(scale.clone(ip=ip))
     product.operands[0] = x
     scaled.operands[0] = product.results[0]
@@ -97,28 +83,17 @@ def _defer(scale: ir.Operation, product: ir.Operation) -> None:
     scale.erase()
 
 
-def _empty_like(v: ir.Value, ip: ir.InsertionPoint) -> ir.Value:
-    """An empty tensor of `v`'s type at `ip`, its run-time sizes read from `v`."""
-    t = ir.RankedTensorType(v.type)
-    index = ir.IndexType.get()
-    sizes = []
-    for axis in range(t.rank):
-        if t.is_dynamic_dim(axis):
-            c = ir.Operation.create("arith.constant", results=[index],
-                                    attributes={"value": ir.IntegerAttr.get(index, axis)}, ip=ip).results[0]
-            sizes.append(ir.Operation.create("tensor.dim", results=[index], operands=[v, c], ip=ip).results[0])
-    return ir.Operation.create("tensor.empty", results=[t], operands=sizes, ip=ip).results[0]
-
-
 def defer_row_scaling(module: ir.Module) -> int:
     """Row factors moved after the products that read the scaled arrays (see the module doc);
     returns how many."""
     if not enabled():
         return 0
     moved = 0
-    for op in ops_where(module.operation, _row_scaling):
-        product = _product_reading(op)
+    defs = _Defs(module.operation)
+    for op in [op for op in defs.ops if _row_scaling(op)]:
+        product = _product_reading(defs, op)
         if product is not None:
+            defs.forget(op)   # (erased by _defer)
             _defer(op, product)
             moved += 1
     return moved

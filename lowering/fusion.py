@@ -447,7 +447,13 @@ def _build_merged(prod: ir.Operation, pmaps: list[ir.AffineMap], red: ir.Operati
 def _copy_payload(op: ir.Operation, mapping: dict[ir.Value, ir.Value], ip: ir.InsertionPoint) -> list[ir.Value]:
     """Copies `op`'s payload (but its yield) at `ip`, block arguments renamed by `mapping`; returns
     the yielded values as copied."""
-    for inner in _payload(op):
+    return copy_ops(_payload(op), mapping, ip)
+
+
+def copy_ops(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value], ip: ir.InsertionPoint) -> list[ir.Value]:
+    """Copies `ops` (a payload's, up to its linalg.yield) at `ip`, operands renamed by `mapping`,
+    which learns the copies' results; returns the yielded values as copied."""
+    for inner in ops:
         if inner.name == "linalg.yield":
             return [mapping.get(v, v) for v in inner.operands]
         copy = inner.clone(ip=ip).operation     # arith/math ops: their dialect modules are loaded already

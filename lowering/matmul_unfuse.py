@@ -34,7 +34,7 @@ from torch_mlir import ir
 from sprue.lowering.fusion import _extents, generic_like
 from sprue.lowering.layouts import defining_point, permuted_copy, transposed_copy
 from sprue.lowering.matmul_operands import PLAIN_MAPS
-from sprue.lowering.mlir_util import as_operation, linalg_fill, tensor_dim
+from sprue.lowering.mlir_util import as_operation, empty_like, linalg_fill, tensor_dim
 
 
 def iterator_kinds(op: ir.Operation) -> list[str]:
@@ -281,13 +281,17 @@ def collapse_batch_dims(op: ir.Operation, batch: int) -> ir.Operation:
     return product
 
 
-def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
-    t = ir.RankedTensorType(value.type)
-    if all(len(g) == 1 for g in groups):
-        return value
+def collapsed_type(t: ir.RankedTensorType, groups: list[list[int]]) -> ir.RankedTensorType:
+    """`t` with each group of axes one axis (run-time if any of the group's is)."""
     dyn = ir.ShapedType.get_dynamic_size()
     shape = [dyn if any(t.is_dynamic_dim(a) for a in g) else math.prod(t.shape[a] for a in g) for g in groups]
-    return ir.Operation.create("tensor.collapse_shape", results=[ir.RankedTensorType.get(shape, t.element_type)],
+    return ir.RankedTensorType.get(shape, t.element_type)
+
+
+def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
+    if all(len(g) == 1 for g in groups):
+        return value
+    return ir.Operation.create("tensor.collapse_shape", results=[collapsed_type(ir.RankedTensorType(value.type), groups)],
                                operands=[value], attributes={"reassociation": _reassociation_attr(groups)}).results[0]
 
 
@@ -405,10 +409,7 @@ def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
         # inplace.split_shared_fills tells apart only where products read it directly)
         c, groups = operands[2]
         if c is not op.operands[2]:
-            ct = ir.RankedTensorType(c.type)
-            empty = ir.Operation.create("tensor.empty", results=[ct], operands=[
-                tensor_dim(c, d) for d in range(ct.rank) if ct.is_dynamic_dim(d)]).results[0]
-            operands[2] = (linalg_fill(as_operation(op.operands[2].owner).operands[0], empty), groups)
+            operands[2] = (linalg_fill(as_operation(op.operands[2].owner).operands[0], empty_like(c)), groups)
         loops = nb + 3
         m, n, k = nb, nb + 1, nb + 2
         pairs = [[m, k] if wanted[0][nb] in rows else [k, m], [k, n] if wanted[1][nb] in red else [n, k], [m, n]]

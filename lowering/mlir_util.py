@@ -236,6 +236,13 @@ def tensor_dim(v: ir.Value, axis: int) -> ir.Value:
     return tensor.DimOp(v, index(axis)).result
 
 
+def empty_like(v: ir.Value) -> ir.Value:
+    """A tensor.empty of `v`'s type, its run-time sizes read from `v`."""
+    t = tensor_type(v)
+    return ir.Operation.create("tensor.empty", results=[t], operands=[
+        tensor_dim(v, d) for d in range(t.rank) if t.is_dynamic_dim(d)]).results[0]
+
+
 def tensor_sizes(v: ir.Value) -> list[ir.Value]:
     """The sizes of a tensor as index values (constants where static)."""
     shape = tensor_type(v).shape
