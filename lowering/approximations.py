@@ -5,23 +5,29 @@ overflows (a masked softmax's exp(-1e30 - max) or exp(-inf), a sigmoid of a larg
 through scalar exp lane by lane, errno included: causal attention over 8 x 256 x 256 scores spent
 55% of its time there (4.6 ms, JAX 1.7). Written out (Cody & Waite's reduction, a Taylor
 polynomial, the power of two in two steps: _exp below) it handles every lane alike, 3-5% faster
-than libmvec on ordinary inputs. tanh keeps libmvec's exp (its argument 2|x| overflows only past
-|x| = 354) in float64, measured 10% faster there than the written-out one; float32 tanh takes the
-written-out exp (a call in a fused loop spills every live vector around it).
+than libmvec on ordinary inputs.
 
 tanh: glibc's libmvec variant (vector_math.py) costs ~5 ns an f64 element on AVX2, where numpy's
 SIMD tanh and XLA's take ~1-3.5; GELU's, LSTMs' and tanh networks' activations spend their time
-there. Cephes' tanh (Moshier), which glibc's scalar tanh descends from too, is
+there. Written out, with no call and no table:
 
-    |x| <  0.625:  x + x^3 P(x^2) / Q(x^2)     (a rational approximation, ~1 ulp)
-    |x| >= 0.625:  1 - 2 / (exp(2|x|) + 1)     (float64: exp from libmvec, vectorized by LLVM)
+  float64:  tanh |x| = m / (m + 2),  m = expm1(2|x|)   (the sign of x copied on)
 
-with the sign of x. Both halves are computed for every element and one selected, so the loop
-vectorizes; they share one division (the small half's P / Q or the large half's 2 / (s + 1)).
-Special values fall out: +-0 keeps its sign (copysign), tiny and denormal x give x, large |x| and
-+-inf give +-1 (exp overflows to inf, 2 / inf = 0), nan gives nan. f32 takes Cephes' tanhf: an
-odd polynomial of degree 11 below 0.625, the same exp form above it, in f32. The ulp tests of
-tests/lowering/test_vector_math.py hold it to 4 ulp of numpy on special values and whole ranges.
+expm1 as exp's reduction gives it (_expm1_positive): 2|x| = n ln2 + r, expm1(r) by its Taylor
+polynomial without the constant term, expm1 = 2^n expm1(r) + (2^n - 1) in one FMA. m >= 0, so
+neither m nor m + 2 cancels: one formula over the whole range, ~2 ulp, no branch for small
+arguments (Cephes' P / Q below 0.625 and 1 - 2 / (e^2|x| + 1) above cost both halves and libmvec's
+exp: 1.10x numpy's time at 2^20 elements, this 0.70x). 2|x| is clamped at 40 (tanh rounds to 1
+from |x| = 19.1) by a NaN-propagating minimum: +-0 keeps its sign, tiny and subnormal x give x,
++-inf gives +-1, nan gives nan.
+
+  float32:  Eigen's generic_fast_tanh_float, which XLA's CPU tanh is: x P(x^2) / Q(x^2), degrees
+            13 and 6, |x| clamped at 7.9988 (where it gives exactly 1), x itself below 0.0004
+
+Fourteen vector ops and one division: 0.78x numpy's time at 2^20 elements, where the expm1 form
+above took 1.17x (its exp reduction and 2^n build are most of its ops). Within 5 ulp of numpy
+over every float32 in [0, 9.5] (4 ulp or less for all but 123 of 1.09e9; exhaustive, checked
+when it was written): JAX's own float32 tanh, and the bound test_vector_math.py holds it to.
 
 log: libmvec's float64 log took 1.2x numpy's time (2^20 elements, one core, Zen 5), and its
 float32 log is up to 4 ulp off, so float32 log was computed in float64 at 2.7x numpy's time.
@@ -38,12 +44,13 @@ from torch_mlir.dialects import math as mmath
 
 from sprue.lowering.mlir_util import ops_where
 
-SMALL = 0.625
-# Cephes tanh.c: P / Q for |x| < 0.625, coefficients highest power first (Q's leading 1 implicit)
-_P64 = (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3)
-_Q64 = (1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3)
-# Cephes tanhf.c: x + x^3 P(x^2) for |x| < 0.625
-_P32 = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1)
+# Eigen's generic_fast_tanh_float (MathFunctionsImpl.h): numerator (odd) and denominator (even)
+# coefficients in x^2, highest power first
+_TANH32_P = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+             1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03)
+_TANH32_Q = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03)
+_TANH32_CLAMP, _TANH32_TINY = 7.99881172180175781, 0.0004
+_TANH64_CLAMP = 40.0   # on 2|x|: tanh rounds to 1 in float64 from |x| = 19.06
 
 
 def _horner(z: ir.Value, coefficients: tuple[float, ...], t: ir.Type, leading_one: bool = False) -> ir.Value:
@@ -57,25 +64,17 @@ def _horner(z: ir.Value, coefficients: tuple[float, ...], t: ir.Type, leading_on
 
 def _tanh(x: ir.Value) -> ir.Value:
     t = x.type
-    one, two = arith.constant(t, 1.0), arith.constant(t, 2.0)
     ax = mmath.absf(x)
-    small = arith.cmpf(arith.CmpFPredicate.OLT, ax, arith.constant(t, SMALL))
-    z = arith.mulf(ax, ax)
-    # float32: exp written out (below); libmvec's call in a fused loop (Black-Scholes' two CDFs)
-    # spills every live vector around it: 6.4 -> 4.5 ms. float64 keeps the call: its degree-13
-    # polynomial written out made that program 20% slower.
-    s = (mmath.exp if str(t) == "f64" else _exp)(arith.mulf(two, ax))
-    large_den = arith.addf(s, one)
     if str(t) == "f64":
-        num = arith.select(small, _horner(z, _P64, t), two)
-        den = arith.select(small, _horner(z, _Q64, t, leading_one=True), large_den)
-        d = arith.divf(num, den)                     # P / Q, or 2 / (s + 1)
-        near = mmath.fma(arith.mulf(ax, z), d, ax)
+        y = arith.minimumf(arith.addf(ax, ax), arith.constant(t, _TANH64_CLAMP))
+        m = _expm1_positive(y)
+        r = arith.divf(m, arith.addf(m, arith.constant(t, 2.0)))
     else:
-        d = arith.divf(two, large_den)
-        near = mmath.fma(arith.mulf(ax, z), _horner(z, _P32, t), ax)
-    far = arith.subf(one, d)
-    return mmath.copysign(arith.select(small, near, far), x)
+        xc = arith.minimumf(ax, arith.constant(t, _TANH32_CLAMP))
+        z = arith.mulf(xc, xc)
+        r = arith.divf(arith.mulf(xc, _horner(z, _TANH32_P, t)), _horner(z, _TANH32_Q, t))
+        r = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, ax, arith.constant(t, _TANH32_TINY)), ax, r)
+    return mmath.copysign(r, x)
 
 
 # exp: x = n ln2 + r, |r| <= ln2 / 2 (n = round(x / ln2); Cody & Waite's two-part ln2, exact
@@ -91,16 +90,28 @@ _EXP_TERMS = {"f64": 13, "f32": 7}
 _FLOAT_BITS = {"f64": (64, 52, 1023), "f32": (32, 23, 127)}
 
 
+def _reduce(x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(n, r): x = n ln2 + r, n = round(x / ln2) as a float, r by Cody & Waite's two-part ln2."""
+    t = x.type
+    n = mmath.roundeven(arith.mulf(x, arith.constant(t, 1.4426950408889634)))
+    ln2_hi, ln2_lo = _LN2[str(t)]
+    r = mmath.fma(arith.negf(n), arith.constant(t, ln2_hi), x)
+    return n, mmath.fma(arith.negf(n), arith.constant(t, ln2_lo), r)
+
+
+def _power_of_two(e: ir.Value, t: ir.Type) -> ir.Value:
+    """2^e for an integer e in the normal exponent range, built in the exponent bits."""
+    width, mantissa, bias = _FLOAT_BITS[str(t)]
+    i = e.type
+    return arith.bitcast(t, arith.shli(arith.addi(e, arith.constant(i, bias)), arith.constant(i, mantissa)))
+
+
 def _exp(x: ir.Value) -> ir.Value:
     t, name = x.type, str(x.type)
-    width, mantissa, bias = _FLOAT_BITS[name]
-    i = ir.IntegerType.get_signless(width)
+    i = ir.IntegerType.get_signless(_FLOAT_BITS[name][0])
     lo, hi = _EXP_RANGE[name]
     xc = arith.minnumf(arith.maxnumf(x, arith.constant(t, lo)), arith.constant(t, hi))
-    n = mmath.roundeven(arith.mulf(xc, arith.constant(t, 1.4426950408889634)))
-    ln2_hi, ln2_lo = _LN2[name]
-    r = mmath.fma(arith.negf(n), arith.constant(t, ln2_hi), xc)
-    r = mmath.fma(arith.negf(n), arith.constant(t, ln2_lo), r)
+    n, r = _reduce(xc)
     terms = _EXP_TERMS[name]
     p = arith.constant(t, 1.0 / math.factorial(terms))
     for k in range(terms - 1, -1, -1):
@@ -108,11 +119,23 @@ def _exp(x: ir.Value) -> ir.Value:
     ni = arith.fptosi(i, n)
     half = arith.shrsi(ni, arith.constant(i, 1))
     rest = arith.subi(ni, half)
-
-    def power(e: ir.Value) -> ir.Value:
-        return arith.bitcast(t, arith.shli(arith.addi(e, arith.constant(i, bias)), arith.constant(i, mantissa)))
-    y = arith.mulf(arith.mulf(p, power(half)), power(rest))
+    y = arith.mulf(arith.mulf(p, _power_of_two(half, t)), _power_of_two(rest, t))
     return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), x, y)
+
+
+def _expm1_positive(y: ir.Value) -> ir.Value:
+    """expm1(y) for 0 <= y <= 40 (tanh's 2|x|, clamped): expm1(r) = r + r^2 (1/2! + r/3! + ...)
+    to r^13 / 13! (exp's degree), then 2^n expm1(r) + (2^n - 1) in one FMA; 2^n is one normal
+    number here and 2^n - 1 exact for n <= 53, so the error is expm1(r)'s, ~1 ulp."""
+    t = y.type
+    n, r = _reduce(y)
+    terms = _EXP_TERMS[str(t)]
+    q = arith.constant(t, 1.0 / math.factorial(terms))
+    for k in range(terms - 1, 1, -1):
+        q = mmath.fma(q, r, arith.constant(t, 1.0 / math.factorial(k)))
+    p = mmath.fma(arith.mulf(r, r), q, r)
+    s = _power_of_two(arith.fptosi(ir.IntegerType.get_signless(_FLOAT_BITS[str(t)][0]), n), t)
+    return mmath.fma(s, p, arith.subf(s, arith.constant(t, 1.0)))
 
 
 # float32 log (Cephes' logf, Moshier): x = 2^k m with m in [sqrt(1/2), sqrt(2)) (integer ops on
