@@ -499,7 +499,7 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
                          keep_intermediate: bool = False, *, opt_level: int = 3, cpu: str = HOST_CPU,
                          features: str = "", library: str | os.PathLike | None = None, internal: Sequence[str] = (),
                          asm: bool = False, archive: str | os.PathLike | None = None, on_stage: Stage | None = None,
-                         save_failing_ir: bool = True) -> Path:
+                         save_failing_ir: bool = True, meanwhile: Callable[[], None] | None = None) -> Path:
     """StableHLO text -> `<out_dir>/<name>.so` (or `library`), for `cpu` with `features` (checked
     first: see check_codegen_options): the pipeline, LLVM's optimizer and code generator, and the
     link with sprue's runtime. Every entry point builds here (frontend/api/driver.py).
@@ -547,7 +547,7 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
         sources = _runtime_sources(llvm_ir, work, name)
         try:
             with step("link"):
-                _link_replacing(obj_path, so_path, sources, more)
+                _link_replacing(obj_path, so_path, sources, more, meanwhile)
         except LinkError as err:
             failed(err, result.optimized_ir, suffix=".opt.ll")
             raise
@@ -579,12 +579,13 @@ def _lower(stablehlo_text: str, work: Path, name: str, keep: bool, on_stage: Sta
         raise
 
 
-def _link_replacing(obj_path: Path, so_path: Path, sources: list[Path], more_objects: Sequence[Path] = ()) -> None:
+def _link_replacing(obj_path: Path, so_path: Path, sources: list[Path], more_objects: Sequence[Path] = (),
+                    meanwhile: Callable[[], None] | None = None) -> None:
     """Link beside the target, then rename: a library another process (or this one) has mapped is
     replaced, never rewritten in place."""
     partial = so_path.with_name(so_path.name + ".partial")
     try:
-        link_shared(obj_path, partial, sources, more_objects)
+        link_shared(obj_path, partial, sources, more_objects, meanwhile)
         os.replace(partial, so_path)
     finally:
         partial.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from sprue.base.errors import CompileError
 from sprue.lowering.allocation import RUNTIME_C, runtime_source
@@ -56,8 +56,11 @@ def find_c_compiler() -> list[str]:
 
 
 def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
-                extra_sources: Sequence[str | os.PathLike] = (), more_objects: Sequence[str | os.PathLike] = ()) -> Path:
-    """Links an object (and `more_objects`, plus optional C sources) into a shared library."""
+                extra_sources: Sequence[str | os.PathLike] = (), more_objects: Sequence[str | os.PathLike] = (),
+                meanwhile: Callable[[], None] | None = None) -> Path:
+    """Links an object (and `more_objects`, plus optional C sources) into a shared library;
+    `meanwhile` runs in this process while the linker does (its exception, if any, is raised
+    once the linker has finished)."""
     compiler = find_c_compiler()
     objects = [*map(Path, more_objects), *(_c_object(compiler, Path(src)) for src in extra_sources)]
     cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects), "-lm"]
@@ -65,10 +68,15 @@ def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
         cmd.append("-lpthread")   # (part of libc since glibc 2.34; a library of its own before)
     if _libmvec_available():   # only recorded as needed when the object calls it (use_vector_math)
         cmd += ["-Wl,--as-needed", f"-l:{LIBMVEC}", "-Wl,--no-as-needed"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    finally:
+        _, stderr = proc.communicate()
     if proc.returncode != 0:
         raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
-                        f"{proc.stderr.strip()}")
+                        f"{stderr.strip()}")
     return Path(so_path)
 
 

@@ -128,17 +128,15 @@ def _fresh_name(path: str) -> str:
 class CompiledFunction:
     """A function in a loaded library; call it with flat numpy arguments."""
 
-    def __init__(self, path: str, symbol: str, signature: Signature, name: str | None = None) -> None:
+    def __init__(self, path: str, symbol: str, signature: Signature, name: str | None = None,
+                 declared: Declarations | None = None) -> None:
         self.path = path
         self.symbol = symbol
         self.name = name or symbol   # in messages: the user's function name when known
         self.signature = signature
-        iface = c_interface(signature, symbol)
-        ffi = cffi.FFI()
-        ffi.cdef(iface.types_cdef + iface.error_decl + threads.DECLS)
-        if ffi.sizeof("void *") != 8:
-            # The descriptor word layout (results.py) assumes 8-byte pointers.
-            raise LibraryLoadError("sprue.runtime needs a 64-bit platform")
+        if declared is None or not declared.fits(signature, symbol):
+            declared = Declarations(signature, symbol, checked=None)
+        iface, ffi = declared.iface, declared.ffi
         try:
             self._lib = ffi.dlopen(_fresh_name(path))
         except OSError as exc:
@@ -150,8 +148,12 @@ class CompiledFunction:
         # a status, 0 or the byte count of the allocation that failed. Any other (MLIR's own C
         # interface, void) is called as it is, unchecked.
         self.checked = _exports(self._lib, iface.error_function)
+        if declared.checked is None:
+            ffi.cdef(iface.checked_decl if self.checked else iface.unchecked_decl)
+        elif declared.checked != self.checked:   # declared for a sprue library, and it is not one: anew
+            self.__init__(path, symbol, signature, name)
+            return
         self._pool = threads.register(self._lib)   # its loops on the process's one pool (runtime/threads.py)
-        ffi.cdef(iface.checked_decl if self.checked else iface.unchecked_decl)
         # What a failed allocation was for, from its byte count (qjit sets it: the arrays of the
         # jaxpr and their source lines); None: the message gives the size only.
         self.explain_allocation: Callable[[int], str | None] | None = None
@@ -325,6 +327,26 @@ def _natural_kind(spec: Any) -> Any:
     return fastcall.DynArray(spec.dtype, spec.rank, [(i, d) for i, d in enumerate(spec.shape) if d is not None])
 
 
+class Declarations:
+    """The FFI of a signature's C interface, declared before the library exists (cffi parses each
+    declaration with pycparser: ~8 ms for a function of 100 arguments and 100 results, done while
+    the C compiler links: compile_closed_jaxpr). `checked`: the entry declared as a sprue library's
+    (a status returned: True) or not (False); None: not declared yet, decided by the library."""
+
+    def __init__(self, signature: Signature, symbol: str, checked: bool | None = True) -> None:
+        self.signature, self.symbol, self.checked = signature, symbol, checked
+        self.iface = iface = c_interface(signature, symbol)
+        self.ffi = ffi = cffi.FFI()
+        ffi.cdef(iface.types_cdef + iface.error_decl + threads.DECLS
+                 + {True: iface.checked_decl, False: iface.unchecked_decl, None: ""}[checked])
+        if ffi.sizeof("void *") != 8:
+            # The descriptor word layout (results.py) assumes 8-byte pointers.
+            raise LibraryLoadError("sprue.runtime needs a 64-bit platform")
+
+    def fits(self, signature: Signature, symbol: str) -> bool:
+        return self.symbol == symbol and self.signature == signature
+
+
 def _exports(lib: Any, name: str) -> bool:
     """Whether the dlopen'ed `lib` exports the function `name` (declared in its FFI's cdef)."""
     try:
@@ -402,7 +424,7 @@ def _read_signature(path: Path) -> tuple[Path, str, Signature, str | None]:
 
 def load(
     so_path: str | os.PathLike[str], symbol: str | None = None, signature: Signature | None = None, *,
-    name: str | None = None
+    name: str | None = None, declared: Declarations | None = None
 ) -> CompiledFunction:
     """Open the library at `so_path` and bind `_mlir_ciface_<symbol>` to `signature`.
 
@@ -412,7 +434,7 @@ def load(
     beside the library (save_signature; qjit and sprue.load save one) is used,
     with its symbol; `so_path` may then also be a directory holding exactly one
     such library. `name` (else the saved one, else the symbol) names the
-    function in error messages.
+    function in error messages. `declared`: its FFI, declared beforehand (Declarations).
     """
     if symbol is not None and not isinstance(symbol, str):
         raise TypeError(
@@ -432,7 +454,7 @@ def load(
     if not os.path.isfile(path):
         # A bare name would make dlopen search the system library path.
         raise LibraryLoadError(f"no such compiled library: {path}")
-    return CompiledFunction(path, symbol or "main", signature, name)
+    return CompiledFunction(path, symbol or "main", signature, name, declared)
 
 
 def _find_signature(path: str) -> Path | None:

@@ -36,6 +36,7 @@ from sprue.ir.shapes import dim as dim_of
 from sprue.ir.shapes import dim_vars_of
 from sprue.runtime import Signature, TensorSpec, load, save_signature
 from sprue.runtime.build_folders import build_folder, folder_name
+from sprue.runtime.function import Declarations
 
 __all__ = ["ImplicitDim", "StableHLOFunction", "check_build_options", "compile_closed_jaxpr", "implicit_dims",
            "load_stablehlo", "lower_with_signature", "out_dir_for", "prepare_stablehlo", "size_of", "target_list",
@@ -186,14 +187,17 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
         with step("jaxpr -> StableHLO"):
             text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
         staging = _staging(cache, key, stem)
+        declared: list[Declarations] = []
+        meanwhile = lambda: declared.append(Declarations(sig, "main"))   # noqa: E731  (while cc links)
         if staging is None:
             library = _lowering().backend.build_shared_library(text, out_dir, name=stem, internal=["main"],
-                                                               keep_intermediate=keep_intermediate, **options)
+                                                               keep_intermediate=keep_intermediate,
+                                                               meanwhile=meanwhile, **options)
             save_signature(library, sig, "main", stem)   # beside the library: sprue.runtime.load(library) needs no more
         else:
-            library = _build_into_cache(cache, key, staging, text, sig, out_dir, stem, options)
+            library = _build_into_cache(cache, key, staging, text, sig, out_dir, stem, options, meanwhile)
         with step("load"):
-            function = load(library, "main", sig, name=stem)
+            function = load(library, "main", sig, name=stem, declared=declared[0] if declared else None)
     return text, library, _explained(function, jaxpr), implicit
 
 
@@ -231,13 +235,14 @@ def _staging(cache, key: str | None, stem: str) -> Path | None:
 
 
 def _build_into_cache(cache, key: str, staging: Path, text: str, sig: Signature, out_dir: Path, stem: str,
-                      options: dict) -> Path:
+                      options: dict, meanwhile: Callable[[], None] | None = None) -> Path:
     """Built in a private folder inside the cache, then published atomically: the library to load
     (the entry's, or a copy in out_dir when it cannot be published)."""
     try:
         # only _mlir_ciface_main is called: the raw function, internal, is inlined into it and not
         # compiled a second time on its own (it was: twice the LLVM work of every kernel)
-        library = _lowering().backend.build_shared_library(text, staging, name="lib", internal=["main"], **options)
+        library = _lowering().backend.build_shared_library(text, staging, name="lib", internal=["main"],
+                                                           meanwhile=meanwhile, **options)
         save_signature(library, sig, "main", stem)
         (staging / compile_cache.STABLEHLO).write_text(text)
         try:
