@@ -277,8 +277,7 @@ def make_pipeline_context() -> ir.Context:
     Contexts are not shared: one per compilation keeps threads independent
     and lets each module's memory go with it."""
     _register_passes()
-    ctx = ir.Context()
-    _stablehlo.register_dialect(ctx)
+    ctx = dialects.new_context()
     # emit_error_diagnostics stays False: MLIR then captures the error
     # diagnostics (with notes) into the raised MLIRError instead of printing.
     return ctx

@@ -29,7 +29,6 @@ from typing import Sequence
 
 import numpy as np
 from torch_mlir import ir
-from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir.dialects import arith, tensor
 
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -37,6 +36,7 @@ from sprue.ir.shapes import DimExpr
 
 # Importing the rule modules fills the table (each registers its rules in lowering_rules).
 from sprue.lowering import (  # noqa: F401
+    dialects,
     rules_calls,
     rules_checks,
     rules_control_flow,
@@ -71,8 +71,7 @@ __all__ = ["LoweredModule", "LoweringContext", "contains_checks", "lower", "lowe
 def make_builder_context() -> ir.Context:
     """A fresh context to build a module from a jaxpr in: the StableHLO dialect registered, no
     passes (pipeline.make_pipeline_context registers those), unregistered dialects refused."""
-    ctx = ir.Context()
-    _stablehlo.register_dialect(ctx)
+    ctx = dialects.new_context()
     ctx.allow_unregistered_dialects = False
     return ctx
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 import importlib
 import threading
 
-from torch_mlir._mlir_libs import _mlir
+from torch_mlir import ir
+from torch_mlir._mlir_libs import _mlir, _stablehlo, get_dialect_registry
+from torch_mlir._mlir_libs import _mlirRegisterEverything as _register_everything
 
 # Dialects whose modules torch_mlir ships and the pipelines' ops belong to; the transform
 # interpreter too (the matmul tiling's scripts).
@@ -51,3 +53,25 @@ def load() -> None:
         for name in _EXTRA_MODULES:
             importlib.import_module(name)
         _loaded = True
+
+
+# The dialects a compilation's contexts load when made. torch_mlir's ir.Context loads every one
+# it has (~40, GPU, SPIR-V and sparse tensors among them): 4-5 ms a context, and a compilation
+# makes two (the jaxpr's StableHLO is built in one, lowered in another). These take ~1.5 ms; any
+# other a pass or the parser meets loads then (MLIR loads registered dialects on demand).
+CONTEXT_DIALECTS = ("builtin", "func", "arith", "math", "scf", "cf", "memref", "tensor", "bufferization", "linalg",
+                    "vector", "llvm", "stablehlo", "index", "affine", "ub", "complex", "transform")
+
+
+def new_context() -> ir.Context:
+    """A context as torch_mlir's ir.Context makes one (every dialect registered, single-threaded
+    as its site initializer asks, LLVM IR translations registered) with only CONTEXT_DIALECTS
+    loaded, and the StableHLO dialects registered."""
+    ctx = _mlir.ir._Context()
+    ctx.append_dialect_registry(get_dialect_registry())
+    ctx.enable_multithreading(False)
+    _stablehlo.register_dialect(ctx)
+    for name in CONTEXT_DIALECTS:
+        ctx.dialects[name]   # (loads it)
+    _register_everything.register_llvm_translations(ctx)
+    return ctx
