@@ -17,6 +17,7 @@ import functools
 import itertools
 import os
 import re
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -478,12 +479,24 @@ def prepare_in_background(*, opt_level: int = 3, cpu: str = HOST_CPU, features: 
     thread.start()   # (not a daemon: the interpreter waits for it at exit, not tearing LLVM down under it)
 
 
+# The warm-up takes the GIL back after each of its ~40 calls into LLVM, and the main thread, busy
+# in the MLIR stages' Python meanwhile, gives it up only every switch interval (5 ms by default):
+# the warm-up (13 ms alone) was still running when the first module reached LLVM, which waited
+# ~6 ms for it (a 30-layer network; a small function's first call 74 -> 67 ms without the wait).
+# Meanwhile the interval is WARM_UP_SWITCH_INTERVAL: the GIL's holder yields to it sooner.
+WARM_UP_SWITCH_INTERVAL = 0.0005
+
+
 def _warm_up_llvm(opt_level: int, cpu: str, features: str) -> None:
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, WARM_UP_SWITCH_INTERVAL))
     try:
         with _llvm_lock:   # the way every module goes (its steps are not timed: no profile on this thread)
             _optimize_and_emit(_WARM_UP_IR, opt_level, opt_level, cpu, features, (), False)
     except Exception as exc:   # a CPU LLVM cannot target, ...: the compilation reports it, with its context
         warm_up_error.append(exc)
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def emit_object(llvm_ir: str) -> bytes:
