@@ -154,13 +154,14 @@ _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
 _BEFORE_LLVM: tuple[Rewrite, ...] = (
     promote_accumulators,     # reductions accumulate in registers inside loops (accumulators.py)
     keep_outer_loops_rolled,  # LLVM unrolls innermost loops only (loop_hints.py)
-    expand_exp,          # exp as arithmetic: no slow path for underflow (approximations.py)
-    expand_tanh,         # tanh as arithmetic and exp, faster than libmvec's (approximations.py)
-    expand_log,          # float32 log as arithmetic, in float32 (approximations.py)
-    call_libm,           # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
     outline_loop_nests,  # big functions: a function per loop nest, shared by equal nests (outline.py)
     split_long_bodies,   # ... and what is left of them, if long, in runs of ~128 ops (outline.py)
-    pass_bare_pointers,  # ... and those and the parts take static buffers as bare pointers (outline.py)
+    # the scalar rewrites after the nests are shared: each expands one copy of a repeated nest
+    expand_exp,          # exp as arithmetic: no slow path for underflow (approximations.py)
+    expand_tanh,         # tanh as arithmetic, faster than libmvec's (approximations.py)
+    expand_log,          # log as arithmetic, in the argument's type (approximations.py)
+    call_libm,           # expm1, log1p, ...: C calls that LLVM vectorizes with libmvec (vector_math.py)
+    pass_bare_pointers,  # the nests and the parts take static buffers as bare pointers (outline.py)
 )
 
 
