@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
@@ -171,12 +172,20 @@ def _signature(op: ir.Operation) -> str:
     return f"{op.name}:{','.join(str(r.type) for r in op.results)}"
 
 
+def _signature_codes(ops: list[ir.Operation]) -> np.ndarray:
+    """Each op's signature (name and result types) as a small integer, equal for equal ones: the
+    period searches below compare whole shifted arrays (a body of thousands of ops, ~100 periods:
+    ~300,000 string comparisons in Python otherwise)."""
+    codes: dict[str, int] = {}
+    return np.array([codes.setdefault(_signature(op), len(codes)) for op in ops], dtype=np.int64)
+
+
 def repeats_throughout(ops: list[ir.Operation], offset: int, period: int) -> bool:
     """Whether every op of `ops` from `offset` on equals the one `period` later (by name and result
     types): one sequence repeated to the end (a network unrolled in Python; not a training step,
     whose backward layers differ from its forward ones)."""
-    sigs = [_signature(op) for op in ops[offset:]]
-    return period > 0 and all(sigs[i] == sigs[i + period] for i in range(len(sigs) - period))
+    sigs = _signature_codes(ops[offset:])
+    return period > 0 and bool((sigs[:-period] == sigs[period:]).all())
 
 
 def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int, int]:
@@ -185,22 +194,22 @@ def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int, int]:
     one p later (by name and result types; 0 where there is none); the offset, where that repetition
     starts. Cut there, the runs of a repeated body (a deep network's layers) print the same and
     share one function."""
-    sigs = [_signature(op) for op in ops]
+    sigs = _signature_codes(ops)
     n = len(sigs)
     best, best_matches = 0, 0
     for p in range(1, most + 1):
-        matches = sum(sigs[i] == sigs[i + p] for i in range(n - p))
+        matches = int((sigs[:n - p] == sigs[p:]).sum()) if p < n else 0
         if matches > best_matches * 1.05:   # a longer period must repeat clearly more
             best, best_matches = p, matches
-    if best == 0 or best_matches < 0.9 * (n - best):
+    if best == 0 or best_matches < 0.9 * (n - best) or n < 2 * best:
         return 0, most, 0
     # the first whole period equal to the next (none: most ops match their next period's, but no
-    # whole period does)
-    start = next((i for i in range(n - 2 * best + 1) if all(sigs[i + k] == sigs[i + k + best] for k in range(best))),
-                 None)
-    if start is None:
+    # whole period does): i where the next `best` ops all equal the ones `best` later
+    equal = np.concatenate([[0], np.cumsum(sigs[:n - best] == sigs[best:])])
+    whole = np.flatnonzero(equal[best:n - best + 1] - equal[:n - 2 * best + 1] == best)
+    if not len(whole):
         return 0, most, 0
-    return start, best * max(1, most // best), best
+    return int(whole[0]), best * max(1, most // best), best
 
 
 def function_bodies(fn: ir.Operation) -> list[ir.Block]:
