@@ -22,6 +22,7 @@ widest member); a function whose results or calls look otherwise is left as it i
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from torch_mlir import ir
@@ -143,12 +144,67 @@ def _store_results(fn: ir.Operation, offsets: list[int]) -> bool:
     for ret, values in zip(returns, chains):
         with ir.InsertionPoint(ret), ret.location:
             for offset, value in zip(offsets, values):
-                ir.Operation.create("llvm.store", operands=[value, _gep(out, offset)], attributes=_not_atomic())
+                for at, leaf in _leaves(value, offset):
+                    ir.Operation.create("llvm.store", operands=[leaf, _gep(out, at)], attributes=_not_atomic())
             ir.Operation.create("llvm.return")
         built = ret.operands[0]
         ret.erase()
         _erase_chain(built)
+        for value in dict.fromkeys(values):   # (a value returned twice is erased once)
+            _erase_chain(value)
     return True
+
+
+def _leaves(value: ir.Value, offset: int) -> list[tuple[int, ir.Value]]:
+    """(byte offset, scalar) for each member of the struct `value` at `offset` (a memref
+    descriptor), when a chain of llvm.insertvalue ops puts every one in; else [(offset, value)].
+    Stored member by member, the glue's module has no aggregate stores, which LLVM's instruction
+    selector at O0 (the glue's: codegen_levels.py) cannot select fast: a 300-result training step's
+    glue emitted in 78 ms with them, 19 ms once InstCombine (46 ms) had taken them apart."""
+    leaves = _leaf_offsets(str(value.type))
+    if leaves is None:
+        return [(offset, value)]
+    found: dict[tuple[int, ...], ir.Value] = {}
+    v = value
+    while True:
+        if isinstance(v.owner, ir.Block):
+            return [(offset, value)]
+        op = as_operation(v.owner)
+        if op.name in ("llvm.mlir.poison", "llvm.mlir.undef"):
+            break
+        position = tuple(ir.DenseI64ArrayAttr(op.attributes["position"])) if op.name == "llvm.insertvalue" else None
+        if position not in leaves:   # another op, or a whole member inserted at once
+            return [(offset, value)]
+        found.setdefault(position, op.operands[1])   # (walking back: the last insert of a position wins)
+        v = op.operands[0]
+    if len(found) != len(leaves):
+        return [(offset, value)]
+    return [(offset + leaves[p], found[p]) for p in sorted(found, key=leaves.__getitem__)]
+
+
+@functools.lru_cache(maxsize=64)
+def _leaf_offsets(struct: str) -> dict[tuple[int, ...], int] | None:
+    """The scalar members of `!llvm.struct<(...)>` text, through arrays and structs, by position
+    (as llvm.insertvalue gives it) -> byte offset; None for another type or an unknown layout."""
+    members = _members(struct)
+    offsets = None if members is None else member_offsets(members)
+    if offsets is None:
+        return None
+    out: dict[tuple[int, ...], int] = {}
+    for i, (member, (at, _)) in enumerate(zip(members, offsets)):
+        if member in _SCALARS:
+            out[(i,)] = at
+            continue
+        array = re.fullmatch(r"array<(\d+) x (\w+)>", member)
+        if array is None or array.group(2) not in _SCALARS:
+            inner = _leaf_offsets(f"!llvm.{member}") if member.startswith("struct<(") else None
+            if inner is None:
+                return None
+            out.update({(i, *p): at + o for p, o in inner.items()})
+            continue
+        size = _SCALARS[array.group(2)]
+        out.update({(i, k): at + k * size for k in range(int(array.group(1)))})
+    return out
 
 
 def _not_atomic() -> dict[str, ir.Attribute]:
@@ -262,15 +318,17 @@ def _load_internal_results(module: ir.Module, functions: dict[str, ir.Operation]
     """Each internal function returning a struct of at least MANY_RESULTS members (outlined nests,
     parts, runs) stores them through a pointer to its caller's stack buffer, and each call loads
     them back right after it (module doc)."""
-    calls = _calls_of(module)
-    buffers: dict[ir.Operation, list] = {}
+    plans = {}
     for name, fn in functions.items():
         if "linkage" not in fn.attributes or "internal" not in str(fn.attributes["linkage"]) or not fn.regions[0].blocks:
             continue
         plan = _result_plan(fn)
-        if plan is None or len(plan[1]) < MANY_RESULTS or plan[2] > MAX_RESULT_BYTES:
-            continue
-        struct, offsets, size = plan
+        if plan is not None and len(plan[1]) >= MANY_RESULTS and plan[2] <= MAX_RESULT_BYTES:
+            plans[name] = plan
+    calls = _calls_of(module) if plans else {}   # (a walk of the whole module)
+    buffers: dict[ir.Operation, list] = {}
+    for name, (struct, offsets, size) in plans.items():
+        fn = functions[name]
         sites = calls.get(name, [])
         uses = [_extracted(call) for call in sites]
         if any(u is None for u in uses) or not _store_results(fn, offsets):
