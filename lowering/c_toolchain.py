@@ -11,7 +11,6 @@ import shlex
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -69,34 +68,16 @@ def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
         cmd.append("-lpthread")   # (part of libc since glibc 2.34; a library of its own before)
     if _libmvec_available():   # only recorded as needed when the object calls it (use_vector_math)
         cmd += ["-Wl,--as-needed", f"-l:{LIBMVEC}", "-Wl,--no-as-needed"]
-    linker = _faster_linker(compiler)
-    proc = subprocess.Popen(cmd[:1] + linker + cmd[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         if meanwhile is not None:
             meanwhile()
     finally:
         _, stderr = proc.communicate()
-    if proc.returncode != 0 and linker:   # that linker does not work with this compiler: its own, from now on
-        _faster_linkers[tuple(compiler)] = []
-        return link_shared(obj_path, so_path, extra_sources, more_objects)
     if proc.returncode != 0:
         raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
                         f"{stderr.strip()}")
     return Path(so_path)
-
-
-# GNU ld takes ~16 ms to link a kernel here, gold ~12.5 and lld less: a compiler that can use one
-# of them (GCC and Clang on ELF systems, with -fuse-ld) links with it. One that then fails to link
-# is not asked again (the link is retried with the compiler's own).
-_faster_linkers: dict[tuple[str, ...], list[str]] = {}
-
-
-def _faster_linker(compiler: list[str]) -> list[str]:
-    key = tuple(compiler)
-    if key not in _faster_linkers:
-        found = [] if sys.platform == "darwin" else [name for name in ("lld", "gold") if shutil.which(f"ld.{name}")]
-        _faster_linkers[key] = [f"-fuse-ld={found[0]}"] if found else []
-    return _faster_linkers[key]
 
 
 # The runtime's C sources are the same for every kernel: each is compiled once per process (and

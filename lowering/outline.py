@@ -28,7 +28,15 @@ import numpy as np
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from sprue.lowering.mlir_util import LOOP_OPS, as_operation, call_equal_function, captures, defining_op
+from sprue.lowering.mlir_util import (
+    LOOP_OPS,
+    as_operation,
+    call_equal_function,
+    captures,
+    defining_op,
+    ops_where,
+    view_root,
+)
 
 # Values defined by these ops (no operands, no side effects) are copied into the outlined function
 # instead of being passed: loop bounds and steps stay constants there.
@@ -311,8 +319,60 @@ def outline_loop_nests(module: ir.Module) -> None:
         for nest in nests:
             extract_function([nest], module, f"{_PREFIX}{count}", seen, _copied)
             count += 1
+    if seen:
+        mark_unaliased_buffers(module, set(seen.values()))
+
+
+# Buffers whose memory no other buffer of a call can reach: fresh allocations of the caller, and
+# what is provably apart from them (other fresh allocations, constants, the caller's own arguments,
+# which existed before it allocated anything). A loop-carried buffer, a call's result or a view
+# of the same allocation may be the same memory.
+_FRESH = ("memref.alloc", "memref.alloca")
+
+
+def _apart(root: ir.Value, fresh: ir.Value, caller: ir.Operation) -> bool:
+    """Whether buffer `root` cannot reach the memory of `fresh`, a fresh allocation in `caller`."""
+    if isinstance(root, ir.BlockArgument):   # an argument of the caller (not of a loop in it)
+        return as_operation(root.owner.owner) == caller
+    return root != fresh and root.owner.name in (*_FRESH, "memref.get_global")
+
+
+def _function_of(op: ir.Operation) -> ir.Operation:
+    while op.name != "func.func":
+        op = as_operation(op.parent)
+    return op
+
+
+def mark_unaliased_buffers(module: ir.Module, names: set[str]) -> None:
+    """llvm.noalias on each buffer parameter of the functions `names` (outlined nests) that, at
+    every call, is a view of a fresh allocation of the caller apart (_apart) from every other
+    buffer the call passes. Outlined, a nest lost what LLVM knew inline (its buffers, fresh
+    allocations, do not overlap): its loop vectorizer checked overlaps at run time, with a scalar
+    copy of every loop for when they do (a 100-layer training step's kernels: 2,747 optimized lines
+    and 84 ms of LLVM; 1,867 lines and 57 ms with the parameters noalias)."""
+    calls: dict[str, list[ir.Operation]] = {}
+    for call in ops_where(module.operation, lambda op: op.name == "func.call"):
+        callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+        if callee in names:
+            calls.setdefault(callee, []).append(call)
+    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
+                 for op in map(as_operation, module.body.operations) if op.name == "func.func"}
+    for name, sites in calls.items():
+        fn = functions[name]
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        unaliased = [isinstance(t, ir.MemRefType) for t in ftype.inputs]
+        for call in sites:
+            caller = _function_of(call)
+            roots = [view_root(v) if isinstance(v.type, ir.MemRefType) else None for v in call.operands]
+            for i, root in enumerate(roots):
+                unaliased[i] = unaliased[i] and (
+                    isinstance(root, ir.OpResult) and root.owner.name in _FRESH
+                    and all(j == i or other is None or _apart(other, root, caller) for j, other in enumerate(roots)))
+        if any(unaliased):
+            fn.attributes["arg_attrs"] = ir.ArrayAttr.get([
+                ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()} if u else {}) for u in unaliased])
 
 
 __all__ = ["OUTLINE_MIN_NESTS", "PART_PREFIXES", "SPLIT_MIN_OPS", "SPLIT_OPS", "extract_function", "function_bodies",
            "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "repeats_throughout", "split_bodies",
-           "split_long_bodies"]
+           "split_long_bodies", "mark_unaliased_buffers"]

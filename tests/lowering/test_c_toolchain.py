@@ -71,17 +71,6 @@ def test_a_build_with_the_cache_off_runs_no_cc_for_the_runtime(prebuilt, tmp_pat
 SIGNATURE = Signature([TensorSpec("x", "float64", (4,))], [TensorSpec("r", "float64", (4,))])
 
 
-def test_a_linker_that_fails_is_not_asked_again(tmp_path, monkeypatch):
-    """link_shared's -fuse-ld choice (lld or gold, when present): one the compiler cannot use
-    fails the first link, which is retried with the compiler's own linker, and not used after."""
-    compiler = tuple(c_toolchain.find_c_compiler())
-    monkeypatch.setitem(c_toolchain._faster_linkers, compiler, ["-fuse-ld=sprue-no-such-linker"])
-    so = build_shared_library(DOUBLE, tmp_path / "out", name="k", internal=["main"])
-    assert c_toolchain._faster_linkers[compiler] == []
-    x = np.arange(4.0)
-    np.testing.assert_array_equal(load(str(so), "main", SIGNATURE)(x)[0], 2 * x)
-
-
 def test_work_meanwhile_runs_during_the_link_and_its_error_after_it(tmp_path):
     """build_shared_library's `meanwhile` (the runtime's FFI declarations: compile_closed_jaxpr)
     runs while cc links; an exception it raises comes once the link has finished, and the build

@@ -55,8 +55,11 @@ def test_a_deep_network_calls_one_function_per_kind_of_nest(tmp_path, monkeypatc
     groups = dict(re.findall(r"^attributes #(\d+) = \{(.*)\}", opt, re.MULTILINE))
     assert all("noinline" in groups[d[1]] for d in definitions), groups
     # static buffers are passed as bare pointers, not as descriptors of 7 values
-    params = re.findall(r"llvm\.func (?:\w+ )*@__sprue_nest_\d+\(([^)]*)\)", text)
+    params = [re.sub(r" \{[^}]*\}", "", p) for p in re.findall(r"llvm\.func (?:\w+ )*@__sprue_nest_\d+\(([^)]*)\)", text)]
     assert params and all(p and set(re.findall(r": ([^,]+)", p)) == {"!llvm.ptr"} for p in params), params
+    # the buffers each nest writes, fresh allocations, are noalias: LLVM's vectorizer checks no
+    # overlap at run time (mark_unaliased_buffers)
+    assert "llvm.noalias" in text and "vector.memcheck" not in opt
 
 
 def test_a_nest_over_buffers_of_run_time_size_gets_their_descriptors(tmp_path, monkeypatch):
@@ -166,3 +169,71 @@ def test_the_nests_of_every_part_are_functions_shared_across_parts(tmp_path):
     defined = re.findall(r"llvm\.func (?:\w+ )*@(__sprue_nest_\d+)\(", text)
     calls = re.findall(r"llvm\.call @(__sprue_nest_\d+)\(", text)
     assert set(calls) == set(defined) and len(calls) > 2 * len(defined), (len(calls), len(defined))
+
+
+_ALIASING = """
+func.func private @nest(%a: memref<8xf64>, %b: memref<8xf64>) attributes {llvm.no_inline} {
+  return
+}
+func.func @views_of_one_allocation() {
+  %0 = memref.alloc() : memref<16xf64>
+  %1 = memref.subview %0[0] [8] [1] : memref<16xf64> to memref<8xf64, strided<[1]>>
+  %2 = memref.cast %1 : memref<8xf64, strided<[1]>> to memref<8xf64>
+  %3 = memref.subview %0[4] [8] [1] : memref<16xf64> to memref<8xf64, strided<[1], offset: 4>>
+  %4 = memref.reinterpret_cast %3 to offset: [0], sizes: [8], strides: [1] : memref<8xf64, strided<[1], offset: 4>> to memref<8xf64>
+  call @nest(%2, %4) : (memref<8xf64>, memref<8xf64>) -> ()
+  return
+}
+func.func private @nest2(%a: memref<8xf64>, %b: memref<8xf64>) attributes {llvm.no_inline} {
+  return
+}
+func.func @fresh_beside_an_argument(%arg: memref<8xf64>) {
+  %0 = memref.alloc() : memref<8xf64>
+  call @nest2(%0, %arg) : (memref<8xf64>, memref<8xf64>) -> ()
+  return
+}
+func.func private @nest3(%a: memref<8xf64>, %b: memref<8xf64>) attributes {llvm.no_inline} {
+  return
+}
+func.func @fresh_beside_a_carried_buffer() {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %0 = memref.alloc() : memref<8xf64>
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%b = %0) -> (memref<8xf64>) {
+    func.call @nest3(%0, %b) : (memref<8xf64>, memref<8xf64>) -> ()
+    scf.yield %b : memref<8xf64>
+  }
+  return
+}
+func.func private @nest4(%a: memref<8xf64>, %b: memref<8xf64>) attributes {llvm.no_inline} {
+  return
+}
+func.func @two_callers_one_of_them_unsure(%arg: memref<8xf64>) {
+  %0 = memref.alloc() : memref<8xf64>
+  %1 = memref.alloc() : memref<8xf64>
+  call @nest4(%0, %1) : (memref<8xf64>, memref<8xf64>) -> ()
+  call @nest4(%0, %0) : (memref<8xf64>, memref<8xf64>) -> ()
+  return
+}
+"""
+
+
+def test_noalias_only_where_no_other_buffer_of_any_call_can_reach_it():
+    """outline.mark_unaliased_buffers: a buffer parameter is noalias when, at every call, it views a
+    fresh allocation that no other buffer passed can reach (another allocation, the caller's own
+    argument); not for two views of one allocation, nor beside a loop-carried buffer (which may be
+    that allocation), nor when one call of the function passes the same buffer twice."""
+    from torch_mlir import ir
+
+    from sprue.lowering import dialects
+    from sprue.lowering.outline import mark_unaliased_buffers
+    dialects.load()
+    with dialects.new_context():
+        module = ir.Module.parse(_ALIASING)
+        mark_unaliased_buffers(module, {"nest", "nest2", "nest3", "nest4"})
+        text = str(module)
+    marks = {name: re.findall(r"llvm\.noalias", args) for name, args in
+             re.findall(r"func\.func private @(nest\d?)\(([^)]*)\)", text)}
+    assert marks == {"nest": [], "nest2": ["llvm.noalias"], "nest3": [], "nest4": []}, text
+    assert re.search(r"@nest2\(%arg0: memref<8xf64> \{llvm\.noalias\}, %arg1: memref<8xf64>\)", text), text
