@@ -176,8 +176,16 @@ def _copied(op: ir.Operation) -> bool:
     return op.name in _COPIED
 
 
+_CONSTANTS = frozenset({"stablehlo.constant", "arith.constant"})
+
+
 def _signature(op: ir.Operation) -> str:
-    return f"{op.name}:{','.join(str(r.type) for r in op.results)}"
+    """An op's name, result types and the values of the constants it reads: ops of equal
+    signatures print the same once the constants are copied in (a sum of leaves each times its own
+    weight does not repeat: its parts, each with other constants, would be no fewer functions)."""
+    constants = [str(v.owner.attributes["value"]) for v in op.operands
+                 if isinstance(v, ir.OpResult) and v.owner.name in _CONSTANTS]
+    return f"{op.name}:{','.join(str(r.type) for r in op.results)}:{','.join(constants)}"
 
 
 def _signature_codes(ops: list[ir.Operation]) -> np.ndarray:

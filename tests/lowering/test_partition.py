@@ -160,3 +160,18 @@ def test_unread_values_are_not_cut_into_parts(tmp_path):
     legalized = next(tmp_path.glob("*.01_legalized.mlir")).read_text()
     assert "stablehlo.exponential" not in legalized
     assert re.findall(r"call @(__sprue_hlo_part_\d+)\(", legalized)
+
+
+def test_repeated_ops_with_other_constants_each_time_stay_whole(tmp_path):
+    """A sum of 100 leaves, each times its own weight: the same ops 100 times but never the same
+    constants, so its parts would all differ (each lowered and compiled on its own: 25 functions);
+    it stays one function (outline._signature reads the constants an op uses)."""
+    def weighted(leaves):
+        total = 0.0
+        for i, key in enumerate(sorted(leaves)):
+            total = total + leaves[key] * float(i + 1)
+        return total
+    leaves = {f"p{i:03d}": float(v) for i, v in enumerate(np.random.default_rng(3).standard_normal(100))}
+    f = sprue.qjit(weighted, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(f(leaves), weighted(leaves), rtol=1e-12)
+    assert _parts(tmp_path) == ([], [])
