@@ -274,19 +274,42 @@ def _calls_of(module: ir.Module) -> dict[str, list[ir.Operation]]:
     return calls
 
 
-def _extracted(call: ir.Operation) -> list[tuple[ir.Operation, int]] | None:
-    """(extractvalue op, member) for every use of `call`'s struct result; None if one is not a
-    plain extractvalue of a member."""
+def _extracted(call: ir.Operation, members: list[str], offsets: list[int]) -> list[tuple[ir.Operation, int]] | None:
+    """(extractvalue op, byte offset of what it reads) for every use of `call`'s result, a struct
+    of `members` at `offsets`; None if one is not an llvm.extractvalue of a member, or of a part
+    of one (MLIR's canonicalizer folds an extractvalue of an extractvalue into one of both)."""
     found = []
     for use in call.results[0].uses:
         op = as_operation(use.owner)
         if op.name != "llvm.extractvalue":
             return None
-        position = list(ir.DenseI64ArrayAttr(op.attributes["position"]))
-        if len(position) != 1:
+        position = tuple(ir.DenseI64ArrayAttr(op.attributes["position"]))
+        if not 0 <= position[0] < len(members):
             return None
-        found.append((op, position[0]))
+        inner = _offset_within(members[position[0]], position[1:])
+        if inner is None:
+            return None
+        found.append((op, offsets[position[0]] + inner))
     return found
+
+
+@functools.lru_cache(maxsize=256)
+def _offset_within(member: str, position: tuple[int, ...]) -> int | None:
+    """The byte offset of what `position` names inside a struct member written as text (`ptr`,
+    `array<2 x i64>`, `struct<(...)>`), or None where the layout is unknown."""
+    if not position:
+        return 0
+    if member.startswith("struct<("):
+        members = _members(f"!llvm.{member}")
+        offsets = None if members is None else member_offsets(members)
+        if offsets is None or not 0 <= position[0] < len(members):
+            return None
+        inner = _offset_within(members[position[0]], position[1:])
+        return None if inner is None else offsets[position[0]][0] + inner
+    array = re.fullmatch(r"array<(\d+) x (\w+)>", member)
+    if array is None or len(position) != 1 or array.group(2) not in _SCALARS or not 0 <= position[0] < int(array.group(1)):
+        return None
+    return position[0] * _SCALARS[array.group(2)]
 
 
 def _buffer_of(caller: ir.Operation, size: int, buffers: dict[ir.Operation, list]) -> ir.Value:
@@ -330,22 +353,22 @@ def _load_internal_results(module: ir.Module, functions: dict[str, ir.Operation]
     for name, (struct, offsets, size) in plans.items():
         fn = functions[name]
         sites = calls.get(name, [])
-        uses = [_extracted(call) for call in sites]
+        members = _members(struct)
+        uses = [_extracted(call, members, offsets) for call in sites]
         if any(u is None for u in uses) or not _store_results(fn, offsets):
             continue
-        members = _members(struct)
         for call, extracts in zip(sites, uses):
             buffer = _buffer_of(_parent_function(call), size, buffers)
             _call_passing(call, buffer)
-            loaded: dict[int, ir.Value] = {}
+            loaded: dict[tuple[int, str], ir.Value] = {}
             with ir.InsertionPoint(call), call.location:   # right after the new call, before the next
-                for _, k in sorted(extracts, key=lambda e: e[1]):
-                    if k not in loaded:
-                        loaded[k] = ir.Operation.create("llvm.load", results=[_member_type(members[k])],
-                                                        operands=[_gep(buffer, offsets[k])],
-                                                        attributes=_not_atomic()).results[0]
-            for op, k in extracts:
-                op.results[0].replace_all_uses_with(loaded[k])
+                for op, at in sorted(extracts, key=lambda e: e[1]):
+                    t = op.results[0].type
+                    if (at, str(t)) not in loaded:
+                        loaded[at, str(t)] = ir.Operation.create("llvm.load", results=[t], operands=[_gep(buffer, at)],
+                                                                 attributes=_not_atomic()).results[0]
+            for op, at in extracts:
+                op.results[0].replace_all_uses_with(loaded[at, str(op.results[0].type)])
                 op.erase()
             call.erase()
 

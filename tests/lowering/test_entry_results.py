@@ -103,7 +103,8 @@ def test_longest_block_counts_the_lines_between_labels():
 def test_parts_with_many_results_of_run_time_sizes_pass_them_through_memory(tmp_path):
     """A training step with a run-time batch, partitioned (partition.py): its forward parts return
     many activations (descriptors with run-time sizes: pointers and i64s) through a stack buffer
-    of their caller, loaded right after each call."""
+    of their caller, loaded right after each call (what each reader extracts: MLIR's canonicalizer
+    folds an extract of a member's member into one extractvalue of both positions)."""
     def loss(ws, x):
         for w in ws:
             x = jnp.tanh(x @ w)
@@ -118,5 +119,7 @@ def test_parts_with_many_results_of_run_time_sizes_pass_them_through_memory(tmp_
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     text = _stage(tmp_path, ".05_llvm.mlir")
     assert re.search(r"llvm\.alloca %\w+ x !llvm\.array<\d+ x i8> \{alignment = 16", text)
-    assert re.search(r"llvm\.load %\w+ : !llvm\.ptr -> !llvm\.struct<\(ptr, ptr, i64, array<2 x i64>", text)
+    # each descriptor's members read back one by one (pointers and i64 sizes), none as a struct
+    assert re.search(r"llvm\.load %\w+ : !llvm\.ptr -> !llvm\.ptr", text)
+    assert not re.search(r"llvm\.load [^\n]*-> !llvm\.struct", text)
     assert not re.search(r"llvm\.insertvalue [^\n]*!llvm\.struct<\((?:struct<[^>]*>\)>, ){8}", text)
