@@ -188,7 +188,7 @@ def _signature(op: ir.Operation) -> str:
     return f"{op.name}:{','.join(str(r.type) for r in op.results)}:{','.join(constants)}"
 
 
-def _signature_codes(ops: list[ir.Operation]) -> np.ndarray:
+def signature_codes(ops: list[ir.Operation]) -> np.ndarray:
     """Each op's signature (name and result types) as a small integer, equal for equal ones: the
     period searches below compare whole shifted arrays (a body of thousands of ops, ~100 periods:
     ~300,000 string comparisons in Python otherwise)."""
@@ -196,21 +196,21 @@ def _signature_codes(ops: list[ir.Operation]) -> np.ndarray:
     return np.array([codes.setdefault(_signature(op), len(codes)) for op in ops], dtype=np.int64)
 
 
-def repeats_throughout(ops: list[ir.Operation], offset: int, period: int) -> bool:
+def repeats_throughout(ops: list[ir.Operation], offset: int, period: int, codes: np.ndarray | None = None) -> bool:
     """Whether every op of `ops` from `offset` on equals the one `period` later (by name and result
     types): one sequence repeated to the end (a network unrolled in Python; not a training step,
-    whose backward layers differ from its forward ones)."""
-    sigs = _signature_codes(ops[offset:])
+    whose backward layers differ from its forward ones). `codes`: signature_codes(ops), if known."""
+    sigs = (signature_codes(ops) if codes is None else codes)[offset:]
     return period > 0 and bool((sigs[:-period] == sigs[period:]).all())
 
 
-def part_size(ops: list[ir.Operation], most: int) -> tuple[int, int, int]:
+def part_size(ops: list[ir.Operation], most: int, codes: np.ndarray | None = None) -> tuple[int, int, int]:
     """(offset, size, period): where runs of `ops` start and how many ops each holds, about `most`.
     The size is a multiple of the ops' period, the shortest p <= most for which most ops equal the
     one p later (by name and result types; 0 where there is none); the offset, where that repetition
     starts. Cut there, the runs of a repeated body (a deep network's layers) print the same and
-    share one function."""
-    sigs = _signature_codes(ops)
+    share one function. `codes`: signature_codes(ops), if known."""
+    sigs = signature_codes(ops) if codes is None else codes
     n = len(sigs)
     best, best_matches = 0, 0
     for p in range(1, most + 1):
@@ -382,5 +382,5 @@ def mark_unaliased_buffers(module: ir.Module, names: set[str]) -> None:
 
 
 __all__ = ["OUTLINE_MIN_NESTS", "PART_PREFIXES", "SPLIT_MIN_OPS", "SPLIT_OPS", "extract_function", "function_bodies",
-           "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "repeats_throughout", "split_bodies",
+           "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "repeats_throughout", "signature_codes", "split_bodies",
            "split_long_bodies", "mark_unaliased_buffers"]

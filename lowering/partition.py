@@ -30,7 +30,14 @@ import functools
 from torch_mlir import ir
 
 from sprue.lowering.mlir_util import as_operation
-from sprue.lowering.outline import PART_PREFIXES, function_bodies, part_size, repeats_throughout, split_bodies
+from sprue.lowering.outline import (
+    PART_PREFIXES,
+    function_bodies,
+    part_size,
+    repeats_throughout,
+    signature_codes,
+    split_bodies,
+)
 
 # Below this many ops (not counting copied ones) a body stays whole: the realistic programs'
 # largest have 195 (benchmarks/programs.py), and a part's buffers are pointer arguments, no longer
@@ -87,11 +94,12 @@ def _parts(work: list[ir.Operation], min_ops: int = PARTITION_MIN_OPS,
     parts of about that many ops (whole periods, at least one)."""
     if len(work) < PERIODIC_MIN_OPS:
         return []
-    offset, size, period = part_size(work, max(PART_OPS, len(work) // MAX_PARTS))
+    codes = signature_codes(work)
+    offset, size, period = part_size(work, max(PART_OPS, len(work) // MAX_PARTS), codes)
     periodic = bool(period) and len(work) - offset >= PERIODIC_MIN_REPEATS * period
     if len(work) < min_ops and not periodic:
         return []
-    if periodic_ops is not None and periodic and repeats_throughout(work, offset, period):
+    if periodic_ops is not None and periodic and repeats_throughout(work, offset, period, codes):
         size = period * max(1, max(periodic_ops, len(work) // PERIODIC_MAX_PARTS) // period)
     starts = list(range(offset + size, len(work), size))
     # after the last whole part, whole periods one by one: a part of its own (one layer, shared)
