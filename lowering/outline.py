@@ -382,5 +382,5 @@ def mark_unaliased_buffers(module: ir.Module, names: set[str]) -> None:
 
 
 __all__ = ["OUTLINE_MIN_NESTS", "PART_PREFIXES", "SPLIT_MIN_OPS", "SPLIT_OPS", "extract_function", "function_bodies",
-           "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers", "repeats_throughout", "signature_codes", "split_bodies",
-           "split_long_bodies", "mark_unaliased_buffers"]
+           "mark_unaliased_buffers", "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers",
+           "repeats_throughout", "signature_codes", "split_bodies", "split_long_bodies"]
