@@ -110,7 +110,9 @@ def _exp(x: ir.Value) -> ir.Value:
     t, name = x.type, str(x.type)
     i = ir.IntegerType.get_signless(_FLOAT_BITS[name][0])
     lo, hi = _EXP_RANGE[name]
-    xc = arith.minnumf(arith.maxnumf(x, arith.constant(t, lo)), arith.constant(t, hi))
+    # NaN-propagating clamps (one vmaxps/vminps each against a constant): a nan stays nan through
+    # the polynomial, and nan times the power of two is nan, with no select at the end
+    xc = arith.minimumf(arith.maximumf(x, arith.constant(t, lo)), arith.constant(t, hi))
     n, r = _reduce(xc)
     terms = _EXP_TERMS[name]
     p = arith.constant(t, 1.0 / math.factorial(terms))
@@ -119,8 +121,7 @@ def _exp(x: ir.Value) -> ir.Value:
     ni = arith.fptosi(i, n)
     half = arith.shrsi(ni, arith.constant(i, 1))
     rest = arith.subi(ni, half)
-    y = arith.mulf(arith.mulf(p, _power_of_two(half, t)), _power_of_two(rest, t))
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), x, y)
+    return arith.mulf(arith.mulf(p, _power_of_two(half, t)), _power_of_two(rest, t))
 
 
 def _expm1_positive(y: ir.Value) -> ir.Value:
