@@ -34,7 +34,7 @@ from sprue.lowering.approximations import expand_exp, expand_log, expand_tanh
 from sprue.lowering.batch_fusion import fuse_batches
 from sprue.lowering.chain_fusion import fuse_long_chains
 from sprue.lowering.collapse import collapse_loops
-from sprue.lowering.deallocation import free_fresh_buffers
+from sprue.lowering.deallocation import free_fresh_buffers, free_whole_buffers
 from sprue.lowering.deferred_scaling import defer_row_scaling
 from sprue.lowering.entry_arguments import read_entry_arguments
 from sprue.lowering.entry_results import store_entry_results
@@ -199,6 +199,7 @@ def _finish_deallocation(module: ir.Module) -> None:
 _AFTER_BUFFERIZATION: tuple[Rewrite, ...] = (
     free_fresh_buffers,  # the common case of buffer deallocation, in linear time (deallocation.py)
     _finish_deallocation,
+    free_whole_buffers,  # ... each buffer freed as itself, not through its base's metadata (deallocation.py)
 )
 
 
