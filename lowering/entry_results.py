@@ -163,8 +163,8 @@ def _leaves(value: ir.Value, offset: int) -> list[tuple[int, ir.Value]]:
     Stored member by member, the glue's module has no aggregate stores, which LLVM's instruction
     selector at O0 (the glue's: codegen_levels.py) cannot select fast: a 300-result training step's
     glue emitted in 78 ms with them, 19 ms once InstCombine (46 ms) had taken them apart."""
-    leaves = _leaf_offsets(str(value.type))
-    if leaves is None:
+    leaves = _scalar_offsets(str(value.type).removeprefix("!llvm."))
+    if not leaves or () in leaves:   # an unknown layout, or a scalar
         return [(offset, value)]
     found: dict[tuple[int, ...], ir.Value] = {}
     v = value
@@ -185,27 +185,28 @@ def _leaves(value: ir.Value, offset: int) -> list[tuple[int, ir.Value]]:
 
 
 @functools.lru_cache(maxsize=64)
-def _leaf_offsets(struct: str) -> dict[tuple[int, ...], int] | None:
-    """The scalar members of `!llvm.struct<(...)>` text, through arrays and structs, by position
-    (as llvm.insertvalue gives it) -> byte offset; None for another type or an unknown layout."""
-    members = _members(struct)
+def _scalar_offsets(t: str) -> dict[tuple[int, ...], int] | None:
+    """The scalars of a type written as text inside a struct (`ptr`, `i64`, `array<2 x i64>`,
+    `struct<(...)>`), by position (as llvm.insertvalue and llvm.extractvalue give it) -> byte
+    offset; None where the layout is unknown."""
+    if t in _SCALARS:
+        return {(): 0}
+    array = re.fullmatch(r"array<(\d+) x (.+)>", t)
+    if array is not None:
+        inner, layout = _scalar_offsets(array.group(2)), _layout(array.group(2))
+        if inner is None or layout is None:
+            return None
+        return {(k, *p): k * layout[0] + o for k in range(int(array.group(1))) for p, o in inner.items()}
+    members = _members(f"!llvm.{t}")
     offsets = None if members is None else member_offsets(members)
     if offsets is None:
         return None
     out: dict[tuple[int, ...], int] = {}
     for i, (member, (at, _)) in enumerate(zip(members, offsets)):
-        if member in _SCALARS:
-            out[(i,)] = at
-            continue
-        array = re.fullmatch(r"array<(\d+) x (\w+)>", member)
-        if array is None or array.group(2) not in _SCALARS:
-            inner = _leaf_offsets(f"!llvm.{member}") if member.startswith("struct<(") else None
-            if inner is None:
-                return None
-            out.update({(i, *p): at + o for p, o in inner.items()})
-            continue
-        size = _SCALARS[array.group(2)]
-        out.update({(i, k): at + k * size for k in range(int(array.group(1)))})
+        inner = _scalar_offsets(member)
+        if inner is None:
+            return None
+        out.update({(i, *p): at + o for p, o in inner.items()})
     return out
 
 
@@ -308,21 +309,11 @@ def _extracted(call: ir.Operation, members: list[str], offsets: list[int]) -> li
 
 @functools.lru_cache(maxsize=256)
 def _offset_within(member: str, position: tuple[int, ...]) -> int | None:
-    """The byte offset of what `position` names inside a struct member written as text (`ptr`,
-    `array<2 x i64>`, `struct<(...)>`), or None where the layout is unknown."""
-    if not position:
-        return 0
-    if member.startswith("struct<("):
-        members = _members(f"!llvm.{member}")
-        offsets = None if members is None else member_offsets(members)
-        if offsets is None or not 0 <= position[0] < len(members):
-            return None
-        inner = _offset_within(members[position[0]], position[1:])
-        return None if inner is None else offsets[position[0]][0] + inner
-    array = re.fullmatch(r"array<(\d+) x (\w+)>", member)
-    if array is None or len(position) != 1 or array.group(2) not in _SCALARS or not 0 <= position[0] < int(array.group(1)):
-        return None
-    return position[0] * _SCALARS[array.group(2)]
+    """The byte offset of what `position` names inside a struct member written as text (a scalar,
+    or the first of the scalars of an array or struct it names), or None where there is none or
+    the layout is unknown."""
+    found = [o for p, o in (_scalar_offsets(member) or {}).items() if p[:len(position)] == position]
+    return min(found) if found else None
 
 
 def _buffer_of(caller: ir.Operation, size: int, buffers: dict[ir.Operation, list]) -> ir.Value:

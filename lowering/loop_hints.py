@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from sprue.lowering.mlir_util import as_operation, ops_where
+from sprue.lowering.mlir_util import as_operation, ops_where, static_trips
+from sprue.lowering.outline import NEST_PREFIX
 
 _ANNOTATION = "llvm.loop_annotation"
 _NO_UNROLL = "#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>"
@@ -58,28 +59,16 @@ def keep_outer_loops_rolled(module: ir.Module) -> int:
 NEST_ROLLED_MIN_TRIPS = 64
 
 
-def _static_trips(loop: ir.Operation) -> int | None:
-    """An scf.for's trip count when its bounds and step are constants."""
-    bounds = []
-    for value in list(loop.operands)[:3]:
-        owner = value.owner
-        if isinstance(owner, ir.Block) or owner.name != "arith.constant":
-            return None
-        bounds.append(ir.IntegerAttr(owner.attributes["value"]).value)
-    lower, upper, step = bounds
-    return max(0, -(-(upper - lower) // step)) if step > 0 else None
-
-
-def keep_nest_loops_rolled(module: ir.Module, prefix: str = "__sprue_nest_") -> int:
-    """Marks each innermost scf.for of the outlined nests (functions named `prefix`...) with at
+def keep_nest_loops_rolled(module: ir.Module) -> int:
+    """Marks each innermost scf.for of the outlined nests (functions named NEST_PREFIX...) with at
     least NEST_ROLLED_MIN_TRIPS static trips 'do not unroll'; returns how many."""
     hint = None
     count = 0
     for fn in map(as_operation, module.body.operations):
-        if fn.name != "func.func" or not ir.StringAttr(fn.attributes["sym_name"]).value.startswith(prefix):
+        if fn.name != "func.func" or not ir.StringAttr(fn.attributes["sym_name"]).value.startswith(NEST_PREFIX):
             continue
         for loop in ops_where(fn, lambda op: op.name == "scf.for" and _ANNOTATION not in op.attributes):
-            trips = _static_trips(loop)
+            trips = static_trips(loop)
             if trips is not None and trips >= NEST_ROLLED_MIN_TRIPS and not _has_inner_loop(loop):
                 hint = hint or ir.Attribute.parse(_NO_UNROLL, module.context)
                 loop.attributes[_ANNOTATION] = hint

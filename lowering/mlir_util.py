@@ -220,6 +220,12 @@ def constant_int(v: ir.Value) -> int | None:
     return ir.IntegerAttr(op.attributes["value"]).value
 
 
+def static_trips(loop: ir.Operation) -> int | None:
+    """The trip count of an scf.for whose bounds and step are constants (None otherwise)."""
+    lb, ub, step = (constant_int(v) for v in list(loop.operands)[:3])
+    return -(-(ub - lb) // step) if None not in (lb, ub, step) and step else None
+
+
 def linalg_fill(value: ir.Value, init: ir.Value) -> ir.Value:
     """linalg.fill of `init` with the scalar `value`, built generically (torch_mlir's linalg
     module costs ~300 ms to import)."""

@@ -53,7 +53,7 @@ OUTLINE_MIN_NESTS = 48
 # with 20-30 nests each, spent 0.31 s in O3 on them: first call 0.70-0.83 -> 0.40 s, the same
 # run time (157-170 and 158-159 us); 100 layers 0.58-0.63 -> 0.53 s.
 PART_PREFIXES = ("__sprue_part_", "__sprue_hlo_part_")
-_PREFIX = "__sprue_nest_"
+NEST_PREFIX = "__sprue_nest_"
 # What is left of a big function once its nests are functions is straight-line code: calls,
 # allocations, frees, views. A long gradient tape keeps thousands of such ops in one block
 # (partition.py cannot cut it: every activation is live from the forward pass to the backward
@@ -325,7 +325,7 @@ def outline_loop_nests(module: ir.Module) -> None:
         if len(nests) < OUTLINE_MIN_NESTS and not (part and len(nests) > 1):
             continue
         for nest in nests:
-            extract_function([nest], module, f"{_PREFIX}{count}", seen, _copied)
+            extract_function([nest], module, f"{NEST_PREFIX}{count}", seen, _copied)
             count += 1
     if seen:
         mark_unaliased_buffers(module, set(seen.values()))
@@ -381,6 +381,6 @@ def mark_unaliased_buffers(module: ir.Module, names: set[str]) -> None:
                 ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()} if u else {}) for u in unaliased])
 
 
-__all__ = ["OUTLINE_MIN_NESTS", "PART_PREFIXES", "SPLIT_MIN_OPS", "SPLIT_OPS", "extract_function", "function_bodies",
+__all__ = ["NEST_PREFIX", "OUTLINE_MIN_NESTS", "PART_PREFIXES", "SPLIT_MIN_OPS", "SPLIT_OPS", "extract_function", "function_bodies",
            "mark_unaliased_buffers", "new_private_function", "outline_loop_nests", "part_size", "pass_bare_pointers",
            "repeats_throughout", "signature_codes", "split_bodies", "split_long_bodies"]

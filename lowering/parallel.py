@@ -54,6 +54,7 @@ from sprue.lowering.mlir_util import (
     load,
     loop_nest,
     ops_where,
+    static_trips,
     store,
     view_root,
 )
@@ -452,12 +453,6 @@ def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: lis
                 memref.DeallocOp(partial)
     if anchor == op:
         op.erase()
-
-
-def static_trips(loop: ir.Operation) -> int | None:
-    """The trip count of an scf.for whose bounds and step are constants (None otherwise)."""
-    lb, ub, step = (constant_int(v) for v in list(loop.operands)[:3])
-    return -(-(ub - lb) // step) if None not in (lb, ub, step) and step else None
 
 
 def _mark(loop: ir.Operation) -> str | None:

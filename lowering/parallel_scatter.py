@@ -37,6 +37,7 @@ from sprue.lowering.mlir_util import (
     is_inside,
     loop_nest,
     ops_where,
+    static_trips,
     store,
     view_root,
 )
@@ -51,7 +52,6 @@ from sprue.lowering.parallel import (
     _op_ns,
     _sizes,
     _slot,
-    static_trips,
 )
 
 _PREFIX = "__sprue_par_s"
