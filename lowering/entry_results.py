@@ -29,7 +29,7 @@ from typing import Callable
 from torch_mlir import ir
 
 from sprue.lowering.allocation import split_top_level
-from sprue.lowering.mlir_util import as_operation, ops_where, returns_of
+from sprue.lowering.mlir_util import as_operation, enclosing, ops_where, returns_of
 
 _CIFACE = "_mlir_ciface_"
 # Internal functions returning this many results or more return them through memory; their
@@ -335,12 +335,6 @@ def _buffer_of(caller: ir.Operation, size: int, buffers: dict[ir.Operation, list
     return alloca.results[0]
 
 
-def _parent_function(op: ir.Operation) -> ir.Operation:
-    while op.name != "llvm.func":
-        op = as_operation(op.parent)
-    return op
-
-
 def _load_internal_results(module: ir.Module, functions: dict[str, ir.Operation]) -> None:
     """Each internal function returning a struct of at least MANY_RESULTS members (outlined nests,
     parts, runs) stores them through a pointer to its caller's stack buffer, and each call loads
@@ -363,7 +357,7 @@ def _load_internal_results(module: ir.Module, functions: dict[str, ir.Operation]
             continue
         gep, plain = _addresses(), _not_atomic()
         for call, extracts in zip(sites, uses):
-            buffer = _buffer_of(_parent_function(call), size, buffers)
+            buffer = _buffer_of(enclosing(call, "llvm.func"), size, buffers)
             _call_passing(call, buffer)
             loaded: dict[tuple[int, str], ir.Value] = {}
             with ir.InsertionPoint(call), call.location:   # right after the new call, before the next

@@ -220,6 +220,13 @@ def constant_int(v: ir.Value) -> int | None:
     return ir.IntegerAttr(op.attributes["value"]).value
 
 
+def enclosing(op: ir.Operation, name: str) -> ir.Operation:
+    """The op named `name` (a function: func.func, llvm.func) that holds `op`, or `op` itself."""
+    while op.name != name:
+        op = as_operation(op.parent)
+    return op
+
+
 def static_trips(loop: ir.Operation) -> int | None:
     """The trip count of an scf.for whose bounds and step are constants (None otherwise)."""
     lb, ub, step = (constant_int(v) for v in list(loop.operands)[:3])

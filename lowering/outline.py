@@ -34,6 +34,7 @@ from sprue.lowering.mlir_util import (
     call_equal_function,
     captures,
     defining_op,
+    enclosing,
     ops_where,
     view_root,
 )
@@ -189,7 +190,7 @@ def _signature(op: ir.Operation) -> str:
 
 
 def signature_codes(ops: list[ir.Operation]) -> np.ndarray:
-    """Each op's signature (name and result types) as a small integer, equal for equal ones: the
+    """Each op's signature (_signature) as a small integer, equal for equal ones: the
     period searches below compare whole shifted arrays (a body of thousands of ops, ~100 periods:
     ~300,000 string comparisons in Python otherwise)."""
     codes: dict[str, int] = {}
@@ -345,12 +346,6 @@ def _apart(root: ir.Value, fresh: ir.Value, caller: ir.Operation) -> bool:
     return root != fresh and root.owner.name in (*_FRESH, "memref.get_global")
 
 
-def _function_of(op: ir.Operation) -> ir.Operation:
-    while op.name != "func.func":
-        op = as_operation(op.parent)
-    return op
-
-
 def mark_unaliased_buffers(module: ir.Module, names: set[str]) -> None:
     """llvm.noalias on each buffer parameter of the functions `names` (outlined nests) that, at
     every call, is a view of a fresh allocation of the caller apart (_apart) from every other
@@ -370,7 +365,7 @@ def mark_unaliased_buffers(module: ir.Module, names: set[str]) -> None:
         ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
         unaliased = [isinstance(t, ir.MemRefType) for t in ftype.inputs]
         for call in sites:
-            caller = _function_of(call)
+            caller = enclosing(call, "func.func")
             roots = [view_root(v) if isinstance(v.type, ir.MemRefType) else None for v in call.operands]
             for i, root in enumerate(roots):
                 unaliased[i] = unaliased[i] and (

@@ -43,12 +43,13 @@ import math
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref, scf
 
-from sprue.lowering.entry_results import _gep, _not_atomic, _parent_function, member_offsets
+from sprue.lowering.entry_results import _gep, _not_atomic, member_offsets
 from sprue.lowering.matmul_scripts import PARALLEL_LOOP, PARALLEL_SUM
 from sprue.lowering.mlir_util import (
     as_operation,
     captures,
     constant_int,
+    enclosing,
     index,
     is_inside,
     load,
@@ -704,7 +705,7 @@ def call_parallel_bodies(module: ir.Module) -> None:
             _noalias_descriptors(bodies[callee])
         # the struct at the caller's entry, not where the call is: in a loop body (a scan's step)
         # an alloca there would grow the stack at every trip
-        entry = _parent_function(call).regions[0].blocks[0]
+        entry = enclosing(call, "llvm.func").regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(entry), call.location:
             one = ir.Operation.create("llvm.mlir.constant", results=[i64], attributes={"value": ir.IntegerAttr.get(i64, 1)})
             ctx = ir.Operation.create("llvm.alloca", results=[ptr], operands=[one.results[0]], attributes={

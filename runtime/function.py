@@ -136,23 +136,17 @@ class CompiledFunction:
         self.signature = signature
         if declared is None or not declared.fits(signature, symbol):
             declared = Declarations(signature, symbol, checked=None)
-        iface, ffi = declared.iface, declared.ffi
-        try:
-            self._lib = ffi.dlopen(_fresh_name(path))
-        except OSError as exc:
-            raise LibraryLoadError(f"cannot load compiled library {path}: {exc}") from exc
-        except UnicodeEncodeError as exc:   # cffi opens by UTF-8 name; os.environ keeps bad bytes as surrogates
-            raise LibraryLoadError(f"cannot load compiled library {path!r}: its path is not valid UTF-8, which cffi"
-                                   f" needs; build it in a folder whose name is UTF-8") from exc
+        self._lib = _open(declared.ffi, path)
         # A library built by sprue checks its allocations (lowering/allocation.py): its entry returns
         # a status, 0 or the byte count of the allocation that failed. Any other (MLIR's own C
         # interface, void) is called as it is, unchecked.
-        self.checked = _exports(self._lib, iface.error_function)
+        self.checked = _exports(self._lib, declared.iface.error_function)
         if declared.checked is None:
-            ffi.cdef(iface.checked_decl if self.checked else iface.unchecked_decl)
-        elif declared.checked != self.checked:   # declared for a sprue library, and it is not one: anew
-            self.__init__(path, symbol, signature, name)
-            return
+            declared.ffi.cdef(declared.iface.checked_decl if self.checked else declared.iface.unchecked_decl)
+        elif declared.checked != self.checked:   # declared as a sprue library's, and it is not one
+            declared = Declarations(signature, symbol, checked=self.checked)
+            self._lib = _open(declared.ffi, path)
+        iface, ffi = declared.iface, declared.ffi
         self._pool = threads.register(self._lib)   # its loops on the process's one pool (runtime/threads.py)
         # What a failed allocation was for, from its byte count (qjit sets it: the arrays of the
         # jaxpr and their source lines); None: the message gives the size only.
@@ -345,6 +339,17 @@ class Declarations:
 
     def fits(self, signature: Signature, symbol: str) -> bool:
         return self.symbol == symbol and self.signature == signature
+
+
+def _open(ffi: Any, path: str) -> Any:
+    """The library at `path`, opened with `ffi`'s declarations."""
+    try:
+        return ffi.dlopen(_fresh_name(path))
+    except OSError as exc:
+        raise LibraryLoadError(f"cannot load compiled library {path}: {exc}") from exc
+    except UnicodeEncodeError as exc:   # cffi opens by UTF-8 name; os.environ keeps bad bytes as surrogates
+        raise LibraryLoadError(f"cannot load compiled library {path!r}: its path is not valid UTF-8, which cffi"
+                               f" needs; build it in a folder whose name is UTF-8") from exc
 
 
 def _exports(lib: Any, name: str) -> bool:

@@ -84,3 +84,17 @@ def test_work_meanwhile_runs_during_the_link_and_its_error_after_it(tmp_path):
     with pytest.raises(KeyError, match="declared wrong"):
         build_shared_library(DOUBLE, tmp_path / "b", name="k", internal=["main"], meanwhile=fail)
     assert not (tmp_path / "b" / "k.so").exists() and not (tmp_path / "b" / "k.so.partial").exists()
+
+
+def test_a_library_declared_otherwise_is_declared_again(tmp_path):
+    """load(declared=...): declarations made before the library existed (runtime.function.
+    Declarations, while cc links) that do not fit it (the entry declared without the status a
+    sprue library's returns) are made again from the library, and the call is right."""
+    from sprue.runtime.function import Declarations
+    so = build_shared_library(DOUBLE, tmp_path / "out", name="k", internal=["main"])
+    f = load(str(so), "main", SIGNATURE, declared=Declarations(SIGNATURE, "main", checked=False))
+    x = np.arange(4.0)
+    assert f.checked and f._ffi.typeof(f._fn).result.cname == "int64_t"   # its status is read
+    np.testing.assert_array_equal(f(x)[0], 2 * x)
+    g = load(str(so), "main", SIGNATURE, declared=Declarations(SIGNATURE, "main"))
+    np.testing.assert_array_equal(g(x)[0], 2 * x)
