@@ -90,6 +90,11 @@ _EXP_TERMS = {"f64": 13, "f32": 7}
 _FLOAT_BITS = {"f64": (64, 52, 1023), "f32": (32, 23, 127)}
 
 
+def _taylor(degree: int, lowest: int) -> tuple[float, ...]:
+    """exp's Taylor coefficients 1/k!, k from `degree` down to `lowest` (for _horner)."""
+    return tuple(1.0 / math.factorial(k) for k in range(degree, lowest - 1, -1))
+
+
 def _reduce(x: ir.Value) -> tuple[ir.Value, ir.Value]:
     """(n, r): x = n ln2 + r, n = round(x / ln2) as a float, r by Cody & Waite's two-part ln2."""
     t = x.type
@@ -114,10 +119,7 @@ def _exp(x: ir.Value) -> ir.Value:
     # the polynomial, and nan times the power of two is nan, with no select at the end
     xc = arith.minimumf(arith.maximumf(x, arith.constant(t, lo)), arith.constant(t, hi))
     n, r = _reduce(xc)
-    terms = _EXP_TERMS[name]
-    p = arith.constant(t, 1.0 / math.factorial(terms))
-    for k in range(terms - 1, -1, -1):
-        p = mmath.fma(p, r, arith.constant(t, 1.0 / math.factorial(k)))
+    p = _horner(r, _taylor(_EXP_TERMS[name], 0), t)
     ni = arith.fptosi(i, n)
     half = arith.shrsi(ni, arith.constant(i, 1))
     rest = arith.subi(ni, half)
@@ -130,10 +132,7 @@ def _expm1_positive(y: ir.Value) -> ir.Value:
     number here and 2^n - 1 exact for n <= 53, so the error is expm1(r)'s, ~1 ulp."""
     t = y.type
     n, r = _reduce(y)
-    terms = _EXP_TERMS[str(t)]
-    q = arith.constant(t, 1.0 / math.factorial(terms))
-    for k in range(terms - 1, 1, -1):
-        q = mmath.fma(q, r, arith.constant(t, 1.0 / math.factorial(k)))
+    q = _horner(r, _taylor(_EXP_TERMS[str(t)], 2), t)
     p = mmath.fma(arith.mulf(r, r), q, r)
     s = _power_of_two(arith.fptosi(ir.IntegerType.get_signless(_FLOAT_BITS[str(t)][0]), n), t)
     return mmath.fma(s, p, arith.subf(s, arith.constant(t, 1.0)))
