@@ -30,6 +30,7 @@ import numpy as np
 from sprue.base import forks, timing
 from sprue.base.errors import CompileError, SprueValueError
 from sprue.base.timing import step
+from sprue.lowering import llvm_threads
 from sprue.lowering import pipeline as _pipeline
 from sprue.lowering.allocation import add_entry_wrappers, check_allocations, check_stack
 from sprue.lowering.c_toolchain import (  # noqa: F401 (_kept_object and its kin, _MEMREF_COPY_C: tests)
@@ -48,7 +49,7 @@ from sprue.lowering.c_toolchain import (  # noqa: F401 (_kept_object and its kin
 )
 from sprue.lowering.codegen_levels import glue_functions
 from sprue.lowering.masked_stores import keep_stores_unmasked
-from sprue.lowering.module_split import split_off_glue
+from sprue.lowering.module_split import Split, split_module
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, TargetOptionError, check_target, machine_cpu_and_features
 from sprue.lowering.vector_math import (  # noqa: F401 (_libmvec_has: tests)
@@ -96,8 +97,7 @@ _llvm_lock = threading.RLock()
 # and both processes go on with the locks free (reentrant: a fork from inside a section still works).
 # llvmlite's own lock around every call into LLVM (binding/ffi.py _LLVMLock, an RLock) is taken
 # outside ours too, by the finalizers of llvmlite objects, and llvmlite does not see forks.
-_LLVMLITE_LOCK = getattr(getattr(getattr(llvm, "ffi", None), "lib", None), "_lock", None)
-_LLVMLITE_LOCK = getattr(_LLVMLITE_LOCK, "_lock", None)   # the RLock inside _LLVMLock
+_LLVMLITE_LOCK = llvm_threads.llvmlite_lock()   # the RLock inside _LLVMLock
 
 
 def _before_fork() -> None:
@@ -117,17 +117,18 @@ def _after_fork() -> None:
 
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
-# One target machine per (cpu, features, opt level): creating one is cheap but not free, and most
-# processes only ever use the default (host CPU, O3).
-_target_machines: dict[tuple[str, str, int], llvm.TargetMachine] = {}
+# One target machine per (cpu, features, opt level, slot): creating one is cheap but not free, and
+# most processes only ever use the default (host CPU, O3). A slot is a thread of llvm_threads.py's
+# sections: LLVM's target machines are not shared between threads compiling at once.
+_target_machines: dict[tuple[str, str, int, int], llvm.TargetMachine] = {}
 
 
-def _target_machine(cpu: str = HOST_CPU, opt_level: int = 3, features: str = "") -> llvm.TargetMachine:
+def _target_machine(cpu: str = HOST_CPU, opt_level: int = 3, features: str = "", slot: int = 0) -> llvm.TargetMachine:
     """Call with _llvm_lock held. `cpu`: "host" (this machine's CPU and features), "generic"
     (the baseline of the target architecture: runs on any CPU of it) or an LLVM CPU name;
     `features`: "+avx2,-fma" (applied after the CPU's own). Both are checked first (targets.py:
     LLVM ends the process on a target it cannot generate code for; once checked, a set lookup)."""
-    key = (cpu, features, opt_level)
+    key = (cpu, features, opt_level, slot)
     if key not in _target_machines:
         check_target(cpu, features)
         llvm.initialize_native_target()
@@ -224,16 +225,16 @@ def llvmlite_compatible(llvm_ir: str) -> str:
 @dataclass(frozen=True)
 class Codegen:
     """What LLVM made of one module: the optimized IR, the object file and, when asked, assembly;
-    with the glue split off (module_split.py), the glue's object too (its IR and assembly follow
-    the kernels' in `optimized_ir` and `asm`)."""
+    with the module cut in several (module_split.py), the others' objects too (their IR and
+    assembly follow the first's in `optimized_ir` and `asm`)."""
     optimized_ir: str
     obj: bytes
     asm: str | None = None
-    glue_obj: bytes | None = None
+    more_objects: tuple[bytes, ...] = ()
 
     @property
     def objects(self) -> list[bytes]:
-        return [self.obj] + ([self.glue_obj] if self.glue_obj is not None else [])
+        return [self.obj, *self.more_objects]
 
     def object_file(self, work: Path) -> bytes:
         """All of it as one relocatable object (partial-linked in `work` when there are two)."""
@@ -261,37 +262,68 @@ GLUE_CODEGEN_LEVEL = 0
 def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: Sequence[str] = (),
             asm: bool = False, features: str = "", split: bool = True) -> Codegen:
     """Optimizes the module at `opt_level` and emits an object for `cpu` with `features` (see
-    _target_machine). With `split` (and opt_level 2 or 3), a module with enough glue is two
-    (module_split.py): the glue's object comes apart.
+    _target_machine). With `split` (and opt_level 2 or 3), a module with enough glue or enough
+    noinline kernels is cut in several (module_split.py), compiled at once on llvm_threads.py's
+    threads, one object each.
 
     `internal` names functions to give internal linkage before optimizing: the library then does
     not export them, calls to them cannot be interposed by a same-named symbol of the host program,
     and O3 may inline them into their (exported) callers."""
     check_codegen_options(opt_level, cpu, features)   # before the lock: it may ask a child process
+    # (a profile's per-pass timings are LLVM's process-wide timers: its modules one at a time)
+    threads = 1 if timing.enabled() else llvm_threads.workers()
     with step("LLVM: prepare the IR text"):
         llvm_ir = add_entry_wrappers(llvmlite_compatible(llvm_ir))   # checked allocation: allocation.py
         llvm_ir = declare_vector_variants(llvm_ir, cpu, features)   # libm calls the vectorizer may widen
-        parts = split_off_glue(llvm_ir) if split and opt_level >= 2 else None
+        parts = split_module(llvm_ir, kernel_parts=threads) if split and opt_level >= 2 else None
     with _llvm_lock:
         if parts is None:
             text, obj, asm_text = _optimize_and_emit(llvm_ir, opt_level, opt_level, cpu, features, internal, asm)
             return Codegen(text, obj, asm_text)
-        kernels, glue, cross = parts
-        internal = [name for name in internal if name not in cross]
-        text, obj, asm_text = _optimize_and_emit(kernels, opt_level, opt_level, cpu, features, internal, asm)
-        with step("LLVM: glue"):
-            glue_text, glue_obj, glue_asm = _optimize_and_emit(glue, GLUE_OPT_LEVEL, GLUE_CODEGEN_LEVEL, cpu, features,
-                                                               internal, asm)
-        note = "\n; -- the glue's module (module_split.py) --\n"
-        return Codegen(text + note + glue_text, obj, asm_text + note + glue_asm if asm else None, glue_obj)
+        return _codegen_parts(parts, opt_level, cpu, features, [n for n in internal if n not in parts.cross], asm,
+                              threads)
+
+
+def _codegen_parts(parts: Split, opt_level: int, cpu: str, features: str, internal: Sequence[str], asm: bool,
+                   threads: int) -> Codegen:
+    """codegen of a module cut in several (call with _llvm_lock held): the kernels' modules at
+    `opt_level`, the glue's at its own levels, on up to `threads` threads. With more than one, the
+    process-wide options _optimize_and_emit sets for each module's size are set once around them
+    all, from the longest block of the kernels' text before O3 (one at a time, from each module's
+    text: before O3 for the pipeline's, after it for the code generator's)."""
+    modules = [*parts.kernels, *([parts.glue] if parts.glue else [])]
+    levels = [(opt_level, opt_level)] * len(parts.kernels) + [(GLUE_OPT_LEVEL, GLUE_CODEGEN_LEVEL)] * bool(parts.glue)
+    for slot in range(min(threads, len(modules))):   # (made here, not by two threads at once)
+        for codegen_level in {level for _, level in levels}:
+            _target_machine(cpu, codegen_level, features, slot)
+
+    def compile_one(i: int, context, slot: int) -> tuple[str, bytes, str | None]:
+        with step("LLVM: glue" if levels[i][0] == GLUE_OPT_LEVEL else "LLVM: kernels"):
+            return _optimize_and_emit(modules[i], *levels[i], cpu, features, internal, asm, context=context,
+                                      slot=slot, options=threads == 1)
+
+    longest = longest_block("\n".join(parts.kernels)) if threads > 1 else 0
+    with (_pipeline_options(longest) if threads > 1 else contextlib.nullcontext()), \
+            (_codegen_options(longest) if threads > 1 else contextlib.nullcontext()):
+        done = llvm_threads.run(range(len(modules)), compile_one, threads)
+    notes = ["\n; -- the glue's module (module_split.py) --\n" if level == GLUE_OPT_LEVEL
+             else "\n; -- another module of the kernels (module_split.py) --\n" for level, _ in levels[1:]]
+    text = done[0][0] + "".join(note + d[0] for note, d in zip(notes, done[1:]))
+    asm_text = done[0][2] + "".join(note + d[2] for note, d in zip(notes, done[1:])) if asm else None
+    return Codegen(text, done[0][1], asm_text, tuple(d[1] for d in done[1:]))
 
 
 def _optimize_and_emit(llvm_ir: str, opt_level: int, codegen_level: int, cpu: str, features: str,
-                       internal: Sequence[str], asm: bool) -> tuple[str, bytes, str | None]:
-    """One module through LLVM (call with _llvm_lock held): its optimized text, object and assembly."""
-    tm = _target_machine(cpu, codegen_level, features)
+                       internal: Sequence[str], asm: bool, *, context=None, slot: int = 0,
+                       options: bool = True) -> tuple[str, bytes, str | None]:
+    """One module through LLVM (call with _llvm_lock held): its optimized text, object and
+    assembly; parsed into `context` (the global one by default), with the target machine of
+    `slot` (llvm_threads.py). `options`: set the process-wide LLVM options the module's size calls
+    for (_pipeline_options, _codegen_options) around its passes; not on a thread of a section,
+    whose options its caller sets for all its modules."""
+    tm = _target_machine(cpu, codegen_level, features, slot)
     with step("LLVM: parse"):
-        mod = llvm.parse_assembly(llvm_ir)
+        mod = llvm.parse_assembly(llvm_ir, context=context)
         mod.verify()
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
@@ -301,7 +333,7 @@ def _optimize_and_emit(llvm_ir: str, opt_level: int, codegen_level: int, cpu: st
             mod.get_function(name).linkage = "internal"
     with _time_passes():   # (its timers attach to the pass builder made inside)
         with step("LLVM: optimize (glue)" if opt_level == GLUE_OPT_LEVEL else f"LLVM: optimize (O{opt_level})"), \
-                _pipeline_options(longest_block(llvm_ir)):
+                _pipeline_options(longest_block(llvm_ir)) if options else contextlib.nullcontext():
             tuning = llvm.create_pipeline_tuning_options(speed_level=max(opt_level, 0))
             builder = llvm.create_pass_builder(tm, tuning)
             _inline_entry_points(mod, builder)
@@ -313,14 +345,15 @@ def _optimize_and_emit(llvm_ir: str, opt_level: int, codegen_level: int, cpu: st
             passes.run(mod, builder)
         with step("LLVM: checks, vector math"):
             check_allocations(mod)   # after the optimizer, which must see the C library's own allocator
-            text = str(mod)
+            text = llvm_threads.module_text(mod)
             check_stack(text)
             rewritten = keep_stores_unmasked(use_vector_math(text, cpu, features))
             if rewritten is not text:
                 text = rewritten
-                mod = llvm.parse_assembly(text)
+                mod = llvm.parse_assembly(text, context=context)
                 mod.verify()
-        with step("LLVM: emit the object"), _codegen_options(text):
+        with step("LLVM: emit the object"), \
+                _codegen_options(longest_block(text)) if options else contextlib.nullcontext():
             if codegen_level > 0:
                 for name in glue_functions(text):   # code that runs once per call: at O0
                     fn = mod.get_function(name)
@@ -364,10 +397,10 @@ def longest_block(llvm_ir: str) -> int:
 
 
 @contextlib.contextmanager
-def _codegen_options(llvm_ir: str):
-    """Instruction scheduling off for the code generation of a module with a block longer than
-    SCHEDULE_MAX_BLOCK (above)."""
-    if longest_block(llvm_ir) <= SCHEDULE_MAX_BLOCK:
+def _codegen_options(longest: int):
+    """Instruction scheduling off for the code generation of a module whose longest block has
+    `longest` instructions, more than SCHEDULE_MAX_BLOCK (above)."""
+    if longest <= SCHEDULE_MAX_BLOCK:
         yield
         return
     llvm.set_option("sprue", "-enable-misched=false")
@@ -560,10 +593,9 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
         report("codegen", result)
         obj_path = work / f"{name}.o"
         obj_path.write_bytes(result.obj)
-        more = []
-        if result.glue_obj is not None:   # (module_split.py)
-            more.append(work / f"{name}.glue.o")
-            more[0].write_bytes(result.glue_obj)
+        more = [work / f"{name}.{i + 1}.o" for i in range(len(result.more_objects))]   # (module_split.py)
+        for path, data in zip(more, result.more_objects):
+            path.write_bytes(data)
         if keep_intermediate:
             (work / f"{name}.ll").write_text(llvm_ir)
             (work / f"{name}.opt.ll").write_text(result.optimized_ir)

@@ -16,12 +16,16 @@ one module; functions and constants are declared or copied where the other modul
   not exported from the library), declared `hidden` in the other, and named after the program
   (a suffix of its text's hash: two kernels' objects in one static link must not both define
   `__sprue_nest_2`);
-- constants (MLIR's globals of dense values and names) are copied into both: private copies,
-  compared by nothing;
+- constants (MLIR's globals of dense values and names) are copied into each module that uses
+  them: private copies, compared by nothing;
 - attribute groups, metadata, type definitions and declarations are copied into both;
 - the entry's wrappers (`_mlir_ciface_<name>`, its thunk and body, allocation.py) stay together:
   the body is always inlined into the thunk.
 A module with a global that is not constant, or any line this does not recognize, is not split.
+
+The kernels themselves may be cut further, into as many modules as LLVM has threads to compile
+them on at once (llvm_threads.py): the functions LLVM would not inline anyway (`noinline`: the
+nests and parts of a deep program, outline.py and partition.py) are spread over them by size.
 """
 from __future__ import annotations
 
@@ -31,13 +35,20 @@ from dataclasses import dataclass
 
 from sprue.lowering.codegen_levels import body_is_glue, is_instruction
 
-__all__ = ["SPLIT_MIN_GLUE", "split_off_glue"]
+__all__ = ["KERNEL_PART_MIN", "SPLIT_MIN_GLUE", "Split", "split_module"]
 
 # Below this many instructions of glue, one module: the split's own costs (a second module to
 # parse, optimize, emit and link, ~5 ms) are not repaid. The realistic programs have none.
 SPLIT_MIN_GLUE = 400
 
+# A part of the kernels compiled on a thread of its own (llvm_threads.py) has at least this many
+# instructions (before O3): a module costs ~1-2 ms however small (parsing the shared text,
+# setting up the passes, an object to emit and link).
+KERNEL_PART_MIN = 40
+
 _DEFINE = re.compile(r"^define ((?:(?:internal|private|hidden|dso_local|dso_preemptable) )*)(.*?)@([\w.$-]+)\((.*)$")
+_GROUP_REF = re.compile(r"#(\d+)")
+_GROUP_DEF = re.compile(r"^attributes #(\d+) = (\{.*\})$")
 _SYMBOL = re.compile(r"@([\w.$-]+)")
 _ENTRY = re.compile(r"^(?:_mlir_ciface_|_sprue_thunk_|_sprue_body_|_sprue_error_)(.+)$")
 
@@ -116,11 +127,25 @@ def _used(fns: list[_Function]) -> set[str]:
     return {s for fn in fns for line in fn.lines[1:] for s in _SYMBOL.findall(line)}
 
 
+_GLOBAL = re.compile(r"^@([\w.$-]+) = ")
+_LOCAL_GLOBAL = re.compile(r"^@[\w.$-]+ = (?:[\w()]+ )*?(?:private|internal) ")
+
+
 def _module(shared: list[str], own: list[_Function], other: list[_Function], exported: set[str]) -> str:
-    """The module of `own`'s definitions (those in `exported` made hidden: the other module calls
-    them) with declarations of what it calls of `other`."""
+    """The module of `own`'s definitions (those in `exported` made hidden: another module calls
+    them) with declarations of what it calls of `other`, and of the shared lines those constants
+    `own` uses (and the constants they name), not the others: a big constant is parsed only by the
+    modules that read it."""
     used = _used(own)
-    out = list(shared)
+    constants = {m.group(1): line for line in shared if (m := _GLOBAL.match(line))}
+    wanted, todo = set(), [name for name in used if name in constants]
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo += [s for s in _SYMBOL.findall(constants[name].split("=", 1)[1]) if s in constants]
+    out = [line for line in shared
+           if not (m := _GLOBAL.match(line)) or m.group(1) in wanted or not _LOCAL_GLOBAL.match(line)]
     for fn in own:
         first = fn.lines[0]
         if fn.name in exported and _local(fn):   # (an exported one stays as it is, default visibility)
@@ -130,10 +155,46 @@ def _module(shared: list[str], own: list[_Function], other: list[_Function], exp
     return "\n".join(out) + "\n"
 
 
-def split_off_glue(llvm_ir: str) -> tuple[str, str, set[str]] | None:
-    """(the kernels' module, the glue's module, the functions one defines and the other calls) as
-    LLVM IR text, or None when the module has less glue than SPLIT_MIN_GLUE instructions, no
-    kernel, or text this does not split (module doc)."""
+@dataclass
+class Split:
+    """A module cut in several (split_module): texts of whole modules that link together."""
+    kernels: list[str]   # compiled at the program's level, at once when there are several (llvm_threads.py)
+    glue: str | None     # the glue's, if it has a module of its own
+    cross: set[str]      # the functions one module defines and another calls (as renamed)
+
+
+def _noinline(fn: _Function, groups: dict[str, str]) -> bool:
+    """Whether `fn` is noinline (in its `define` line or its attribute group), not an entry wrapper."""
+    if _ENTRY.match(fn.name):
+        return False
+    attrs = fn.rest[fn.rest.rfind(")"):]
+    return " noinline" in attrs or any("noinline" in groups.get(g, "") for g in _GROUP_REF.findall(attrs))
+
+
+def _kernel_groups(functions: list[_Function], parts: int, shared: list[str]) -> list[list[_Function]]:
+    """`functions` in at most `parts` groups of about equal size (instructions), each with at least
+    KERNEL_PART_MIN: every noinline function can go to any group (LLVM would not inline it
+    anyway); the others, which a call may inline, stay together in the first."""
+    groups_text = dict(m.groups() for m in map(_GROUP_DEF.match, shared) if m)
+    movable = [fn for fn in functions if _noinline(fn, groups_text)]
+    fixed = [fn for fn in functions if not _noinline(fn, groups_text)]
+    fixed_size = sum(fn.instructions for fn in fixed)
+    for k in range(min(parts, len(movable) + bool(fixed)), 1, -1):
+        sizes = [fixed_size] + [0] * (k - 1)
+        group_of = {fn.name: 0 for fn in fixed}
+        for fn in sorted(movable, key=lambda fn: -fn.instructions):   # the largest first, each to the lightest group
+            i = sizes.index(min(sizes))
+            group_of[fn.name] = i
+            sizes[i] += fn.instructions
+        if min(sizes) >= KERNEL_PART_MIN:
+            return [[fn for fn in functions if group_of[fn.name] == i] for i in range(k)]
+    return [functions]
+
+
+def split_module(llvm_ir: str, kernel_parts: int = 1) -> Split | None:
+    """The module cut for code generation, or None when it stays whole: its glue in a module of its
+    own when it has at least SPLIT_MIN_GLUE instructions of glue and a kernel; its other functions
+    in up to `kernel_parts` modules (_kernel_groups). None for text this does not split (module doc)."""
     parsed = _top_level(llvm_ir)
     if parsed is None:
         return None
@@ -142,14 +203,24 @@ def split_off_glue(llvm_ir: str) -> tuple[str, str, set[str]] | None:
     glue_fns = [fn for fn in functions if fn.name in glue]
     kernel_fns = [fn for fn in functions if fn.name not in glue]
     if not kernel_fns or sum(fn.instructions for fn in glue_fns) < SPLIT_MIN_GLUE:
+        glue_fns, kernel_fns = [], functions
+    modules = _kernel_groups(kernel_fns, kernel_parts, shared)
+    if not glue_fns and len(modules) == 1:
         return None
-    cross = (_used(glue_fns) & {fn.name for fn in kernel_fns}) | (_used(kernel_fns) & glue)
-    kernels, glue_text = _module(shared, kernel_fns, glue_fns, cross), _module(shared, glue_fns, kernel_fns, cross)
+    if glue_fns:
+        modules.append(glue_fns)
+    defined_in = {fn.name: i for i, module in enumerate(modules) for fn in module}
+    cross = {name for i, module in enumerate(modules) for name in _used(module) if defined_in.get(name, i) != i}
+    texts = [_module(shared, module, [fn for other in modules if other is not module for fn in other], cross)
+             for module in modules]
     # a hidden function is still a symbol of the object: two kernels' objects in one static link
     # would both define `__sprue_nest_2`. Those made hidden get a name of this program's own.
     suffix = "." + hashlib.sha256(llvm_ir.encode()).hexdigest()[:12]
     renamed = {fn.name for fn in functions if fn.name in cross and _local(fn)}
     if renamed:
         symbol = re.compile(r"@(" + "|".join(map(re.escape, sorted(renamed))) + r")(?![\w.$-])")
-        kernels, glue_text = (symbol.sub(lambda m: f"@{m.group(1)}{suffix}", t) for t in (kernels, glue_text))
-    return kernels, glue_text, {name + suffix if name in renamed else name for name in cross}
+        texts = [symbol.sub(lambda m: f"@{m.group(1)}{suffix}", text) for text in texts]
+    cross = {name + suffix if name in renamed else name for name in cross}
+    if glue_fns:
+        return Split(texts[:-1], texts[-1], cross)
+    return Split(texts, None, cross)
