@@ -5,14 +5,19 @@ archive. backend.py builds with these; nothing here imports MLIR or llvmlite.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import hashlib
 import os
 import shlex
 import shutil
 import stat
+import struct
 import subprocess
+import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -63,10 +68,13 @@ def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
     once the linker has finished)."""
     compiler = find_c_compiler()
     objects = [*map(Path, more_objects), *(_c_object(compiler, Path(src)) for src in extra_sources)]
-    cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects), "-lm"]
+    cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects)]
+    needs = _math_libraries([Path(obj_path), *objects])
+    if needs.libm:
+        cmd.append("-lm")
     if any(str(src).endswith(PARALLEL_SOURCE) for src in extra_sources):
         cmd.append("-lpthread")   # (part of libc since glibc 2.34; a library of its own before)
-    if _libmvec_available():   # only recorded as needed when the object calls it (use_vector_math)
+    if needs.libmvec and _libmvec_available():   # only recorded as needed when the object calls it
         cmd += ["-Wl,--as-needed", f"-l:{LIBMVEC}", "-Wl,--no-as-needed"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -78,6 +86,75 @@ def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
         raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
                         f"{stderr.strip()}")
     return Path(so_path)
+
+
+@dataclass(frozen=True)
+class _MathLibraries:
+    libm: bool
+    libmvec: bool
+
+
+_BOTH = _MathLibraries(True, True)
+
+
+def _math_libraries(objects: Sequence[Path]) -> _MathLibraries:
+    """Whether the objects call libm's functions, libmvec's: ld reads each library it is given
+    (libm's symbols: ~1.7 of the ~14 ms a link takes here), needed or not. Both, unless every
+    object's undefined symbols could be read (ELF) and those of glibc's libm and libmvec looked up."""
+    libraries = _glibc_math()
+    if libraries is None:
+        return _BOTH
+    undefined: set[str] = set()
+    for path in objects:
+        names = elf_undefined_symbols(path.read_bytes())
+        if names is None:
+            return _BOTH
+        undefined |= names
+    libc, libm, libmvec = libraries
+    return _MathLibraries(any(hasattr(libm, n) and not hasattr(libc, n) for n in undefined),
+                          any(n.startswith("_ZGV") for n in undefined) and libmvec is not None)
+
+
+@functools.lru_cache(maxsize=None)
+def _glibc_math():
+    """(libc, libm, libmvec or None) opened by ctypes on glibc Linux, or None elsewhere. A lookup
+    in a library's handle also finds what its dependencies define (libm's finds libc's)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc, libm = ctypes.CDLL("libc.so.6"), ctypes.CDLL("libm.so.6")
+    except OSError:
+        return None
+    return libc, libm, ctypes.CDLL(LIBMVEC) if _libmvec_available() else None
+
+
+_ELF_SECTION = struct.Struct("<IIQQQQIIQQ")   # sh_name, sh_type, flags, addr, sh_offset, sh_size, sh_link, ...
+_ELF_SYMBOL = struct.Struct("<IBBHQQ")        # st_name, st_info, st_other, st_shndx, st_value, st_size
+_SHT_SYMTAB = 2
+
+
+def elf_undefined_symbols(data: bytes) -> set[str] | None:
+    """The names of the undefined symbols of a 64-bit little-endian ELF object (what LLVM emits on
+    x86-64 and AArch64), or None for anything else or a file this cannot read."""
+    if data[:4] != b"\x7fELF" or data[4:6] != b"\x02\x01" or len(data) < 64:
+        return None
+    try:
+        shoff = int.from_bytes(data[0x28:0x30], "little")
+        shentsize, shnum = int.from_bytes(data[0x3A:0x3C], "little"), int.from_bytes(data[0x3C:0x3E], "little")
+        sections = [_ELF_SECTION.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
+        names: set[str] = set()
+        for section in sections:
+            if section[1] != _SHT_SYMTAB:
+                continue
+            strings = sections[section[6]][4]
+            for offset in range(section[4] + _ELF_SYMBOL.size, section[4] + section[5], _ELF_SYMBOL.size):
+                name, _, _, shndx, _, _ = _ELF_SYMBOL.unpack_from(data, offset)
+                if shndx == 0 and name:
+                    start = strings + name
+                    names.add(data[start:data.index(b"\0", start)].decode())
+        return names
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+        return None
 
 
 # The runtime's C sources are the same for every kernel: each is compiled once per process (and

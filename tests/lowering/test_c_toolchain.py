@@ -1,5 +1,6 @@
 """The runtime's C objects built at installation (lowering/c_toolchain.py prebuild_runtime_objects):
 used without cc when the compile cache is off, ignored when another user could have written them."""
+import re
 import subprocess
 
 import numpy as np
@@ -98,3 +99,50 @@ def test_a_library_declared_otherwise_is_declared_again(tmp_path):
     np.testing.assert_array_equal(f(x)[0], 2 * x)
     g = load(str(so), "main", SIGNATURE, declared=Declarations(SIGNATURE, "main"))
     np.testing.assert_array_equal(g(x)[0], 2 * x)
+
+
+ATAN2 = """module {
+  func.func @main(%x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {
+    %0 = stablehlo.atan2 %x, %y : tensor<4xf64>
+    return %0 : tensor<4xf64>
+  }
+}
+"""
+
+
+def _needed(library) -> set[str] | None:
+    try:
+        dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", dynamic))
+
+
+@pytest.mark.skipif(c_toolchain._glibc_math() is None, reason="libm is only left out on glibc Linux")
+def test_libm_is_linked_only_when_the_kernel_calls_it(tmp_path):
+    """A library whose code calls no libm function is linked without it (ld reads every library
+    it is given); one calling atan2 needs libm and computes numpy's values."""
+    x, y = np.array([1.0, -2.0, 3.0, 0.5]), np.array([2.0, 1.0, -1.0, -4.0])
+    for text, args, expected, with_libm in ((DOUBLE, (x,), 2 * x, False), (ATAN2, (x, y), np.arctan2(x, y), True)):
+        out = tmp_path / ("atan2" if with_libm else "double")
+        library = build_shared_library(text, out)
+        specs = [TensorSpec(name, "float64", (4,)) for name in "xy"[:len(args)]]
+        function = load(library, "main", Signature(specs, [TensorSpec("r", "float64", (4,))]))
+        np.testing.assert_allclose(function(*args)[0], expected, rtol=1e-15)
+        needed = _needed(library)
+        if needed is None:
+            print("readelf is not installed: the libraries' NEEDED entries are not checked")
+            continue
+        assert ("libm.so.6" in needed) == with_libm, needed
+
+
+def test_the_undefined_symbols_of_an_object_are_read_from_its_elf_symbol_table(tmp_path):
+    source = tmp_path / "calls.c"
+    source.write_text("double cos(double); void *malloc(unsigned long);\n"
+                      "double f(double x) { return cos(x) + (double)(long)malloc(8); }\n")
+    obj = tmp_path / "calls.o"
+    subprocess.run([*c_toolchain.find_c_compiler(), "-c", "-fPIC", "-O1", str(source), "-o", str(obj)], check=True)
+    assert {"cos", "malloc"} <= c_toolchain.elf_undefined_symbols(obj.read_bytes())
+    assert "f" not in c_toolchain.elf_undefined_symbols(obj.read_bytes())
+    assert c_toolchain.elf_undefined_symbols(b"not an object") is None
+    assert c_toolchain.elf_undefined_symbols(obj.read_bytes()[:80]) is None   # cut short
