@@ -179,11 +179,20 @@ def _isa(cpu: str, features: str) -> dict[int, str]:
 LIBM_CALLS = {"math.expm1": "expm1", "math.log1p": "log1p", "math.erf": "erf", "math.cbrt": "cbrt"}
 
 
-def call_libm(module: ir.Module) -> None:
+def call_libm(module: ir.Module) -> bool:
     """Every scalar f32/f64 op of LIBM_CALLS becomes a func.call of its libm function (declared
-    private in the module), which convert-func-to-llvm keeps as a plain C call."""
-    found = ops_where(module.operation,
-                      lambda op: op.name in LIBM_CALLS and str(op.results[0].type) in ("f32", "f64"))
+    private in the module), which convert-func-to-llvm keeps as a plain C call. Whether any other
+    math op is left (for MLIR's conversions to LLVM's intrinsics and to libm calls)."""
+    others: list[str] = []
+
+    def wanted(op: ir.Operation) -> bool:
+        if op.name in LIBM_CALLS and str(op.results[0].type) in ("f32", "f64"):
+            return True
+        if op.name.startswith("math."):
+            others.append(op.name)
+        return False
+
+    found = ops_where(module.operation, wanted)
     declared = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
                 if op.operation.name == "func.func"}
     for op in found:
@@ -200,6 +209,7 @@ def call_libm(module: ir.Module) -> None:
                                        attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
         op.results[0].replace_all_uses_with(call.results[0])
         op.erase()
+    return bool(others)
 
 
 _LIBM_DECLARE = re.compile(r"^declare (double|float) @(" + "|".join(LIBM_CALLS.values()) + r")f?\((?:double|float)\)(.*)$")
