@@ -106,6 +106,18 @@ def workers() -> int:
     return max(1, min(cpus, MAX_WORKERS))
 
 
+def _join(helper: threading.Thread, errors: list[BaseException]) -> None:
+    """Waits for `helper` to end, even through a KeyboardInterrupt (noted in `errors`, raised by
+    run after): its thread is in LLVM without llvmlite's lock, with a target machine the next
+    section would use too."""
+    while True:
+        try:
+            helper.join()
+            return
+        except BaseException as exc:   # noqa: BLE001 (re-raised by run, once every thread has stopped)
+            errors.append(exc)
+
+
 def run(tasks: Sequence[T], work: Callable[[T, object, int], object], threads: int) -> list:
     """[work(task, context, slot) for task in tasks], on up to `threads` threads at once (the
     calling thread one of them), each thread with an LLVM context of its own (created here,
@@ -153,7 +165,7 @@ def run(tasks: Sequence[T], work: Callable[[T, object, int], object], threads: i
                 helper.start()
             worker(0)
             for helper in helpers:
-                helper.join()
+                _join(helper, errors)
     finally:
         if collecting:
             gc.enable()

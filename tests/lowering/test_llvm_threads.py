@@ -67,6 +67,18 @@ def test_an_error_in_one_module_is_raised_on_the_callers_thread_and_llvmlite_sta
     assert parsed and "@scale9" in parsed[0]
 
 
+def test_an_interrupt_on_the_callers_thread_is_raised_once_the_other_threads_stopped():
+    def interrupted(i, context, slot):
+        if slot == 0:
+            raise KeyboardInterrupt
+        return _compile(i, context, slot)
+
+    with pytest.raises(KeyboardInterrupt):
+        _at_once(list(range(1, 9)), interrupted, 3)
+    assert not llvm_threads._section.exempt
+    assert not [t for t in threading.enumerate() if t.name.startswith("sprue-llvm-")]
+
+
 def test_one_thread_with_one_cpu_or_a_lock_callback(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert llvm_threads.workers() == 1
