@@ -6,16 +6,24 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test bench bench-threads bench-programs bench-compile venv clean example fuzz
 
-venv: $(STAMP)
+# The runtime's C objects (lowering/c_toolchain.py), built at installation and again when the
+# modules holding their sources change (an object no longer prebuilt is compiled at first use).
+RUNTIME_SOURCES := lowering/c_toolchain.py lowering/allocation.py lowering/parallel_runtime.py
+PREBUILT := $(VENV)/.prebuilt
+
+venv: $(PREBUILT)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) -m sprue.lowering.c_toolchain   # the runtime's C objects, built once (lowering/c_toolchain.py)
 	touch $(STAMP)
 
-run: $(STAMP)
+$(PREBUILT): $(STAMP) $(RUNTIME_SOURCES)
+	$(PY) -m sprue.lowering.c_toolchain
+	touch $(PREBUILT)
+
+run: $(PREBUILT)
 	$(PY) examples/demo.py
 
 # StableHLO's interpreter tests as compile-and-run cases (run.py always exits 0); CI clones
@@ -26,7 +34,7 @@ CONFORMANCE := ../shared/conformance/stablehlo_interpret
 # ruff first (pyflakes, import order, E402, complexity: pyproject.toml), then the conformance cases,
 # then pytest, whose tests/test_layers.py keeps the layers (README, "Layers"), on every core
 # (pytest-xdist; each worker has its own session folder and compile cache: tests/conftest.py).
-test: $(STAMP)
+test: $(PREBUILT)
 	$(VENV)/bin/ruff check .
 	@if [ -d $(CONFORMANCE) ]; then \
 	  echo "StableHLO interpreter conformance ($(CONFORMANCE)):"; \
@@ -44,7 +52,7 @@ test: $(STAMP)
 FUZZ_EXAMPLES ?= 10000
 FUZZ_CLASS_EXAMPLES ?= 100
 
-fuzz: $(STAMP)
+fuzz: $(PREBUILT)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_CLASS_EXAMPLES=$(FUZZ_CLASS_EXAMPLES) $(PY) tests/fuzz/campaign.py
 
 # The C embedding example (examples/c_host): compile two kernels with `sprue compile`, build the C
@@ -52,7 +60,7 @@ fuzz: $(STAMP)
 EXAMPLE := examples/c_host
 EXAMPLE_BUILD := $(EXAMPLE)/build
 
-example: $(STAMP)
+example: $(PREBUILT)
 	mkdir -p $(EXAMPLE_BUILD)
 	$(PY) $(EXAMPLE)/gen_kernels.py $(EXAMPLE_BUILD)
 	$(VENV)/bin/sprue compile $(EXAMPLE_BUILD)/axpy.jaxpr -o $(EXAMPLE_BUILD)
@@ -62,22 +70,22 @@ example: $(STAMP)
 	$(EXAMPLE_BUILD)/c_host
 
 # every kernel at all threads and at 1 (the speedup) beside numpy/JAX/numba, then the thread sweep
-bench: $(STAMP)
+bench: $(PREBUILT)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/threads.py
 
 # sprue at 1 thread vs all threads over sizes 1e3..1e7 (matmul 32..1024), about a minute (issue 14);
 # ARGS="--only sum,matmul --sizes 1e5,1e7 --matmul 512 --runs 3" and so on
-bench-threads: $(STAMP)
+bench-threads: $(PREBUILT)
 	$(PY) benchmarks/threads.py $(ARGS)
 
 # realistic whole programs vs jax.jit (issue 13); ARGS=--one-core for the per-core comparison
-bench-programs: $(STAMP)
+bench-programs: $(PREBUILT)
 	$(PY) benchmarks/programs.py $(ARGS)
 
 # first-call compile time as programs grow, vs jax.jit (issue 24): each case in a fresh process;
 # ARGS=--quick for a short run, ARGS="--sizes 30,100 --timeout 120 --one-core" and so on
-bench-compile: $(STAMP)
+bench-compile: $(PREBUILT)
 	$(PY) benchmarks/compile_time.py $(ARGS)
 
 clean:
