@@ -235,6 +235,16 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
     return call
 
 
+def bind(call: Callable[[tuple], Any], cf: Any) -> Callable[[tuple], Any]:
+    """`call`, a caller built on a stand-in of `cf` (function._Parts: made before its library was
+    open), calling `cf`'s library function and raising `cf`'s allocation errors."""
+    g = call.__globals__
+    g["fn"] = cf._fn
+    if "oom" in g:
+        g["oom"] = cf.allocation_error
+    return call
+
+
 def _globals(cf: Any, pool: list) -> dict[str, Any]:
     """The names every caller's source uses, bound for `cf` (a pool of states of its own)."""
     g: dict[str, Any] = {

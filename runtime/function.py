@@ -146,7 +146,7 @@ class CompiledFunction:
         elif declared.checked != self.checked:   # declared as a sprue library's, and it is not one
             declared = Declarations(signature, symbol, checked=self.checked)
             self._lib = _open(declared.ffi, path)
-        iface, ffi = declared.iface, declared.ffi
+        iface = declared.iface
         self._pool = threads.register(self._lib)   # its loops on the process's one pool (runtime/threads.py)
         # What a failed allocation was for, from its byte count (qjit sets it: the arrays of the
         # jaxpr and their source lines); None: the message gives the size only.
@@ -155,23 +155,18 @@ class CompiledFunction:
             self._fn = getattr(self._lib, iface.function)
         except AttributeError as exc:
             raise LibraryLoadError(f"{path} does not export {iface.function} (is {symbol!r} the right symbol?)") from exc
-        self._libc = _open_libc(ffi)
-        self._ffi = ffi
-        self._converters = tuple(
-            ArgumentConverter(ffi, spec, ctype) for spec, ctype in zip(signature.args, iface.arg_types)
-        )
+        parts, declared.parts = declared.parts, None   # (one function's: its caller is bound to it)
+        if parts is None or not parts.fits(self.name, self.checked):
+            parts = _Parts(declared, self.name, self.checked)
+        self._libc, self._ffi, self._converters = parts.libc, parts.ffi, parts.converters
         self._convert = tuple(c.convert for c in self._converters)  # bound once, not per call
         self._nargs = len(self._converters)
-        self._result_type = ffi.typeof(iface.result_type) if iface.result_type else None
-        self._unpacker = ResultUnpacker(
-            ffi, signature.c_results, iface.result_words, iface.result_nwords, self._libc.free,
-            signature.status_messages,
-        )
+        self._result_type, self._unpacker = parts.result_type, parts.unpacker
         names = ", ".join(s.name for s in signature.args)
         plural = "argument" if self._nargs == 1 else "arguments"
         self._arity_message = f"expected {self._nargs} {plural} ({names}), got "
         self.shape_function: ShapeFunction | None = signature.result_shape_function()
-        self._fast = self.specialize([_natural_kind(s) for s in signature.args]) or _always_miss
+        self._fast = fastcall.bind(parts.fast, self) if parts.fast is not None else _always_miss
 
     def specialize(self, kinds: Sequence[Any], finish: Any = fastcall.LIST) -> Any:
         """A fast caller for arguments of exactly these kinds (fastcall.build_caller): takes the
@@ -337,8 +332,46 @@ class Declarations:
             # The descriptor word layout (results.py) assumes 8-byte pointers.
             raise LibraryLoadError("sprue.runtime needs a 64-bit platform")
 
+        self.parts: _Parts | None = None
+
     def fits(self, signature: Signature, symbol: str) -> bool:
         return self.symbol == symbol and self.signature == signature
+
+    def prepare(self, name: str) -> None:
+        """The parts of a CompiledFunction `name` of these declarations that need no library
+        (_Parts), made now: while the C compiler links (compile_closed_jaxpr), a 100-argument
+        function's ~5 ms of them (its fast caller's source compiled, its converters) are not
+        on the way to the first call. Declared as a sprue library's (checked) only."""
+        if self.checked:
+            self.parts = _Parts(self, name, True)
+
+
+class _Parts:
+    """What a CompiledFunction is made of besides its library: the argument converters, the
+    result type and unpacker, the C library's free, and the fast caller for the natural kinds
+    (fastcall.build_caller, built on this object as a stand-in for the function, whose
+    attributes of those names it has, then bound to the function's own: fastcall.bind)."""
+
+    _fn = None               # (the stand-in's: fastcall.bind puts the library's in the caller)
+    allocation_error = None  # (idem)
+
+    def __init__(self, declared: Declarations, name: str, checked: bool) -> None:
+        signature, iface, ffi = declared.signature, declared.iface, declared.ffi
+        self.signature, self.name, self.checked = signature, name, checked
+        self.ffi = self._ffi = ffi
+        self.libc = _open_libc(ffi)
+        self.converters = self._converters = tuple(
+            ArgumentConverter(ffi, spec, ctype) for spec, ctype in zip(signature.args, iface.arg_types)
+        )
+        self.result_type = self._result_type = ffi.typeof(iface.result_type) if iface.result_type else None
+        self.unpacker = self._unpacker = ResultUnpacker(
+            ffi, signature.c_results, iface.result_words, iface.result_nwords, self.libc.free,
+            signature.status_messages,
+        )
+        self.fast = fastcall.build_caller(self, [_natural_kind(s) for s in signature.args])
+
+    def fits(self, name: str, checked: bool) -> bool:
+        return self.name == name and self.checked == checked
 
 
 def _open(ffi: Any, path: str) -> Any:

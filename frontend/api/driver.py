@@ -188,7 +188,10 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
             text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
         staging = _staging(cache, key, stem)
         declared: list[Declarations] = []
-        meanwhile = lambda: declared.append(Declarations(sig, "main"))   # noqa: E731  (while cc links)
+        def meanwhile() -> None:   # (while cc links)
+            declared.append(Declarations(sig, "main"))
+            declared[0].prepare(stem)
+
         if staging is None:
             library = _lowering().backend.build_shared_library(text, out_dir, name=stem, internal=["main"],
                                                                keep_intermediate=keep_intermediate,

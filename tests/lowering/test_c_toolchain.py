@@ -102,6 +102,31 @@ def test_a_library_declared_otherwise_is_declared_again(tmp_path):
     np.testing.assert_array_equal(g(x)[0], 2 * x)
 
 
+def test_a_function_prepared_before_its_library_calls_that_library(tmp_path):
+    """Declarations.prepare (while cc links): the converters and the fast caller made before the
+    library exists are the loaded function's, calling its library; they serve one function only,
+    and one of another name gets its own."""
+    from sprue.runtime.function import Declarations
+    libraries = {k: build_shared_library(text, tmp_path / k, name="k", internal=["main"])
+                 for k, text in (("double", DOUBLE), ("triple", DOUBLE.replace("%x, %x", "%x, %1").replace(
+                     "%0 = stablehlo.add", "%1 = stablehlo.add %x, %x : tensor<4xf64>\n    %0 = stablehlo.add")))}
+    x = np.arange(4.0)
+    for k, factor in (("double", 2), ("triple", 3)):
+        declared = Declarations(SIGNATURE, "main")
+        declared.prepare("k")
+        prepared = declared.parts
+        f = load(str(libraries[k]), "main", SIGNATURE, name="k", declared=declared)
+        assert declared.parts is None and f._converters is prepared.converters   # used, and used up
+        np.testing.assert_array_equal(f(x)[0], factor * x)   # (the fast path: exact kinds)
+        np.testing.assert_array_equal(f(x.astype(np.float32))[0], factor * x)   # (the general path: a safe cast)
+        other = Declarations(SIGNATURE, "main")
+        other.prepare("another name")
+        not_its = other.parts
+        g = load(str(libraries[k]), "main", SIGNATURE, name="k", declared=other)
+        assert g._converters is not not_its.converters
+        np.testing.assert_array_equal(g(x)[0], factor * x)
+
+
 ATAN2 = """module {
   func.func @main(%x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {
     %0 = stablehlo.atan2 %x, %y : tensor<4xf64>
