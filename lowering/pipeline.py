@@ -53,7 +53,12 @@ from sprue.lowering.interchange import interchange_loops
 from sprue.lowering.layouts import transpose_strided_reads
 from sprue.lowering.legalize import legalize
 from sprue.lowering.loop_facts import carried_dims, hoist_invariant_ops, trip_facts
-from sprue.lowering.loop_hints import apply_loop_annotations, keep_nest_loops_rolled, keep_outer_loops_rolled
+from sprue.lowering.loop_hints import (
+    apply_loop_annotations,
+    keep_long_reductions_rolled,
+    keep_nest_loops_rolled,
+    keep_outer_loops_rolled,
+)
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError, as_operation
 from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
@@ -170,6 +175,7 @@ _BEFORE_LLVM: tuple[Rewrite, ...] = (
     keep_outer_loops_rolled,  # LLVM unrolls innermost loops only (loop_hints.py)
     outline_loop_nests,  # big functions: a function per loop nest, shared by equal nests (outline.py)
     split_long_bodies,   # ... and what is left of them, if long, in runs of ~128 ops (outline.py)
+    keep_long_reductions_rolled,  # reductions over rows that would unroll past the registers (loop_hints.py)
     keep_nest_loops_rolled,  # the nests' long innermost loops stay rolled once vectorized (loop_hints.py)
     # the scalar rewrites after the nests are shared: each expands one copy of a repeated nest
     expand_exp,          # exp as arithmetic: no slow path for underflow (approximations.py)

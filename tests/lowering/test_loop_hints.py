@@ -5,7 +5,13 @@ import re
 import numpy as np
 
 import sprue
-from sprue.lowering.loop_hints import NEST_ROLLED_MIN_TRIPS, keep_nest_loops_rolled, keep_outer_loops_rolled
+from sprue.lowering.loop_hints import (
+    NEST_ROLLED_MIN_TRIPS,
+    REDUCTION_ROW_BYTES,
+    keep_long_reductions_rolled,
+    keep_nest_loops_rolled,
+    keep_outer_loops_rolled,
+)
 from sprue.lowering.pipeline import make_pipeline_context, parse_module
 
 _NEST = """
@@ -80,3 +86,52 @@ def test_a_batch_of_rows_is_vectorized_once_not_per_batch_element(tmp_path):
     optimized = next(tmp_path.glob("*.opt.ll")).read_text()
     assert "llvm.loop.unroll.disable" in raw
     assert optimized.count("vector.body:") <= 2, optimized.count("vector.body:")
+
+
+def _row_sums(name: str, rows: int, trips: int, dtype: str = "f32", nested: bool = True) -> str:
+    """Row sums of a rows x trips buffer: an inner reduction (iter_args) in a loop over rows."""
+    inner = f"""
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> ({dtype}) {{
+      %x = memref.load %a[%i, %j] : memref<{rows}x{trips}x{dtype}>
+      %t = arith.addf %acc, %x : {dtype}
+      scf.yield %t : {dtype}
+    }}
+    memref.store %s, %out[%i] : memref<{rows}x{dtype}>"""
+    body = (f"scf.for %i = %c0 to %m step %c1 {{{inner}\n  }}" if nested
+            else f"%i = arith.constant 0 : index{inner}")
+    return f"""
+func.func @{name}(%a: memref<{rows}x{trips}x{dtype}>, %out: memref<{rows}x{dtype}>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = arith.constant {rows} : index
+  %n = arith.constant {trips} : index
+  %zero = arith.constant 0.0 : {dtype}
+  {body}
+  return
+}}
+"""
+
+
+def test_reductions_over_rows_past_the_registers_stay_rolled_and_interleaved():
+    """keep_long_reductions_rolled: an inner reduction in a loop whose row has REDUCTION_ROW_BYTES
+    (1,000 float32, 300 float64) is marked 'interleave 4, do not unroll'; shorter and longer rows,
+    and a reduction no loop encloses, are left to LLVM."""
+    low, high = REDUCTION_ROW_BYTES
+    text = (_row_sums("f32_row", 8, 1000) + _row_sums("f64_row", 8, low // 8 + 44, "f64")
+            + _row_sums("short", 8, low // 4 - 1) + _row_sums("long", 8, high // 4 + 1)
+            + _row_sums("alone", 1, 1000, nested=False))
+    module = parse_module(make_pipeline_context(), "module {" + text + "}")
+    assert keep_long_reductions_rolled(module) == 2
+    marked = {name for name, body in re.findall(r"func\.func @(\w+)\((.*?)\n\s*return", str(module), re.S)
+              if "llvm.loop_annotation" in body}
+    assert marked == {"f32_row", "f64_row"}, str(module)
+    assert "#llvm.loop_interleave<count = 4 : i32>" in str(module) and "#llvm.loop_unroll<disable = true>" in str(module)
+
+
+def test_a_matrix_vector_product_over_rows_of_a_thousand_floats_is_interleaved_not_unrolled(tmp_path):
+    a = np.random.default_rng(1).standard_normal((64, 1000)).astype(np.float32)
+    v = np.random.default_rng(2).standard_normal(1000).astype(np.float32)
+    f = sprue.qjit(lambda a, v: a @ v, keep_intermediate=tmp_path)
+    np.testing.assert_allclose(f(a, v), a.astype(np.float64) @ v.astype(np.float64), rtol=1e-4, atol=1e-4)
+    raw = next(p for p in tmp_path.glob("*.ll") if not p.name.endswith(".opt.ll")).read_text()
+    assert '!"llvm.loop.interleave.count", i32 4' in raw and "llvm.loop.unroll.disable" in raw
