@@ -331,8 +331,7 @@ class Declarations:
         if ffi.sizeof("void *") != 8:
             # The descriptor word layout (results.py) assumes 8-byte pointers.
             raise LibraryLoadError("sprue.runtime needs a 64-bit platform")
-
-        self.parts: _Parts | None = None
+        self.parts: _Parts | None = None   # (prepare)
 
     def fits(self, signature: Signature, symbol: str) -> bool:
         return self.symbol == symbol and self.signature == signature
