@@ -13,8 +13,10 @@ module_split.py (noinline functions: the nests and parts of a deep program); wit
 100-layer training step's LLVM time went from 67 to ~40 ms.
 
 Only with more than one CPU to run on, and only when llvmlite's lock is the one this was written
-against with no callbacks registered on it (numba registers none today; a callback taking another
-lock could deadlock against the section): otherwise `workers()` is 1 and `run` is a plain loop.
+against with no callbacks registered on it (a callback runs on every call, on the section's threads
+too, and one taking another lock could deadlock against the section; numba registers its event
+recorders there, so a process that imported numba compiles its modules one at a time): otherwise
+`workers()` is 1 and `run` is a plain loop.
 """
 from __future__ import annotations
 
