@@ -100,7 +100,7 @@ _BOTH = _MathLibraries(True, True)
 def _math_libraries(objects: Sequence[Path]) -> _MathLibraries:
     """Whether the objects call libm's functions, libmvec's: ld reads each library it is given
     (libm's symbols: ~1.7 of the ~14 ms a link takes here), needed or not. Both, unless every
-    object's undefined symbols could be read (ELF) and those of glibc's libm and libmvec looked up."""
+    object's undefined symbols could be read (ELF) and looked up in glibc's libm."""
     libraries = _glibc_math()
     if libraries is None:
         return _BOTH
@@ -110,22 +110,21 @@ def _math_libraries(objects: Sequence[Path]) -> _MathLibraries:
         if names is None:
             return _BOTH
         undefined |= names
-    libc, libm, libmvec = libraries
+    libc, libm = libraries
     return _MathLibraries(any(hasattr(libm, n) and not hasattr(libc, n) for n in undefined),
-                          any(n.startswith("_ZGV") for n in undefined) and libmvec is not None)
+                          any(n.startswith("_ZGV") for n in undefined))   # (libmvec's names: vector_math._variant)
 
 
 @functools.lru_cache(maxsize=None)
 def _glibc_math():
-    """(libc, libm, libmvec or None) opened by ctypes on glibc Linux, or None elsewhere. A lookup
-    in a library's handle also finds what its dependencies define (libm's finds libc's)."""
+    """(libc, libm) opened by ctypes on glibc Linux, or None elsewhere. A lookup in a library's
+    handle also finds what its dependencies define (libm's finds libc's)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc, libm = ctypes.CDLL("libc.so.6"), ctypes.CDLL("libm.so.6")
+        return ctypes.CDLL("libc.so.6"), ctypes.CDLL("libm.so.6")
     except OSError:
         return None
-    return libc, libm, ctypes.CDLL(LIBMVEC) if _libmvec_available() else None
 
 
 _ELF_SECTION = struct.Struct("<IIQQQQIIQQ")   # sh_name, sh_type, flags, addr, sh_offset, sh_size, sh_link, ...

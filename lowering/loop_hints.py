@@ -93,7 +93,15 @@ def keep_nest_loops_rolled(module: ir.Module) -> int:
 REDUCTION_ROW_BYTES = (2048, 4096)
 _ROLLED_INTERLEAVED = ("#llvm.loop_annotation<interleave = #llvm.loop_interleave<count = 4 : i32>, "
                        "unroll = #llvm.loop_unroll<disable = true>>")
-_SCALAR_BYTES = {"f64": 8, "i64": 8, "index": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2, "i8": 1, "i1": 1}
+
+
+def _scalar_bytes(t: ir.Type) -> int | None:
+    """The bytes of a scalar integer, index or float type (at least 1), None for any other."""
+    if isinstance(t, ir.IndexType):
+        return 8
+    if isinstance(t, (ir.IntegerType, ir.FloatType)):
+        return max(1, t.width // 8)
+    return None
 
 
 def keep_long_reductions_rolled(module: ir.Module) -> int:
@@ -104,7 +112,7 @@ def keep_long_reductions_rolled(module: ir.Module) -> int:
     count = 0
     for loop in ops_where(module.operation, lambda op: op.name == "scf.for" and len(op.results) > 0
                           and _ANNOTATION not in op.attributes):
-        width = [_SCALAR_BYTES.get(str(r.type)) for r in loop.results]
+        width = [_scalar_bytes(r.type) for r in loop.results]
         trips = static_trips(loop)
         if (None in width or trips is None or not low <= trips * sum(width) <= high
                 or loop.parent.name not in ("scf.for", "scf.parallel", "scf.while") or _has_inner_loop(loop)):

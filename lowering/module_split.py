@@ -176,8 +176,9 @@ def _kernel_groups(functions: list[_Function], parts: int, shared: list[str]) ->
     KERNEL_PART_MIN: every noinline function can go to any group (LLVM would not inline it
     anyway); the others, which a call may inline, stay together in the first."""
     groups_text = dict(m.groups() for m in map(_GROUP_DEF.match, shared) if m)
-    movable = [fn for fn in functions if _noinline(fn, groups_text)]
-    fixed = [fn for fn in functions if not _noinline(fn, groups_text)]
+    noinline = {fn.name: _noinline(fn, groups_text) for fn in functions}
+    movable = [fn for fn in functions if noinline[fn.name]]
+    fixed = [fn for fn in functions if not noinline[fn.name]]
     fixed_size = sum(fn.instructions for fn in fixed)
     for k in range(min(parts, len(movable) + bool(fixed)), 1, -1):
         sizes = [fixed_size] + [0] * (k - 1)

@@ -158,10 +158,10 @@ class CompiledFunction:
         parts, declared.parts = declared.parts, None   # (one function's: its caller is bound to it)
         if parts is None or not parts.fits(self.name, self.checked):
             parts = _Parts(declared, self.name, self.checked)
-        self._libc, self._ffi, self._converters = parts.libc, parts.ffi, parts.converters
+        self._libc, self._ffi, self._converters = parts._libc, parts._ffi, parts._converters
         self._convert = tuple(c.convert for c in self._converters)  # bound once, not per call
         self._nargs = len(self._converters)
-        self._result_type, self._unpacker = parts.result_type, parts.unpacker
+        self._result_type, self._unpacker = parts._result_type, parts._unpacker
         names = ", ".join(s.name for s in signature.args)
         plural = "argument" if self._nargs == 1 else "arguments"
         self._arity_message = f"expected {self._nargs} {plural} ({names}), got "
@@ -347,9 +347,9 @@ class Declarations:
 
 class _Parts:
     """What a CompiledFunction is made of besides its library: the argument converters, the
-    result type and unpacker, the C library's free, and the fast caller for the natural kinds
-    (fastcall.build_caller, built on this object as a stand-in for the function, whose
-    attributes of those names it has, then bound to the function's own: fastcall.bind)."""
+    result type and unpacker, the C library's free (under the function's own attribute names),
+    and the fast caller for the natural kinds (fastcall.build_caller, built on this object as a
+    stand-in for the function, then bound to the function's own: fastcall.bind)."""
 
     _fn = None               # (the stand-in's: fastcall.bind puts the library's in the caller)
     allocation_error = None  # (idem)
@@ -357,14 +357,14 @@ class _Parts:
     def __init__(self, declared: Declarations, name: str, checked: bool) -> None:
         signature, iface, ffi = declared.signature, declared.iface, declared.ffi
         self.signature, self.name, self.checked = signature, name, checked
-        self.ffi = self._ffi = ffi
-        self.libc = _open_libc(ffi)
-        self.converters = self._converters = tuple(
+        self._ffi = ffi
+        self._libc = _open_libc(ffi)
+        self._converters = tuple(
             ArgumentConverter(ffi, spec, ctype) for spec, ctype in zip(signature.args, iface.arg_types)
         )
-        self.result_type = self._result_type = ffi.typeof(iface.result_type) if iface.result_type else None
-        self.unpacker = self._unpacker = ResultUnpacker(
-            ffi, signature.c_results, iface.result_words, iface.result_nwords, self.libc.free,
+        self._result_type = ffi.typeof(iface.result_type) if iface.result_type else None
+        self._unpacker = ResultUnpacker(
+            ffi, signature.c_results, iface.result_words, iface.result_nwords, self._libc.free,
             signature.status_messages,
         )
         self.fast = fastcall.build_caller(self, [_natural_kind(s) for s in signature.args])

@@ -116,14 +116,14 @@ def test_a_function_prepared_before_its_library_calls_that_library(tmp_path):
         declared.prepare("k")
         prepared = declared.parts
         f = load(str(libraries[k]), "main", SIGNATURE, name="k", declared=declared)
-        assert declared.parts is None and f._converters is prepared.converters   # used, and used up
+        assert declared.parts is None and f._converters is prepared._converters   # used, and used up
         np.testing.assert_array_equal(f(x)[0], factor * x)   # (the fast path: exact kinds)
         np.testing.assert_array_equal(f(x.astype(np.float32))[0], factor * x)   # (the general path: a safe cast)
         other = Declarations(SIGNATURE, "main")
         other.prepare("another name")
         not_its = other.parts
         g = load(str(libraries[k]), "main", SIGNATURE, name="k", declared=other)
-        assert g._converters is not not_its.converters
+        assert g._converters is not not_its._converters
         np.testing.assert_array_equal(g(x)[0], factor * x)
 
 
