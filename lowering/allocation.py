@@ -176,13 +176,18 @@ static uint64_t sprue_forget(sprue_state *st, void *p) {
    faults and the kernel's zeroing of every page. Multi-head attention (8 x 256 x 64, 13 MiB of
    temporaries) called in turn with another function: 14 ms a call, 6.8 ms with glibc's
    thresholds raised (MALLOC_MMAP_THRESHOLD_), which is what this cache does for the compiled
-   code alone. Per library (its runtime is linked into each): at most SPRUE_CACHE_SLOTS blocks of
+   code alone. From 64 KiB, not only above glibc's mmap threshold: freeing a chunk of 64 KiB or
+   more (glibc's FASTBIN_CONSOLIDATION_THRESHOLD) is what makes glibc trim its heap's top, so a
+   kernel with a dozen 64-128 KiB temporaries (per-example gradients, 512 x 64 f32) gave them back
+   and faulted them in again on every call: ~130 page faults and 3 brk a call, 645 us a call
+   against 425 with them cached (which of the two a process got depended on its heap's layout).
+   Per library (its runtime is linked into each): at most SPRUE_CACHE_SLOTS blocks of
    SPRUE_CACHE_MIN bytes and more, SPRUE_CACHE_BYTES in all; the oldest leaves first. A block is an
    ordinary malloc'ed one, so a result handed out of the cache is freed with free() as any other.
    The lock is only tried: a thread that finds it taken (or a child forked while it was taken)
    goes to malloc and free as if the cache were full. */
-#define SPRUE_CACHE_SLOTS 8
-#define SPRUE_CACHE_MIN ((uint64_t)256 << 10)
+#define SPRUE_CACHE_SLOTS 32
+#define SPRUE_CACHE_MIN ((uint64_t)64 << 10)
 #define SPRUE_CACHE_BYTES ((uint64_t)64 << 20)
 
 static sprue_block sprue_cache[SPRUE_CACHE_SLOTS];   /* oldest first */

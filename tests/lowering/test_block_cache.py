@@ -47,11 +47,11 @@ static void same_size(void *unused) {       /* freed, then asked for again: the 
 }
 
 static void sizes(void *unused) {           /* up to an eighth more than asked: reused */
-  void *a = _sprue_malloc(8 * MIB), *small = _sprue_malloc(64 * KIB), *b, *c;
+  void *a = _sprue_malloc(8 * MIB), *small = _sprue_malloc(32 * KIB), *b, *c;
   (void)unused;
   _sprue_free(a);
   _sprue_free(small);                       /* under SPRUE_CACHE_MIN: back to malloc */
-  held("freed 8 MiB and 64 KiB");
+  held("freed 8 MiB and 32 KiB");
   b = _sprue_malloc(6 * MIB);               /* 8 MiB is a third more than 6: not that block */
   held("asked 6 MiB");
   c = _sprue_malloc(8 * MIB - 4096);
@@ -61,13 +61,13 @@ static void sizes(void *unused) {           /* up to an eighth more than asked: 
   _sprue_free(c);
 }
 
-static void bounded(void *unused) {         /* at most 8 blocks and 64 MiB: the oldest leave */
-  void *b[10], *big[3];
+static void bounded(void *unused) {         /* at most 32 blocks and 64 MiB: the oldest leave */
+  void *b[34], *big[3];
   int i;
   (void)unused;
-  for (i = 0; i < 10; ++i) b[i] = _sprue_malloc(1 * MIB + (size_t)i * 4096);
-  for (i = 0; i < 10; ++i) _sprue_free(b[i]);
-  held("freed 10 blocks of 1 MiB");
+  for (i = 0; i < 34; ++i) b[i] = _sprue_malloc(1 * MIB + (size_t)i * 4096);
+  for (i = 0; i < 34; ++i) _sprue_free(b[i]);
+  held("freed 34 blocks of 1 MiB");
   /* the smallest block that fits is taken: b[0] and b[1] left first */
   printf("smallest left %d\n", _sprue_malloc(1 * MIB) == b[2]);
   for (i = 0; i < 3; ++i) big[i] = _sprue_malloc(24 * MIB);
@@ -101,12 +101,12 @@ int main(int argc, char **argv) {
 _EXPECTED = {
     0: ["freed 4 MiB: 1 4096", "same block 1, then another 1", "taken: 0 0", "freed both: 2 8192", "status 0",
         "after: 2 8192"],
-    1: ["freed 8 MiB and 64 KiB: 1 8192", "asked 6 MiB: 1 8192", "8 MiB block for 8 MiB - 4 KiB 1",
+    1: ["freed 8 MiB and 32 KiB: 1 8192", "asked 6 MiB: 1 8192", "8 MiB block for 8 MiB - 4 KiB 1",
         "asked 8 MiB - 4 KiB: 0 0", "status 0", "after: 2 14336"],
-    # the 8 newest of 10 blocks of 1 MiB + 0..36 KiB (8 + 2 + ... + 9 x 4 KiB); taking one leaves 7;
-    # the third 24 MiB block (7 + 72 MiB) pushes out the oldest until 64 MiB hold: every 1 MiB
-    # block, then the first 24 MiB one
-    2: ["freed 10 blocks of 1 MiB: 8 8368", "smallest left 1", "freed 3 x 24 MiB: 2 49152",
+    # the 32 newest of 34 blocks of 1 MiB + 0..132 KiB (32 MiB + (2 + ... + 33) x 4 KiB); taking
+    # one leaves 31; the 24 MiB blocks push out the oldest until 32 blocks and 64 MiB hold: every
+    # 1 MiB block, then the first 24 MiB one
+    2: ["freed 34 blocks of 1 MiB: 32 35008", "smallest left 1", "freed 3 x 24 MiB: 2 49152",
         "freed 48 MiB: 2 49152", "status 0", "after: 2 49152"],
     3: ["took 2 MiB: 0 0", "status 1", "after: 0 0"],
 }
