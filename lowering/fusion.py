@@ -320,7 +320,11 @@ def _duplicable(defs: _Defs, op: ir.Operation, users: dict[ir.Value, list[ir.Ope
     every level recomputes the chain 2^depth times (a hash-based RNG ran 3x slower)."""
     if not _is_cheap_elementwise(op):
         return False
-    if _is_scalar_broadcast(op):
+    # a broadcast (of scalars or of a smaller tensor) computes nothing: its clones only read its
+    # input, whatever made that (per-example gradients' outer products: the (512, 64, 10)
+    # broadcast of the output gradient was written out for its two readers, and read back with
+    # gathers)
+    if _is_scalar_broadcast(op) or _is_broadcast(op):
         return True
     for i in range(len(op.operands) - _n_outs(op)):
         d = defs.get(op.operands[i])

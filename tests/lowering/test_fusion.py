@@ -9,6 +9,7 @@ from torch_mlir import ir
 
 import sprue
 import sprue.numpy as snp
+from sprue import lax
 from sprue.lowering.interchange import MIN_INNER, choose_order
 
 
@@ -317,3 +318,23 @@ def test_a_causal_mask_is_recomputed_by_its_readers(tmp_path):
     bufferized = _stage(tmp_path, "bufferized")
     assert _allocs_of_shape(bufferized, "2x40x40") == 1       # (the result)
     assert _allocs_of_shape(bufferized, "40x40") == 1         # (one element's scores)
+
+
+def test_a_broadcast_of_a_shared_value_is_recomputed_by_each_reader(tmp_path):
+    # per-example gradients' outer products: d (an elementwise result the matmul also reads) is
+    # broadcast to (n, h, o) and read by two reductions; the broadcast is cloned per reader and
+    # fused, so no (n, h, o) buffer is written
+    rng = np.random.default_rng(13)
+    d, f, w, s = (rng.standard_normal(shape) for shape in [(48, 10), (48, 24), (24, 10), (48,)])
+
+    def g(d, f, w, s):
+        y = d * 2.0 + 1.0
+        # (the broadcasts vmap(grad) writes: broadcast_in_dim, not a reshape and implicit ones)
+        outer = lax.broadcast_in_dim(y, (48, 24, 10), (0, 2)) * lax.broadcast_in_dim(f, (48, 24, 10), (0, 1))
+        return y @ w.T, snp.sum(outer * outer, axis=(1, 2)), snp.sum(outer * s[:, None, None], axis=0)
+    y = d * 2.0 + 1.0
+    outer = y[:, None, :] * f[:, :, None]
+    got = sprue.qjit(g, keep_intermediate=str(tmp_path))(d, f, w, s)
+    for a, b in zip(got, (y @ w.T, (outer * outer).sum((1, 2)), (outer * s[:, None, None]).sum(0))):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert "48x24x10" not in _stage(tmp_path, "bufferized")
