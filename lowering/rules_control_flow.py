@@ -43,7 +43,7 @@ from torch_mlir.dialects import tensor
 from sprue import lax
 from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr
 from sprue.lowering.emit import lower_region_body
-from sprue.lowering.legalize import COUNTED
+from sprue.lowering.legalize import COUNTED, OVERWRITTEN
 from sprue.lowering.rules_checks import contains_checks
 from sprue.lowering.rules_common import (
     LoweringContext,
@@ -269,10 +269,14 @@ def _scan(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Value]:
     length = p["length"] if p["length"] is not None else ctx.size(eqn.invars[nconsts + ncarry].aval.shape[0])
     types = _result_types(eqn)
     # Outputs start as zeros broadcast into fresh tensors (not a constant: that would be a read-only
-    # global, copied before the first write).
+    # global, copied before the first write), marked as overwritten: trip k writes row k, so every
+    # row is written before the loop's results are read (a failed check discards them), and the
+    # legalization leaves them uninitialized (legalize.OVERWRITTEN)
     ys0 = [broadcast_in_dim(constant(0, v.aval.dtype), ctx.sizes(v.aval.shape), []) for v in eqn.outvars[ncarry:]]
     if isinstance(length, int) and length == 0:
         return [*init, *ys0]
+    for y in ys0:
+        y.owner.attributes[OVERWRITTEN] = ir.UnitAttr.get()
     thread = _threads(ctx, p["jaxpr"])
     slice_shapes = [v.aval.shape[1:] for v in eqn.invars[nconsts + ncarry:]]
     last = ew("subtract", size_value(length), constant(1, np.int64))
