@@ -26,6 +26,7 @@ from typing import Iterator
 from torch_mlir import ir
 
 from sprue.lowering.mlir_util import as_operation
+from sprue.lowering.unit_dims import drop_unit_expansions
 
 
 def enabled() -> bool:
@@ -722,6 +723,10 @@ def merge_elementwise_chains(module: ir.Module) -> int:
     # generics only: the payload ops of merged (erased) generics must not be touched again
     for cons in [op for op in defs.ops if op.name == "linalg.generic"]:
         _fold_splat_inputs(defs, cons)
+        flat = drop_unit_expansions(cons, defs.forget)   # a row of unit dims reading the values it combines
+        if flat is not None:
+            cons = flat
+            defs.of.update((r, cons) for r in cons.results)
         while merged < MAX_MERGED_OPS and _elementwise_identity_outs(cons):
             prod = _mergeable(cons)
             if prod is None:

@@ -26,7 +26,9 @@ carried array's size and its initial value's), nor that a loop's bound is positi
 
 carried_dims runs on tensors at the end of the linalg stage, before its canonicalization, which
 folds the sizes it exposes; trip_facts just after (first of the rewrites before bufferization),
-and bufferization's canonicalization folds the rest (the scan's row becomes a static 1 x k slice).
+followed by a canonicalization when it replaced anything (pipeline.py), which folds the rest: the
+scan's row becomes a static 1 x k slice, and the ops computing it static 1 x k ops, which
+merge_elementwise_chains merges with the carries' updates as in the static program.
 The two-EMA crossover scan (20000 x 64, one core, one process, interleaved): run-time sizes
 0.70-0.84 -> 0.57 ms, static 0.59 -> 0.57-0.60 ms.
 """
@@ -132,10 +134,11 @@ def _is_bound_minus_one(value: ir.Value, upper: ir.Value) -> bool:
     return op.name == "arith.subi" and op.operands[0] == upper and constant_int(op.operands[1]) == 1
 
 
-def trip_facts(module: ir.Module) -> None:
+def trip_facts(module: ir.Module) -> int:
     """Inside `scf.for %i = c to ub` (a constant c >= 0): min(ub, k) -> k for a constant k <= c + 1
     (module doc), and the clamps of %i into the loop's range, max(%i, k) for k <= c and
-    min(%i, ub - 1), -> %i (a scan reading row %i of its input)."""
+    min(%i, ub - 1), -> %i (a scan reading row %i of its input). How many it replaced."""
+    replaced = 0
     for loop in ops_where(module.operation, lambda op: op.name == "scf.for"):
         lower, upper = constant_int(loop.operands[0]), loop.operands[1]
         if lower is None or lower < 0:
@@ -155,7 +158,9 @@ def trip_facts(module: ir.Module) -> None:
                     op.results[0].replace_all_uses_with(iv)
                 else:
                     continue
+                replaced += 1
                 break
+    return replaced
 
 
 _SHAPING = ("tensor.empty", "tensor.expand_shape", "tensor.collapse_shape")

@@ -143,8 +143,13 @@ STAGE_NAMES: list[str] = [LEGALIZE_STAGE] + [name for name, _ in STAGES]
 
 # Python rewrites run on the module just before a stage's passes, in order.
 Rewrite = Callable[[ir.Module], None]
+def _trip_facts(module: ir.Module) -> None:
+    if trip_facts(module):
+        run_stage(module, "bufferized", "canonicalize")   # the sizes they made constants: static types
+
+
 _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
-    trip_facts,          # a loop's bound known positive inside it (loop_facts.py)
+    _trip_facts,         # a loop's bound known positive inside it (loop_facts.py)
     partition_functions,  # big functions: parts of ~64 ops, shared by equal parts (partition.py)
     fuse_batches,        # chains over one batch (attention): a loop over its elements (batch_fusion.py)
     tie_loop_outputs,    # elementwise ops in loop bodies write into the carried buffers

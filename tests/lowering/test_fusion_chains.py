@@ -4,6 +4,7 @@ bufferized IR the pipeline keeps and on compiled results against numpy."""
 import re
 
 import numpy as np
+import pytest
 
 import sprue
 import sprue.lax
@@ -80,3 +81,30 @@ def test_siblings_with_broadcast_operands_and_dynamic_sizes(tmp_path):
             np.testing.assert_allclose(got, ref, rtol=1e-13)
     # s is computed in the pass writing the three results, never stored
     assert _stage(tmp_path, "bufferized").count("linalg.generic") == 1
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_scan_row_merges_with_the_carries_it_reads(tmp_path, dynamic):
+    # two EMAs and their crossover signal: the row the scan stacks is computed over (1, k) from
+    # the carries' expansions (unit_dims.py); rewritten over (k), the carries' updates and the row
+    # are one generic, the row written in place into the stacked output
+    def f(xs, s0):
+        def step(carry, x):
+            fast, slow = carry
+            fast = 0.9 * fast + 0.1 * x
+            slow = 0.99 * slow + 0.01 * x
+            return (fast, slow), snp.where(fast > slow, 1.0, -1.0) * snp.abs(fast - slow)
+        return sprue.lax.scan(step, (s0, s0), xs)
+    xs, s0 = np.random.default_rng(5).standard_normal((300, 24)), np.zeros(24)
+    kw = {"abstracted_axes": ({0: "t", 1: "k"}, {0: "k"})} if dynamic else {}
+    (fast, slow), signal = sprue.qjit(f, keep_intermediate=str(tmp_path), **kw)(xs, s0)
+    want_f, want_s, rows = s0.copy(), s0.copy(), []
+    for x in xs:
+        want_f, want_s = 0.9 * want_f + 0.1 * x, 0.99 * want_s + 0.01 * x
+        rows.append(np.where(want_f > want_s, 1.0, -1.0) * np.abs(want_f - want_s))
+    np.testing.assert_allclose(fast, want_f, rtol=1e-12)
+    np.testing.assert_allclose(slow, want_s, rtol=1e-12)
+    np.testing.assert_allclose(signal, np.array(rows), rtol=1e-12, atol=1e-15)
+    bufferized = _stage(tmp_path, "bufferized")
+    assert bufferized.count("linalg.generic") == 1, bufferized
+    assert "memref.copy %alloc" not in bufferized.split("scf.for")[1]   # no row copied into place
