@@ -295,13 +295,25 @@ def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
                                operands=[value], attributes={"reassociation": _reassociation_attr(groups)}).results[0]
 
 
+def _same_loops(op: ir.Operation, other: ir.Operation) -> bool:
+    """Whether `other` is a product generic over the loops of `op` (same iterator types, same
+    output map): a link of a chain fusion_sums.py can merge with it."""
+    return other.name == "linalg.generic" and len(other.results) == 1 and _accumulates_products(other) and \
+        str(other.attributes["iterator_types"]) == str(op.attributes["iterator_types"]) and \
+        ir.ArrayAttr(other.attributes["indexing_maps"])[len(other.operands) - 1] == \
+        ir.ArrayAttr(op.attributes["indexing_maps"])[len(op.operands) - 1]
+
+
 def _a_tap(op: ir.Operation) -> bool:
-    """Whether a product adds into another's result, or another into its own, rather than into a
-    fill: a convolution's taps, which fusion_sums.py merges into one loop nest."""
+    """Whether a product adds into the result of another over the same loops, or another into its
+    own: a convolution's taps, which fusion_sums.py merges into one loop nest. A product adding
+    into anything else (a residual `x + a @ w`, accumulate_sums's, x an argument, an elementwise
+    result or a different product's result) is no tap."""
     init = op.operands[len(op.operands) - 1]
-    return isinstance(init.owner, ir.Block) or as_operation(init.owner).name != "linalg.fill" or any(
-        u.owner.name == "linalg.generic" and u.operand_number == len(u.owner.operands) - 1
-        for u in op.results[0].uses)
+    if not isinstance(init.owner, ir.Block) and _same_loops(op, as_operation(init.owner)):
+        return True
+    return any(u.operand_number == len(u.owner.operands) - 1 and _same_loops(op, as_operation(u.owner))
+               for u in op.results[0].uses)
 
 
 def collapse_reductions(op: ir.Operation) -> ir.Operation:
@@ -408,8 +420,9 @@ def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
         # C: a fill of its own (the original fill may be CSE's one for several products, which
         # inplace.split_shared_fills tells apart only where products read it directly)
         c, groups = operands[2]
-        if c is not op.operands[2]:
-            operands[2] = (linalg_fill(as_operation(op.operands[2].owner).operands[0], empty_like(c)), groups)
+        init = op.operands[2]
+        if c is not init and not isinstance(init.owner, ir.Block) and as_operation(init.owner).name == "linalg.fill":
+            operands[2] = (linalg_fill(as_operation(init.owner).operands[0], empty_like(c)), groups)
         loops = nb + 3
         m, n, k = nb, nb + 1, nb + 2
         pairs = [[m, k] if wanted[0][nb] in rows else [k, m], [k, n] if wanted[1][nb] in red else [n, k], [m, n]]

@@ -326,3 +326,25 @@ def test_narrow_columns_take_a_narrower_vector_not_a_masked_wide_one(cols, tmp_p
     text = next(tmp_path.glob("*04_loops.mlir")).read_text()
     assert re.search(rf"iter_args\(.*\) -> \(vector<\d+x{cols}xf32>\)", text), text
     assert "vector.constant_mask" not in text
+
+
+def _residual_heads(xp, x, a, wo, w2):
+    """A transformer block's two residuals: the heads merged into the output projection (a product
+    over (heads, dim) that accumulate_sums makes add into x), then a second product adding into
+    that result through a function of it."""
+    b, t, d = x.shape
+    x = x + a.transpose(0, 2, 1, 3).reshape(b, t, d) @ wo
+    return x + xp.tanh(x) @ w2
+
+
+def test_a_residual_product_over_merged_heads_takes_the_packed_kernel(tmp_path):
+    """The product adding into x reduces over (heads, dim), which collapse_contraction_dims makes
+    one loop (matmul_unfuse.py); a product adding into an argument, or into another product's
+    result over other loops, is no convolution tap for fusion_sums.py to merge (a transformer
+    block's output projection ran as scalar loops, 2.2x its packed time)."""
+    x, a, wo, w2 = _args(np.float64, (2, 48, 64), (2, 4, 48, 16), (64, 64), (64, 64))
+    f = sprue.qjit(lambda *args: _residual_heads(snp, *args), keep_intermediate=str(tmp_path))
+    _close(f(x, a, wo, w2), _residual_heads(np, x, a, wo, w2), np.float64)
+    text = next(tmp_path.glob("*.03_bufferized.mlir")).read_text()
+    assert '"reduction", "reduction"' not in text, text
+    assert len(re.findall(r"vector\.fma .*: vector<\d+xf64>", text)) >= 2 * 4, text
