@@ -15,6 +15,7 @@ import stat
 import struct
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from sprue.base.errors import CompileError
 from sprue.lowering.allocation import RUNTIME_C, runtime_source
 from sprue.lowering.parallel_runtime import PARALLEL_C, PARALLEL_SOURCE, parallel_source
 from sprue.lowering.vector_math import LIBMVEC, _libmvec_available
+from sprue.runtime import fastcall_c
 from sprue.runtime.private_files import cache_dir, only_mine, read_private, write_private
 
 
@@ -469,6 +471,33 @@ def relocatable_object(objects: Sequence[bytes], work: Path) -> bytes:
             path.unlink(missing_ok=True)
 
 
+def build_fast_caller() -> Path | None:
+    """The runtime's fast caller (runtime/fastcall_c.py), a CPython extension, compiled with this
+    machine's compiler against this Python's and numpy's headers into its folder; None (and a
+    line saying why) where it cannot be: calls then take the Python caller."""
+    compiler = find_c_compiler()
+    target = fastcall_c.extension_path()
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        print("sprue: no Python.h for this interpreter: calls take the Python fast caller")
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "sprue_fastcall.c"
+        source.write_text(fastcall_c.SOURCE)
+        staged = Path(tmp) / target.name
+        proc = subprocess.run(fastcall_c.build_command(compiler, source, staged), capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"sprue: the fast caller did not build (calls take the Python one):\n{proc.stderr.strip()}")
+            return None
+        target.parent.mkdir(mode=0o755, exist_ok=True)
+        staged.chmod(0o755)
+        shutil.move(str(staged), str(target.with_name(f".{target.name}.tmp")))
+        os.replace(target.with_name(f".{target.name}.tmp"), target)
+    return target
+
+
 if __name__ == "__main__":   # `make venv`: the runtime's objects built at installation (above)
     for path in prebuild_runtime_objects():
         print(f"sprue: built {path}")
+    built = build_fast_caller()
+    if built is not None:
+        print(f"sprue: built {built}")

@@ -46,7 +46,7 @@ from typing import Any, Callable, Sequence
 import cffi
 import numpy as np
 
-from sprue.runtime import cffi_ops
+from sprue.runtime import cffi_ops, fastcall_c
 from sprue.runtime.arguments import _PASS_BY_POINTER, ROW_MAJOR_STRIDES, c_strides
 from sprue.runtime.element_types import ELEMENT_TYPES, scalar_from_c
 
@@ -147,7 +147,65 @@ def build_caller(cf: Any, kinds: Sequence[Any], finish: str | Callable[[list], A
         raise TypeError(f"finish must be LIST, SINGLE or a callable, got {finish!r}")
     if finish == SINGLE and len(cf.signature.results) != 1:
         return None
-    return _generate(cf, list(kinds), finish, results)
+    call = _generate(cf, list(kinds), finish, results)
+    call.kinds, call.finish = list(kinds), finish
+    return _in_c(call, cf) if cf._fn is not None else call
+
+
+def _in_c(call: Callable[[tuple], Any], cf: Any) -> Callable[[tuple], Any]:
+    """The C caller for `call`'s kinds (fastcall_c.py), wrapping `call`; `call` where there is none."""
+    kinds = _c_kinds(call.kinds, cf.signature.args)
+    if not cf.checked or kinds is None:   # (an unchecked function returns no status: the C caller reads one)
+        return call
+    finish = call.finish
+    mode = (fastcall_c.F_LIST, None) if finish == LIST else (fastcall_c.F_SINGLE, None) if finish == SINGLE \
+        else (fastcall_c.F_CALL, finish)
+    nargs = sum(not isinstance(k, Const) for k in call.kinds)
+    fast = fastcall_c.c_caller(cf, kinds, nargs, mode, call, MISS, cf.allocation_error)
+    return call if fast is None else fast
+
+
+def _c_kinds(kinds: Sequence[Any], specs: Sequence[Any]) -> list[tuple] | None:
+    """The kinds as fastcall_c's `make` takes them, or None if one is not a kind it takes."""
+    out: list[tuple] = []
+    index = -1
+    runtime = iter(specs)
+    for kind in kinds:
+        if not isinstance(kind, Const):
+            index += 1
+        t = _c_kind(kind, None if isinstance(kind, Skip) else next(runtime), index)
+        if t is None:
+            return None
+        out.append(t)
+    return out
+
+
+_C_SCALARS = {(float, np.dtype(np.float64)): fastcall_c.K_F64, (int, np.dtype(np.int64)): fastcall_c.K_I64,
+              (bool, np.dtype(np.bool_)): fastcall_c.K_BOOL}
+
+
+def _c_kind(kind: Any, spec: Any, index: int) -> tuple | None:
+    """(kind code, argument tuple index, dtype, shape, constant, object, cell bytes), fastcall_c's."""
+    c = fastcall_c
+    if isinstance(kind, Skip):
+        code = c.K_SKIP_SAME if kind.same is not None else c.K_SKIP_EQ if type(kind.value) in _BY_VALUE \
+            else c.K_SKIP_IS
+        return (code, index, None, None, 0, kind.same if kind.same is not None else kind.value, 0)
+    if isinstance(kind, Const):
+        if spec.dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
+            return None
+        return (c.K_CONST, -1, None, None, int(kind.value), None, spec.dtype.itemsize)
+    if isinstance(kind, Scalar):
+        code = _C_SCALARS.get((kind.type, spec.dtype))
+        return None if code is None else (code, index, None, None, 0, None, 8)
+    if isinstance(kind, Array) and len(kind.shape) <= c.MAX_RANK:
+        return (c.K_ARRAY, index, kind.dtype, tuple(int(n) for n in kind.shape), 0, None, 0)
+    if isinstance(kind, DynArray) and kind.rank <= c.MAX_RANK:
+        shape = [-1] * kind.rank
+        for axis, size in kind.static_axes:
+            shape[axis] = int(size)
+        return (c.K_DYN, index, kind.dtype, tuple(shape), 0, None, 0)
+    return None
 
 
 @dataclass
@@ -242,7 +300,7 @@ def bind(call: Callable[[tuple], Any], cf: Any) -> Callable[[tuple], Any]:
     g["fn"] = cf._fn
     if "oom" in g:
         g["oom"] = cf.allocation_error
-    return call
+    return _in_c(call, cf)
 
 
 def _globals(cf: Any, pool: list) -> dict[str, Any]:

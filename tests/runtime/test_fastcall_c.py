@@ -1,0 +1,139 @@
+"""runtime/fastcall_c.py: the fast caller in C takes the calls that fit its kinds, gives the results
+the Python caller gives (checked against numpy), and hands everything else to the Python caller."""
+import os
+import sysconfig
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sprue
+import sprue.numpy as snp
+from sprue import lax
+from sprue.errors import RuntimeCheckError, SprueMemoryError
+from sprue.runtime import fastcall_c
+
+
+def _plan(f):
+    return f._mono
+
+
+def test_the_extension_is_built_where_python_has_its_headers():
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        pytest.skip("this Python has no headers: the C caller cannot be built, calls take the Python one")
+    assert fastcall_c.extension() is not None, f"`make venv` builds {fastcall_c.extension_path()}"
+
+
+@pytest.fixture
+def built():
+    if fastcall_c.extension() is None:
+        pytest.skip("the C caller is not built here (no Python.h): the Python caller is tested elsewhere")
+
+
+def test_arrays_scalars_and_pytrees_take_the_c_caller(built):
+    f = sprue.qjit(lambda x, s: {"sum": snp.sum(x) * s, "y": x * s, "n": x.shape[0] + 0})
+    x = np.arange(12.0).reshape(3, 4)
+    for _ in range(3):
+        out = f(x, 2.5)
+    assert type(_plan(f)).__name__ == "Caller"
+    assert out["sum"] == np.sum(x) * 2.5 and type(out["sum"]) is np.float64
+    np.testing.assert_array_equal(out["y"], x * 2.5)
+    assert out["y"].flags.owndata is False and out["y"].flags.writeable and out["y"].flags.c_contiguous
+    assert out["n"] == 3
+
+
+@pytest.mark.parametrize("value", [True, 7, 2.0])
+def test_python_scalars_of_each_type(built, value):
+    f = sprue.qjit(lambda v: v * 3)
+    f(value)
+    got = f(value)
+    assert type(_plan(f)).__name__ == "Caller"
+    assert got == value * 3 and np.asarray(got).dtype == np.asarray(np.asarray(value) * 3).dtype
+
+
+def test_an_int_out_of_range_and_other_arguments_go_to_the_python_caller(built):
+    f = sprue.qjit(lambda x, k: x * k)
+    x = np.arange(6.0)
+    f(x, 3)
+    np.testing.assert_array_equal(f(x[::2].copy(), 3), x[::2] * 3)   # another shape: a plan of its own
+    np.testing.assert_array_equal(f(x, 5), x * 5)
+    strided = np.arange(12.0)[::2]                  # not contiguous: copied by the Python caller
+    np.testing.assert_array_equal(f(strided, 5), strided * 5)
+    readonly = x.copy()
+    readonly.flags.writeable = False
+    np.testing.assert_array_equal(f(readonly, 2), x * 2)
+    with pytest.raises(ValueError, match="does not fit in i64"):
+        f(x, 2 ** 70)
+
+
+def test_results_sharing_a_buffer_are_copies(built):
+    f = sprue.qjit(lambda x: (x + 0.0,) * 2)
+    x = np.ones(4)
+    f(x)
+    a, b = f(x)
+    a[0] = 5.0
+    assert b[0] == 1.0
+
+
+def test_static_arguments_and_dynamic_shapes(built):
+    f = sprue.qjit(lambda x, n: x * n, static_argnums=1, abstracted_axes=({0: "n"}, None))
+    for size in (5, 9, 5):
+        x = np.arange(float(size))
+        np.testing.assert_array_equal(f(x, 3), x * 3)
+    np.testing.assert_array_equal(f(np.arange(4.0), 4), np.arange(4.0) * 4)
+
+
+def test_concurrent_calls_share_nothing(built):
+    f = sprue.qjit(lambda x: lax.fori_loop(0, 20, lambda i, c: c * 1.01 + x, x))
+    xs = [np.full(1000, float(i)) for i in range(4)]
+    want = [np.asarray(f(x)) for x in xs]
+    errors = []
+
+    def worker(i):
+        for _ in range(200):
+            if not np.array_equal(f(xs[i]), want[i]):
+                errors.append(i)
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def _resident_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="no /proc/self/statm to read the resident set")
+def test_every_result_buffer_is_freed(built):
+    f = sprue.qjit(lambda x: (x * 2.0, snp.sum(x)))
+    x = np.ones(8192)
+    f(x)
+    before = _resident_mb()
+    for _ in range(20000):        # 64 KiB a call: 1.3 GB if the arrays' buffers leaked
+        f(x)
+    assert _resident_mb() - before < 100
+
+
+def test_a_failed_allocation_raises_through_the_c_caller(built):
+    f = sprue.qjit(lambda x: snp.outer(x, x) + 1.0, abstracted_axes=({0: "n"},))
+    f(np.ones(3))
+    f(np.ones(3))
+    assert type(_plan(f)).__name__ == "Caller"
+    with pytest.raises(SprueMemoryError, match="could not allocate"):
+        f(np.ones(1 << 22))          # a (2^22, 2^22) result: 128 TiB
+
+
+def test_a_failed_run_time_check_raises_through_the_c_caller(built):
+    # the library's own caller (natural kinds: the size argument an int, the array of any size):
+    # its entry check's status is read in C, and a failed one raises as the Python caller does
+    f = sprue.qjit(lambda x: x * 2.0, abstracted_axes=({0: "n"},))
+    f(np.ones(3))
+    cf = f._last.function
+    assert type(cf._fast).__name__ == "Caller"
+    np.testing.assert_array_equal(cf(3, np.arange(3.0))[0], np.arange(3.0) * 2)
+    with pytest.raises(RuntimeCheckError, match="sizes.0. of its descriptor differs from the size argument n"):
+        cf(4, np.ones(3))
