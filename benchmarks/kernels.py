@@ -8,6 +8,8 @@
     scalar_call     x * 2 + 1 on one Python float: the per-call overhead (h)
     mm_<class>      the matmul shape classes of issue 13 (i): batched, attention's q @ k^T,
                     transposed either side, matvec, vecmat, small, odd, f32, run-time sizes, in a loop
+    <fn>_<dt>_<n>   tanh, exp and log of 2^15 and 2^20 float32/float64 elements, against numpy's
+                    (issue 13's "within 1.0x of numpy"; their ulp bounds: tests/lowering/test_vector_math.py)
 
 (e) logistic map, (f) Newton sqrt are in control_flow.py, (g) dynamic sizes in dynamic_shapes.py.
 """
@@ -155,7 +157,7 @@ def benchmarks() -> list[Benchmark]:
     ]
     for b in out:
         b.impls.update(_optional_impls(b.name))
-    return out + matmul_classes(rng)
+    return out + matmul_classes(rng) + transcendentals(rng)
 
 
 # -- (i) matmul shape classes (issue 13: each within 1.2x of single-threaded BLAS) ---------------------
@@ -218,4 +220,23 @@ def matmul_classes(rng) -> list[Benchmark]:
             b.impls["jax"] = lambda *a, f=f: np.asarray(f(*a).block_until_ready())
             b.impls["jax"].device_args = True
         out.append(b)
+    return out
+
+
+# -- (j) transcendentals (issue 13: within 1.0x of numpy) -------------------------------------------
+def _transcendental(name: str):
+    """sprue's qjit of snp.<name>, numpy's np.<name>."""
+    return sprue.qjit(getattr(snp, name)), getattr(np, name)
+
+
+def transcendentals(rng) -> list[Benchmark]:
+    out = []
+    for name, low, high in (("tanh", -5.0, 5.0), ("exp", -30.0, 30.0), ("log", 1e-3, 1e3)):
+        for dtype, tag in ((np.float32, "f32"), (np.float64, "f64")):
+            for log2n in (15, 20):
+                x = rng.uniform(low, high, 1 << log2n).astype(dtype)
+                fn, ref = _transcendental(name)
+                out.append(Benchmark(f"{name}_{tag}_2^{log2n}", (x,), {"numpy": ref, "sprue": fn},
+                                     rtol=2e-6 if dtype == np.float32 else 1e-14, atol=0.0,
+                                     min_bytes=2 * x.nbytes))
     return out
