@@ -98,6 +98,8 @@ typedef struct {
 
 typedef int64_t cell;   /* a rank-0 argument's value, in its dtype's bytes */
 
+static PyObject *FREE_NAME;   /* "free", interned once */
+
 static int64_t call_kernel(void *fn, int n, void *res, void **d) {
   switch (n) {
 @CASES@
@@ -220,7 +222,7 @@ static PyObject *caller_call(PyObject *self, PyObject *const *argv, size_t nargs
   args = argv[0];
   if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != c->nargs) { Py_INCREF(c->miss); return c->miss; }
   {   /* a deallocator replaced (tests count frees): the Python caller, which calls it */
-    PyObject *free_now = PyObject_GetAttrString(c->unpacker, "free");
+    PyObject *free_now = PyObject_GetAttr(c->unpacker, FREE_NAME);
     int same = free_now == c->free_obj;
     Py_XDECREF(free_now);
     if (!same) return fall_back(c, args);
@@ -414,6 +416,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sprue_fastcall", NU
 PyMODINIT_FUNC PyInit__sprue_fastcall(void) {
   import_array();
   if (PyType_Ready(&CallerType) < 0) return NULL;
+  if (!FREE_NAME && !(FREE_NAME = PyUnicode_InternFromString("free"))) return NULL;
   return PyModule_Create(&module);
 }
 """.replace("@MAX_ARGS@", str(MAX_ARGS)).replace("@MAX_RANK@", str(MAX_RANK)).replace(
