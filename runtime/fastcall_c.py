@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import sysconfig
 from pathlib import Path
@@ -57,6 +58,7 @@ SOURCE = r"""/* sprue's fast caller (runtime/fastcall_c.py) */
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -410,17 +412,117 @@ static PyObject *make(PyObject *mod, PyObject *a) {
   return (PyObject *)c;
 }
 
-static PyMethodDef methods[] = {{"make", make, METH_VARARGS, "a fast caller (runtime/fastcall_c.py)"}, {NULL}};
+/* Dispatcher: a base type for qjit's function objects (frontend/api/qjit.py). A call with exactly
+   `_nparams` positional arguments, outside any trace, goes to `_mono` (the last fast caller) with
+   the tuple of its arguments; anything else, or MISS, to the object's `_dispatch` method, the
+   Python path. */
+static PyObject *TRACE_STATE, *MISS_OBJ, *STACK_NAME, *DISPATCH_NAME;
+
+typedef struct {
+  PyObject_HEAD
+  PyObject *mono;
+  Py_ssize_t nparams;
+} dispatcher;
+
+static PyObject *dispatcher_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+  dispatcher *d = (dispatcher *)self;
+  if ((!kwargs || !PyDict_GET_SIZE(kwargs)) && PyTuple_GET_SIZE(args) == d->nparams && d->mono && TRACE_STATE) {
+    PyObject *stack = PyObject_GetAttr(TRACE_STATE, STACK_NAME);
+    int idle = stack && PyList_CheckExact(stack) && PyList_GET_SIZE(stack) == 0;
+    Py_XDECREF(stack);
+    if (!stack) PyErr_Clear();
+    if (idle) {
+      PyObject *mono = d->mono, *res;
+      Py_INCREF(mono);
+      res = PyObject_CallOneArg(mono, args);
+      Py_DECREF(mono);
+      if (res != MISS_OBJ) return res;
+      Py_DECREF(res);
+    }
+  }
+  {
+    PyObject *method = PyObject_GetAttr(self, DISPATCH_NAME), *res;
+    if (!method) return NULL;
+    res = PyObject_Call(method, args, kwargs);
+    Py_DECREF(method);
+    return res;
+  }
+}
+
+/* (a Python subclass's type is visited and released by CPython's subtype_traverse/_dealloc) */
+static int dispatcher_traverse(PyObject *self, visitproc visit, void *arg) {
+  Py_VISIT(((dispatcher *)self)->mono);
+  return 0;
+}
+
+static int dispatcher_clear(PyObject *self) {
+  Py_CLEAR(((dispatcher *)self)->mono);
+  return 0;
+}
+
+static void dispatcher_dealloc(PyObject *self) {
+  PyObject_GC_UnTrack(self);
+  dispatcher_clear(self);
+  Py_TYPE(self)->tp_free(self);
+}
+
+static PyMemberDef dispatcher_members[] = {
+  {"_mono", T_OBJECT, offsetof(dispatcher, mono), 0, "the last fast caller, tried first"},
+  {"_nparams", T_PYSSIZET, offsetof(dispatcher, nparams), 0, "how many parameters the function has"},
+  {NULL}};
+
+static PyTypeObject DispatcherType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "_sprue_fastcall.Dispatcher",
+  .tp_basicsize = sizeof(dispatcher),
+  .tp_dealloc = dispatcher_dealloc,
+  .tp_call = dispatcher_call,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+  .tp_traverse = dispatcher_traverse,
+  .tp_clear = dispatcher_clear,
+  .tp_members = dispatcher_members,
+  .tp_new = PyType_GenericNew,
+};
+
+/* setup(trace_state, miss): the thread-local whose `stack` is empty outside traces, and MISS. */
+static PyObject *setup(PyObject *mod, PyObject *a) {
+  PyObject *state, *miss;
+  if (!PyArg_ParseTuple(a, "OO", &state, &miss)) return NULL;
+  Py_XSETREF(TRACE_STATE, Py_NewRef(state));
+  Py_XSETREF(MISS_OBJ, Py_NewRef(miss));
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {{"make", make, METH_VARARGS, "a fast caller (runtime/fastcall_c.py)"},
+                                {"setup", setup, METH_VARARGS, "the Dispatcher's trace state and MISS"},
+                                {NULL}};
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sprue_fastcall", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__sprue_fastcall(void) {
+  PyObject *m;
   import_array();
-  if (PyType_Ready(&CallerType) < 0) return NULL;
+  if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&DispatcherType) < 0) return NULL;
   if (!FREE_NAME && !(FREE_NAME = PyUnicode_InternFromString("free"))) return NULL;
-  return PyModule_Create(&module);
+  if (!STACK_NAME && !(STACK_NAME = PyUnicode_InternFromString("stack"))) return NULL;
+  if (!DISPATCH_NAME && !(DISPATCH_NAME = PyUnicode_InternFromString("_dispatch"))) return NULL;
+  m = PyModule_Create(&module);
+  if (!m) return NULL;
+  Py_INCREF(&DispatcherType);
+  if (PyModule_AddObject(m, "Dispatcher", (PyObject *)&DispatcherType) < 0) { Py_DECREF(&DispatcherType); Py_DECREF(m); return NULL; }
+  return m;
 }
 """.replace("@MAX_ARGS@", str(MAX_ARGS)).replace("@MAX_RANK@", str(MAX_RANK)).replace(
     "@MAX_WORDS@", str(MAX_WORDS)).replace("@CASES@", _call_cases())
+
+
+def dispatcher_base(trace_state: Any, miss: Any) -> type | None:
+    """The C Dispatcher type (its trace state and MISS set), for qjit's functions to derive from;
+    None where the extension is not built."""
+    ext = extension()
+    if ext is None:
+        return None
+    ext.setup(trace_state, miss)
+    return ext.Dispatcher
 
 
 def extension_path() -> Path:
@@ -435,9 +537,10 @@ def build_command(compiler: Sequence[str], source: Path, target: Path) -> list[s
 
 @functools.lru_cache(maxsize=None)
 def extension() -> Any:
-    """The built extension module, or None (not built, or built for another Python or numpy)."""
+    """The built extension module, or None (not built, built for another Python or numpy, or
+    SPRUE_FASTCALL_C=0: an A/B switch, read once)."""
     path = extension_path()
-    if not path.is_file():
+    if os.environ.get("SPRUE_FASTCALL_C", "1").strip().lower() in ("0", "off", "false", "no") or not path.is_file():
         return None
     loader = importlib.machinery.ExtensionFileLoader(EXTENSION_NAME, str(path))
     spec = importlib.util.spec_from_file_location(EXTENSION_NAME, path, loader=loader)
@@ -478,4 +581,4 @@ def c_caller(cf: Any, kinds: Sequence[tuple], nargs: int, finish: tuple[int, Any
         return None
 
 
-__all__ = ["EXTENSION_NAME", "SOURCE", "build_command", "c_caller", "extension", "extension_path"]
+__all__ = ["EXTENSION_NAME", "SOURCE", "build_command", "c_caller", "dispatcher_base", "extension", "extension_path"]

@@ -38,6 +38,7 @@ from sprue.base.source_info import user_frame_of, user_frame_summary
 from sprue.runtime.build_folders import folder_name
 from sprue.runtime.element_types import is_masked_array
 from sprue.runtime.fastcall import MISS, SINGLE, Array, Const, Scalar, Skip
+from sprue.runtime.fastcall_c import dispatcher_base
 from sprue.trace.tracing import _state as _trace_state
 from sprue.trace.tracing import current_builder
 
@@ -156,7 +157,21 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class QJIT:
+class _DispatchInPython:
+    """QJIT's call where the C Dispatcher (runtime/fastcall_c.py) is not built: its `_dispatch`."""
+
+    def __call__(self, *args, **kwargs):
+        return self._dispatch(*args, **kwargs)
+
+
+# The C Dispatcher takes a call with exactly the function's number of positional arguments, outside
+# any trace, straight to the last fast caller (`_mono`): a scalar call's ~0.3 us of Python
+# (__call__'s frame, its kwargs dict, the attribute reads) is not paid. Anything else calls
+# `_dispatch`, the same path in Python.
+_CallBase = dispatcher_base(_trace_state, MISS) or _DispatchInPython
+
+
+class QJIT(_CallBase):
     """A function compiled ahead of time, once per call signature."""
 
     def __init__(self, fn: Callable, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
@@ -343,7 +358,7 @@ class QJIT:
                               "or compile with qjit(cast_arguments=True) to convert")
 
     # -- calling ------------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def _dispatch(self, *args, **kwargs):
         # The fast path: positional arguments that are ndarrays and Python/numpy scalars, with the
         # types, dtypes, shapes and static values of a call that went through the general path
         # before. Its caller (runtime/fastcall.py) checks exactly those and fills preallocated

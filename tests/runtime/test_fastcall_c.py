@@ -22,6 +22,8 @@ def _plan(f):
 def test_the_extension_is_built_where_python_has_its_headers():
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
         pytest.skip("this Python has no headers: the C caller cannot be built, calls take the Python one")
+    if os.environ.get("SPRUE_FASTCALL_C", "1").strip().lower() in ("0", "off", "false", "no"):
+        pytest.skip("SPRUE_FASTCALL_C=0 turns the C caller off")
     assert fastcall_c.extension() is not None, f"`make venv` builds {fastcall_c.extension_path()}"
 
 
@@ -137,3 +139,19 @@ def test_a_failed_run_time_check_raises_through_the_c_caller(built):
     np.testing.assert_array_equal(cf(3, np.arange(3.0))[0], np.arange(3.0) * 2)
     with pytest.raises(RuntimeCheckError, match="sizes.0. of its descriptor differs from the size argument n"):
         cf(4, np.ones(3))
+
+
+def test_qjit_functions_dispatch_in_c_and_fall_back_to_python(built):
+    """frontend/api/qjit.py derives from the C Dispatcher: positional calls outside traces go to
+    the last fast caller; keywords, defaults, other arities and calls inside a trace to _dispatch."""
+    f = sprue.qjit(lambda x, scale=2.0: x * scale)
+    assert isinstance(f, fastcall_c.extension().Dispatcher)
+    x = np.arange(5.0)
+    np.testing.assert_array_equal(f(x, 3.0), x * 3.0)
+    np.testing.assert_array_equal(f(x, 3.0), x * 3.0)
+    np.testing.assert_array_equal(f(x), x * 2.0)                  # a default
+    np.testing.assert_array_equal(f(x, scale=4.0), x * 4.0)       # a keyword
+    g = sprue.qjit(lambda x: f(x, 5.0) + 1.0)                     # f called inside g's trace
+    np.testing.assert_array_equal(g(x), x * 5.0 + 1.0)
+    with pytest.raises(TypeError):
+        f()

@@ -297,6 +297,9 @@ def test_a_parameter_named_out_is_the_functions():
 
 # -- the representation ----------------------------------------------------------------------------------
 def test_signature_json_round_trip_keeps_the_shape_function(many_c, grow_c):
+    # (compiled here: under pytest-xdist the tests that call them may run on another worker)
+    many_c(np.ones(3), np.ones(2))
+    grow_c(np.ones(2), 3)
     for fn in (many_c, grow_c):
         sig = compiled_of(fn).signature
         back = Signature.from_json(sig.to_json())
