@@ -33,8 +33,8 @@ from torch_mlir.dialects import arith, scf
 
 from sprue.lowering.fusion import _extents, _maps, _n_outs, generic_like
 from sprue.lowering.matmul_scripts import PACK_ROWS_GUESS, PARALLEL_LOOP
-from sprue.lowering.matmul_unfuse import _accumulates_products, _multiply_add, _reassociation_attr, iterator_kinds
-from sprue.lowering.mlir_util import as_operation, index, linalg_fill, ops_where, tensor_dim
+from sprue.lowering.matmul_unfuse import _accumulates_products, _multiply_add, iterator_kinds
+from sprue.lowering.mlir_util import as_operation, index, linalg_fill, ops_where, reassociation_attr, tensor_dim
 
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 # One batch element's intermediates must stay in a core's caches for the chain to gain; larger, the
@@ -365,7 +365,7 @@ class _Element:
         else:
             groups = [[a - self.k for a in g] for g in _reassociation(op)[self.k:]]
             t = _drop_axes(op.results[0].type, self.k)
-            attrs = {"reassociation": _reassociation_attr(groups)}
+            attrs = {"reassociation": reassociation_attr(groups)}
             extra = []
             if op.name == "tensor.expand_shape":
                 attrs["static_output_shape"] = ir.DenseI64ArrayAttr.get(list(t.shape))

@@ -30,8 +30,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith
 
 from sprue.lowering.fusion import _dim_position, _maps, _payload, enabled
-from sprue.lowering.matmul_unfuse import _collapse, _reassociation_attr, collapsed_type
-from sprue.lowering.mlir_util import as_operation, ops_where, tensor_dim
+from sprue.lowering.matmul_unfuse import _collapse
+from sprue.lowering.mlir_util import as_operation, collapsed_type, ops_where, reassociation_attr, tensor_dim
 
 _MAX_DEPTH = 16
 # Ops whose result is written in place into an operand's buffer: the operand it takes its layout from.
@@ -198,7 +198,7 @@ def _collapse_op(op: ir.Operation, groups: list[list[int]]) -> None:
             dynamic = [tensor_dim(original_init, a) for a in range(out_t.rank) if out_t.is_dynamic_dim(a)]
             expand = ir.Operation.create(
                 "tensor.expand_shape", results=[out_t], operands=[result, *dynamic],
-                attributes={"reassociation": _reassociation_attr(init_axes),
+                attributes={"reassociation": reassociation_attr(init_axes),
                             "static_output_shape": ir.DenseI64ArrayAttr.get(list(out_t.shape))})
             result.replace_all_uses_except(expand.results[0], expand)
 

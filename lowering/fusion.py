@@ -25,7 +25,7 @@ from typing import Iterator
 
 from torch_mlir import ir
 
-from sprue.lowering.mlir_util import as_operation
+from sprue.lowering.mlir_util import operation_of
 from sprue.lowering.unit_dims import drop_unit_expansions
 
 
@@ -659,7 +659,7 @@ def _mergeable(cons: ir.Operation) -> ir.Operation | None:
     identity = list(ir.AffineMap.get_identity(cmaps[0].n_dims).results)
     for k in range(c_in):
         v = cons.operands[k]
-        prod = _operation_of(v)
+        prod = operation_of(v)
         if prod is None or prod.block != cons.block or list(cmaps[k].results) != identity or \
                 not _elementwise_identity_outs(prod) or _maps(prod)[0].n_dims != cmaps[0].n_dims:
             continue
@@ -672,12 +672,6 @@ def _after(u: ir.Operation, cons: ir.Operation) -> bool:
     """Whether `u` (or the op of cons's block that holds it) comes after `cons`."""
     a = _ancestor_in(u, cons.block)
     return a is not None and a != cons and cons.is_before_in_block(a)
-
-
-def _operation_of(v: ir.Value) -> ir.Operation | None:
-    if not isinstance(v, ir.OpResult):
-        return None
-    return as_operation(v.owner)
 
 
 def _splat_value(defs: _Defs, v: ir.Value) -> ir.Value | None:

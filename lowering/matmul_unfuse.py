@@ -34,7 +34,14 @@ from torch_mlir import ir
 from sprue.lowering.fusion import _extents, generic_like
 from sprue.lowering.layouts import defining_point, permuted_copy, transposed_copy
 from sprue.lowering.matmul_operands import PLAIN_MAPS
-from sprue.lowering.mlir_util import as_operation, empty_like, linalg_fill, tensor_dim
+from sprue.lowering.mlir_util import (
+    as_operation,
+    collapsed_type,
+    empty_like,
+    linalg_fill,
+    reassociation_attr,
+    tensor_dim,
+)
 
 
 def iterator_kinds(op: ir.Operation) -> list[str]:
@@ -281,18 +288,11 @@ def collapse_batch_dims(op: ir.Operation, batch: int) -> ir.Operation:
     return product
 
 
-def collapsed_type(t: ir.RankedTensorType, groups: list[list[int]]) -> ir.RankedTensorType:
-    """`t` with each group of axes one axis (run-time if any of the group's is)."""
-    dyn = ir.ShapedType.get_dynamic_size()
-    shape = [dyn if any(t.is_dynamic_dim(a) for a in g) else math.prod(t.shape[a] for a in g) for g in groups]
-    return ir.RankedTensorType.get(shape, t.element_type)
-
-
 def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
     if all(len(g) == 1 for g in groups):
         return value
     return ir.Operation.create("tensor.collapse_shape", results=[collapsed_type(ir.RankedTensorType(value.type), groups)],
-                               operands=[value], attributes={"reassociation": _reassociation_attr(groups)}).results[0]
+                               operands=[value], attributes={"reassociation": reassociation_attr(groups)}).results[0]
 
 
 def _same_loops(op: ir.Operation, other: ir.Operation) -> bool:
@@ -443,7 +443,7 @@ def collapse_contraction_dims(op: ir.Operation) -> ir.Operation:
             dynamic = [tensor_dim(op.operands[2], d) for d in range(out_t.rank) if out_t.is_dynamic_dim(d)]
             result = ir.Operation.create(
                 "tensor.expand_shape", results=[out_t], operands=[result, *dynamic],
-                attributes={"reassociation": _reassociation_attr(operands[2][1]),
+                attributes={"reassociation": reassociation_attr(operands[2][1]),
                             "static_output_shape": ir.DenseI64ArrayAttr.get(list(out_t.shape))}).results[0]
     op.results[0].replace_all_uses_with(result)
     op.erase()
@@ -573,11 +573,6 @@ def _reassociation(kept: list[int], rank: int) -> list[list[int]]:
     return [sorted(g) for g in groups]
 
 
-def _reassociation_attr(groups: list[list[int]]) -> ir.Attribute:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in g]) for g in groups])
-
-
 def _every_operand_batched(maps: list[ir.AffineMap]) -> bool:
     """Whether a two-input generic's maps are a product's whose operands each have every batch
     loop: lhs (batch, m, k), rhs (batch, k, n), result (batch, m, n), in any order (the products
@@ -635,7 +630,7 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
             shape = [rt.shape[a] for a in kept]
             ct = ir.RankedTensorType.get(shape, rt.element_type)
             operands.append(ir.Operation.create("tensor.collapse_shape", results=[ct], operands=[v], attributes={
-                "reassociation": _reassociation_attr(_reassociation(kept, rt.rank))}).results[0])
+                "reassociation": reassociation_attr(_reassociation(kept, rt.rank))}).results[0])
         iterators = ir.ArrayAttr(op.attributes["iterator_types"])
         generic = generic_like(op, operands, new_maps, [iterators[d] for d in keep])
         out_t = ir.RankedTensorType(types[-1])
@@ -644,7 +639,7 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
             dynamic = [tensor_dim(op.operands[-1], d) for d in range(out_t.rank) if out_t.is_dynamic_dim(d)]
             result = ir.Operation.create(
                 "tensor.expand_shape", results=[out_t], operands=[result, *dynamic],
-                attributes={"reassociation": _reassociation_attr(_reassociation(kept_axes[-1], out_t.rank)),
+                attributes={"reassociation": reassociation_attr(_reassociation(kept_axes[-1], out_t.rank)),
                             "static_output_shape": ir.DenseI64ArrayAttr.get(list(out_t.shape))}).results[0]
     op.results[0].replace_all_uses_with(result)
     op.erase()

@@ -110,6 +110,30 @@ def defined_inside(value: ir.Value, op: ir.Operation) -> bool:
     return is_inside(value.owner, op)
 
 
+def operation_of(v: ir.Value) -> ir.Operation | None:
+    """The op whose result `v` is; None for a block argument."""
+    if not isinstance(v, ir.OpResult):
+        return None
+    return as_operation(v.owner)
+
+
+def reassociation_attr(groups: list[list[int]]) -> ir.Attribute:
+    """A reshape's `reassociation` attribute: the groups of axes, each one axis of the other side."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in g]) for g in groups])
+
+
+def collapsed_type(t: ir.RankedTensorType, groups: list[list[int]]) -> ir.RankedTensorType:
+    """`t` with each group of axes one axis (run-time if any of the group's is)."""
+    shape = []
+    for g in groups:
+        size = 1
+        for a in g:
+            size *= t.shape[a]
+        shape.append(ir.ShapedType.get_dynamic_size() if any(t.is_dynamic_dim(a) for a in g) else size)
+    return ir.RankedTensorType.get(shape, t.element_type)
+
+
 def defining_op(value: ir.Value) -> ir.Operation:
     """The op that defines `value`: its owner, or for a block argument the block's op."""
     owner = value.owner

@@ -30,6 +30,8 @@ from typing import Callable
 
 from torch_mlir import ir
 
+from sprue.lowering.mlir_util import as_operation, collapsed_type, operation_of, reassociation_attr, tensor_dim
+
 REASSOCIATION = "reassociation"
 
 
@@ -50,11 +52,6 @@ def _groups(shape: list[int]) -> list[list[int]] | None:
     return groups
 
 
-def _reassociation_attr(groups: list[list[int]]) -> ir.Attribute:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
-
-
 def _identity_elementwise(op: ir.Operation) -> bool:
     if op.name != "linalg.generic" or "reduction" in str(op.attributes["iterator_types"]):
         return False
@@ -63,24 +60,13 @@ def _identity_elementwise(op: ir.Operation) -> bool:
                for m in maps)
 
 
-def _collapsed_type(t: ir.RankedTensorType, groups: list[list[int]]) -> ir.RankedTensorType:
-    """t with each group of dims one dim: the group's size other than 1 (at most one is)."""
-    return ir.RankedTensorType.get([next((t.shape[d] for d in g if t.shape[d] != 1), 1) for g in groups],
-                                   t.element_type)
-
-
-def _owner(v: ir.Value) -> ir.Operation | None:
-    owner = v.owner if isinstance(v, ir.OpResult) else None
-    return getattr(owner, "operation", owner)
-
-
 def _expansion(v: ir.Value) -> ir.Operation | None:
     """The expand_shape v is, or of which v is the whole (an extract_slice at offsets 0, strides 1,
     of the expansion's own sizes: what the lowering of a dynamic_update_slice with run-time sizes
     leaves of a scan's row once its sizes are folded)."""
-    op = _owner(v)
+    op = operation_of(v)
     if op is not None and op.name == "tensor.extract_slice":
-        source = _owner(op.operands[0])
+        source = operation_of(op.operands[0])
         if source is None or source.name != "tensor.expand_shape" or op.results[0].type != source.results[0].type:
             return None
         offsets, strides = (list(ir.DenseI64ArrayAttr(op.attributes[k])) for k in ("static_offsets", "static_strides"))
@@ -98,7 +84,7 @@ def _collapsed(v: ir.Value, groups: list[list[int]], attr: ir.Attribute, at: ir.
     if owner is not None and owner.attributes[REASSOCIATION] == attr:
         return owner.operands[0]
     t = ir.RankedTensorType(v.type)
-    return ir.Operation.create("tensor.collapse_shape", results=[_collapsed_type(t, groups)],
+    return ir.Operation.create("tensor.collapse_shape", results=[collapsed_type(t, groups)],
                                operands=[v], attributes={REASSOCIATION: attr}, loc=at.location,
                                ip=ir.InsertionPoint(at)).results[0]
 
@@ -107,11 +93,11 @@ def _destination(op: ir.Operation, groups: list[list[int]], attr: ir.Attribute) 
     """The rewritten generic's destination: a tensor.empty of its shape where the old one was one
     (eliminate-empty-tensors then finds it under an insert_slice), else the old one collapsed."""
     init = op.operands[len(op.operands) - 1]
-    empty = _owner(init)
+    empty = operation_of(init)
     if empty is None or empty.name != "tensor.empty":
         return _collapsed(init, groups, attr, op)
     # the dropped dims are static 1s: the dynamic sizes are the same, in the same order
-    return ir.Operation.create("tensor.empty", results=[_collapsed_type(ir.RankedTensorType(init.type), groups)],
+    return ir.Operation.create("tensor.empty", results=[collapsed_type(ir.RankedTensorType(init.type), groups)],
                                operands=list(empty.operands), loc=op.location, ip=ir.InsertionPoint(op)).results[0]
 
 
@@ -121,15 +107,11 @@ def _insert_directly(back: ir.Operation) -> None:
     uses = list(back.results[0].uses)
     if len(uses) != 1:
         return
-    user = getattr(uses[0].owner, "operation", uses[0].owner)
+    user = as_operation(uses[0].owner)
     if user.name != "tensor.insert_slice" or uses[0].operand_number != 0:
         return
     user.operands[0] = back.operands[0]
     back.erase()
-
-
-def _inputs(op: ir.Operation, n_ins: int) -> list[ir.Value]:
-    return list(op.operands)[:n_ins]
 
 
 def drop_unit_expansions(op: ir.Operation, forget: Callable[[ir.Operation], None]) -> ir.Operation | None:
@@ -144,12 +126,13 @@ def drop_unit_expansions(op: ir.Operation, forget: Callable[[ir.Operation], None
     groups = _groups(list(out_type.shape))
     if groups is None:
         return None
-    attr = _reassociation_attr(groups)
-    n_ins = len(op.operands) - 1
-    readers = [_owner(v) for v in _inputs(op, n_ins)]   # what may be left unread after
-    if not any(e is not None and e.attributes[REASSOCIATION] == attr for e in map(_expansion, _inputs(op, n_ins))):
+    attr = reassociation_attr(groups)
+    inputs = list(op.operands)[:-1]
+    if not any(e is not None and e.attributes[REASSOCIATION] == attr for e in map(_expansion, inputs)):
         return None
-    operands = [_collapsed(v, groups, attr, op) for v in _inputs(op, n_ins)] + [_destination(op, groups, attr)]
+    readers = [operation_of(v) for v in inputs]   # what may be left unread after
+    operands = [_collapsed(v, groups, attr, op) for v in inputs] + [_destination(op, groups, attr)]
+    n_ins = len(inputs)
     rank = len(groups)
     identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
     attrs = {"indexing_maps": ir.ArrayAttr.get([identity] * len(operands)),
@@ -163,10 +146,8 @@ def drop_unit_expansions(op: ir.Operation, forget: Callable[[ir.Operation], None
         old_arg.replace_all_uses_with(arg)
     for inner in list(old_block.operations):
         block.append(inner)
-    dims = [ir.Operation.create("tensor.dim", results=[ir.IndexType.get()],
-                                operands=[op.operands[-1], _index(i, op)], loc=op.location,
-                                ip=ir.InsertionPoint(op)).results[0]
-            for i, n in enumerate(out_type.shape) if ir.ShapedType.is_dynamic_size(n)]
+    with ir.InsertionPoint(op), op.location:
+        dims = [tensor_dim(op.operands[-1], i) for i, n in enumerate(out_type.shape) if ir.ShapedType.is_dynamic_size(n)]
     static = ir.DenseI64ArrayAttr.get(list(out_type.shape))
     back = ir.Operation.create("tensor.expand_shape", results=[out_type], operands=[new.results[0], *dims],
                                attributes={REASSOCIATION: attr, "static_output_shape": static},
@@ -178,17 +159,11 @@ def drop_unit_expansions(op: ir.Operation, forget: Callable[[ir.Operation], None
     for e in readers:   # slices and expansions read by nothing now: they would count as readers
         while e is not None and e.name in ("tensor.extract_slice", "tensor.expand_shape") and \
                 not list(e.results[0].uses):
-            source = _owner(e.operands[0])
+            source = operation_of(e.operands[0])
             forget(e)
             e.erase()
             e = source
     return new
-
-
-def _index(i: int, at: ir.Operation) -> ir.Value:
-    return ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
-                               attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), i)},
-                               loc=at.location, ip=ir.InsertionPoint(at)).results[0]
 
 
 __all__ = ["drop_unit_expansions"]
