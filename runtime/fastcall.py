@@ -198,9 +198,9 @@ def _c_kind(kind: Any, spec: Any, index: int) -> tuple | None:
     if isinstance(kind, Scalar):
         code = _C_SCALARS.get((kind.type, spec.dtype))
         return None if code is None else (code, index, None, None, 0, None, 8)
-    if isinstance(kind, Array) and len(kind.shape) <= c.MAX_RANK:
+    if isinstance(kind, Array):
         return (c.K_ARRAY, index, kind.dtype, tuple(int(n) for n in kind.shape), 0, None, 0)
-    if isinstance(kind, DynArray) and kind.rank <= c.MAX_RANK:
+    if isinstance(kind, DynArray):
         shape = [-1] * kind.rank
         for axis, size in kind.static_axes:
             shape[axis] = int(size)

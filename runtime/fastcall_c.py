@@ -369,7 +369,7 @@ static PyObject *make(PyObject *mod, PyObject *a) {
   if (!PyArg_ParseTuple(a, "OiO!O!iiiOOOOOO", &fn, &nargs, &PyTuple_Type, &kinds, &PyTuple_Type, &res, &nwords,
                         &status_word, &fin, &finish_fn, &fallback, &unpacker, &free_obj, &oom, &miss))
     return NULL;
-  if (PyTuple_GET_SIZE(kinds) > MAX_ARGS || nwords > MAX_WORDS || PyTuple_GET_SIZE(res) > 64)
+  if (PyTuple_GET_SIZE(kinds) > MAX_ARGS || nwords > MAX_WORDS)
     return PyErr_Format(PyExc_ValueError, "too many arguments or results for the fast caller");
   c = PyObject_GC_New(caller, &CallerType);
   if (!c) return NULL;
@@ -576,14 +576,12 @@ def c_caller(cf: Any, kinds: Sequence[tuple], nargs: int, finish: tuple[int, Any
     if unpacker._messages is not None:   # (run-time checks: their status first)
         status_word, readers = readers[0].word, readers[1:]
     results = tuple((reader.spec.dtype, reader.spec.rank, reader.word) for reader in readers)
-    if len(kinds) > MAX_ARGS or any(rank > MAX_RANK for _, rank, _ in results):
-        return None
     address = int(cf._ffi.cast("uintptr_t", cf._fn))
     nwords = unpacker._nwords if cf._result_type is not None else 0
     try:
         return ext.make(address, nargs, tuple(kinds), results, nwords, status_word, finish[0], finish[1], fallback,
                         unpacker, unpacker.free, allocation_error, miss)
-    except ValueError:
+    except ValueError:   # (more arguments, words or a higher rank than `make` takes)
         return None
 
 

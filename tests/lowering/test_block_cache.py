@@ -4,14 +4,13 @@ stop touching fresh pages. Checked on the C runtime itself (a host program linke
 the allocator as compiled code does) and end to end (results stay right across calls and
 threads)."""
 import subprocess
-import threading
 
 import numpy as np
 
 import sprue
 import sprue.numpy as jnp
 from sprue.lowering.allocation import RUNTIME_C
-from tests.helpers.system import CC
+from tests.helpers.system import CC, run_in_threads
 
 _HOST = r"""
 #include <stdint.h>
@@ -145,9 +144,5 @@ def test_calls_with_big_temporaries_stay_right_across_calls_and_threads():
             if not np.allclose(got, want[i % 4], rtol=1e-12, atol=1e-9):
                 errors.append(i)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 4)
     assert errors == []

@@ -11,25 +11,8 @@ import sprue
 import sprue.numpy as jnp
 from sprue import lax
 from tests.helpers.bufferization import buffer_ops_in_loops, copies_outside_loops, stage_text
-
-
-def _ema(xs, s0):
-    def step(carry, x):
-        fast, slow = carry
-        fast = 0.9 * fast + 0.1 * x
-        slow = 0.99 * slow + 0.01 * x
-        return (fast, slow), jnp.where(fast > slow, 1.0, -1.0) * jnp.abs(fast - slow)
-    (fast, slow), signal = lax.scan(step, (s0, s0), xs)
-    return signal, fast, slow
-
-
-def _ema_ref(xs, s0):
-    fast, slow, rows = s0.copy(), s0.copy(), []
-    for x in xs:
-        fast = 0.9 * fast + 0.1 * x
-        slow = 0.99 * slow + 0.01 * x
-        rows.append(np.where(fast > slow, 1.0, -1.0) * np.abs(fast - slow))
-    return np.array(rows).reshape(len(xs), len(s0)), fast, slow
+from tests.helpers.scan_programs import ema_crossover as _ema
+from tests.helpers.scan_programs import ema_crossover_numpy as _ema_ref
 
 
 def _smooth(xs, s0):

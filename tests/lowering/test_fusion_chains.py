@@ -9,6 +9,7 @@ import pytest
 import sprue
 import sprue.lax
 import sprue.numpy as snp
+from tests.helpers.scan_programs import ema_crossover, ema_crossover_numpy
 
 
 def _stage(tmp_path, name: str) -> str:
@@ -88,23 +89,13 @@ def test_a_scan_row_merges_with_the_carries_it_reads(tmp_path, dynamic):
     # two EMAs and their crossover signal: the row the scan stacks is computed over (1, k) from
     # the carries' expansions (unit_dims.py); rewritten over (k), the carries' updates and the row
     # are one generic, the row written in place into the stacked output
-    def f(xs, s0):
-        def step(carry, x):
-            fast, slow = carry
-            fast = 0.9 * fast + 0.1 * x
-            slow = 0.99 * slow + 0.01 * x
-            return (fast, slow), snp.where(fast > slow, 1.0, -1.0) * snp.abs(fast - slow)
-        return sprue.lax.scan(step, (s0, s0), xs)
     xs, s0 = np.random.default_rng(5).standard_normal((300, 24)), np.zeros(24)
     kw = {"abstracted_axes": ({0: "t", 1: "k"}, {0: "k"})} if dynamic else {}
-    (fast, slow), signal = sprue.qjit(f, keep_intermediate=str(tmp_path), **kw)(xs, s0)
-    want_f, want_s, rows = s0.copy(), s0.copy(), []
-    for x in xs:
-        want_f, want_s = 0.9 * want_f + 0.1 * x, 0.99 * want_s + 0.01 * x
-        rows.append(np.where(want_f > want_s, 1.0, -1.0) * np.abs(want_f - want_s))
+    signal, fast, slow = sprue.qjit(ema_crossover, keep_intermediate=str(tmp_path), **kw)(xs, s0)
+    want_rows, want_f, want_s = ema_crossover_numpy(xs, s0)
     np.testing.assert_allclose(fast, want_f, rtol=1e-12)
     np.testing.assert_allclose(slow, want_s, rtol=1e-12)
-    np.testing.assert_allclose(signal, np.array(rows), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(signal, want_rows, rtol=1e-12, atol=1e-15)
     bufferized = _stage(tmp_path, "bufferized")
     assert bufferized.count("linalg.generic") == 1, bufferized
     assert "memref.copy %alloc" not in bufferized.split("scf.for")[1]   # no row copied into place

@@ -2,7 +2,6 @@
 the Python caller gives (checked against numpy), and hands everything else to the Python caller."""
 import os
 import sysconfig
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import sprue.numpy as snp
 from sprue import lax
 from sprue.errors import RuntimeCheckError, SprueMemoryError
 from sprue.runtime import fastcall_c
+from tests.helpers.system import rss_bytes, run_in_threads
 
 
 def _plan(f):
@@ -96,17 +96,8 @@ def test_concurrent_calls_share_nothing(built):
         for _ in range(200):
             if not np.array_equal(f(xs[i]), want[i]):
                 errors.append(i)
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 4)
     assert errors == []
-
-
-def _resident_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="no /proc/self/statm to read the resident set")
@@ -114,10 +105,10 @@ def test_every_result_buffer_is_freed(built):
     f = sprue.qjit(lambda x: (x * 2.0, snp.sum(x)))
     x = np.ones(8192)
     f(x)
-    before = _resident_mb()
+    before = rss_bytes()
     for _ in range(20000):        # 64 KiB a call: 1.3 GB if the arrays' buffers leaked
         f(x)
-    assert _resident_mb() - before < 100
+    assert rss_bytes() - before < 100 * 2 ** 20
 
 
 def test_a_failed_allocation_raises_through_the_c_caller(built):

@@ -23,7 +23,7 @@ import pytest
 from sprue.runtime import CompiledFunction, LibraryLoadError, Signature, TensorSpec, element_type, element_type_of, load
 from sprue.runtime.abi import c_interface
 from sprue.runtime.results import ResultUnpacker
-from tests.helpers.system import rss_bytes
+from tests.helpers.system import rss_bytes, run_in_threads
 
 # ---------------------------------------------------------------------------
 # Compiling StableHLO to a shared library (test helper)
@@ -683,11 +683,7 @@ def test_threads_call_concurrently(build):
         except BaseException as exc:  # reported by the main thread below
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 8)
     assert errors == []
 
 
