@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from sprue.base.errors import CompileError
+from sprue.lowering import linker
 from sprue.lowering.allocation import RUNTIME_C, runtime_source
 from sprue.lowering.parallel_runtime import PARALLEL_C, PARALLEL_SOURCE, parallel_source
 from sprue.lowering.vector_math import LIBMVEC, _libmvec_available
@@ -65,29 +66,52 @@ def find_c_compiler() -> list[str]:
 def link_shared(obj_path: str | os.PathLike, so_path: str | os.PathLike,
                 extra_sources: Sequence[str | os.PathLike] = (), more_objects: Sequence[str | os.PathLike] = (),
                 meanwhile: Callable[[], None] | None = None) -> Path:
-    """Links an object (and `more_objects`, plus optional C sources) into a shared library;
+    """Links an object (and `more_objects`, plus optional C sources) into a shared library, by
+    the system linker directly where its command is known (linker.py), else by the C compiler;
     `meanwhile` runs in this process while the linker does (its exception, if any, is raised
     once the linker has finished)."""
     compiler = find_c_compiler()
-    objects = [*map(Path, more_objects), *(_c_object(compiler, Path(src)) for src in extra_sources)]
-    cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), str(obj_path), *map(str, objects)]
-    needs = _math_libraries([Path(obj_path), *objects])
-    if needs.libm:
-        cmd.append("-lm")
+    objects = [Path(obj_path), *map(Path, more_objects), *(_c_object(compiler, Path(src)) for src in extra_sources)]
+    libraries = _libraries(objects, extra_sources)
+    direct = linker.command(compiler)
+    if direct is not None:
+        script = Path(obj_path).with_name(".sprue-exports.map")
+        if direct.gold:
+            script.write_text(linker.GOLD_VERSION_SCRIPT)
+        cmd = direct.for_link(str(so_path), list(map(str, objects)), libraries, str(script))
+        proc, stderr = _run_linker(cmd, meanwhile)
+        meanwhile = None
+        if proc.returncode == 0:
+            return Path(so_path)
+        linker.forget(compiler)   # (the driver's link below says what is wrong, if anything is)
+    cmd = compiler + ["-shared", "-fPIC", "-O2", "-o", str(so_path), *map(str, objects),
+                      *(lib if lib.startswith("-l") else f"-Wl,{lib}" for lib in libraries)]
+    proc, stderr = _run_linker(cmd, meanwhile)
+    if proc.returncode != 0:
+        raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
+                        f"{stderr.strip()}")
+    return Path(so_path)
+
+
+def _libraries(objects: Sequence[Path], extra_sources: Sequence[str | os.PathLike]) -> list[str]:
+    """The libraries a link needs, as linker options."""
+    needs = _math_libraries(objects)
+    libraries = ["-lm"] if needs.libm else []
     if any(str(src).endswith(PARALLEL_SOURCE) for src in extra_sources):
-        cmd.append("-lpthread")   # (part of libc since glibc 2.34; a library of its own before)
+        libraries.append("-lpthread")   # (part of libc since glibc 2.34; a library of its own before)
     if needs.libmvec and _libmvec_available():   # only recorded as needed when the object calls it
-        cmd += ["-Wl,--as-needed", f"-l:{LIBMVEC}", "-Wl,--no-as-needed"]
+        libraries += ["--as-needed", f"-l:{LIBMVEC}", "--no-as-needed"]
+    return libraries
+
+
+def _run_linker(cmd: list[str], meanwhile: Callable[[], None] | None) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         if meanwhile is not None:
             meanwhile()
     finally:
         _, stderr = proc.communicate()
-    if proc.returncode != 0:
-        raise LinkError(f"linking {so_path} failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
-                        f"{stderr.strip()}")
-    return Path(so_path)
+    return proc, stderr
 
 
 @dataclass(frozen=True)
@@ -319,6 +343,7 @@ def _runtime_object_meanwhile(out: Path):
     keys, folder = [], None
     try:
         compiler = find_c_compiler()
+        linker.prepare(compiler)   # (the link's command line, learned meanwhile too)
         texts = {RUNTIME_C: runtime_source, PARALLEL_C: parallel_source}
         with _c_lock:
             known = {k[1] for k in (*_c_objects, *_c_pending) if k[0] == tuple(compiler)}

@@ -99,12 +99,15 @@ def c_interface(signature: Signature, symbol: str) -> CInterface:
     elif len(results) == 1:
         result_type = f"{descriptor_struct(results[0].rank)} *"
     else:
-        fields = " ".join(f"{descriptor_struct(s.rank)} r{i};" for i, s in enumerate(results))
-        lines.append(f"struct sprue_results {{ {fields} }};")
+        # the descriptors' words, read by offset (result_words), not by member: cffi parses its
+        # declarations with pycparser, and a struct of 100 members and a function of 100 typed
+        # parameters took ~7 ms of a 100-layer training step's first call (as words and `void *`
+        # parameters: ~3; the same layout and the same calls)
+        lines.append(f"struct sprue_results {{ int64_t words[{words}]; }};")
         result_type = "struct sprue_results *"
 
     arg_types = tuple(f"{descriptor_struct(s.rank)} *" for s in signature.args)
-    params = ", ".join(([result_type] if result_type else []) + list(arg_types)) or "void"
+    params = ", ".join(["void *"] * ((1 if result_type else 0) + len(arg_types))) or "void"
     # The caller frees result buffers with the allocator the compiled code's
     # malloc resolves to: the process-wide malloc/free (libc, or whatever
     # allocator has been interposed globally).

@@ -147,9 +147,43 @@ def build_caller(cf: Any, kinds: Sequence[Any], finish: str | Callable[[list], A
         raise TypeError(f"finish must be LIST, SINGLE or a callable, got {finish!r}")
     if finish == SINGLE and len(cf.signature.results) != 1:
         return None
-    call = _generate(cf, list(kinds), finish, results)
-    call.kinds, call.finish = list(kinds), finish
+    call = _PythonCaller(cf, list(kinds), finish, results)
+    if not _c_may_take(call, cf):
+        call.generate()   # (now: made while the linker runs, not at the first call)
     return _in_c(call, cf) if cf._fn is not None else call
+
+
+class _PythonCaller:
+    """The caller in Python, generated (its source written and compiled) at its first call: where
+    the C caller (fastcall_c.py) takes the kinds, it is that caller's fallback, which most
+    functions never call, and its compilation was ~7 ms of a 100-argument function's first call."""
+
+    def __init__(self, cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> None:
+        self.cf, self.kinds, self.finish, self.results = cf, kinds, finish, results
+        self.bound: Any = None   # the function whose library it calls, if not cf (bind)
+        self.call: Callable[[tuple], Any] | None = None
+
+    def generate(self) -> Callable[[tuple], Any]:
+        call = _generate(self.cf, self.kinds, self.finish, self.results)
+        if self.bound is not None:
+            _bind_globals(call, self.bound)
+        self.call = call
+        return call
+
+    def __call__(self, args: tuple) -> Any:
+        return (self.call or self.generate())(args)
+
+
+def _c_may_take(call: _PythonCaller, cf: Any) -> bool:
+    """Whether _in_c will wrap `call` in a C caller (its library aside)."""
+    if not cf.checked:
+        return False
+    kinds = _c_kinds(call.kinds, cf.signature.args)
+    if kinds is None:
+        return False
+    ranks = [len(k[3]) for k in kinds if k[3] is not None] + [r.rank for r in cf.signature.c_results]
+    words = cf._unpacker._nwords if cf._result_type is not None else 0
+    return fastcall_c.takes(len(kinds), max(ranks, default=0), words)
 
 
 def _in_c(call: Callable[[tuple], Any], cf: Any) -> Callable[[tuple], Any]:
@@ -293,14 +327,20 @@ def _generate(cf: Any, kinds: list, finish: Any, results: Sequence[Any]) -> Call
     return call
 
 
-def bind(call: Callable[[tuple], Any], cf: Any) -> Callable[[tuple], Any]:
+def bind(call: _PythonCaller, cf: Any) -> Callable[[tuple], Any]:
     """`call`, a caller built on a stand-in of `cf` (function._Parts: made before its library was
     open), calling `cf`'s library function and raising `cf`'s allocation errors."""
+    call.bound = cf
+    if call.call is not None:
+        _bind_globals(call.call, cf)
+    return _in_c(call, cf)
+
+
+def _bind_globals(call: Callable[[tuple], Any], cf: Any) -> None:
     g = call.__globals__
     g["fn"] = cf._fn
     if "oom" in g:
         g["oom"] = cf.allocation_error
-    return _in_c(call, cf)
 
 
 def _globals(cf: Any, pool: list) -> dict[str, Any]:

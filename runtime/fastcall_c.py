@@ -39,7 +39,7 @@ import numpy as np
 
 EXTENSION_NAME = "_sprue_fastcall"
 EXTENSION_DIR = Path(__file__).resolve().parent / "_ext"
-MAX_ARGS = 48
+MAX_ARGS = 128
 MAX_RANK = 16
 MAX_WORDS = 4096
 
@@ -561,6 +561,12 @@ def extension() -> Any:
     return module
 
 
+def takes(nkinds: int, rank: int, nwords: int) -> bool:
+    """Whether `make` takes a caller of `nkinds` kinds, arguments and results of rank up to
+    `rank` and a result object of `nwords` words (the extension built)."""
+    return nkinds <= MAX_ARGS and rank <= MAX_RANK and nwords <= MAX_WORDS and extension() is not None
+
+
 def c_caller(cf: Any, kinds: Sequence[tuple], nargs: int, finish: tuple[int, Any], fallback: Callable[[tuple], Any],
              miss: Any, allocation_error: Callable[[int], BaseException]) -> Any:
     """The C caller of `cf` for these kinds (each as `make` takes it: fastcall._c_kinds), `nargs`
@@ -585,4 +591,5 @@ def c_caller(cf: Any, kinds: Sequence[tuple], nargs: int, finish: tuple[int, Any
         return None
 
 
-__all__ = ["EXTENSION_NAME", "SOURCE", "build_command", "c_caller", "dispatcher_base", "extension", "extension_path"]
+__all__ = ["EXTENSION_NAME", "SOURCE", "build_command", "c_caller", "dispatcher_base", "extension", "extension_path",
+           "takes"]

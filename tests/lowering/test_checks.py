@@ -171,4 +171,4 @@ def test_c_interface_returns_the_status_first():
     iface = c_interface(sig, "main")
     assert iface.result_words == (0, 3)          # status (rank 0: 3 words), then y
     assert iface.result_nwords == 3 + 5
-    assert "struct sprue_results { struct sprue_memref_0 r0; struct sprue_memref_1 r1; };" in iface.cdef
+    assert "struct sprue_results { int64_t words[8]; };" in iface.cdef

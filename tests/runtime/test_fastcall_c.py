@@ -69,6 +69,27 @@ def test_an_int_out_of_range_and_other_arguments_go_to_the_python_caller(built):
         f(x, 2 ** 70)
 
 
+def test_a_hundred_arguments_take_the_c_caller_and_the_python_one_is_made_when_needed(built, monkeypatch):
+    """Up to fastcall_c.MAX_ARGS arguments the C caller takes the call; the Python caller, its
+    fallback, is generated (its source compiled) at its first call only."""
+    from sprue.runtime import fastcall
+    generated = []
+    generate = fastcall._generate
+    monkeypatch.setattr(fastcall, "_generate", lambda *a: generated.append(1) or generate(*a))
+    n = 100
+    assert n <= fastcall_c.MAX_ARGS
+    names = ", ".join(f"x{i}" for i in range(n))
+    f = sprue.qjit(eval(f"lambda {names}: sum(x * (i + 1) for i, x in enumerate(({names},)))"))
+    xs = [np.full(3, float(i)) for i in range(n)]
+    expected = sum(x * (i + 1) for i, x in enumerate(xs))
+    f(*xs)
+    np.testing.assert_array_equal(f(*xs), expected)
+    assert type(_plan(f)).__name__ == "Caller" and generated == []
+    strided = [np.arange(6.0)[::2]] + xs[1:]          # not contiguous: the Python caller copies it
+    np.testing.assert_array_equal(f(*strided), expected - xs[0] + strided[0])
+    assert generated
+
+
 def test_results_sharing_a_buffer_are_copies(built):
     f = sprue.qjit(lambda x: (x + 0.0,) * 2)
     x = np.ones(4)

@@ -221,7 +221,10 @@ def test_generated_cdef():
     assert iface.function == "_mlir_ciface_main"
     assert iface.result_type == "struct sprue_results *"
     assert iface.result_words == (0, 7) and iface.result_nwords == 10
-    assert "void _mlir_ciface_main(struct sprue_results *, struct sprue_memref_2 *, struct sprue_memref_0 *);" in iface.cdef
+    # the result object as its words (read by offset), the descriptors passed as pointers
+    assert "struct sprue_results { int64_t words[10]; };" in iface.cdef
+    assert "void _mlir_ciface_main(void *, void *, void *);" in iface.cdef
+    assert iface.arg_types == ("struct sprue_memref_2 *", "struct sprue_memref_0 *")
     one = c_interface(Signature([spec("x", "f64", (3,))], [spec("y", "f64", (3,))]), "f")
     assert one.result_type == "struct sprue_memref_1 *"
     none = c_interface(Signature([], []), "g")
@@ -608,18 +611,25 @@ def test_strided_descriptors_are_honoured(offset, strides):
     assert len(freed) == 1
 
 
+def _vector_results(ffi, res):
+    """The two rank-1 descriptors of a result object of two vectors (its words 0-4 and 5-9)."""
+    words = ffi.cast("int64_t *", res)
+    return [ffi.cast("struct sprue_memref_1 *", words + 5 * i) for i in range(2)]
+
+
 def test_malformed_results_raise_without_leaking():
     ffi, libc, unpacker, freed, res = _fake_unpacker([spec("y", "f64", (2,)), spec("z", "f64", (2,))])
-    res.r0.allocated = res.r0.aligned = libc.malloc(16)
-    res.r0.sizes, res.r0.strides = (2,), (1,)
-    res.r1.allocated = res.r1.aligned = ffi.NULL
+    r0, r1 = _vector_results(ffi, res)
+    r0.allocated = r0.aligned = libc.malloc(16)
+    r0.sizes, r0.strides = (2,), (1,)
+    r1.allocated = r1.aligned = ffi.NULL
     with pytest.raises(MemoryError, match="result 'z': the compiled code returned a null buffer"):
         unpacker.unpack(res)
     gc.collect()
     assert len(freed) == 1
 
     ffi, libc, unpacker, freed, res = _fake_unpacker([spec("y", "f64", (2,)), spec("z", "f64", (2,))])
-    for d, shift, offset in ((res.r0, 16, -4), (res.r1, 0, 0)):
+    for d, shift, offset in zip(_vector_results(ffi, res), (16, 0), (-4, 0)):
         d.allocated = libc.malloc(16)
         d.aligned = ffi.cast("char *", d.allocated) + shift
         d.offset = offset  # y's first element lies 16 bytes before its buffer
