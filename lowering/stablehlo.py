@@ -111,7 +111,8 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
     entry = entry_checks(jaxpr, names, static_sizes)
     body_checks = contains_checks(jaxpr)
     has_status = body_checks or bool(entry)
-    with make_builder_context(), ir.Location.unknown():
+    builder = make_builder_context()
+    with builder, ir.Location.unknown():
         module = ir.Module.create()
         # With static-size checks the arrays come in with `?` sizes, to be read and checked.
         arg_types = [_entry_type(v.aval) if static_sizes else aval_type(v.aval) for v in jaxpr.invars]
@@ -167,7 +168,8 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
         if not module.operation.verify():
             raise AssertionError("the lowered StableHLO module does not verify")
         text = module.operation.get_asm(enable_debug_info=debug_info)
-        return LoweredModule(text, tuple(ctx.check_messages), has_status)
+    dialects.pass_on(builder)   # (the pipeline parses the text into it: a context less to make)
+    return LoweredModule(text, tuple(ctx.check_messages), has_status)
 
 
 def _default_names(jaxpr: Jaxpr) -> list[str]:
