@@ -72,7 +72,7 @@ typedef struct {
   int started;                 /* workers running */
   int stopping;                /* the library is being unloaded: workers leave */
   int busy;                    /* a job is running */
-  int active;                  /* workers inside the job */
+  atomic_int active;           /* workers inside the job (changed under the lock) */
   atomic_ullong generation;    /* the job's number (written under the lock) */
   sprue_task task;
   void *ctx;
@@ -131,6 +131,21 @@ static int sprue_spin_for_job(sprue_pool *p, uint64_t seen) {
     __builtin_ia32_pause();
 #endif
     if ((i & 63) == 63 && sprue_now_ns() > until) return 0;
+  }
+}
+
+/* Without the lock: whether the workers inside the job leave it within SPRUE_SPIN_NS. The caller
+   that published a job runs chunks too and then waits for the workers' last ones: asleep on a
+   condition variable, it is woken by a futex call (on a VM an interrupt), which took longer than
+   the chunk it waited for (power_iter: 2 threads 1.25-1.3x faster than 1 sleeping at once). */
+static void sprue_spin_until_idle(sprue_pool *p) {
+  int64_t until = sprue_now_ns() + SPRUE_SPIN_NS;
+  for (int i = 0;; ++i) {
+    if (atomic_load_explicit(&p->active, memory_order_acquire) == 0) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if ((i & 63) == 63 && sprue_now_ns() > until) return;
   }
 }
 
@@ -228,6 +243,7 @@ SPRUE_EXPORT void _sprue_parallel_for(sprue_task task, void *ctx, int64_t n, int
       pthread_cond_broadcast(&p->wake);
       pthread_mutex_unlock(&p->lock);
       sprue_run_chunks(task, ctx, n, grain, chunks, &p->next);
+      sprue_spin_until_idle(p);
       pthread_mutex_lock(&p->lock);
       while (p->active > 0) pthread_cond_wait(&p->done, &p->lock);
       p->busy = 0;
