@@ -6,6 +6,8 @@
     sum             sum of 1e7 f64 (also reported against the memory-bandwidth bound)  (c)
     softmax         row softmax of a 2048 x 2048 matrix                  (d)
     scalar_call     x * 2 + 1 on one Python float: the per-call overhead (h)
+    call_2_arrays   a + b of two 1000-element arrays, one result: a call's overhead with arrays
+    call_dict_4     a + b * c - d of a dict of four 1000-element arrays: with a container argument
     mm_<class>      the matmul shape classes of issue 13 (i): batched, attention's q @ k^T,
                     transposed either side, matvec, vecmat, small, odd, f32, run-time sizes, in a loop
     <fn>_<dt>_<n>   tanh, exp and log of 2^15 and 2^20 float32/float64 elements, against numpy's
@@ -93,6 +95,18 @@ def scalar_sprue(x):
     return x * 2.0 + 1.0
 
 
+def two_arrays(a, b):
+    return a + b
+
+
+def dict_of_four(d):
+    return d["a"] + d["b"] * d["c"] - d["d"]
+
+
+two_arrays_sprue = sprue.qjit(two_arrays)
+dict_of_four_sprue = sprue.qjit(dict_of_four)
+
+
 def _optional_impls(bench: str) -> dict[str, Callable]:
     impls: dict[str, Callable] = {}
     if importlib.util.find_spec("jax") is not None:
@@ -110,10 +124,15 @@ def _optional_impls(bench: str) -> dict[str, Callable]:
             "sum": jax.jit(jnp.sum),
             "softmax": jax.jit(jsoftmax),
             "scalar_call": jax.jit(lambda x: x * 2.0 + 1.0),
+            "call_2_arrays": jax.jit(two_arrays),
+            "call_dict_4": jax.jit(dict_of_four),
         }
         f = jitted[bench]
         if bench == "scalar_call":
             impls["jax"] = lambda *args: f(*args).block_until_ready()
+        elif bench.startswith("call_"):   # the dispatch: arguments on the device, the result left there
+            impls["jax"] = lambda *args: f(*args).block_until_ready()
+            impls["jax"].device_args = True
         else:   # arguments are committed to the device once, as a jitted caller would keep them
             impls["jax"] = lambda *args: np.asarray(f(*args).block_until_ready())
             impls["jax"].device_args = True
@@ -132,9 +151,10 @@ def _optional_impls(bench: str) -> dict[str, Callable]:
             return out
         python = {
             "elementwise": elementwise_numpy, "matmul_512": matmul_numpy, "matmul_1024": matmul_numpy,
-            "sum": sum_numpy, "softmax": nb_softmax, "scalar_call": scalar_python,
+            "sum": sum_numpy, "softmax": nb_softmax, "scalar_call": scalar_python, "call_2_arrays": two_arrays,
         }
-        impls["numba"] = numba.njit(python[bench], parallel=bench == "softmax")
+        if bench in python:   # (numba takes no dict of arrays)
+            impls["numba"] = numba.njit(python[bench], parallel=bench == "softmax")
     return impls
 
 
@@ -154,6 +174,10 @@ def benchmarks() -> list[Benchmark]:
         Benchmark("softmax", (rng.standard_normal((2048, 2048)),),
                   {"numpy": softmax_numpy, "sprue": softmax_sprue}, rtol=1e-12, min_bytes=16 * 2048 * 2048),
         Benchmark("scalar_call", (1.25,), {"numpy": scalar_python, "sprue": scalar_sprue}),
+        Benchmark("call_2_arrays", (rng.standard_normal(1000), rng.standard_normal(1000)),
+                  {"numpy": two_arrays, "sprue": two_arrays_sprue}),
+        Benchmark("call_dict_4", ({k: rng.standard_normal(1000) for k in "abcd"},),
+                  {"numpy": dict_of_four, "sprue": dict_of_four_sprue}),
     ]
     for b in out:
         b.impls.update(_optional_impls(b.name))

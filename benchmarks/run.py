@@ -66,6 +66,8 @@ TARGETS = {
     "newton_sqrt": ("<= numba", _vs("numba", 1.0)),
     "new_sizes": ("no recompile, <= 1.5x numpy", _vs("numpy", 1.5)),
     "scalar_call": ("<= 1 us", lambda row: row["times"]["sprue"] <= 1e-6),
+    "call_2_arrays": ("<= 0.6 us", lambda row: row["times"]["sprue"] <= 0.6e-6),
+    "call_dict_4": ("<= 1.5 us", lambda row: row["times"]["sprue"] <= 1.5e-6),
     "compile_cold": ("<= jax", _vs("jax", 1.0)),
     "compile_cache_hit": ("<= 10 ms", lambda row: row["times"]["sprue"] <= 0.010),
     "import_sprue": ("<= 0.5 s", lambda row: row["times"]["sprue"] <= 0.5),

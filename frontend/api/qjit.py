@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from sprue.api.call_sites import call_in_trace
+from sprue.api.container_args import CONTAINERS, container_key, flattener, leaves_of
 from sprue.api.driver import ImplicitDim, compile_closed_jaxpr, out_dir_for, size_of
 from sprue.api.hints import hint_to_avals, is_hint
 from sprue.api.shape_functions import flat_destinations
@@ -448,6 +449,8 @@ class QJIT(_CallBase):
                 key.append((a.dtype, a.shape))
             elif t in _PY_SCALARS or issubclass(t, np.generic):
                 key.append(t)
+            elif t in CONTAINERS and (entry := container_key(a)) is not None:
+                key.append(entry)
             else:
                 return None
         return tuple(key)
@@ -459,23 +462,26 @@ class QJIT(_CallBase):
             hash(key)
         except TypeError:
             return None
-        n_implicit = len(flat) - (len(args) - len(self._static_pos))
+        # a container argument (container_args.py): its entries, flattened by the plan
+        layout = [key[i] if i not in self._static_pos and type(a) in CONTAINERS else None for i, a in enumerate(args)]
+        leaves = [leaves_of(a, lay) if lay is not None else [a] for a, lay in zip(args, layout)]
+        n_implicit = len(flat) - sum(len(v) for i, v in enumerate(leaves) if i not in self._static_pos)
         if not all(type(v) is int or isinstance(v, np.integer) for v in flat[:n_implicit]):
             return None
         kinds = [Const(int(v)) for v in flat[:n_implicit]]
         for i, a in enumerate(args):
             if i in self._static_pos:
                 kinds.append(Skip(a, _static_matcher(a)))
-            elif type(a) is np.ndarray:
-                kinds.append(Array(a.dtype, a.shape))
             else:
-                kinds.append(Scalar(type(a)))
+                kinds += [Array(v.dtype, v.shape) if type(v) is np.ndarray else Scalar(type(v)) for v in leaves[i]]
         out_tree = compiled.traced.out_tree
         finish = SINGLE if out_tree.kind == "leaf" else functools.partial(tree_unflatten, out_tree)
         specialize = getattr(compiled.function, "specialize", None)
         plan = None if specialize is None else specialize(kinds, finish)
         if plan is None:
             return None
+        if any(lay is not None for lay in layout):
+            plan = _flattening(plan, flattener(layout))
         plan.compiled = compiled
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
@@ -512,6 +518,14 @@ class QJIT(_CallBase):
 
     def __repr__(self):
         return f"<sprue.qjit {self.name}>"
+
+
+def _flattening(plan: Callable[[tuple], Any], flatten: Callable[[tuple], tuple | None]) -> Callable[[tuple], Any]:
+    """`plan` (a fast caller of flat arguments) for calls whose containers `flatten` takes apart."""
+    def call(full: tuple) -> Any:
+        flat = flatten(full)
+        return MISS if flat is None else plan(flat)
+    return call
 
 
 def check_argument_dtypes(fn_name: str, leaves, paths, avals, declared: list[str], opt_in: str) -> None:

@@ -243,13 +243,30 @@ def test_static_arguments_kwargs_and_defaults():
     same_error(hq, x=x)
 
 
-def test_pytrees_and_out_take_the_general_path():
+def test_containers_of_arrays_take_the_fast_path_and_others_the_general_one():
     f = sprue.qjit(lambda d, t: (d["a"] + t[0], d["b"] * t[1]))
-    d, t = {"a": np.ones(3), "b": np.arange(3.0)}, (1.0, np.full(3, 2.0))
+    d, t = {"b": np.arange(3.0), "a": np.ones(3)}, (1.0, np.full(3, 2.0))
     same(f(d, t), (np.ones(3) + 1.0, np.arange(3.0) * 2))
-    same(f(d, t), general(f, d, t))
-    assert f._fast_key((d, t)) is None
+    same(fast_taken(f, d, t), general(f, d, t))
+    same(fast_taken(f, {"a": np.ones(3), "b": np.arange(3.0)}, t), general(f, d, t))   # (any key order)
+    # a container the plan does not take: the general path, its results and its errors
+    assert f._plans[f._fast_key((d, t))](({"a": np.ones(3)}, t)) is fastcall.MISS
     same_error(f, {"a": np.ones(3)}, t)
+    extra = {"a": np.ones(3), "b": np.arange(3.0), "c": 1.0}   # another tree: traced again
+    same(f(extra, t), general(f, d, t))
+    same(f(d, t), general(f, d, t))
+    nested = {"a": np.ones(3), "b": [np.arange(3.0)]}
+    assert f._fast_key((nested, t)) is None
+    same(f(nested, t), general(f, nested, t))
+    from collections import OrderedDict
+    ordered = OrderedDict(a=np.ones(3), b=np.arange(3.0))
+    assert f._fast_key((ordered, t)) is None
+    same(f(ordered, t), general(f, d, t))
+    same(f(d, [1.0, np.full(3, 2.0)]), general(f, d, [1.0, np.full(3, 2.0)]))   # a list: its own plan
+    same(f(d, (2, np.full(3, 3.0))), (np.ones(3) + 2, np.arange(3.0) * 3))      # an int: its own
+    wider = {"a": np.ones(4), "b": np.arange(4.0)}
+    same(f(wider, (1.0, np.full(4, 2.0))), (np.ones(4) + 1.0, np.arange(4.0) * 2))
+    same(f(d, t), general(f, d, t))
     g = sprue.qjit(lambda x: x * 2.0)
     x = np.arange(3.0)
     g(x), g(x)
