@@ -1,5 +1,5 @@
-"""Where a compilation's time goes: SPRUE_COMPILE_PROFILE=1 prints, after each compilation, the
-time of every step of it (tracing, the jaxpr to StableHLO, each MLIR stage's Python rewrites and
+"""Where a compilation's time goes: SPRUE_COMPILE_PROFILE=1 (or SPRUE_TIMINGS=1) prints, after
+each compilation, the time of every step of it (tracing, the jaxpr to StableHLO, each MLIR stage's Python rewrites and
 pass pipeline, the translation to LLVM IR, LLVM's optimizer with its own per-pass report, object
 emission, linking, loading) to stderr, nested as the steps nest.
 
@@ -15,11 +15,13 @@ import time
 from typing import Iterator
 
 ENV = "SPRUE_COMPILE_PROFILE"
+# the name issue 16 and -ftime-report's users look for: the same report
+ALIASES = (ENV, "SPRUE_TIMINGS")
 _local = threading.local()
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "") not in ("", "0")
+    return any(os.environ.get(name, "") not in ("", "0") for name in ALIASES)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
 import sprue
 import sprue.numpy as jnp
@@ -16,8 +17,11 @@ def _steps(report: str) -> dict[str, float]:
     return {name: float(seconds) for name, seconds in rows}
 
 
-def test_a_profiled_compilation_reports_every_stage_and_llvms_passes(monkeypatch, capfd):
-    monkeypatch.setenv(timing.ENV, "1")
+@pytest.mark.parametrize("env", timing.ALIASES)
+def test_a_profiled_compilation_reports_every_stage_and_llvms_passes(env, monkeypatch, capfd):
+    for name in timing.ALIASES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(env, "1")
     monkeypatch.setenv("SPRUE_CACHE_DIR", "off")
     f = sprue.qjit(lambda a, b: jnp.tanh(a @ b) + 1.0)
     a = np.linspace(-1.0, 1.0, 64).reshape(8, 8)
@@ -34,7 +38,8 @@ def test_a_profiled_compilation_reports_every_stage_and_llvms_passes(monkeypatch
 
 
 def test_nothing_is_printed_without_it(monkeypatch, capfd):
-    monkeypatch.delenv(timing.ENV, raising=False)
+    for name in timing.ALIASES:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SPRUE_CACHE_DIR", "off")
     f = sprue.qjit(lambda x: x * 3.0 - 1.0)
     np.testing.assert_allclose(f(np.arange(4.0)), np.arange(4.0) * 3.0 - 1.0)
