@@ -338,9 +338,10 @@ class Declarations:
 
     def prepare(self, name: str) -> None:
         """The parts of a CompiledFunction `name` of these declarations that need no library
-        (_Parts), made now: while the C compiler links (compile_closed_jaxpr), a 100-argument
-        function's ~5 ms of them (its fast caller's source compiled, its converters) are not
-        on the way to the first call. Declared as a sprue library's (checked) only."""
+        (_Parts), made now: while the linker runs (compile_closed_jaxpr), a 100-argument
+        function's milliseconds of them (its converters, and its Python fast caller's source
+        compiled where the C caller cannot take it) are not on the way to the first call.
+        Declared as a sprue library's (checked) only."""
         if self.checked:
             self.parts = _Parts(self, name, True)
 

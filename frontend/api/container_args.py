@@ -15,7 +15,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-_PY_SCALARS = (float, int, bool)
+from sprue.base.pytree import dict_keys
+
+PY_SCALARS = (float, int, bool)
 CONTAINERS = (dict, list, tuple)
 _ABSENT = object()
 
@@ -26,17 +28,9 @@ def leaf_key(a: Any) -> Any:
     t = type(a)
     if t is np.ndarray:
         return a.dtype, a.shape
-    if t in _PY_SCALARS or issubclass(t, np.generic):
+    if t in PY_SCALARS or issubclass(t, np.generic):
         return t
     return None
-
-
-def _sorted_keys(d: dict) -> tuple | None:
-    """The dict's keys in the order pytree.tree_flatten takes its values; None if unsortable."""
-    try:
-        return tuple(sorted(d, key=lambda k: (type(k).__name__, k)))
-    except TypeError:
-        return None
 
 
 def container_key(a: Any) -> tuple | None:
@@ -44,8 +38,9 @@ def container_key(a: Any) -> tuple | None:
     when it is not one the fast path takes."""
     t = type(a)
     if t is dict:
-        keys = _sorted_keys(a)
-        if keys is None:
+        try:
+            keys = tuple(dict_keys(a))   # (the general path's order)
+        except TypeError:   # keys that do not sort: the general path says so
             return None
         entries = [leaf_key(a[k]) for k in keys]
         layout: Any = keys
@@ -90,4 +85,4 @@ def flattener(layout: list[tuple | None]) -> Callable[[tuple], tuple | None]:
     return flatten
 
 
-__all__ = ["CONTAINERS", "container_key", "flattener", "leaf_key", "leaves_of"]
+__all__ = ["CONTAINERS", "PY_SCALARS", "container_key", "flattener", "leaf_key", "leaves_of"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from sprue.api.call_sites import call_in_trace
-from sprue.api.container_args import CONTAINERS, container_key, flattener, leaves_of
+from sprue.api.container_args import CONTAINERS, PY_SCALARS, container_key, flattener, leaf_key, leaves_of
 from sprue.api.driver import ImplicitDim, compile_closed_jaxpr, out_dir_for, size_of
 from sprue.api.hints import hint_to_avals, is_hint
 from sprue.api.shape_functions import flat_destinations
@@ -44,7 +44,6 @@ from sprue.trace.tracing import _state as _trace_state
 from sprue.trace.tracing import current_builder
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-_PY_SCALARS = (float, int, bool)
 _MAX_PLANS = 1024   # fast-path entries per function (one per distinct argument shapes); then start over
 
 
@@ -445,11 +444,7 @@ class QJIT(_CallBase):
             t = type(a)
             if i in static:
                 key.append(static_key(a))
-            elif t is np.ndarray:
-                key.append((a.dtype, a.shape))
-            elif t in _PY_SCALARS or issubclass(t, np.generic):
-                key.append(t)
-            elif t in CONTAINERS and (entry := container_key(a)) is not None:
+            elif (entry := container_key(a) if t in CONTAINERS else leaf_key(a)) is not None:
                 key.append(entry)
             else:
                 return None
@@ -534,7 +529,7 @@ def check_argument_dtypes(fn_name: str, leaves, paths, avals, declared: list[str
     judged by value by the runtime (runtime/arguments.py); non-arrays are refused there too.
     `declared[i]` says how leaf i is declared ("hinted sprue.f64[3]"); `opt_in` how to convert."""
     for x, path, aval, decl in zip(leaves, paths, avals, declared):
-        if type(x) in _PY_SCALARS:
+        if type(x) in PY_SCALARS:
             continue
         dt = getattr(x, "dtype", None)
         if not isinstance(dt, np.dtype) or dt.newbyteorder("=") == aval.dtype:

@@ -36,6 +36,11 @@ class TreeDef:
 LEAF = TreeDef("leaf", None, ())
 
 
+def dict_keys(d: dict) -> list:
+    """A dict's keys in the order its values are flattened: sorted (by type name, then value)."""
+    return sorted(d, key=lambda k: (type(k).__name__, k))
+
+
 def _children(x) -> tuple[str, Any, list, list[str]] | None:
     """(kind, meta, children, path suffixes) of a container, or None for a leaf."""
     if x is None:
@@ -47,7 +52,7 @@ def _children(x) -> tuple[str, Any, list, list[str]] | None:
     if isinstance(x, list):
         return "list", None, list(x), [f"[{i}]" for i in range(len(x))]
     if isinstance(x, dict):
-        keys = sorted(x, key=lambda k: (type(k).__name__, k))
+        keys = dict_keys(x)
         return "dict", tuple(keys), [x[k] for k in keys], [f"[{k!r}]" for k in keys]
     return None
 
