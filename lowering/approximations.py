@@ -31,8 +31,9 @@ when it was written): JAX's own float32 tanh, and the bound test_vector_math.py 
 
 log: libmvec's float64 log took 1.2x numpy's time (2^20 elements, one core, Zen 5), and its
 float32 log is up to 4 ulp off, so float32 log was computed in float64 at 2.7x numpy's time.
-Written out (Cephes' logf for float32, fdlibm's log for float64: _log_f32, _log_f64 below), both
-are within 1 ulp of the correctly rounded result and at numpy's speed (1.02-1.04x at 2^20).
+float32 log is written out here (Cephes' logf: _log_f32 below), within 1 ulp of the correctly
+rounded result and at numpy's speed; float64 log is a call that the LLVM stage defines for the
+target CPU (vector_log.py: fdlibm's log inlined, or an AVX-512 table kernel where it can run).
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith
 from torch_mlir.dialects import math as mmath
 
-from sprue.lowering.mlir_util import ops_where
+from sprue.lowering.mlir_util import call_declared, ops_where
+from sprue.lowering.vector_log import LOG_F64
 
 # Eigen's generic_fast_tanh_float (MathFunctionsImpl.h): numerator (odd) and denominator (even)
 # coefficients in x^2, highest power first
@@ -188,35 +190,6 @@ def _log_f32(x: ir.Value) -> ir.Value:
     return _log_specials(x, mmath.fma(kf, arith.constant(t, 0.693359375), arith.addf(f, y)))
 
 
-# float64 log (fdlibm's e_log.c, Sun): the same split of x into 2^k (1 + f), then
-# log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)) with s = f / (2 + f), R of degree 7 in s^2 (the
-# odd series of 2 atanh(s)), k ln 2 in two parts: < 1 ulp, one division.
-_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
-       2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
-       1.479819860511658591e-01)
-_SQRT_HALF_BITS64 = 0x3FE6A09E667F3BCD
-_SMALLEST_NORMAL_F64 = 2.2250738585072014e-308
-
-
-def _log_f64(x: ir.Value) -> ir.Value:
-    t = x.type
-    dk, f = _log_split(x, _SQRT_HALF_BITS64, _SMALLEST_NORMAL_F64, 54)
-    hfsq = arith.mulf(arith.mulf(f, f), arith.constant(t, 0.5))
-    s = arith.divf(f, arith.addf(f, arith.constant(t, 2.0)))
-    z = arith.mulf(s, s)
-    w = arith.mulf(z, z)
-    t1 = arith.mulf(w, _horner(w, (_LG[5], _LG[3], _LG[1]), t))
-    t2 = arith.mulf(z, _horner(w, (_LG[6], _LG[4], _LG[2], _LG[0]), t))
-    r = arith.addf(t2, t1)
-    ln2_hi, ln2_lo = _LN2["f64"]
-    inner = mmath.fma(s, arith.addf(hfsq, r), arith.mulf(dk, arith.constant(t, ln2_lo)))
-    return _log_specials(x, mmath.fma(dk, arith.constant(t, ln2_hi), arith.negf(arith.subf(arith.subf(hfsq, inner), f))))
-
-
-def _log(x: ir.Value) -> ir.Value:
-    return _log_f32(x) if str(x.type) == "f32" else _log_f64(x)
-
-
 def _expand(module: ir.Module, name: str, build, types: tuple[str, ...] = ("f32", "f64")) -> None:
     """Every scalar f32/f64 `name` op becomes `build`'s arithmetic (before the llvm stage's
     vectorization, like math-polynomial-approximation, which MLIR has for f32 only)."""
@@ -239,8 +212,11 @@ def expand_tanh(module: ir.Module) -> None:
 
 
 def expand_log(module: ir.Module) -> None:
-    """Every scalar f32/f64 math.log becomes the arithmetic above."""
-    _expand(module, "math.log", _log)
+    """Every scalar f32 math.log becomes the arithmetic above, every f64 one a call of
+    vector_log.LOG_F64, which the LLVM stage defines for the target CPU."""
+    _expand(module, "math.log", _log_f32, ("f32",))
+    call_declared(module, ops_where(module.operation, lambda op: op.name == "math.log" and str(op.results[0].type) == "f64"),
+                  lambda op: LOG_F64)
 
 
 __all__ = ["expand_exp", "expand_log", "expand_tanh"]

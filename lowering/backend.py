@@ -52,11 +52,13 @@ from sprue.lowering.masked_stores import keep_stores_unmasked
 from sprue.lowering.module_split import Split, split_module
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, TargetOptionError, check_target, machine_cpu_and_features
+from sprue.lowering.vector_log import VECTOR_LOG_NAMES, define_log_f64, has_vector_log
 from sprue.lowering.vector_math import (  # noqa: F401 (_libmvec_has: tests)
     LIBMVEC,
     _libmvec_available,
     _libmvec_has,
     declare_vector_variants,
+    has_avx512,
     use_vector_math,
 )
 
@@ -322,6 +324,7 @@ def _optimize_and_emit(llvm_ir: str, opt_level: int, codegen_level: int, cpu: st
     for (_pipeline_options, _codegen_options) around its passes; not on a thread of a section,
     whose options its caller sets for all its modules."""
     tm = _target_machine(cpu, codegen_level, features, slot)
+    llvm_ir = define_log_f64(llvm_ir, has_avx512(cpu, features))   # (its module's calls, once the CPU is known)
     with step("LLVM: parse"):
         mod = llvm.parse_assembly(llvm_ir, context=context)
         mod.verify()
@@ -343,6 +346,8 @@ def _optimize_and_emit(llvm_ir: str, opt_level: int, codegen_level: int, cpu: st
             else:
                 passes = builder.getModulePassManager()
             passes.run(mod, builder)
+            if opt_level != GLUE_OPT_LEVEL and has_vector_log(llvm_ir):
+                _inline_vector_log(mod, builder)
         with step("LLVM: checks, vector math"):
             check_allocations(mod)   # after the optimizer, which must see the C library's own allocator
             text = llvm_threads.module_text(mod)
@@ -371,6 +376,20 @@ def _inline_entry_points(mod, builder) -> None:
     inliner = llvm.create_new_module_pass_manager()
     inliner.add_always_inliner_pass()
     inliner.run(mod, builder)
+
+
+def _inline_vector_log(mod, builder) -> None:
+    """The vector log kernels the loop vectorizer called (vector_log.py) inlined, then dropped:
+    they stay defined through O3 only for the vectorizer to find."""
+    inliner = llvm.create_new_module_pass_manager()
+    inliner.add_always_inliner_pass()
+    inliner.run(mod, builder)
+    for fn in mod.functions:
+        if fn.name in VECTOR_LOG_NAMES:
+            fn.linkage = "internal"
+    dce = llvm.create_new_module_pass_manager()
+    dce.add_global_dead_code_eliminate_pass()
+    dce.run(mod, builder)
 
 
 # LLVM's instruction schedulers (the machine scheduler before register allocation, the list

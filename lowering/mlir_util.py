@@ -201,6 +201,27 @@ MEMREF_VIEWS = frozenset({"memref.subview", "memref.cast", "memref.reinterpret_c
                           "memref.expand_shape", "memref.reshape", "memref.transpose"})
 
 
+def call_declared(module: ir.Module, ops: Sequence[ir.Operation], name_of: Callable[[ir.Operation], str]) -> None:
+    """Each of `ops` (one operand, one result) replaced by a func.call of the function
+    name_of(op), declared private in the module where it is not yet: an external C function
+    (convert-func-to-llvm keeps it a plain call), or one the LLVM stage defines."""
+    declared = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
+                if op.operation.name == "func.func"}
+    for op in ops:
+        t, name = op.results[0].type, name_of(op)
+        if name not in declared:
+            with ir.InsertionPoint.at_block_begin(module.body), op.location:
+                ir.Operation.create("func.func", regions=1, attributes={
+                    "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
+                    "function_type": ir.TypeAttr.get(ir.FunctionType.get([t], [t]))})
+            declared.add(name)
+        with ir.InsertionPoint(op), op.location:
+            call = ir.Operation.create("func.call", results=[t], operands=[op.operands[0]],
+                                       attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+        op.results[0].replace_all_uses_with(call.results[0])
+        op.erase()
+
+
 def view_root(value: ir.Value) -> ir.Value:
     """The buffer `value` views (through subviews, casts, reshapes)."""
     while isinstance(value, ir.OpResult) and value.owner.name in MEMREF_VIEWS:

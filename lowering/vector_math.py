@@ -28,7 +28,7 @@ import sys
 
 from torch_mlir import ir
 
-from sprue.lowering.mlir_util import ops_where
+from sprue.lowering.mlir_util import call_declared, ops_where
 from sprue.lowering.targets import HOST_CPU, feature_overrides, host_cpu_features
 
 # Vectorized math. LLVM's loop vectorizer turns a loop of `llvm.sin.f64` into `llvm.sin.v8f64`, which
@@ -168,6 +168,11 @@ def use_vector_math(optimized_ir: str, cpu: str, features: str = "") -> str:
     return "\n".join(lines + sorted(declared.values())) + "\n"
 
 
+def has_avx512(cpu: str, features: str = "") -> bool:
+    """Whether the target CPU (the host's features for HOST_CPU, then `features`) has AVX-512F."""
+    return 512 in _isa(cpu, features)
+
+
 def _isa(cpu: str, features: str) -> dict[int, str]:
     """{vector bits: libmvec ISA letter} the target CPU can run."""
     have = {**(host_cpu_features() if cpu == HOST_CPU else {"sse2": True}),
@@ -193,22 +198,7 @@ def call_libm(module: ir.Module) -> bool:
         return False
 
     found = ops_where(module.operation, wanted)
-    declared = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
-                if op.operation.name == "func.func"}
-    for op in found:
-        t = op.results[0].type
-        name = LIBM_CALLS[op.name] + ("f" if str(t) == "f32" else "")
-        if name not in declared:
-            with ir.InsertionPoint.at_block_begin(module.body), op.location:
-                ir.Operation.create("func.func", regions=1, attributes={
-                    "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
-                    "function_type": ir.TypeAttr.get(ir.FunctionType.get([t], [t]))})
-            declared.add(name)
-        with ir.InsertionPoint(op), op.location:
-            call = ir.Operation.create("func.call", results=[t], operands=[op.operands[0]],
-                                       attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
-        op.results[0].replace_all_uses_with(call.results[0])
-        op.erase()
+    call_declared(module, found, lambda op: LIBM_CALLS[op.name] + ("f" if str(op.results[0].type) == "f32" else ""))
     return bool(others)
 
 

@@ -18,29 +18,11 @@ import sprue
 import sprue.numpy as snp
 from sprue import lax
 from sprue.lowering import backend
+from tests.helpers.ulp import ulp_distance
 
 MAX_ULP = 4
 # float32 tanh is Eigen's rational approximation, XLA's own (approximations.py): 5 ulp at worst
 ULP_BOUNDS = {("tanh", "float32"): 5}
-
-
-def ordered(x: np.ndarray) -> np.ndarray:
-    """Floats as integers in the same order, adjacent floats one apart (+0 and -0 both 0)."""
-    itype = np.int64 if x.dtype == np.float64 else np.int32
-    bits = x.view(itype).astype(np.int64)
-    magnitude = bits & np.int64(np.iinfo(itype).max)
-    return np.where(bits < 0, -magnitude, magnitude)
-
-
-def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """How many floats of the dtype lie between got and want; 0 for two nans, inf for one nan."""
-    d = np.abs(ordered(got) - ordered(want)).astype(np.float64)   # int64: no overflow for <= 32-bit
-    if got.dtype == np.float64:   # orderings of doubles span 2^64: avoid int64 wrap-around
-        far = np.abs(ordered(got).astype(np.float64) - ordered(want).astype(np.float64)) > 2.0 ** 40
-        d = np.where(far, np.inf, d)
-    both_nan = np.isnan(got) & np.isnan(want)
-    d = np.where(both_nan, 0.0, d)
-    return np.where(np.isnan(got) != np.isnan(want), np.inf, d)
 
 
 def test_ulp_distance_counts_floats_between():
@@ -248,8 +230,9 @@ def test_float64_math_in_a_float32_loop_is_vectorized(tmp_path):
     assert re.search(r"call <4 x double> @_ZGVdN4v_sin\(|call <8 x double> @_ZGVeN8v_sin\(", opt.read_text())
 
 
-def test_log_is_arithmetic_not_a_call(tmp_path):
-    """log in both dtypes is approximations.py's arithmetic: no libm or libmvec call is left."""
+def test_log_is_our_own_code_not_a_libm_call(tmp_path):
+    """log in both dtypes is sprue's own code (approximations.py's float32 arithmetic,
+    vector_log.py's float64 kernels): no libm or libmvec call is left."""
     x = np.linspace(0.5, 4, 1000)
     f = sprue.qjit(lambda a, b: (snp.log(a), snp.log(b)), keep_intermediate=tmp_path)
     got64, got32 = f(x, x.astype(np.float32))
