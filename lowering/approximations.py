@@ -31,9 +31,9 @@ when it was written): JAX's own float32 tanh, and the bound test_vector_math.py 
 
 log: libmvec's float64 log took 1.2x numpy's time (2^20 elements, one core, Zen 5), and its
 float32 log is up to 4 ulp off, so float32 log was computed in float64 at 2.7x numpy's time.
-float32 log is written out here (Cephes' logf: _log_f32 below), within 1 ulp of the correctly
-rounded result and at numpy's speed; float64 log is a call that the LLVM stage defines for the
-target CPU (vector_log.py: fdlibm's log inlined, or an AVX-512 table kernel where it can run).
+Both are now calls that the LLVM stage defines for the target CPU (vector_log.py: Cephes' logf
+and fdlibm's log inlined, within 1 ulp of the correctly rounded result, or an AVX-512 table kernel
+in vector loops where the CPU has it).
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ from torch_mlir.dialects import arith
 from torch_mlir.dialects import math as mmath
 
 from sprue.lowering.mlir_util import call_declared, ops_where
-from sprue.lowering.vector_log import LOG_F64
+from sprue.lowering.vector_log import LOG_F32, LOG_F64
 
 # Eigen's generic_fast_tanh_float (MathFunctionsImpl.h): numerator (odd) and denominator (even)
 # coefficients in x^2, highest power first
@@ -146,50 +146,6 @@ def _expm1_positive(y: ir.Value) -> ir.Value:
     return mmath.fma(s, p, arith.subf(s, arith.constant(t, 1.0)))
 
 
-# float32 log (Cephes' logf, Moshier): x = 2^k m with m in [sqrt(1/2), sqrt(2)) (integer ops on
-# the bits: subtracting sqrt(1/2)'s bits puts the split at the exponent's boundary), f = m - 1
-# exact, log(1 + f) = f - f^2/2 + f^3 P(f) with P of degree 8, k ln 2 added in two parts (Cody &
-# Waite). No division, no table: ~1 ulp. Subnormal x is scaled by 2^25 first; 0, negative, inf
-# and nan inputs are selected at the end as libm gives them.
-_LOGF_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
-           -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)
-_SQRT_HALF_BITS = 0x3F3504F3
-_SMALLEST_NORMAL_F32 = 1.1754943508222875e-38
-
-
-def _log_split(x: ir.Value, sqrt_half_bits: int, smallest_normal: float, scale: int) -> tuple[ir.Value, ir.Value]:
-    """(k, f): x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), k as a float; subnormal x scaled
-    by 2^scale first."""
-    t = x.type
-    width, mantissa, _ = _FLOAT_BITS[str(t)]
-    i = ir.IntegerType.get_signless(width)
-    tiny = arith.cmpf(arith.CmpFPredicate.OLT, x, arith.constant(t, smallest_normal))
-    xs = arith.select(tiny, arith.mulf(x, arith.constant(t, 2.0 ** scale)), x)
-    bits = arith.subi(arith.bitcast(i, xs), arith.constant(i, sqrt_half_bits))
-    k = arith.shrsi(bits, arith.constant(i, mantissa))
-    m = arith.bitcast(t, arith.subi(arith.bitcast(i, xs), arith.shli(k, arith.constant(i, mantissa))))
-    kf = arith.sitofp(t, arith.subi(k, arith.select(tiny, arith.constant(i, scale), arith.constant(i, 0))))
-    return kf, arith.subf(m, arith.constant(t, 1.0))
-
-
-def _log_specials(x: ir.Value, r: ir.Value) -> ir.Value:
-    """log's value `r` for ordinary x; -inf at 0, inf at inf, nan below 0 and at nan (as libm)."""
-    t = x.type
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, arith.constant(t, 0.0)), arith.constant(t, -math.inf), r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, arith.constant(t, math.inf)), x, r)
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UGT, arith.constant(t, 0.0), x), arith.constant(t, math.nan), r)
-
-
-def _log_f32(x: ir.Value) -> ir.Value:
-    t = x.type
-    kf, f = _log_split(x, _SQRT_HALF_BITS, _SMALLEST_NORMAL_F32, 25)
-    z = arith.mulf(f, f)
-    y = arith.mulf(arith.mulf(_horner(f, _LOGF_P, t), f), z)
-    y = mmath.fma(kf, arith.constant(t, -2.12194440e-4), y)
-    y = mmath.fma(z, arith.constant(t, -0.5), y)
-    return _log_specials(x, mmath.fma(kf, arith.constant(t, 0.693359375), arith.addf(f, y)))
-
-
 def _expand(module: ir.Module, name: str, build, types: tuple[str, ...] = ("f32", "f64")) -> None:
     """Every scalar f32/f64 `name` op becomes `build`'s arithmetic (before the llvm stage's
     vectorization, like math-polynomial-approximation, which MLIR has for f32 only)."""
@@ -212,11 +168,10 @@ def expand_tanh(module: ir.Module) -> None:
 
 
 def expand_log(module: ir.Module) -> None:
-    """Every scalar f32 math.log becomes the arithmetic above, every f64 one a call of
-    vector_log.LOG_F64, which the LLVM stage defines for the target CPU."""
-    _expand(module, "math.log", _log_f32, ("f32",))
-    call_declared(module, ops_where(module.operation, lambda op: op.name == "math.log" and str(op.results[0].type) == "f64"),
-                  lambda op: LOG_F64)
+    """Every scalar f32/f64 math.log becomes a call of vector_log's LOG_F32/LOG_F64, which the
+    LLVM stage defines for the target CPU: arithmetic inlined, or an AVX-512 kernel in vector loops."""
+    found = ops_where(module.operation, lambda op: op.name == "math.log" and str(op.results[0].type) in ("f32", "f64"))
+    call_declared(module, found, lambda op: LOG_F32 if str(op.results[0].type) == "f32" else LOG_F64)
 
 
 __all__ = ["expand_exp", "expand_log", "expand_tanh"]

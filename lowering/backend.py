@@ -52,7 +52,7 @@ from sprue.lowering.masked_stores import keep_stores_unmasked
 from sprue.lowering.module_split import Split, split_module
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from sprue.lowering.targets import GENERIC_CPU, HOST_CPU, TargetOptionError, check_target, machine_cpu_and_features
-from sprue.lowering.vector_log import VECTOR_LOG_NAMES, define_log_f64, has_vector_log
+from sprue.lowering.vector_log import VECTOR_LOG_NAMES, define_log, has_vector_log
 from sprue.lowering.vector_math import (  # noqa: F401 (_libmvec_has: tests)
     LIBMVEC,
     _libmvec_available,
@@ -324,7 +324,7 @@ def _optimize_and_emit(llvm_ir: str, opt_level: int, codegen_level: int, cpu: st
     for (_pipeline_options, _codegen_options) around its passes; not on a thread of a section,
     whose options its caller sets for all its modules."""
     tm = _target_machine(cpu, codegen_level, features, slot)
-    llvm_ir = define_log_f64(llvm_ir, has_avx512(cpu, features))   # (its module's calls, once the CPU is known)
+    llvm_ir = define_log(llvm_ir, has_avx512(cpu, features))   # (its module's calls, once the CPU is known)
     with step("LLVM: parse"):
         mod = llvm.parse_assembly(llvm_ir, context=context)
         mod.verify()

@@ -1,256 +1,336 @@
-"""float64 log: a scalar function the loop vectorizer widens to an AVX-512 kernel of our own.
+"""log: a scalar function the loop vectorizer widens to an AVX-512 kernel of our own.
 
-The pipeline turns every scalar float64 `math.log` into a call of LOG_F64 (approximations.py,
-declared only); each LLVM module that calls it gets its definitions here (define_log_f64), once
-the target CPU is known:
+The pipeline turns every scalar float32/float64 `math.log` into a call of LOG_F32/LOG_F64
+(approximations.expand_log, declared only); each LLVM module that calls one gets its definitions
+here (define_log), once the target CPU is known:
 
-- the scalar function: fdlibm's e_log.c (Sun) as approximations.py wrote it inline before:
-  x = 2^k (1 + f) by integer ops on the bits, log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)) with
-  s = f / (2 + f), R of degree 7 in s^2, k ln 2 in two parts; < 1 ulp, one division. Without
-  AVX-512 it is always inlined, so loops vectorize its arithmetic, as before.
+- the scalar function, without a table or a call: fdlibm's e_log.c (Sun) for float64 (x = 2^k
+  (1 + f) by integer ops on the bits, log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f / (2 + f),
+  R of degree 7 in s^2, k ln 2 in two parts: < 1 ulp, one division), Cephes' logf (Moshier) for
+  float32 (the same split, f - f^2/2 + f^3 P(f) with P of degree 8: ~1 ulp). Without AVX-512 it
+  is always inlined, so loops vectorize its arithmetic.
 - with AVX-512F, a vector variant the loop vectorizer calls instead (LLVM's
   `vector-function-abi-variant`, as clang's -fveclib gives libm's functions), inlined after O3.
-  numpy's AVX-512 log reads a table from registers (`vpermi2pd`), which generic IR cannot ask
-  for, and fdlibm's form took 1.05-1.13x numpy's time at 2^15 elements (its split into exponent
-  and mantissa, subnormals and specials are ~half of its 40 vector ops). The kernel is the table
-  method of Intel's SVML and ARM's optimized-routines, with AVX-512's own instructions:
-    x = 2^e m, m in [1, 2)           vgetexppd, vgetmantpd (subnormals included)
-    c = 1/m to 5 bits                vrcp14pd (14 bits), vrndscalepd to a multiple of 1/32
-    r = m c - 1, |r| <= 2^-5         one FMA, exact
-    log x = e ln2 - log c + log1p(r), -log c from a 16-entry table held in two registers
-                                     (vpermi2pd on c's top mantissa bits; c < 3/4 is read as
-                                     2c, one more power of two in e)
-    log1p(r) = r + r^2 P(r)          P of degree 7 (Chebyshev-node fit on |r| <= 0.0315)
-  e ln2 + T (ln2's 42-bit head, exact) and then + r are summed with their rounding errors kept
-  (Fast2Sum; |T| or |e ln2| is the larger or T is 0), with ln2's tail and T's tail added to the
-  small part: within 1 ulp of the correctly rounded result, as numpy's. Where getexp gives no
-  finite exponent it is the result (-inf at 0, inf at inf, nan at nan), and negative x give nan.
+  numpy's AVX-512 log reads a table from registers (`vpermi2pd`/`vpermps`), which generic IR
+  cannot ask for; the arithmetic forms above took 1.05-1.13x numpy's time (float64, 2^15
+  elements) and 0.99-1.02x (float32): their split into exponent and mantissa, subnormals and
+  special values are about half of their ops. The kernel is the table method of Intel's SVML and
+  ARM's optimized-routines, with AVX-512's own instructions:
+    x = 2^e m, m in [1, 2)           vgetexp, vgetmant (subnormals included)
+    c = 1/m to 5 bits                vrcp14 (14 bits), vrndscale to a multiple of 1/32
+    r = m c - 1, |r| <= 2^-5         one FMA, exact (c has 6 significant bits)
+    log x = e ln2 - log c + log1p(r), -log c from a 16-entry table in registers (vpermi2pd on
+                                     two for float64, vpermps on one for float32, indexed by c's
+                                     top mantissa bits; c < 3/4 is read as 2c, one more 2 in e)
+    log1p(r) = r + r^2 P(r)          P of degree 7 (float64) or 3 (float32), fitted at
+                                     Chebyshev nodes on |r| <= 0.0315
+  e ln2 + T (ln2's head, e ln2_head exact) and then + r are summed with their rounding errors
+  kept (Fast2Sum: e ln2 outweighs T or is 0; T outweighs r or is 0), ln2's and T's tails added to
+  the small part: within 1 ulp of the correctly rounded result. Where getexp gives no finite
+  exponent it is the result (-inf at 0, inf at inf, nan at nan); negative x give nan.
 """
 from __future__ import annotations
 
 import math
 import re
 import struct
+from dataclasses import dataclass
 from decimal import Decimal, localcontext
 
-__all__ = ["LOG_F64", "VECTOR_LOG_NAMES", "define_log_f64", "has_vector_log"]
+import numpy as np
 
-LOG_F64 = "sprue_log_f64"
-_VECTOR = "sprue_log_v{lanes}f64"   # the vector variants (weak_odr hidden: one per library)
-_LANES = (2, 4, 8, 16)   # 8 is the kernel; the others pad to or split into it
-VECTOR_LOG_NAMES = frozenset(_VECTOR.format(lanes=n) for n in _LANES)
+__all__ = ["LOG_F32", "LOG_F64", "VECTOR_LOG_NAMES", "define_log", "has_vector_log"]
 
-# fdlibm's R(s^2) coefficients Lg1..Lg7
-_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
-       2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
-       1.479819860511658591e-01)
-_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10   # fdlibm's split
-_SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
-_SMALLEST_NORMAL = 2.2250738585072014e-308
-
-# the kernel's ln2: a head of 42 bits (e ln2_head exact for |e| < 2^11) and its tail
-_LN2_HEAD = float.fromhex("0x1.62e42fefa3800p-1")
-# log1p(r) = r + r^2 P(r): P's coefficients, lowest first (fitted at Chebyshev nodes on
-# |r| <= 0.0315; its error times r^2 is under 1.2e-18, 0.01 ulp of log(1.99))
-_P = (-0.49999999999999956, 0.3333333333333326, -0.2500000000247267, 0.20000000002038784,
-      -0.1666665430654962, 0.1428570437116848, -0.12519901157847796, 0.11127923897418078)
+LOG_F64, LOG_F32 = "sprue_log_f64", "sprue_log_f32"
 
 
-def _tables() -> tuple[list[float], list[float], float]:
-    """-log c for c's 16 table entries (head, tail), ln2's tail: c = 1/2 + j/32 for j >= 8, read
-    as 2c = 1 + j/16 below (c = 1 is j = 0, as c = 1/2 read as 2c)."""
+@dataclass(frozen=True)
+class _Kind:
+    name: str               # the scalar function
+    scalar: str             # LLVM's type
+    lanes: int              # the kernel's (one 512-bit vector)
+    variants: tuple[int, ...]   # lane counts with a variant (the kernel's padded or split)
+    int_bits: int
+    mantissa: int
+    isa: str                # AVX-512's suffix: pd, ps
+    ln2_head: float         # e * ln2_head exact for every exponent e
+    poly: tuple[float, ...]  # P's coefficients, lowest first
+
+    @property
+    def vt(self) -> str:
+        return f"<{self.lanes} x {self.scalar}>"
+
+    def vector(self, lanes: int) -> str:
+        return f"sprue_log_v{lanes}{'f64' if self.scalar == 'double' else 'f32'}"
+
+    def round(self, value: float) -> float:
+        return value if self.scalar == "double" else float(np.float32(value))
+
+
+_F64 = _Kind(LOG_F64, "double", 8, (2, 4, 8, 16), 64, 52, "pd", float.fromhex("0x1.62e42fefa3800p-1"),
+             (-0.49999999999999956, 0.3333333333333326, -0.2500000000247267, 0.20000000002038784,
+              -0.1666665430654962, 0.1428570437116848, -0.12519901157847796, 0.11127923897418078))
+_F32 = _Kind(LOG_F32, "float", 16, (4, 8, 16, 32), 32, 23, "ps", float.fromhex("0x1.62e4p-1"),
+             (-0.4999999701976776, 0.333333283662796, -0.25016653537750244, 0.20017845928668976))
+_KINDS = (_F64, _F32)
+VECTOR_LOG_NAMES = frozenset(kind.vector(n) for kind in _KINDS for n in kind.variants)
+
+
+def _tables(kind: _Kind) -> tuple[list[float], list[float], float]:
+    """-log c for c's 16 table entries (head, tail) and ln2's tail, in the kind's precision:
+    c = 1/2 + j/32 for j >= 8, read as 2c = 1 + j/16 below (c = 1 is j = 0, as c = 1/2 is)."""
     with localcontext() as ctx:
         ctx.prec = 50
         head, tail = [], []
         for j in range(16):
             c = Decimal(1) + Decimal(j) / 16 if j < 8 else Decimal(1) / 2 + Decimal(j) / 32
             exact = -c.ln()
-            head.append(float(exact))
-            tail.append(float(exact - Decimal(head[-1])))
-        return head, tail, float(Decimal(2).ln() - Decimal(_LN2_HEAD))
+            head.append(kind.round(float(exact)))
+            tail.append(kind.round(float(exact - Decimal(head[-1]))))
+        return head, tail, kind.round(float(Decimal(2).ln() - Decimal(kind.ln2_head)))
 
 
-def _d(value: float) -> str:
-    """A double as LLVM IR's exact hexadecimal constant."""
+def _c(value: float) -> str:
+    """A float or double as LLVM IR's exact hexadecimal constant (a float's value as a double)."""
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
-def _splat(value: float, lanes: int = 8) -> str:
-    return "<" + ", ".join([f"double {_d(value)}"] * lanes) + ">"
+def _splat(kind: _Kind, value: float, lanes: int | None = None) -> str:
+    return "<" + ", ".join([f"{kind.scalar} {_c(value)}"] * (lanes or kind.lanes)) + ">"
 
 
-def _vector(values: list[float]) -> str:
-    return "<" + ", ".join(f"double {_d(v)}" for v in values) + ">"
+def _constants(kind: _Kind, values: list[float]) -> str:
+    return "<" + ", ".join(f"{kind.scalar} {_c(v)}" for v in values) + ">"
 
 
 _ATTRS = "nounwind willreturn memory(none)"
 
 
-def _scalar(inline: bool) -> str:
-    """fdlibm's log as an LLVM function (the arithmetic approximations.py's _log_f64 had)."""
-    lg = [_d(c) for c in _LG]
-    attrs = f"{_ATTRS} {'alwaysinline' if inline else 'noinline'}"
-    return f"""define internal double @{LOG_F64}(double %x) {attrs} {{
-  %tiny = fcmp olt double %x, {_d(_SMALLEST_NORMAL)}
-  %xm = fmul double %x, {_d(2.0 ** 54)}
-  %xs = select i1 %tiny, double %xm, double %x
-  %xb = bitcast double %xs to i64
-  %b = sub i64 %xb, {_SQRT_HALF_BITS}
-  %k = ashr i64 %b, 52
-  %ks = shl i64 %k, 52
-  %mb = sub i64 %xb, %ks
-  %m = bitcast i64 %mb to double
-  %kt = select i1 %tiny, i64 54, i64 0
-  %k2 = sub i64 %k, %kt
-  %dk = sitofp i64 %k2 to double
-  %f = fsub double %m, 1.0
-  %ff = fmul double %f, %f
-  %hfsq = fmul double %ff, 0.5
-  %f2 = fadd double %f, 2.0
-  %s = fdiv double %f, %f2
-  %z = fmul double %s, %s
-  %w = fmul double %z, %z
-  %a1 = call double @llvm.fma.f64(double {lg[5]}, double %w, double {lg[3]})
-  %a2 = call double @llvm.fma.f64(double %a1, double %w, double {lg[1]})
-  %t1 = fmul double %w, %a2
-  %b1 = call double @llvm.fma.f64(double {lg[6]}, double %w, double {lg[4]})
-  %b2 = call double @llvm.fma.f64(double %b1, double %w, double {lg[2]})
-  %b3 = call double @llvm.fma.f64(double %b2, double %w, double {lg[0]})
-  %t2 = fmul double %z, %b3
-  %r = fadd double %t2, %t1
-  %klo = fmul double %dk, {_d(_LN2_LO)}
-  %hr = fadd double %hfsq, %r
-  %inner = call double @llvm.fma.f64(double %s, double %hr, double %klo)
-  %u1 = fsub double %hfsq, %inner
-  %u2 = fsub double %u1, %f
-  %u3 = fneg double %u2
-  %y = call double @llvm.fma.f64(double %dk, double {_d(_LN2_HI)}, double %u3)
-{_specials("double", "i1", 1)}
-  ret double %out
+def _split(kind: _Kind, sqrt_half_bits: int, smallest_normal: float, scale: int) -> str:
+    """%dk, %f: x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), subnormal x scaled by 2^scale."""
+    t, i = kind.scalar, f"i{kind.int_bits}"
+    return f"""  %tiny = fcmp olt {t} %x, {_c(smallest_normal)}
+  %xm = fmul {t} %x, {_c(2.0 ** scale)}
+  %xs = select i1 %tiny, {t} %xm, {t} %x
+  %xb = bitcast {t} %xs to {i}
+  %b = sub {i} %xb, {sqrt_half_bits}
+  %k = ashr {i} %b, {kind.mantissa}
+  %ks = shl {i} %k, {kind.mantissa}
+  %mb = sub {i} %xb, %ks
+  %m = bitcast {i} %mb to {t}
+  %kt = select i1 %tiny, {i} {scale}, {i} 0
+  %k2 = sub {i} %k, %kt
+  %dk = sitofp {i} %k2 to {t}
+  %f = fsub {t} %m, 1.0"""
+
+
+def _horner(t: str, z: str, coefficients: tuple[float, ...], out: str) -> list[str]:
+    """Lines computing sum c_i z^(n-i) (highest power first) into %out by FMAs."""
+    lines, acc = [], _c(coefficients[0])
+    for j, c in enumerate(coefficients[1:]):
+        name = out if j == len(coefficients) - 2 else f"{out}.{j}"
+        lines.append(f"  {name} = call {t} @llvm.fma.{'f64' if t == 'double' else 'f32'}({t} {acc}, {t} {z}, {t} {_c(c)})")
+        acc = name
+    return lines
+
+
+# fdlibm's R(s^2) coefficients Lg1..Lg7, its ln2 in two parts
+_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
+       2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
+       1.479819860511658591e-01)
+_FDLIBM_LN2 = (6.93147180369123816490e-01, 1.90821492927058770002e-10)
+# Cephes' logf P (highest power first) and its ln2 in two parts (Cody & Waite)
+_LOGF_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+           -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)
+_CEPHES_LN2 = (0.693359375, -2.12194440e-4)
+
+
+def _scalar_body(kind: _Kind) -> str:
+    t = kind.scalar
+    if kind is _F64:
+        hi, lo = _FDLIBM_LN2
+        return "\n".join([_split(kind, 0x3FE6A09E667F3BCD, 2.2250738585072014e-308, 54),
+                          f"  %ff = fmul {t} %f, %f", f"  %hfsq = fmul {t} %ff, 0.5", f"  %f2 = fadd {t} %f, 2.0",
+                          f"  %s = fdiv {t} %f, %f2", f"  %z = fmul {t} %s, %s", f"  %w = fmul {t} %z, %z",
+                          *_horner(t, "%w", (_LG[5], _LG[3], _LG[1]), "%a"), f"  %t1 = fmul {t} %w, %a",
+                          *_horner(t, "%w", (_LG[6], _LG[4], _LG[2], _LG[0]), "%bb"), f"  %t2 = fmul {t} %z, %bb",
+                          f"  %r = fadd {t} %t2, %t1", f"  %klo = fmul {t} %dk, {_c(lo)}", f"  %hr = fadd {t} %hfsq, %r",
+                          f"  %inner = call {t} @llvm.fma.f64({t} %s, {t} %hr, {t} %klo)",
+                          f"  %u1 = fsub {t} %hfsq, %inner", f"  %u2 = fsub {t} %u1, %f", f"  %u3 = fneg {t} %u2",
+                          f"  %y = call {t} @llvm.fma.f64({t} %dk, {t} {_c(hi)}, {t} %u3)"])
+    hi, lo = (kind.round(v) for v in _CEPHES_LN2)
+    return "\n".join([_split(kind, 0x3F3504F3, 1.1754943508222875e-38, 25), f"  %z = fmul {t} %f, %f",
+                      *_horner(t, "%f", tuple(kind.round(c) for c in _LOGF_P), "%p"),
+                      f"  %pf = fmul {t} %p, %f", f"  %y0 = fmul {t} %pf, %z",
+                      f"  %y1 = call {t} @llvm.fma.f32({t} %dk, {t} {_c(lo)}, {t} %y0)",
+                      f"  %y2 = call {t} @llvm.fma.f32({t} %z, {t} {_c(-0.5)}, {t} %y1)",
+                      f"  %fy = fadd {t} %f, %y2", f"  %y = call {t} @llvm.fma.f32({t} %dk, {t} {_c(hi)}, {t} %fy)"])
+
+
+def _scalar(kind: _Kind, attrs: str) -> str:
+    """The scalar function (the arithmetic approximations.py wrote inline before), specials last:
+    -inf at 0, inf at inf, nan below 0 and at nan (as libm)."""
+    t = kind.scalar
+    return f"""define internal {t} @{kind.name}({t} %x) {attrs} {{
+{_scalar_body(kind)}
+  %zero = fcmp oeq {t} %x, 0.0
+  %y1s = select i1 %zero, {t} {_c(-math.inf)}, {t} %y
+  %inf = fcmp oeq {t} %x, {_c(math.inf)}
+  %y2s = select i1 %inf, {t} %x, {t} %y1s
+  %neg = fcmp ugt {t} 0.0, %x
+  %out = select i1 %neg, {t} {_c(math.nan)}, {t} %y2s
+  ret {t} %out
 }}"""
 
 
-def _specials(t: str, mask: str, lanes: int) -> str:
-    """-inf at 0, inf at inf, nan below 0 (and nan stays nan): selects on %y into %out."""
-    def c(v: float) -> str:
-        return _d(v) if lanes == 1 else _splat(v, lanes)
-    return f"""  %zero = fcmp oeq {t} %x, {c(0.0)}
-  %y1 = select {mask} %zero, {t} {c(-math.inf)}, {t} %y
-  %inf = fcmp oeq {t} %x, {c(math.inf)}
-  %y2 = select {mask} %inf, {t} %x, {t} %y1
-  %neg = fcmp ugt {t} {c(0.0)}, %x
-  %out = select {mask} %neg, {t} {c(math.nan)}, {t} %y2"""
+def _avx512(kind: _Kind, op: str) -> str:
+    mask = "i8" if kind.lanes == 8 else "i16"
+    return {"getmant": f"@llvm.x86.avx512.mask.getmant.{kind.isa}.512({kind.vt} %x, i32 4, {kind.vt} zeroinitializer, {mask} -1, i32 4)",
+            "getexp": f"@llvm.x86.avx512.mask.getexp.{kind.isa}.512({kind.vt} %x, {kind.vt} zeroinitializer, {mask} -1, i32 4)",
+            "rcp14": f"@llvm.x86.avx512.rcp14.{kind.isa}.512({kind.vt} %m, {kind.vt} zeroinitializer, {mask} -1)",
+            # 0x58: round to nearest, to 5 fraction bits, no precision exception
+            "rndscale": f"@llvm.x86.avx512.mask.rndscale.{kind.isa}.512({kind.vt} %rc, i32 88, {kind.vt} zeroinitializer, {mask} -1, i32 4)",
+            }[op]
 
 
-def _kernel() -> str:
-    """The AVX-512 kernel on 8 lanes (the module docstring's method)."""
-    head, tail, ln2_tail = _tables()
-    v8, i8 = "<8 x double>", "<8 x i64>"
-    p = [_splat(c) for c in _P]
-    fma = "call <8 x double> @llvm.fma.v8f64"
-    return f"""define weak_odr hidden {v8} @{_VECTOR.format(lanes=8)}({v8} %x) {_ATTRS} alwaysinline {{
-  %m = call {v8} @llvm.x86.avx512.mask.getmant.pd.512({v8} %x, i32 4, {v8} zeroinitializer, i8 -1, i32 4)
-  %e0 = call {v8} @llvm.x86.avx512.mask.getexp.pd.512({v8} %x, {v8} zeroinitializer, i8 -1, i32 4)
-  %rc = call {v8} @llvm.x86.avx512.rcp14.pd.512({v8} %m, {v8} zeroinitializer, i8 -1)
-  %c = call {v8} @llvm.x86.avx512.mask.rndscale.pd.512({v8} %rc, i32 88, {v8} zeroinitializer, i8 -1, i32 4)
-  %r = {fma}({v8} %m, {v8} %c, {v8} {_splat(-1.0)})
-  %low = fcmp olt {v8} %c, {_splat(0.75)}
-  %e1 = fadd {v8} %e0, {_splat(1.0)}
-  %e = select <8 x i1> %low, {v8} %e1, {v8} %e0
-  %cb = bitcast {v8} %c to {i8}
-  %j = lshr {i8} %cb, <i64 48, i64 48, i64 48, i64 48, i64 48, i64 48, i64 48, i64 48>
-  %t = call {v8} @llvm.x86.avx512.vpermi2var.pd.512({v8} {_vector(head[:8])}, {i8} %j, {v8} {_vector(head[8:])})
-  %tt = call {v8} @llvm.x86.avx512.vpermi2var.pd.512({v8} {_vector(tail[:8])}, {i8} %j, {v8} {_vector(tail[8:])})
-  %r2 = fmul {v8} %r, %r
-  %r4 = fmul {v8} %r2, %r2
-  %p01 = {fma}({v8} %r, {v8} {p[1]}, {v8} {p[0]})
-  %p23 = {fma}({v8} %r, {v8} {p[3]}, {v8} {p[2]})
-  %p45 = {fma}({v8} %r, {v8} {p[5]}, {v8} {p[4]})
-  %p67 = {fma}({v8} %r, {v8} {p[7]}, {v8} {p[6]})
-  %q0 = {fma}({v8} %r2, {v8} %p23, {v8} %p01)
-  %q1 = {fma}({v8} %r2, {v8} %p67, {v8} %p45)
-  %pr = {fma}({v8} %r4, {v8} %q1, {v8} %q0)
-  %elo = fmul {v8} %e, {_splat(ln2_tail)}
-  %lo = {fma}({v8} %r2, {v8} %pr, {v8} %elo)
-  %ea = fmul {v8} %e, {_splat(_LN2_HEAD)}
-  %w = fadd {v8} %ea, %t
-  %wd = fsub {v8} %ea, %w
-  %we = fadd {v8} %wd, %t
-  %h = fadd {v8} %w, %r
-  %hd = fsub {v8} %w, %h
-  %he = fadd {v8} %hd, %r
-  %l1 = fadd {v8} %tt, %we
-  %l2 = fadd {v8} %l1, %he
-  %l3 = fadd {v8} %lo, %l2
-  %y = fadd {v8} %h, %l3
-  %ae = call {v8} @llvm.fabs.v8f64({v8} %e0)
-  %sp = fcmp ueq {v8} %ae, {_splat(math.inf)}
-  %ys = select <8 x i1> %sp, {v8} %e0, {v8} %y
-  %neg = fcmp olt {v8} %x, zeroinitializer
-  %out = select <8 x i1> %neg, {v8} {_splat(math.nan)}, {v8} %ys
-  ret {v8} %out
-}}"""
+def _lookup(kind: _Kind, values: list[float], out: str) -> str:
+    iv = f"<{kind.lanes} x i{kind.int_bits}>"
+    if kind is _F64:
+        return (f"  {out} = call {kind.vt} @llvm.x86.avx512.vpermi2var.pd.512({kind.vt} {_constants(kind, values[:8])}, "
+                f"{iv} %j, {kind.vt} {_constants(kind, values[8:])})")
+    return f"  {out} = call {kind.vt} @llvm.x86.avx512.permvar.sf.512({kind.vt} {_constants(kind, values)}, {iv} %j)"
 
 
-def _widened(lanes: int) -> str:
-    """The variant on `lanes` lanes by the 8-lane kernel: padded with 1.0 (log 1 = 0), or halves."""
-    vt, v8, name = f"<{lanes} x double>", "<8 x double>", _VECTOR.format(lanes=lanes)
-    kernel = "@" + _VECTOR.format(lanes=8)
-    head = f"define weak_odr hidden {vt} @{name}({vt} %x) {_ATTRS} alwaysinline {{"
-    if lanes < 8:
-        pad = ", ".join(f"i32 {i if i < lanes else lanes}" for i in range(8))
-        ones = _splat(1.0, lanes)
+def _estrin(kind: _Kind) -> list[str]:
+    """%pr = P(r) by Estrin's scheme (pairs, then pairs of pairs: a short dependency chain)."""
+    vt, fma = kind.vt, f"call {kind.vt} @llvm.fma.v{kind.lanes}{'f64' if kind is _F64 else 'f32'}"
+    terms = [f"  %e0.{j} = {fma}({vt} %r, {vt} {_splat(kind, kind.poly[2 * j + 1])}, {vt} {_splat(kind, kind.poly[2 * j])})"
+             for j in range(len(kind.poly) // 2)]
+    names, power, level, lines = [f"%e0.{j}" for j in range(len(terms))], "%r2", 0, terms
+    while len(names) > 1:
+        level += 1
+        nxt = []
+        for j in range(0, len(names), 2):
+            name = "%pr" if len(names) == 2 else f"%e{level}.{j // 2}"
+            lines.append(f"  {name} = {fma}({vt} {power}, {vt} {names[j + 1]}, {vt} {names[j]})")
+            nxt.append(name)
+        if len(nxt) > 1:
+            lines.append(f"  %r{2 ** (level + 1)} = fmul {vt} {power}, {power}")
+            power = f"%r{2 ** (level + 1)}"
+        names = nxt
+    return lines
+
+
+def _kernel(kind: _Kind) -> str:
+    """The AVX-512 kernel on one 512-bit vector (the module docstring's method)."""
+    head, tail, ln2_tail = _tables(kind)
+    vt, n, iv = kind.vt, kind.lanes, f"<{kind.lanes} x i{kind.int_bits}>"
+    fma = f"call {vt} @llvm.fma.v{n}{'f64' if kind is _F64 else 'f32'}"
+    shift = "<" + ", ".join([f"i{kind.int_bits} {kind.mantissa - 4}"] * n) + ">"
+    lines = [
+        f"define weak_odr hidden {vt} @{kind.vector(n)}({vt} %x) {_ATTRS} alwaysinline {{",
+        f"  %m = call {vt} {_avx512(kind, 'getmant')}",
+        f"  %e0 = call {vt} {_avx512(kind, 'getexp')}",
+        f"  %rc = call {vt} {_avx512(kind, 'rcp14')}",
+        f"  %c = call {vt} {_avx512(kind, 'rndscale')}",
+        f"  %r = {fma}({vt} %m, {vt} %c, {vt} {_splat(kind, -1.0)})",
+        f"  %low = fcmp olt {vt} %c, {_splat(kind, 0.75)}",
+        f"  %e1 = fadd {vt} %e0, {_splat(kind, 1.0)}",
+        f"  %e = select <{n} x i1> %low, {vt} %e1, {vt} %e0",
+        f"  %cb = bitcast {vt} %c to {iv}",
+        f"  %j = lshr {iv} %cb, {shift}",
+        _lookup(kind, head, "%t"), _lookup(kind, tail, "%tt"),
+        f"  %r2 = fmul {vt} %r, %r",
+        *_estrin(kind),
+        f"  %elo = fmul {vt} %e, {_splat(kind, ln2_tail)}",
+        f"  %lo = {fma}({vt} %r2, {vt} %pr, {vt} %elo)",
+        f"  %ea = fmul {vt} %e, {_splat(kind, kind.ln2_head)}",
+        f"  %w = fadd {vt} %ea, %t", f"  %wd = fsub {vt} %ea, %w", f"  %we = fadd {vt} %wd, %t",
+        f"  %h = fadd {vt} %w, %r", f"  %hd = fsub {vt} %w, %h", f"  %he = fadd {vt} %hd, %r",
+        f"  %l1 = fadd {vt} %tt, %we", f"  %l2 = fadd {vt} %l1, %he", f"  %l3 = fadd {vt} %lo, %l2",
+        f"  %y = fadd {vt} %h, %l3",
+        f"  %ae = call {vt} @llvm.fabs.v{n}{'f64' if kind is _F64 else 'f32'}({vt} %e0)",
+        f"  %sp = fcmp ueq {vt} %ae, {_splat(kind, math.inf)}",
+        f"  %ys = select <{n} x i1> %sp, {vt} %e0, {vt} %y",
+        f"  %neg = fcmp olt {vt} %x, zeroinitializer",
+        f"  %out = select <{n} x i1> %neg, {vt} {_splat(kind, math.nan)}, {vt} %ys",
+        f"  ret {vt} %out", "}"]
+    return "\n".join(lines)
+
+
+def _widened(kind: _Kind, lanes: int) -> str:
+    """The variant on `lanes` lanes by the kernel: padded with 1.0 (log 1 = 0), or halves."""
+    vt, kt, n = f"<{lanes} x {kind.scalar}>", kind.vt, kind.lanes
+    kernel = "@" + kind.vector(n)
+    head = f"define weak_odr hidden {vt} @{kind.vector(lanes)}({vt} %x) {_ATTRS} alwaysinline {{"
+    if lanes < n:
+        pad = ", ".join(f"i32 {i if i < lanes else lanes}" for i in range(n))
         keep = ", ".join(f"i32 {i}" for i in range(lanes))
         return f"""{head}
-  %w = shufflevector {vt} %x, {vt} {ones}, <8 x i32> <{pad}>
-  %y = call {v8} {kernel}({v8} %w)
-  %out = shufflevector {v8} %y, {v8} poison, <{lanes} x i32> <{keep}>
+  %w = shufflevector {vt} %x, {vt} {_splat(kind, 1.0, lanes)}, <{n} x i32> <{pad}>
+  %y = call {kt} {kernel}({kt} %w)
+  %out = shufflevector {kt} %y, {kt} poison, <{lanes} x i32> <{keep}>
   ret {vt} %out
 }}"""
-    lo = ", ".join(f"i32 {i}" for i in range(8))
-    hi = ", ".join(f"i32 {i}" for i in range(8, 16))
-    both = ", ".join(f"i32 {i}" for i in range(16))
+    lo, hi = (", ".join(f"i32 {i}" for i in range(a, a + n)) for a in (0, n))
+    both = ", ".join(f"i32 {i}" for i in range(2 * n))
     return f"""{head}
-  %a = shufflevector {vt} %x, {vt} poison, <8 x i32> <{lo}>
-  %b = shufflevector {vt} %x, {vt} poison, <8 x i32> <{hi}>
-  %ya = call {v8} {kernel}({v8} %a)
-  %yb = call {v8} {kernel}({v8} %b)
-  %out = shufflevector {v8} %ya, {v8} %yb, <16 x i32> <{both}>
+  %a = shufflevector {vt} %x, {vt} poison, <{n} x i32> <{lo}>
+  %b = shufflevector {vt} %x, {vt} poison, <{n} x i32> <{hi}>
+  %ya = call {kt} {kernel}({kt} %a)
+  %yb = call {kt} {kernel}({kt} %b)
+  %out = shufflevector {kt} %ya, {kt} %yb, <{2 * n} x i32> <{both}>
   ret {vt} %out
 }}"""
 
 
-_DECLARE = re.compile(r"^declare double @" + LOG_F64 + r"\(double\)[^\n]*$", re.M)
-_INTRINSICS = """declare double @llvm.fma.f64(double, double, double)
-declare <8 x double> @llvm.fma.v8f64(<8 x double>, <8 x double>, <8 x double>)
-declare <8 x double> @llvm.fabs.v8f64(<8 x double>)
-declare <8 x double> @llvm.x86.avx512.mask.getmant.pd.512(<8 x double>, i32, <8 x double>, i8, i32)
-declare <8 x double> @llvm.x86.avx512.mask.getexp.pd.512(<8 x double>, <8 x double>, i8, i32)
-declare <8 x double> @llvm.x86.avx512.rcp14.pd.512(<8 x double>, <8 x double>, i8)
-declare <8 x double> @llvm.x86.avx512.mask.rndscale.pd.512(<8 x double>, i32, <8 x double>, i8, i32)
-declare <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double>, <8 x i64>, <8 x double>)"""
+def _declarations(kind: _Kind, avx512: bool) -> list[str]:
+    s, isa, mask = ("f64", "pd", "i8") if kind is _F64 else ("f32", "ps", "i16")
+    vt = kind.vt
+    lines = [f"declare {kind.scalar} @llvm.fma.{s}({kind.scalar}, {kind.scalar}, {kind.scalar})"]
+    if avx512:
+        v = f"v{kind.lanes}{s}"
+        lines += [f"declare {vt} @llvm.fma.{v}({vt}, {vt}, {vt})", f"declare {vt} @llvm.fabs.{v}({vt})",
+                  f"declare {vt} @llvm.x86.avx512.mask.getmant.{isa}.512({vt}, i32, {vt}, {mask}, i32)",
+                  f"declare {vt} @llvm.x86.avx512.mask.getexp.{isa}.512({vt}, {vt}, {mask}, i32)",
+                  f"declare {vt} @llvm.x86.avx512.rcp14.{isa}.512({vt}, {vt}, {mask})",
+                  f"declare {vt} @llvm.x86.avx512.mask.rndscale.{isa}.512({vt}, i32, {vt}, {mask}, i32)",
+                  f"declare {vt} @llvm.x86.avx512.vpermi2var.pd.512({vt}, <8 x i64>, {vt})" if kind is _F64 else
+                  f"declare {vt} @llvm.x86.avx512.permvar.sf.512({vt}, <16 x i32>)"]
+    return lines
 
 
-def define_log_f64(llvm_ir: str, avx512: bool) -> str:
-    """llvm_ir (one module, before optimization) with its declaration of LOG_F64 replaced by
-    definitions: the scalar function, always inlined; with `avx512` (the target CPU has AVX-512F)
-    not inlined but vectorized as the AVX-512 kernel, which has_vector_log then says to inline
-    after O3. Unchanged if the module does not call LOG_F64."""
-    if "@" + LOG_F64 not in llvm_ir or not _DECLARE.search(llvm_ir):
-        return llvm_ir
-    defined = {m.group(1) for m in re.finditer(r"^declare [^@\n]*@(llvm\.[\w.]+)\(", llvm_ir, re.M)}
-    declarations = "\n".join(d for d in _INTRINSICS.split("\n")
-                             if re.search(r"@([\w.]+)\(", d).group(1) not in defined
-                             and (avx512 or "x86" not in d and "v8f64" not in d))
+def _definitions(kind: _Kind, avx512: bool) -> tuple[str, list[str]]:
+    """(the scalar function, what to append: the kernels and the intrinsics' declarations)."""
     if not avx512:
-        return _DECLARE.sub(lambda _: _scalar(inline=True), llvm_ir) + "\n" + declarations + "\n"
-    variants = ",".join(f"_ZGV_LLVM_N{n}v_{LOG_F64}({_VECTOR.format(lanes=n)})" for n in _LANES)
-    scalar = _scalar(inline=False).replace(
-        f"{_ATTRS} noinline", f"{_ATTRS} noinline \"vector-function-abi-variant\"=\"{variants}\"", 1)
-    kernels = [_kernel()] + [_widened(n) for n in _LANES if n != 8]
-    return _DECLARE.sub(lambda _: scalar, llvm_ir) + "\n" + "\n".join(kernels) + "\n" + declarations + "\n"
+        return _scalar(kind, f"{_ATTRS} alwaysinline"), _declarations(kind, False)
+    variants = ",".join(f"_ZGV_LLVM_N{n}v_{kind.name}({kind.vector(n)})" for n in kind.variants)
+    scalar = _scalar(kind, f"{_ATTRS} noinline \"vector-function-abi-variant\"=\"{variants}\"")
+    kernels = [_kernel(kind)] + [_widened(kind, n) for n in kind.variants if n != kind.lanes]
+    return scalar, kernels + _declarations(kind, True)
+
+
+def define_log(llvm_ir: str, avx512: bool) -> str:
+    """llvm_ir (one module, before optimization) with its declarations of LOG_F64/LOG_F32
+    replaced by definitions: the scalar function, always inlined; with `avx512` (the target CPU
+    has AVX-512F) not inlined but vectorized as the AVX-512 kernel, which has_vector_log then says
+    to inline after O3. Unchanged if the module calls neither."""
+    if "@sprue_log_f" not in llvm_ir:
+        return llvm_ir
+    extra: list[str] = []
+    for kind in _KINDS:
+        declaration = re.compile(rf"^declare {kind.scalar} @{kind.name}\({kind.scalar}\)[^\n]*$", re.M)
+        if not declaration.search(llvm_ir):
+            continue
+        scalar, more = _definitions(kind, avx512)
+        llvm_ir = declaration.sub(lambda _: scalar, llvm_ir)
+        extra += more
+    declared = set(re.findall(r"^declare [^@\n]*@(llvm\.[\w.]+)\(", llvm_ir, re.M))
+    extra = [line for line in dict.fromkeys(extra)
+             if not line.startswith("declare ") or re.search(r"@([\w.]+)\(", line).group(1) not in declared]
+    return llvm_ir + "\n" + "\n".join(extra) + "\n" if extra else llvm_ir
 
 
 def has_vector_log(llvm_ir: str) -> bool:
-    """Whether define_log_f64 gave llvm_ir the vector kernel (to inline after O3)."""
-    return "@" + _VECTOR.format(lanes=8) + "(" in llvm_ir
+    """Whether define_log gave llvm_ir an AVX-512 kernel (to inline after O3)."""
+    return any(f"@{kind.vector(kind.lanes)}(" in llvm_ir for kind in _KINDS)
