@@ -124,3 +124,9 @@ def test_the_kernel_table_is_minus_log_of_its_reciprocals(kind):
     mantissa = int(kind.ln2_head * 2 ** (bits + 1))
     assert mantissa * 2 ** -(bits + 1) == kind.ln2_head
     assert (mantissa & -mantissa).bit_length() - 1 >= (11 if bits == 53 else 8)
+
+
+def test_a_module_that_only_declares_log_gets_no_definitions():
+    """A split module (module_split.py) may carry the declaration without a call: nothing to define."""
+    ir = "declare double @sprue_log_f64(double)\ndefine double @f(double %x) {\n  ret double %x\n}\n"
+    assert vector_log.define_log(ir, avx512=True) == ir
