@@ -60,8 +60,18 @@ class _Kind:
     def vt(self) -> str:
         return f"<{self.lanes} x {self.scalar}>"
 
+    @property
+    def suffix(self) -> str:
+        """The type in LLVM's intrinsic names: f64, f32."""
+        return f"f{self.int_bits}"
+
+    @property
+    def mask(self) -> str:
+        """AVX-512's mask type for one vector: a bit a lane."""
+        return f"i{self.lanes}"
+
     def vector(self, lanes: int) -> str:
-        return f"sprue_log_v{lanes}{'f64' if self.scalar == 'double' else 'f32'}"
+        return f"sprue_log_v{lanes}{self.suffix}"
 
     def round(self, value: float) -> float:
         return value if self.scalar == "double" else float(np.float32(value))
@@ -124,12 +134,12 @@ def _split(kind: _Kind, sqrt_half_bits: int, smallest_normal: float, scale: int)
   %f = fsub {t} %m, 1.0"""
 
 
-def _horner(t: str, z: str, coefficients: tuple[float, ...], out: str) -> list[str]:
-    """Lines computing sum c_i z^(n-i) (highest power first) into %out by FMAs."""
-    lines, acc = [], _c(coefficients[0])
+def _horner(kind: _Kind, z: str, coefficients: tuple[float, ...], out: str) -> list[str]:
+    """Lines computing sum c_i z^(n-i) (highest power first) into %out by scalar FMAs."""
+    t, lines, acc = kind.scalar, [], _c(coefficients[0])
     for j, c in enumerate(coefficients[1:]):
         name = out if j == len(coefficients) - 2 else f"{out}.{j}"
-        lines.append(f"  {name} = call {t} @llvm.fma.{'f64' if t == 'double' else 'f32'}({t} {acc}, {t} {z}, {t} {_c(c)})")
+        lines.append(f"  {name} = call {t} @llvm.fma.{kind.suffix}({t} {acc}, {t} {z}, {t} {_c(c)})")
         acc = name
     return lines
 
@@ -152,15 +162,15 @@ def _scalar_body(kind: _Kind) -> str:
         return "\n".join([_split(kind, 0x3FE6A09E667F3BCD, 2.2250738585072014e-308, 54),
                           f"  %ff = fmul {t} %f, %f", f"  %hfsq = fmul {t} %ff, 0.5", f"  %f2 = fadd {t} %f, 2.0",
                           f"  %s = fdiv {t} %f, %f2", f"  %z = fmul {t} %s, %s", f"  %w = fmul {t} %z, %z",
-                          *_horner(t, "%w", (_LG[5], _LG[3], _LG[1]), "%a"), f"  %t1 = fmul {t} %w, %a",
-                          *_horner(t, "%w", (_LG[6], _LG[4], _LG[2], _LG[0]), "%bb"), f"  %t2 = fmul {t} %z, %bb",
+                          *_horner(kind, "%w", (_LG[5], _LG[3], _LG[1]), "%a"), f"  %t1 = fmul {t} %w, %a",
+                          *_horner(kind, "%w", (_LG[6], _LG[4], _LG[2], _LG[0]), "%bb"), f"  %t2 = fmul {t} %z, %bb",
                           f"  %r = fadd {t} %t2, %t1", f"  %klo = fmul {t} %dk, {_c(lo)}", f"  %hr = fadd {t} %hfsq, %r",
                           f"  %inner = call {t} @llvm.fma.f64({t} %s, {t} %hr, {t} %klo)",
                           f"  %u1 = fsub {t} %hfsq, %inner", f"  %u2 = fsub {t} %u1, %f", f"  %u3 = fneg {t} %u2",
                           f"  %y = call {t} @llvm.fma.f64({t} %dk, {t} {_c(hi)}, {t} %u3)"])
     hi, lo = (kind.round(v) for v in _CEPHES_LN2)
     return "\n".join([_split(kind, 0x3F3504F3, 1.1754943508222875e-38, 25), f"  %z = fmul {t} %f, %f",
-                      *_horner(t, "%f", tuple(kind.round(c) for c in _LOGF_P), "%p"),
+                      *_horner(kind, "%f", tuple(kind.round(c) for c in _LOGF_P), "%p"),
                       f"  %pf = fmul {t} %p, %f", f"  %y0 = fmul {t} %pf, %z",
                       f"  %y1 = call {t} @llvm.fma.f32({t} %dk, {t} {_c(lo)}, {t} %y0)",
                       f"  %y2 = call {t} @llvm.fma.f32({t} %z, {t} {_c(-0.5)}, {t} %y1)",
@@ -184,7 +194,7 @@ def _scalar(kind: _Kind, attrs: str) -> str:
 
 
 def _avx512(kind: _Kind, op: str) -> str:
-    mask = "i8" if kind.lanes == 8 else "i16"
+    mask = kind.mask
     return {"getmant": f"@llvm.x86.avx512.mask.getmant.{kind.isa}.512({kind.vt} %x, i32 4, {kind.vt} zeroinitializer, {mask} -1, i32 4)",
             "getexp": f"@llvm.x86.avx512.mask.getexp.{kind.isa}.512({kind.vt} %x, {kind.vt} zeroinitializer, {mask} -1, i32 4)",
             "rcp14": f"@llvm.x86.avx512.rcp14.{kind.isa}.512({kind.vt} %m, {kind.vt} zeroinitializer, {mask} -1)",
@@ -203,7 +213,7 @@ def _lookup(kind: _Kind, values: list[float], out: str) -> str:
 
 def _estrin(kind: _Kind) -> list[str]:
     """%pr = P(r) by Estrin's scheme (pairs, then pairs of pairs: a short dependency chain)."""
-    vt, fma = kind.vt, f"call {kind.vt} @llvm.fma.v{kind.lanes}{'f64' if kind is _F64 else 'f32'}"
+    vt, fma = kind.vt, f"call {kind.vt} @llvm.fma.v{kind.lanes}{kind.suffix}"
     terms = [f"  %e0.{j} = {fma}({vt} %r, {vt} {_splat(kind, kind.poly[2 * j + 1])}, {vt} {_splat(kind, kind.poly[2 * j])})"
              for j in range(len(kind.poly) // 2)]
     names, power, level, lines = [f"%e0.{j}" for j in range(len(terms))], "%r2", 0, terms
@@ -225,7 +235,7 @@ def _kernel(kind: _Kind) -> str:
     """The AVX-512 kernel on one 512-bit vector (the module docstring's method)."""
     head, tail, ln2_tail = _tables(kind)
     vt, n, iv = kind.vt, kind.lanes, f"<{kind.lanes} x i{kind.int_bits}>"
-    fma = f"call {vt} @llvm.fma.v{n}{'f64' if kind is _F64 else 'f32'}"
+    fma = f"call {vt} @llvm.fma.v{n}{kind.suffix}"
     shift = "<" + ", ".join([f"i{kind.int_bits} {kind.mantissa - 4}"] * n) + ">"
     lines = [
         f"define weak_odr hidden {vt} @{kind.vector(n)}({vt} %x) {_ATTRS} alwaysinline {{",
@@ -249,7 +259,7 @@ def _kernel(kind: _Kind) -> str:
         f"  %h = fadd {vt} %w, %r", f"  %hd = fsub {vt} %w, %h", f"  %he = fadd {vt} %hd, %r",
         f"  %l1 = fadd {vt} %tt, %we", f"  %l2 = fadd {vt} %l1, %he", f"  %l3 = fadd {vt} %lo, %l2",
         f"  %y = fadd {vt} %h, %l3",
-        f"  %ae = call {vt} @llvm.fabs.v{n}{'f64' if kind is _F64 else 'f32'}({vt} %e0)",
+        f"  %ae = call {vt} @llvm.fabs.v{n}{kind.suffix}({vt} %e0)",
         f"  %sp = fcmp ueq {vt} %ae, {_splat(kind, math.inf)}",
         f"  %ys = select <{n} x i1> %sp, {vt} %e0, {vt} %y",
         f"  %neg = fcmp olt {vt} %x, zeroinitializer",
@@ -285,8 +295,7 @@ def _widened(kind: _Kind, lanes: int) -> str:
 
 
 def _declarations(kind: _Kind, avx512: bool) -> list[str]:
-    s, isa, mask = ("f64", "pd", "i8") if kind is _F64 else ("f32", "ps", "i16")
-    vt = kind.vt
+    s, isa, mask, vt = kind.suffix, kind.isa, kind.mask, kind.vt
     lines = [f"declare {kind.scalar} @llvm.fma.{s}({kind.scalar}, {kind.scalar}, {kind.scalar})"]
     if avx512:
         v = f"v{kind.lanes}{s}"

@@ -231,8 +231,8 @@ def test_float64_math_in_a_float32_loop_is_vectorized(tmp_path):
 
 
 def test_log_is_our_own_code_not_a_libm_call(tmp_path):
-    """log in both dtypes is sprue's own code (approximations.py's float32 arithmetic,
-    vector_log.py's float64 kernels): no libm or libmvec call is left."""
+    """log in both dtypes is sprue's own code (vector_log.py: Cephes' and fdlibm's arithmetic,
+    or the AVX-512 kernels): no libm or libmvec call is left."""
     x = np.linspace(0.5, 4, 1000)
     f = sprue.qjit(lambda a, b: (snp.log(a), snp.log(b)), keep_intermediate=tmp_path)
     got64, got32 = f(x, x.astype(np.float32))
