@@ -8,6 +8,7 @@ a status that says how many bytes were asked for:
 
     int64_t _mlir_ciface_<name>(...)     0, or the byte count of the allocation that failed
     const char *_sprue_error_<name>(void)  this thread's last such failure as a message
+    int64_t _sprue_packed_<name>(void **)  the first, its parameters in one array (all pointers)
 
 How (see `add_entry_wrappers`, `check_allocations`):
 
@@ -390,7 +391,19 @@ def _wrapper_ir(e: Entry) -> str:
             f"define internal void @_sprue_thunk_{e.name}(ptr %args) {{\n{loads}"
             f"  call void @_sprue_body_{e.name}({params})\n  ret void\n}}\n\n"
             f"define ptr @_sprue_error_{e.name}() {{\n"
-            f"  %m = call ptr @_sprue_last_error()\n  ret ptr %m\n}}\n")
+            f"  %m = call ptr @_sprue_last_error()\n  ret ptr %m\n}}\n" + _packed_ir(e))
+
+
+def _packed_ir(e: Entry) -> str:
+    """`int64_t _sprue_packed_<name>(void **args)`: the checked entry taking its parameters as one
+    array (the struct _wrapper_ir stores them in, when every parameter is a pointer). A caller that
+    cannot spell a call with thousands of parameters calls this (the Python runtime's C caller,
+    runtime/fastcall_c.py, beyond its MAX_ARGS)."""
+    if any(t != "ptr" for t in e.params):
+        return ""
+    return (f"\ndefine i64 @_sprue_packed_{e.name}(ptr %args) {{\n"
+            f"  %status = call i64 @_sprue_call(ptr @_sprue_thunk_{e.name}, ptr %args, ptr @_sprue_name_{e.name})\n"
+            f"  ret i64 %status\n}}\n")
 
 
 def add_entry_wrappers(llvm_ir: str) -> str:

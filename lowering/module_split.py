@@ -50,7 +50,7 @@ _DEFINE = re.compile(r"^define ((?:(?:internal|private|hidden|dso_local|dso_pree
 _GROUP_REF = re.compile(r"#(\d+)")
 _GROUP_DEF = re.compile(r"^attributes #(\d+) = (\{.*\})$")
 _SYMBOL = re.compile(r"@([\w.$-]+)")
-_ENTRY = re.compile(r"^(?:_mlir_ciface_|_sprue_thunk_|_sprue_body_|_sprue_error_)(.+)$")
+_ENTRY = re.compile(r"^(?:_mlir_ciface_|_sprue_thunk_|_sprue_body_|_sprue_error_|_sprue_packed_)(.+)$")
 
 
 @dataclass

@@ -16,7 +16,9 @@ sprue's libraries check every allocation (lowering/allocation.py): their `_mlir_
 returns an int64_t, 0 or the byte count of an allocation that failed (the call's buffers are then
 freed and nothing is written to the results), and they export
 `const char *_sprue_error_<name>(void)`, which is also how the loader tells them from a library
-with MLIR's own `void` C interface (`cdef`), which it still calls (unchecked).
+with MLIR's own `void` C interface (`cdef`), which it still calls (unchecked). Where every parameter is a pointer they also export
+`int64_t _sprue_packed_<name>(void **)`, the same call with its parameters in one array, which
+the fast caller uses for functions with more parameters than it spells out (fastcall_c.py).
 
 Every descriptor field is 8 bytes on a 64-bit target, so a descriptor is
 3 + 2R int64 words with no padding; the result unpacker reads the result
@@ -30,7 +32,8 @@ from dataclasses import dataclass
 
 from sprue.runtime.kernel_signature import Signature
 
-__all__ = ["CInterface", "c_interface", "descriptor_words", "ciface_name", "error_function_name"]
+__all__ = ["CInterface", "c_interface", "descriptor_words", "ciface_name", "error_function_name",
+           "packed_function_name"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -57,6 +60,12 @@ def error_function_name(symbol: str) -> str:
     return f"_sprue_error_{symbol}"
 
 
+def packed_function_name(symbol: str) -> str:
+    """The function a checked library exports beside `_mlir_ciface_<symbol>` when all its
+    parameters are pointers: the same call, its parameters (the result object first) in one array."""
+    return f"_sprue_packed_{symbol}"
+
+
 def _descriptor_decl(rank: int) -> str:
     fields = "void *allocated; void *aligned; int64_t offset;"
     if rank:
@@ -75,6 +84,8 @@ class CInterface:
     unchecked_decl: str  # ... as MLIR's C interface defines it (void)
     error_decl: str  # the error function of a checked library
     error_function: str  # its name, e.g. "_sprue_error_main" (its presence marks a checked library)
+    packed_decl: str  # the checked entry taking its parameters as one array (lowering/allocation.py; older libraries lack it)
+    packed_function: str  # its name, e.g. "_sprue_packed_main"
     arg_types: tuple[str, ...]  # C pointer type per argument descriptor
     result_type: str | None  # C pointer type of the result object; None: no results
     result_words: tuple[int, ...]  # word offset of each result descriptor in it
@@ -122,6 +133,8 @@ def c_interface(signature: Signature, symbol: str) -> CInterface:
         unchecked_decl=f"void {function}({params});\n",
         error_decl=f"const char *{error_function}(void);\n",
         error_function=error_function,
+        packed_decl=f"int64_t {packed_function_name(symbol)}(void **);\n",
+        packed_function=packed_function_name(symbol),
         arg_types=arg_types,
         result_type=result_type,
         result_words=tuple(offsets),

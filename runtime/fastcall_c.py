@@ -13,10 +13,13 @@ results and raise the same errors. Where the extension is not built (an installa
 compiler or Python's headers) the Python caller is used as before.
 
 What it takes (the rest keeps the Python caller): kinds Array, DynArray (rank <= MAX_RANK),
-Scalar of Python float, int and bool, Const and Skip (fastcall.py); at most MAX_ARGS arguments
-and MAX_WORDS words of results. A status (run-time checks: dynamic shapes' entry checks) is read
-first; one that is not 0, or anything unusual about it, goes to the ResultUnpacker, which raises.
-Its state is on the C stack: concurrent calls share nothing; the kernel runs with the GIL
+Scalar of Python float, int and bool, Const and Skip (fastcall.py). Up to MAX_ARGS arguments and
+MAX_WORDS words of results, its state is on the C stack and the kernel's C interface is called
+with a case per arity; beyond, up to MAX_PACKED_ARGS and MAX_HEAP_WORDS, on the heap, through the
+library's packed entry (runtime/abi.py; a library without one keeps the Python caller). A status
+(run-time checks: dynamic shapes' entry checks) is read first; one that is not 0, or anything
+unusual about it, goes to the ResultUnpacker, which raises. Its state is the call's own:
+concurrent calls share nothing; the kernel runs with the GIL
 released, as cffi's calls do.
 
 The extension also holds the Dispatcher, the base type of qjit's functions (frontend/api/qjit.py):
@@ -42,6 +45,11 @@ EXTENSION_DIR = Path(__file__).resolve().parent / "_ext"
 MAX_ARGS = 128
 MAX_RANK = 16
 MAX_WORDS = 4096
+# Beyond MAX_ARGS arguments or MAX_WORDS result words a call's state is on the heap, and the kernel
+# is called through the library's packed entry (runtime/abi.py): a 5,000-argument function's
+# Python caller took seconds to generate and compile.
+MAX_PACKED_ARGS = 1 << 16
+MAX_HEAP_WORDS = 1 << 22
 
 # argument kinds, as the C source numbers them
 K_ARRAY, K_DYN, K_F64, K_I64, K_BOOL, K_CONST, K_SKIP_IS, K_SKIP_EQ, K_SKIP_SAME = range(9)
@@ -73,6 +81,8 @@ SOURCE = r"""/* sprue's fast caller (runtime/fastcall_c.py) */
 #define MAX_ARGS @MAX_ARGS@
 #define MAX_RANK @MAX_RANK@
 #define MAX_WORDS @MAX_WORDS@
+#define MAX_PACKED_ARGS @MAX_PACKED_ARGS@
+#define MAX_HEAP_WORDS @MAX_HEAP_WORDS@
 #if NPY_ABI_VERSION < 0x02000000   /* (numpy 1's field; numpy 2's accessor) */
 #define PyDataType_ELSIZE(d) ((d)->elsize)
 #endif
@@ -97,8 +107,8 @@ typedef struct {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   PyObject *dict;
-  void *fn;
-  int nargs, nkinds, nresults, nwords, finish, status_word;
+  void *fn, *packed;   /* packed: the entry taking its parameters as one array, or NULL (call_kernel) */
+  int nargs, nkinds, nresults, nwords, finish, status_word, stride;
   arg_spec *args;
   result_spec *results;
   PyObject *fallback, *unpacker, *free_obj, *oom, *finish_fn, *miss;
@@ -214,31 +224,16 @@ static PyObject *finish(caller *c, PyObject *out) {
 
 static PyObject *fall_back(caller *c, PyObject *args) { return PyObject_CallOneArg(c->fallback, args); }
 
-static PyObject *caller_call(PyObject *self, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
-  caller *c = (caller *)self;
-  PyObject *args;
-  void *d[MAX_ARGS];
-  int64_t desc[MAX_ARGS][3 + 2 * MAX_RANK];
-  cell cells[MAX_ARGS];
-  int64_t words[MAX_WORDS];
+/* One call with its buffers: slots[0] the result words, then a descriptor pointer per argument
+   (the packed entry's array), desc c->stride words per argument, a cell per argument. */
+static PyObject *run(caller *c, PyObject *args, void **slots, int64_t *desc, cell *cells, int64_t *words) {
+  void **d = slots + 1;
   int64_t status;
   int j = 0;
-  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames) {
-    PyErr_SetString(PyExc_TypeError, "a fast caller takes the tuple of the call's arguments");
-    return NULL;
-  }
-  args = argv[0];
-  if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != c->nargs) { Py_INCREF(c->miss); return c->miss; }
-  {   /* a deallocator replaced (tests count frees): the Python caller, which calls it */
-    PyObject *free_now = PyObject_GetAttr(c->unpacker, FREE_NAME);
-    int same = free_now == c->free_obj;
-    Py_XDECREF(free_now);
-    if (!same) return fall_back(c, args);
-  }
   for (int i = 0; i < c->nkinds; ++i) {
     const arg_spec *s = &c->args[i];
     PyObject *a = s->index >= 0 ? PyTuple_GET_ITEM(args, s->index) : NULL;
-    int64_t *dd = desc[j];
+    int64_t *dd = desc + (size_t)j * c->stride;
     switch (s->kind) {
     case K_SKIP_IS:
       if (a != s->obj) return fall_back(c, args);
@@ -310,8 +305,9 @@ static PyObject *caller_call(PyObject *self, PyObject *const *argv, size_t nargs
     ++j;
   }
   memset(words, 0, (size_t)c->nwords * sizeof *words);
+  slots[0] = words;
   Py_BEGIN_ALLOW_THREADS
-  status = call_kernel(c->fn, j, words, d);
+  status = c->packed ? ((int64_t (*)(void **))c->packed)(slots) : call_kernel(c->fn, j, words, d);
   Py_END_ALLOW_THREADS
   if (status) {
     PyObject *exc = PyObject_CallFunction(c->oom, "L", (long long)status);
@@ -319,6 +315,41 @@ static PyObject *caller_call(PyObject *self, PyObject *const *argv, size_t nargs
     return NULL;
   }
   return finish(c, c->nresults || c->status_word >= 0 ? results(c, words) : PyList_New(0));
+}
+
+static PyObject *caller_call(PyObject *self, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
+  caller *c = (caller *)self;
+  PyObject *args;
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames) {
+    PyErr_SetString(PyExc_TypeError, "a fast caller takes the tuple of the call's arguments");
+    return NULL;
+  }
+  args = argv[0];
+  if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != c->nargs) { Py_INCREF(c->miss); return c->miss; }
+  {   /* a deallocator replaced (tests count frees): the Python caller, which calls it */
+    PyObject *free_now = PyObject_GetAttr(c->unpacker, FREE_NAME);
+    int same = free_now == c->free_obj;
+    Py_XDECREF(free_now);
+    if (!same) return fall_back(c, args);
+  }
+  if (c->nkinds <= MAX_ARGS && c->nwords <= MAX_WORDS) {   /* the usual call: its state on the C stack */
+    void *slots[MAX_ARGS + 1];
+    int64_t desc[MAX_ARGS * (3 + 2 * MAX_RANK)];
+    cell cells[MAX_ARGS];
+    int64_t words[MAX_WORDS];
+    return run(c, args, slots, desc, cells, words);
+  }
+  {   /* thousands of arguments or result words: the state on the heap, sized for this caller */
+    size_t n = (size_t)c->nkinds, stride = (size_t)c->stride, nwords = (size_t)(c->nwords ? c->nwords : 1);
+    char *block = PyMem_Malloc((n + 1) * sizeof(void *) + n * stride * 8 + n * sizeof(cell) + nwords * 8);
+    PyObject *out;
+    if (!block) return PyErr_NoMemory();
+    out = run(c, args, (void **)block, (int64_t *)(block + (n + 1) * sizeof(void *)),
+              (cell *)(block + (n + 1) * sizeof(void *) + n * stride * 8),
+              (int64_t *)(block + (n + 1) * sizeof(void *) + n * stride * 8 + n * sizeof(cell)));
+    PyMem_Free(block);
+    return out;
+  }
 }
 
 static void caller_dealloc(PyObject *self) {
@@ -363,19 +394,22 @@ static PyTypeObject CallerType = {
    miss): kinds: (kind, index, descr or None, shape tuple or None, value, obj, cell_bytes) per kind;
    results: (descr, rank, word) per result (the status, at status_word, not among them; -1: none). */
 static PyObject *make(PyObject *mod, PyObject *a) {
-  PyObject *fn, *kinds, *res, *finish_fn, *fallback, *unpacker, *free_obj, *oom, *miss;
+  PyObject *fn, *packed, *kinds, *res, *finish_fn, *fallback, *unpacker, *free_obj, *oom, *miss;
   int nargs, nwords, status_word, fin;
   caller *c;
-  if (!PyArg_ParseTuple(a, "OiO!O!iiiOOOOOO", &fn, &nargs, &PyTuple_Type, &kinds, &PyTuple_Type, &res, &nwords,
-                        &status_word, &fin, &finish_fn, &fallback, &unpacker, &free_obj, &oom, &miss))
+  if (!PyArg_ParseTuple(a, "OOiO!O!iiiOOOOOO", &fn, &packed, &nargs, &PyTuple_Type, &kinds, &PyTuple_Type, &res,
+                        &nwords, &status_word, &fin, &finish_fn, &fallback, &unpacker, &free_obj, &oom, &miss))
     return NULL;
-  if (PyTuple_GET_SIZE(kinds) > MAX_ARGS || nwords > MAX_WORDS)
+  if ((PyTuple_GET_SIZE(kinds) > MAX_ARGS && packed == Py_None) || PyTuple_GET_SIZE(kinds) > MAX_PACKED_ARGS
+      || nwords > MAX_HEAP_WORDS)
     return PyErr_Format(PyExc_ValueError, "too many arguments or results for the fast caller");
   c = PyObject_GC_New(caller, &CallerType);
   if (!c) return NULL;
   c->vectorcall = caller_call;
   c->dict = NULL;
   c->fn = PyLong_AsVoidPtr(fn);
+  c->packed = packed == Py_None ? NULL : PyLong_AsVoidPtr(packed);
+  c->stride = 3;
   c->nargs = nargs;
   c->nkinds = (int)PyTuple_GET_SIZE(kinds);
   c->nresults = (int)PyTuple_GET_SIZE(res);
@@ -404,6 +438,7 @@ static PyObject *make(PyObject *mod, PyObject *a) {
       s->rank = (int)PyTuple_GET_SIZE(shape);
       if (s->rank > MAX_RANK) { Py_DECREF(c); return PyErr_Format(PyExc_ValueError, "rank above %d", MAX_RANK); }
       for (int r = 0; r < s->rank; ++r) s->shape[r] = (npy_intp)PyLong_AsLongLong(PyTuple_GET_ITEM(shape, r));
+      if (3 + 2 * s->rank > c->stride) c->stride = 3 + 2 * s->rank;
     }
   }
   for (int r = 0; r < c->nresults; ++r) {
@@ -518,7 +553,8 @@ PyMODINIT_FUNC PyInit__sprue_fastcall(void) {
   return m;
 }
 """.replace("@MAX_ARGS@", str(MAX_ARGS)).replace("@MAX_RANK@", str(MAX_RANK)).replace(
-    "@MAX_WORDS@", str(MAX_WORDS)).replace("@CASES@", _call_cases())
+    "@MAX_WORDS@", str(MAX_WORDS)).replace("@CASES@", _call_cases()).replace(
+    "@MAX_PACKED_ARGS@", str(MAX_PACKED_ARGS)).replace("@MAX_HEAP_WORDS@", str(MAX_HEAP_WORDS))
 
 
 def dispatcher_base(trace_state: Any, miss: Any) -> type | None:
@@ -563,8 +599,9 @@ def extension() -> Any:
 
 def takes(nkinds: int, rank: int, nwords: int) -> bool:
     """Whether `make` takes a caller of `nkinds` kinds, arguments and results of rank up to
-    `rank` and a result object of `nwords` words (the extension built)."""
-    return nkinds <= MAX_ARGS and rank <= MAX_RANK and nwords <= MAX_WORDS and extension() is not None
+    `rank` and a result object of `nwords` words (the extension built; beyond MAX_ARGS kinds, a
+    library with a packed entry)."""
+    return nkinds <= MAX_PACKED_ARGS and rank <= MAX_RANK and nwords <= MAX_HEAP_WORDS and extension() is not None
 
 
 def c_caller(cf: Any, kinds: Sequence[tuple], nargs: int, finish: tuple[int, Any], fallback: Callable[[tuple], Any],
@@ -583,9 +620,10 @@ def c_caller(cf: Any, kinds: Sequence[tuple], nargs: int, finish: tuple[int, Any
         status_word, readers = readers[0].word, readers[1:]
     results = tuple((reader.spec.dtype, reader.spec.rank, reader.word) for reader in readers)
     address = int(cf._ffi.cast("uintptr_t", cf._fn))
+    packed = cf.packed_address() if len(kinds) > MAX_ARGS else None
     nwords = unpacker._nwords if cf._result_type is not None else 0
     try:
-        return ext.make(address, nargs, tuple(kinds), results, nwords, status_word, finish[0], finish[1], fallback,
+        return ext.make(address, packed, nargs, tuple(kinds), results, nwords, status_word, finish[0], finish[1], fallback,
                         unpacker, unpacker.free, allocation_error, miss)
     except ValueError:   # (more arguments, words or a higher rank than `make` takes)
         return None

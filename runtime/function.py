@@ -142,7 +142,8 @@ class CompiledFunction:
         # interface, void) is called as it is, unchecked.
         self.checked = _exports(self._lib, declared.iface.error_function)
         if declared.checked is None:
-            declared.ffi.cdef(declared.iface.checked_decl if self.checked else declared.iface.unchecked_decl)
+            declared.ffi.cdef(declared.iface.checked_decl + declared.iface.packed_decl if self.checked
+                              else declared.iface.unchecked_decl)
         elif declared.checked != self.checked:   # declared as a sprue library's, and it is not one
             declared = Declarations(signature, symbol, checked=self.checked)
             self._lib = _open(declared.ffi, path)
@@ -151,6 +152,7 @@ class CompiledFunction:
         # What a failed allocation was for, from its byte count (qjit sets it: the arrays of the
         # jaxpr and their source lines); None: the message gives the size only.
         self.explain_allocation: Callable[[int], str | None] | None = None
+        self._ffi_packed_name = iface.packed_function
         try:
             self._fn = getattr(self._lib, iface.function)
         except AttributeError as exc:
@@ -167,6 +169,17 @@ class CompiledFunction:
         self._arity_message = f"expected {self._nargs} {plural} ({names}), got "
         self.shape_function: ShapeFunction | None = signature.result_shape_function()
         self._fast = fastcall.bind(parts.fast, self) if parts.fast is not None else _always_miss
+
+    def packed_address(self) -> int | None:
+        """The address of the library's entry taking its parameters as one array (abi.py), or
+        None (an unchecked library, or one built before it existed)."""
+        if not self.checked:
+            return None
+        try:
+            fn = getattr(self._lib, self._ffi_packed_name)
+        except AttributeError:
+            return None
+        return int(self._ffi.cast("uintptr_t", fn))
 
     def specialize(self, kinds: Sequence[Any], finish: Any = fastcall.LIST) -> Any:
         """A fast caller for arguments of exactly these kinds (fastcall.build_caller): takes the
@@ -327,7 +340,7 @@ class Declarations:
         self.iface = iface = c_interface(signature, symbol)
         self.ffi = ffi = cffi.FFI()
         ffi.cdef(iface.types_cdef + iface.error_decl + threads.DECLS
-                 + {True: iface.checked_decl, False: iface.unchecked_decl, None: ""}[checked])
+                 + {True: iface.checked_decl + iface.packed_decl, False: iface.unchecked_decl, None: ""}[checked])
         if ffi.sizeof("void *") != 8:
             # The descriptor word layout (results.py) assumes 8-byte pointers.
             raise LibraryLoadError("sprue.runtime needs a 64-bit platform")

@@ -69,15 +69,15 @@ def test_an_int_out_of_range_and_other_arguments_go_to_the_python_caller(built):
         f(x, 2 ** 70)
 
 
-def test_a_hundred_arguments_take_the_c_caller_and_the_python_one_is_made_when_needed(built, monkeypatch):
-    """Up to fastcall_c.MAX_ARGS arguments the C caller takes the call; the Python caller, its
-    fallback, is generated (its source compiled) at its first call only."""
+@pytest.mark.parametrize("n", [100, 300])
+def test_many_arguments_take_the_c_caller_and_the_python_one_is_made_when_needed(built, monkeypatch, n):
+    """The C caller takes the call: up to fastcall_c.MAX_ARGS arguments with a case per arity,
+    beyond through the library's packed entry. The Python caller, its fallback, is generated (its
+    source compiled) at its first call only."""
     from sprue.runtime import fastcall
     generated = []
     generate = fastcall._generate
     monkeypatch.setattr(fastcall, "_generate", lambda *a: generated.append(1) or generate(*a))
-    n = 100
-    assert n <= fastcall_c.MAX_ARGS
     names = ", ".join(f"x{i}" for i in range(n))
     f = sprue.qjit(eval(f"lambda {names}: sum(x * (i + 1) for i, x in enumerate(({names},)))"))
     xs = [np.full(3, float(i)) for i in range(n)]
@@ -88,6 +88,31 @@ def test_a_hundred_arguments_take_the_c_caller_and_the_python_one_is_made_when_n
     strided = [np.arange(6.0)[::2]] + xs[1:]          # not contiguous: the Python caller copies it
     np.testing.assert_array_equal(f(*strided), expected - xs[0] + strided[0])
     assert generated
+
+
+def test_a_library_without_a_packed_entry_keeps_the_python_caller(built, monkeypatch):
+    """Beyond MAX_ARGS arguments a library built before the packed entry existed (or any without
+    one) is called by the Python caller."""
+    from sprue.runtime.function import CompiledFunction
+    monkeypatch.setattr(CompiledFunction, "packed_address", lambda self: None)
+    n = fastcall_c.MAX_ARGS + 3
+    names = ", ".join(f"x{i}" for i in range(n))
+    f = sprue.qjit(eval(f"lambda {names}: sum(x * (i + 1) for i, x in enumerate(({names},)))"))
+    xs = [np.full(2, float(i)) for i in range(n)]
+    f(*xs)
+    np.testing.assert_array_equal(f(*xs), sum(x * (i + 1) for i, x in enumerate(xs)))
+    assert type(_plan(f)).__name__ != "Caller"
+
+
+def test_results_beyond_the_stack_words_take_the_c_caller(built):
+    """More result words than fastcall_c.MAX_WORDS: the C caller's state is on the heap."""
+    n = fastcall_c.MAX_WORDS // 7 + 5     # rank-2 results: 7 words each
+    f = sprue.qjit(lambda x: tuple(x * (i + 1) for i in range(n)))
+    x = np.arange(6.0).reshape(2, 3)
+    f(x)
+    out = f(x)
+    assert type(_plan(f)).__name__ == "Caller"
+    assert len(out) == n and all(np.array_equal(o, x * (i + 1)) for i, o in enumerate(out))
 
 
 def test_results_sharing_a_buffer_are_copies(built):

@@ -82,14 +82,14 @@ def test_default_outputs_and_name_from_the_stem(mlir, tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["libmy_kernel.so", "my_kernel.h"]
     # the entry point is named after the kernel; the raw MLIR function is not exported
     # (and the message of a failed allocation: lowering/allocation.py)
-    assert exported(tmp_path / "o" / "libmy_kernel.so") == ["_mlir_ciface_my_kernel", "_sprue_error_my_kernel", *POOL]
+    assert exported(tmp_path / "o" / "libmy_kernel.so") == ["_mlir_ciface_my_kernel", "_sprue_error_my_kernel", "_sprue_packed_my_kernel", *POOL]
     assert "static inline int64_t my_kernel(my_kernel_results *out" in (tmp_path / "o" / "my_kernel.h").read_text()
     assert capsys.readouterr().err == ""
 
 
 def test_name_flag(mlir, tmp_path):
     assert main(["compile", str(mlir), "-o", str(tmp_path), "--name", "mm"]) == 0
-    assert exported(tmp_path / "libmm.so") == ["_mlir_ciface_mm", "_sprue_error_mm", *POOL] and (tmp_path / "mm.h").is_file()
+    assert exported(tmp_path / "libmm.so") == ["_mlir_ciface_mm", "_sprue_error_mm", "_sprue_packed_mm", *POOL] and (tmp_path / "mm.h").is_file()
 
 
 def test_output_dir_defaults_to_the_current_directory(mlir, tmp_path, monkeypatch):
