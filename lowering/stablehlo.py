@@ -89,7 +89,8 @@ class LoweredModule:
 
 
 def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = True,
-          arg_names: Sequence[str] | None = None, static_sizes: bool = False) -> LoweredModule:
+          arg_names: Sequence[str] | None = None, static_sizes: bool = False,
+          destinations: bool = False, into: str | None = None) -> LoweredModule:
     """The StableHLO module of `closed_jaxpr` as `func.func @<name>`, with its check messages.
 
     With debug_info the text keeps each op's location (primitive name and user file:line), so
@@ -102,7 +103,14 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
     the others `#k`). When there are any, the body runs in a `stablehlo.if` on their status, so
     that nothing reads an argument whose descriptor disagrees; the other branch returns fresh
     results whose values are unset (size 0 along each dynamic axis). The body's own checks keep
-    codes 1, 2, ...; the entry checks' codes follow."""
+    codes 1, 2, ...; the entry checks' codes follow.
+
+    With `destinations`, the function returns nothing: it takes a memref per result after its
+    arguments (the status first, when it has one) and writes each result there
+    (`bufferization.materialize_in_destination ... restrict writable`: one-shot bufferization then
+    computes a result in its destination, as IREE's and MLIR's destination-passing style do, and
+    copies only what it cannot). When the entry checks fail, only the status is written. `into`
+    names a destination-passing function to add beside @name (the C header's `_into`)."""
     consts = numpy_consts(closed_jaxpr)
     jaxpr = closed_jaxpr.jaxpr
     names = list(arg_names) if arg_names is not None else _default_names(jaxpr)
@@ -119,52 +127,70 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
         result_types = [aval_type(v.aval) for v in jaxpr.outvars]
         if has_status:
             result_types.insert(0, aval_type(_STATUS_AVAL))
-        with ir.InsertionPoint(module.body):
-            fn = ir.Operation.create(
-                "func.func", regions=1,
-                attributes={"sym_name": ir.StringAttr.get(name),
-                            "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, result_types))})
-        block = fn.regions[0].blocks.append(*arg_types)
-        args = list(block.arguments)
-        with ir.InsertionPoint(block):
-            ctx = LoweringContext(module)
 
-            def body() -> list[Value]:
-                """The jaxpr's outputs, after the status of its own checks when it has any."""
-                if body_checks:
-                    ctx.status = constant(0, np.int64)
-                const_values = [const_array(c) for c in consts]
-                views = [_static_view(a, v.aval) for a, v in zip(args, jaxpr.invars)]
-                outs = emit_jaxpr(ctx, jaxpr, const_values, _sizes_read_from_arrays(jaxpr, views) if entry else views)
-                return [ctx.status, *outs] if body_checks else outs
+        def emit(name: str, destinations: bool) -> LoweringContext:
+            """@name into the module (with `destinations`: writing its results to them)."""
+            dest_types = [_memref_type(t) for t in result_types] if destinations else []
+            with ir.InsertionPoint(module.body):
+                fn_type = ir.FunctionType.get(arg_types + dest_types, [] if destinations else result_types)
+                fn = ir.Operation.create(
+                    "func.func", regions=1,
+                    attributes={"sym_name": ir.StringAttr.get(name), "function_type": ir.TypeAttr.get(fn_type)})
+            block = fn.regions[0].blocks.append(*arg_types, *dest_types)
+            args, dests = list(block.arguments)[:len(arg_types)], list(block.arguments)[len(arg_types):]
+            data_dests = dests[int(has_status):]
+            with ir.InsertionPoint(block):
+                ctx = LoweringContext(module)
 
-            if entry:
-                # The body first, so that its own checks keep codes 1, 2, ... (those a C caller may
-                # know already); the entry checks take the codes after them, emitted before the if.
-                placeholder = constant(True, np.bool_)
-                guard = op("stablehlo.if", [placeholder], result_types[1 - body_checks:], regions=2)
-                with ctx.nested_scope():
-                    build_region(guard, [], lambda _: body(), 0)
-                with ir.InsertionPoint(guard):
-                    for v, a in zip(jaxpr.invars, args):
-                        if v.dim is not None:
-                            ctx.bind_dim(v.dim, a)
-                    status, ok = emit_entry_checks(ctx, args, entry)
-                guard.operands[0] = ok
-                placeholder.owner.erase()
-                # Fresh buffers, never constants, in both branches: a result that is a constant in
-                # one branch only makes the deallocation of every call decide at run time who owns what.
-                build_region(guard, [], lambda _: [_unset(t) for t in result_types[1 - body_checks:]], 1)
-                outs = list(guard.results)
-                if body_checks:   # the first failure: the entry's, else the body's
-                    outs[0] = select(ok, outs[0], status)
+                def body() -> list[Value]:
+                    """The jaxpr's outputs, after the status of its own checks when it has any (with
+                    destinations: the outputs written to theirs, and only the status returned)."""
+                    if body_checks:
+                        ctx.status = constant(0, np.int64)
+                    const_values = [const_array(c) for c in consts]
+                    views = [_static_view(a, v.aval) for a, v in zip(args, jaxpr.invars)]
+                    outs = emit_jaxpr(ctx, jaxpr, const_values, _sizes_read_from_arrays(jaxpr, views) if entry else views)
+                    if destinations:
+                        _write_to(outs, data_dests)
+                        outs = []
+                    return [ctx.status, *outs] if body_checks else outs
+
+                guarded = result_types[1 - body_checks:1] if destinations else result_types[1 - body_checks:]
+                if entry:
+                    # The body first, so that its own checks keep codes 1, 2, ... (those a C caller may
+                    # know already); the entry checks take the codes after them, emitted before the if.
+                    placeholder = constant(True, np.bool_)
+                    guard = op("stablehlo.if", [placeholder], guarded, regions=2)
+                    with ctx.nested_scope():
+                        build_region(guard, [], lambda _: body(), 0)
+                    with ir.InsertionPoint(guard):
+                        for v, a in zip(jaxpr.invars, args):
+                            if v.dim is not None:
+                                ctx.bind_dim(v.dim, a)
+                        status, ok = emit_entry_checks(ctx, args, entry)
+                    guard.operands[0] = ok
+                    placeholder.owner.erase()
+                    # Fresh buffers, never constants, in both branches: a result that is a constant in
+                    # one branch only makes the deallocation of every call decide at run time who owns what.
+                    build_region(guard, [], lambda _: [_unset(t) for t in guarded], 1)
+                    outs = list(guard.results)
+                    if body_checks:   # the first failure: the entry's, else the body's
+                        outs[0] = select(ok, outs[0], status)
+                    else:
+                        outs.insert(0, status)
                 else:
-                    outs.insert(0, status)
-            else:
-                outs = body()
-                if has_status and not body_checks:
-                    outs.insert(0, constant(0, np.int64))
-            ir.Operation.create("func.return", operands=outs)
+                    outs = body()
+                    if has_status and not body_checks:
+                        outs.insert(0, constant(0, np.int64))
+                if destinations:
+                    _write_to(outs, dests)   # (the status: the rest were written in the body)
+                    outs = []
+                ir.Operation.create("func.return", operands=outs)
+            return ctx
+
+        ctx = emit(name, destinations)
+        if into is not None:
+            emit(into, True)
         if not module.operation.verify():
             raise AssertionError("the lowered StableHLO module does not verify")
         text = module.operation.get_asm(enable_debug_info=debug_info)
@@ -217,6 +243,21 @@ def _static_view(arg: Value, aval: ShapedArray) -> Value:
              for i, d in enumerate(aval.shape)]
     shape = tensor.FromElementsOp(ir.RankedTensorType.get([len(sizes)], i64), sizes).result
     return tensor.ReshapeOp(ty, arg, shape).result
+
+
+def _memref_type(t: ir.Type) -> ir.Type:
+    """The destination of a result of tensor type `t`: a memref of its shape (identity layout:
+    a row-major contiguous buffer, as the runtimes check)."""
+    ranked = ir.RankedTensorType(t)
+    return ir.MemRefType.get(ranked.shape, ranked.element_type)
+
+
+def _write_to(values: Sequence[Value], dests: Sequence[ir.Value]) -> None:
+    """Each value written into its destination (`lower`'s destinations)."""
+    unit = ir.UnitAttr.get()
+    for value, dest in zip(values, dests):
+        ir.Operation.create("bufferization.materialize_in_destination", operands=[value, dest],
+                            attributes={"restrict": unit, "writable": unit})
 
 
 def _unset(ty: ir.Type) -> Value:

@@ -108,7 +108,7 @@ typedef struct {
   vectorcallfunc vectorcall;
   PyObject *dict;
   void *fn, *packed;   /* packed: the entry taking its parameters as one array, or NULL (call_kernel) */
-  int nargs, nkinds, nresults, nwords, finish, status_word, stride;
+  int nargs, nkinds, nresults, nwords, finish, status_word, stride, has_res;
   arg_spec *args;
   result_spec *results;
   PyObject *fallback, *unpacker, *free_obj, *oom, *finish_fn, *miss;
@@ -307,7 +307,12 @@ static PyObject *run(caller *c, PyObject *args, void **slots, int64_t *desc, cel
   memset(words, 0, (size_t)c->nwords * sizeof *words);
   slots[0] = words;
   Py_BEGIN_ALLOW_THREADS
-  status = c->packed ? ((int64_t (*)(void **))c->packed)(slots) : call_kernel(c->fn, j, words, d);
+  if (c->has_res)
+    status = c->packed ? ((int64_t (*)(void **))c->packed)(slots) : call_kernel(c->fn, j, words, d);
+  else if (c->packed)   /* (no result object: the parameters are the descriptors alone) */
+    status = ((int64_t (*)(void **))c->packed)(d);
+  else
+    status = j ? call_kernel(c->fn, j - 1, d[0], d + 1) : ((int64_t (*)(void))c->fn)();
   Py_END_ALLOW_THREADS
   if (status) {
     PyObject *exc = PyObject_CallFunction(c->oom, "L", (long long)status);
@@ -390,15 +395,15 @@ static PyTypeObject CallerType = {
   .tp_traverse = caller_traverse,
 };
 
-/* make(fn, nargs, kinds, results, nwords, status_word, finish, finish_fn, fallback, unpacker, free, oom,
+/* make(fn, packed, has_res, nargs, kinds, results, nwords, status_word, finish, finish_fn, fallback, unpacker, free, oom,
    miss): kinds: (kind, index, descr or None, shape tuple or None, value, obj, cell_bytes) per kind;
    results: (descr, rank, word) per result (the status, at status_word, not among them; -1: none). */
 static PyObject *make(PyObject *mod, PyObject *a) {
   PyObject *fn, *packed, *kinds, *res, *finish_fn, *fallback, *unpacker, *free_obj, *oom, *miss;
-  int nargs, nwords, status_word, fin;
+  int nargs, nwords, status_word, fin, has_res;
   caller *c;
-  if (!PyArg_ParseTuple(a, "OOiO!O!iiiOOOOOO", &fn, &packed, &nargs, &PyTuple_Type, &kinds, &PyTuple_Type, &res,
-                        &nwords, &status_word, &fin, &finish_fn, &fallback, &unpacker, &free_obj, &oom, &miss))
+  if (!PyArg_ParseTuple(a, "OOiiO!O!iiiOOOOOO", &fn, &packed, &has_res, &nargs, &PyTuple_Type, &kinds, &PyTuple_Type,
+                        &res, &nwords, &status_word, &fin, &finish_fn, &fallback, &unpacker, &free_obj, &oom, &miss))
     return NULL;
   if ((PyTuple_GET_SIZE(kinds) > MAX_ARGS && packed == Py_None) || PyTuple_GET_SIZE(kinds) > MAX_PACKED_ARGS
       || nwords > MAX_HEAP_WORDS)
@@ -409,6 +414,7 @@ static PyObject *make(PyObject *mod, PyObject *a) {
   c->dict = NULL;
   c->fn = PyLong_AsVoidPtr(fn);
   c->packed = packed == Py_None ? NULL : PyLong_AsVoidPtr(packed);
+  c->has_res = has_res;
   c->stride = 3;
   c->nargs = nargs;
   c->nkinds = (int)PyTuple_GET_SIZE(kinds);
@@ -623,7 +629,7 @@ def c_caller(cf: Any, kinds: Sequence[tuple], nargs: int, finish: tuple[int, Any
     packed = cf.packed_address() if len(kinds) > MAX_ARGS else None
     nwords = unpacker._nwords if cf._result_type is not None else 0
     try:
-        return ext.make(address, packed, nargs, tuple(kinds), results, nwords, status_word, finish[0], finish[1], fallback,
+        return ext.make(address, packed, int(cf._result_type is not None), nargs, tuple(kinds), results, nwords, status_word, finish[0], finish[1], fallback,
                         unpacker, unpacker.free, allocation_error, miss)
     except ValueError:   # (more arguments, words or a higher rank than `make` takes)
         return None

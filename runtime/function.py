@@ -152,6 +152,11 @@ class CompiledFunction:
         # What a failed allocation was for, from its byte count (qjit sets it: the arrays of the
         # jaxpr and their source lines); None: the message gives the size only.
         self.explain_allocation: Callable[[int], str | None] | None = None
+        # The same program taking its results' destinations (its signature: these arguments, then
+        # the status's cell when it has one, then a destination per result; no results), loaded on
+        # demand; None: `out=` copies the results (the frontend sets it: api/driver.py).
+        self.destination_variant: Callable[[], CompiledFunction | None] | None = None
+        self._into_caller: tuple[CompiledFunction, Callable[[tuple], Any]] | None = None
         self._ffi_packed_name = iface.packed_function
         try:
             self._fn = getattr(self._lib, iface.function)
@@ -263,6 +268,8 @@ class CompiledFunction:
         shapes = self._shapes(args, partial=True)
         for dest, spec, shape in zip(dests, specs, shapes):
             self._check_destination(dest, spec, shape)
+        if self._write_into(args, dests, shapes):
+            return list(dests)
         results = self._run(descriptors)
         if self._result_type is None:
             return []
@@ -276,6 +283,36 @@ class CompiledFunction:
         for dest, res in zip(dests, results):
             np.copyto(dest, res, casting="no")
         return list(dests)
+
+    def _write_into(self, args: Sequence[Any], dests: list[np.ndarray], shapes: list[tuple]) -> bool:
+        """Calls the destination variant, which computes each result in its destination, where
+        every destination takes it: known sizes, a plain C-contiguous, aligned, writeable array
+        that shares no memory with an argument or another destination (np.may_share_memory: by
+        bounds, so it may decline a few it could take). False, nothing done, otherwise: the
+        caller copies."""
+        if self.destination_variant is None or any(d is None for shape in shapes for d in shape):
+            return False
+        for i, dest in enumerate(dests):
+            if type(dest) is not np.ndarray or dest.flags.num & _INTO != _INTO:
+                return False
+            if any(np.may_share_memory(dest, a) for a in (*args, *dests[:i]) if isinstance(a, np.ndarray)):
+                return False
+        variant = self.destination_variant()
+        if variant is None:
+            return False
+        status = None if self.signature.status_messages is None else np.zeros((), np.int64)
+        call_args = (*args, *dests) if status is None else (*args, status, *dests)
+        if self._into_caller is None or self._into_caller[0] is not variant:
+            # the variant's fast caller: these arguments' usual kinds, then plain arrays (its
+            # rank-0 destinations would otherwise be taken for scalars, which it cannot write)
+            kinds = [_natural_kind(s) for s in self.signature.args]
+            kinds += [_array_kind(s) for s in variant.signature.args[len(kinds):]]
+            self._into_caller = (variant, variant.specialize(kinds) or _always_miss)
+        if self._into_caller[1](call_args) is fastcall.MISS:
+            variant(*call_args)
+        if status:
+            raise self._unpacker.status_error(int(status))
+        return True
 
     def _destinations(self, out: Any) -> list[np.ndarray]:
         specs = self.signature.results
@@ -318,15 +355,23 @@ class CompiledFunction:
         return f"<CompiledFunction {self.symbol}{self.signature} from {self.path}>"
 
 
+_INTO = 0x0001 | 0x0100 | 0x0400   # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE
+
+
+def _array_kind(spec: Any) -> Any:
+    """The fast-path kind of an array argument, rank 0 included."""
+    if spec.is_static:
+        return fastcall.Array(spec.dtype, spec.shape)
+    return fastcall.DynArray(spec.dtype, spec.rank, [(i, d) for i, d in enumerate(spec.shape) if d is not None])
+
+
 def _natural_kind(spec: Any) -> Any:
     """The fast-path kind of an argument: exactly what its spec says."""
     if spec.rank == 0:
         for t in (float, int, bool):
             if fastcall.scalar_type_fits(t, spec.dtype):
                 return fastcall.Scalar(t)
-    if spec.is_static:
-        return fastcall.Array(spec.dtype, spec.shape)
-    return fastcall.DynArray(spec.dtype, spec.rank, [(i, d) for i, d in enumerate(spec.shape) if d is not None])
+    return _array_kind(spec)
 
 
 class Declarations:

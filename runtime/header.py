@@ -110,7 +110,10 @@ class HeaderSpec:
     source: where the kernel came from, for the header's first comment.
     kernel_checks_sizes: the kernel compares its arguments' descriptor sizes with the sizes it was
     compiled for itself (a kernel lowered from a jaxpr for C: its entry checks); else (StableHLO
-    input, hand-written signatures) the wrapper checks the static ones."""
+    input, hand-written signatures) the wrapper checks the static ones.
+    into_entry: the library also exports `_mlir_ciface_<name>_into`, which computes the results
+    in destinations the caller passes (after the arguments: the status's cell first when the
+    kernel has one), allocating none: `<name>_into` calls it where the destinations allow."""
     name: str
     signature: Signature
     arg_names: Sequence[str] | None = None
@@ -119,6 +122,7 @@ class HeaderSpec:
     shape_params: Sequence[str] = field(default_factory=tuple)
     source: str = ""
     kernel_checks_sizes: bool = False
+    into_entry: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,10 @@ static inline int64_t sprue_floordiv(int64_t a, int64_t b) {
 static inline int64_t sprue_mod(int64_t a, int64_t b) { return a - sprue_floordiv(a, b) * b; }
 static inline int64_t sprue_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t sprue_min(int64_t a, int64_t b) { return a < b ? a : b; }
+/* Whether the byte ranges [a, a + na) and [b, b + nb) meet (an empty one meets nothing). */
+static inline int sprue_overlap(const char *a, int64_t na, const char *b, int64_t nb) {
+  return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
 /* The threads parallel loops use, the calling one included: library-wide, and one pool per
    process however many sprue libraries it links (they all bind to the first one's). 1 = no
    thread is ever started. Default: SPRUE_NUM_THREADS, else the CPUs this process may use
@@ -342,7 +350,63 @@ def _c_string(text: str) -> str:
     return '"' + escaped.replace("??", "?\\?") + '"'
 
 
-def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param]) -> str:
+def _in_place(spec: HeaderSpec, args: list[_Param], data: list[_Param],
+              wrapper_checks: Sequence[tuple[str, int]]) -> list[str]:
+    """The lines of `_into` that call the library's destination-passing entry (HeaderSpec's
+    into_entry) when every destination is row-major contiguous and shares no byte with an array
+    argument or another destination, and return; the copying path follows them."""
+    name, has_status = spec.name, spec.signature.has_status
+
+    def span(p: _Param) -> str:   # first byte, byte count of an array argument or destination
+        count = " * ".join([f"{p.name}->sizes[{i}]" for i in range(p.spec.rank)]
+                           + [f"(int64_t)sizeof({p.spec.element.ctype})"])
+        return f"(const char *)({p.name}->aligned + {p.name}->offset), {count}"
+    arrays = [a for a in args if not a.by_value]
+    fits = [f"sprue_row_major({r.name}->sizes, {r.name}->strides, {r.spec.rank})" for r in data if r.spec.rank]
+    for i, r in enumerate(data):
+        fits += [f"!sprue_overlap({span(r)},\n                     {span(o)})" for o in arrays + data[:i]]
+    joined = " &&\n      ".join(fits) or "1"
+    lines = [f"  if ({joined}) {{   /* computed in place: nothing allocated or copied */"]
+    lines += [f"    if ({failed}) return {code};" for failed, code in wrapper_checks]
+    for a in arrays:
+        lines.append(f"    {descriptor_type(a.spec.element, a.spec.rank)} {a.name}_d = *{a.name};")
+        lines.append(f"    {a.name}_d.aligned += {a.name}_d.offset; {a.name}_d.offset = 0;")
+    for a in args:
+        if a.by_value:
+            lines.append(f"    {a.spec.element.ctype} {a.name}_value = {a.name};")
+            lines.append(f"    {descriptor_type(a.spec.element, 0)} {a.name}_d;")
+            lines.append(f"    {a.name}_d.allocated = &{a.name}_value; {a.name}_d.aligned = &{a.name}_value;"
+                         f" {a.name}_d.offset = 0;")
+    for r in data:
+        lines.append(f"    {descriptor_type(r.spec.element, r.spec.rank)} {r.name}_d = *{r.name};")
+        lines.append(f"    {r.name}_d.aligned += {r.name}_d.offset; {r.name}_d.offset = 0;")
+    dests = [f"&{r.name}_d" for r in data]
+    if has_status:
+        lines.append("    int64_t status_value = 0;")
+        lines.append(f"    {descriptor_type(STATUS_SPEC.element, 0)} status_d;")
+        lines.append("    status_d.allocated = &status_value; status_d.aligned = &status_value; status_d.offset = 0;")
+        dests.insert(0, "&status_d")
+    call = ", ".join([f"&{a.name}_d" for a in args] + dests)
+    lines.append(f"    if (_mlir_ciface_{name}_into({call}) != 0) return SPRUE_OUT_OF_MEMORY;")
+    lines.append(f"    return {'status_value' if has_status else '0'};")
+    lines.append("  }")
+    return lines
+
+
+def _into_declaration(spec: HeaderSpec, args: list[_Param], data: list[_Param]) -> str:
+    params = [f"const {descriptor_type(a.spec.element, a.spec.rank)} *{a.name}" for a in args]
+    if spec.signature.has_status:
+        params.append(f"{descriptor_type(STATUS_SPEC.element, 0)} *status")
+    params += [f"{descriptor_type(r.spec.element, r.spec.rank)} *{r.name}" for r in data]
+    status = " (the status first)" if spec.signature.has_status else ""
+    return (f"/* The library's destination-passing entry: the arguments as for _mlir_ciface_{spec.name}, then\n"
+            f"   the destinations{status}, row-major contiguous from `aligned`; it allocates no result.\n"
+            f"   Returns 0, or the byte count of an allocation that failed. */\n"
+            f"int64_t _mlir_ciface_{spec.name}_into({', '.join(params)});\n\n")
+
+
+def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param],
+                     wrapper_checks: Sequence[tuple[str, int]] = ()) -> str:
     """`<name>_result_shapes` (when some result has a dim) and `<name>_into`."""
     name = spec.name
     data = results[int(spec.signature.has_status):]
@@ -365,6 +429,8 @@ def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param]
         checks = " ||\n      ".join(
             f"{r.name}->sizes[{i}] != {r.name}_expected[{i}]" for r, _ in ranked for i in range(r.spec.rank))
         lines.append(f"  if ({checks})\n    return SPRUE_SHAPE_MISMATCH;")
+    if spec.into_entry:
+        lines += _in_place(spec, args, data, wrapper_checks)
     lines.append(f"  status = {name}({', '.join(['&res'] + [a.name for a in args])});")
     lines.append("  if (status == 0) {   /* else the results may be empty, or not even allocated */")
     for r in data:
@@ -376,11 +442,19 @@ def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param]
                      f" {src_strides}, {sizes}, {r.spec.rank}, sizeof({r.spec.element.ctype}));")
     lines += ["  }", f"  {name}_free_results(&res);", "  return status;"]
     params = ", ".join(dest + [_param_decl(a) for a in args])
+    how = ("Row-major contiguous destinations that share no byte with an array\n"
+           "   argument or with each other are written by the kernel itself, which allocates no result\n"
+           "   (the library's _into entry); others (any strides) get the kernel's results copied in.\n"
+           "   Returns the kernel's status (with a failed check the destinations may have been written),\n"
+           if spec.into_entry else
+           "A copying wrapper: the kernel allocates its results, which\n"
+           "   are copied into the destinations and freed. Returns the kernel's status (the destinations\n"
+           "   are written only when it is 0),\n")
+    if spec.into_entry:
+        out += _into_declaration(spec, args, data)
     out += (f"/* Destination passing: the caller allocates each result (sizes from {name}_result_shapes, any\n"
-            f"   strides) and passes its descriptor. A copying wrapper: the kernel allocates its results, which\n"
-            f"   are copied into the destinations and freed. Returns the kernel's status (the destinations\n"
-            f"   are written only when it is 0), or SPRUE_SHAPE_MISMATCH (nothing is computed) if a\n"
-            f"   destination has the wrong sizes. */\n"
+            f"   strides) and passes its descriptor. {how}"
+            f"   or SPRUE_SHAPE_MISMATCH (nothing is computed) if a destination has the wrong sizes. */\n"
             f"static inline int64_t {name}_into({params}) {{\n" + "\n".join(lines) + "\n}\n")
     return out
 
@@ -424,6 +498,6 @@ def c_header(spec: HeaderSpec) -> str:
     parts.append(_status_table(spec.name, kernel_messages + [message for _, message in wrapper]))
     parts.append(_free_results(spec.name, results))
     if spec.result_shapes is not None:
-        parts.append(_shape_functions(spec, args, results))
+        parts.append(_shape_functions(spec, args, results, codes))
     parts.append(f"#ifdef __cplusplus\n}}\n#endif\n\n#endif /* {guard} */\n")
     return "\n".join(parts)

@@ -223,13 +223,17 @@ class ResultUnpacker:
         status = cffi_ops.cast(self._words_ptr, words[1])[words[2]]
         if status:
             self._free_all(words)
-            message = self._message(status)
-            raise (RuntimeMemoryCheckError if MEMORY_CHECK in message else RuntimeCheckError)(message)
+            raise self.status_error(status)
         shared = self._rest_allocs is not None and words[0] in _as_tuple(self._rest_allocs(words))
         out = self._rest._unpack(words) if self._rest_allocs is not None else []
         if not shared:  # else the result sharing it owns it now
             self.free(cffi_ops.cast(self._char_ptr, words[0]))
         return out
+
+    def status_error(self, code: int) -> Exception:
+        """The error of a call whose run-time check `code` (a nonzero status) failed."""
+        message = self._message(code)
+        return (RuntimeMemoryCheckError if MEMORY_CHECK in message else RuntimeCheckError)(message)
 
     def _message(self, code: int) -> str:
         if 1 <= code <= len(self._messages):

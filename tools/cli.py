@@ -112,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="LLVM features to enable (+name) or disable (-name) on top of the CPU's, separated by"
                         " commas, e.g. +avx2,-fma; write --target-features=-fma when the first is a -name"
                         " (`sprue targets` lists them)")
+    c.add_argument("--no-into", dest="into", action="store_false",
+                   help="leave out the destination-passing entry (a jaxpr input's NAME_into() then copies the"
+                        " kernel's results into the caller's buffers; the library compiles in less time)")
     c.add_argument("-v", "--verbose", action="store_true", help="print each stage's time (and tracebacks)")
     return parser
 
@@ -136,7 +139,7 @@ def _diagnostic(err: BaseException, input_path: Path) -> str:
 
 def _compile(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     opts = Options(args.input, args.out_dir, args.name, _emit_kinds(parser, args.emit), args.opt_level,
-                   args.target_cpu, args.verbose, args.target_features)
+                   args.target_cpu, args.verbose, args.target_features, args.into)
 
     def log(line: str) -> None:
         print(line, file=sys.stderr)

@@ -49,6 +49,7 @@ class Options:
     target_cpu: str = "host"
     verbose: bool = False
     target_features: str = ""     # "+avx2,-fma": LLVM features on top of the CPU's
+    into: bool = True             # a jaxpr's destination-passing entry too (the header's true `_into`)
 
 
 @dataclass
@@ -71,7 +72,7 @@ def compile_file(opts: Options, log: Callable[[str], None] | None = None) -> dic
     driver.check_build_options(opts.opt_level, opts.target_cpu, opts.target_features)
     timer = Timer(log if opts.verbose else None)
     name = kernel_name(opts.input, opts.name)
-    kernel = read_kernel(opts.input, name)
+    kernel = read_kernel(opts.input, name, into=opts.into)
     timer.lap("read+lower" if kernel.closed_jaxpr is not None else "read")
     return build_kernel(kernel, opts, timer)
 
@@ -80,7 +81,7 @@ def compile_jaxpr(closed_jaxpr, opts: Options, log: Callable[[str], None] | None
     """Like compile_file for a ClosedJaxpr in memory (opts.input only names its source)."""
     driver.check_build_options(opts.opt_level, opts.target_cpu, opts.target_features)
     timer = Timer(log if opts.verbose else None)
-    kernel = kernel_from_jaxpr(closed_jaxpr, kernel_name(opts.input, opts.name), opts.input)
+    kernel = kernel_from_jaxpr(closed_jaxpr, kernel_name(opts.input, opts.name), opts.input, into=opts.into)
     timer.lap("lower")
     return build_kernel(kernel, opts, timer)
 
@@ -118,7 +119,7 @@ def build_kernel(kernel: Kernel, opts: Options, timer: Timer) -> dict[str, Path]
     written["so"] = driver.write_library(
         kernel.stablehlo, out / EMIT_FILES["so"].format(name=kernel.name), kernel.name, opt_level=opts.opt_level,
         cpu=opts.target_cpu, features=opts.target_features, archive=static, asm="asm" in opts.emit,
-        on_stage=on_stage)
+        on_stage=on_stage, into=kernel.into)
     if static is not None:
         written["a"] = static
     write("h", header_text(kernel))
@@ -138,4 +139,4 @@ def header_text(kernel: Kernel) -> str:
     # a kernel lowered from a jaxpr checks its descriptors' sizes itself (lowering/rules_checks.py);
     # for StableHLO input the header's wrapper checks the static ones
     return c_header(HeaderSpec(kernel.name, sig, kernel.arg_names, source=kernel.source.name,
-                               kernel_checks_sizes=kernel.closed_jaxpr is not None))
+                               kernel_checks_sizes=kernel.closed_jaxpr is not None, into_entry=kernel.into is not None))

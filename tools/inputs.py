@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sprue.api import driver
+from sprue.api.shape_functions import shape_function_of
 from sprue.base.errors import SprueError
 from sprue.io.saved_format import parse_saved
 from sprue.ir.core import encode_name
@@ -35,6 +36,7 @@ class Kernel:
     signature: Signature
     arg_names: list[str]
     closed_jaxpr: Any = None        # None for StableHLO input
+    into: str | None = None         # its destination-passing entry (_mlir_ciface_<into>), if it has one
 
 
 def kernel_name(path: Path, name: str | None) -> str:
@@ -48,12 +50,14 @@ def kernel_name(path: Path, name: str | None) -> str:
     return kernel_name_for(path.name.split(".")[0], headers=True)
 
 
-def read_kernel(path: Path, name: str) -> Kernel:
+def read_kernel(path: Path, name: str, *, into: bool = True) -> Kernel:
+    """The kernel in `path`; a jaxpr's with its destination-passing entry unless `into` is False
+    (kernel_from_jaxpr)."""
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     if path.suffix in STABLEHLO_SUFFIXES:
         return _read_stablehlo(path, name)
-    return _read_jaxpr(path, name)
+    return _read_jaxpr(path, name, into)
 
 
 # -- StableHLO ----------------------------------------------------------------------------------
@@ -66,19 +70,25 @@ def _read_stablehlo(path: Path, name: str) -> Kernel:
 # -- jaxpr --------------------------------------------------------------------------------------
 # Jaxpr files are read as saved programs (io/saved_format.py: sprue's saved format, whose header
 # names the arguments; plain JAX-printed jaxprs too).
-def _read_jaxpr(path: Path, name: str) -> Kernel:
+def _read_jaxpr(path: Path, name: str, into: bool) -> Kernel:
     closed, _n_implicit, explicit_names = parse_saved(path.read_text(), str(path))
-    return kernel_from_jaxpr(closed, name, path, explicit_names)
+    return kernel_from_jaxpr(closed, name, path, explicit_names, into=into)
 
 
-def kernel_from_jaxpr(closed, name: str, source: Path, explicit_names: list[str] | None = None) -> Kernel:
+def kernel_from_jaxpr(closed, name: str, source: Path, explicit_names: list[str] | None = None, *,
+                      into: bool = True) -> Kernel:
     """The kernel of a ClosedJaxpr (read from a file, or made by sprue.make_jaxpr). The C names of
-    the trailing (explicit) arguments are `explicit_names` when given."""
+    the trailing (explicit) arguments are `explicit_names` when given. With `into` (and result
+    sizes that follow from the arguments'), the library gets a destination-passing entry too."""
     arg_names = _invar_names(closed.jaxpr, explicit_names)
     # Called from C: the kernel checks every size of its arguments' descriptors, the static ones too
     # (lowering/rules_checks.py, entry checks), naming the arguments as the header does.
-    text, sig = driver.lower_with_signature(closed, name, arg_names, result_name="result{}", static_sizes=True)
-    return Kernel(name, source, text, sig, arg_names, closed)
+    # with results whose sizes follow from the arguments' (the header's `_into`), a second entry
+    # computes them in the caller's buffers (lower_with_signature's `into`)
+    into = f"{name}_into" if into and shape_function_of(closed.jaxpr).complete else None
+    text, sig = driver.lower_with_signature(closed, name, arg_names, result_name="result{}", static_sizes=True,
+                                            into=into)
+    return Kernel(name, source, text, sig, arg_names, closed, into)
 
 
 def _invar_names(jaxpr, explicit_names: list[str] | None) -> list[str]:

@@ -104,17 +104,24 @@ def _runtime_shape(aval: ShapedArray) -> tuple:
 
 
 def lower_with_signature(closed, name: str, arg_names: list[str], *, result_name: str = "result[{}]",
-                static_sizes: bool = False, with_shape_function: bool = False) -> tuple[str, Signature]:
+                static_sizes: bool = False, with_shape_function: bool = False,
+                destinations: bool = False, into: str | None = None) -> tuple[str, Signature]:
     """The StableHLO module of a closed jaxpr (its function @name) and that function's runtime
     signature. With run-time checks (its own, or the entry checks of its sizes: all of them with
     `static_sizes`, for C callers), the function returns a status first. `result_name.format(i)`
-    names result i."""
+    names result i. With `destinations`, the function returns nothing and takes its results'
+    destinations after its arguments, the status's first (stablehlo.lower); `into` names such a
+    function to add beside @name (its signature is @name's: the C header knows its ABI)."""
     jaxpr = closed.jaxpr
-    lowered = _lowering().stablehlo.lower(closed, name=name, arg_names=arg_names, static_sizes=static_sizes)
-    sig = Signature([TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(arg_names, jaxpr.invars)],
-                    [TensorSpec(result_name.format(i), a.aval.dtype, _runtime_shape(a.aval))
-                     for i, a in enumerate(jaxpr.outvars)],
-                    status_messages=lowered.check_messages if lowered.has_status else None,
+    lowered = _lowering().stablehlo.lower(closed, name=name, arg_names=arg_names, static_sizes=static_sizes,
+                                          destinations=destinations, into=into)
+    args = [TensorSpec(p, v.aval.dtype, _runtime_shape(v.aval)) for p, v in zip(arg_names, jaxpr.invars)]
+    results = [TensorSpec(result_name.format(i), a.aval.dtype, _runtime_shape(a.aval))
+               for i, a in enumerate(jaxpr.outvars)]
+    if destinations:
+        status = [TensorSpec("status", np.int64, ())] if lowered.has_status else []
+        return lowered.text, Signature(args + status + results, [])
+    sig = Signature(args, results, status_messages=lowered.check_messages if lowered.has_status else None,
                     shape_function=shape_function_of(jaxpr) if with_shape_function else None)
     return lowered.text, sig
 
@@ -171,13 +178,17 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
     entry, or, with keep_intermediate or the cache off, into `out_dir` as `<stem>.so`."""
     jaxpr = closed.jaxpr
     implicit = implicit_dims(jaxpr, n_implicit)
+    destinations = bool(build_options.pop("destinations", False))   # (a cache key's option, not the backend's)
     options = {"opt_level": opt_level, "cpu": cpu, **build_options}
+    key_options = {**options, "destinations": True} if destinations else options
+    again = functools.partial(compile_closed_jaxpr, closed, n_implicit, in_names, out_dir, stem + "_into",
+                              keep_intermediate, opt_level=opt_level, cpu=cpu, destinations=True, **build_options)
     cache = None if keep_intermediate else compile_cache.default_cache()
     key = None
     if cache is not None:
-        hit, key = _cached(cache, _cache_key(closed, n_implicit, in_names, options), stem)
+        hit, key = _cached(cache, _cache_key(closed, n_implicit, in_names, key_options), stem)
         if hit is not None:
-            return hit[0].stablehlo, hit[0].library, _explained(hit[1], jaxpr), implicit
+            return hit[0].stablehlo, hit[0].library, _writing_into(_explained(hit[1], jaxpr), again), implicit
         compile_cache.count("misses")
     names = [d.name for d in implicit] + list(in_names)
     with timing.profiled(stem):
@@ -185,7 +196,8 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
         _lowering().backend.prepare_in_background(opt_level=opt_level, cpu=cpu,
                                                   features=build_options.get("features", ""))
         with step("jaxpr -> StableHLO"):
-            text, sig = lower_with_signature(closed, "main", names, with_shape_function=True)
+            text, sig = lower_with_signature(closed, "main", names, with_shape_function=not destinations,
+                                             destinations=destinations)
         staging = _staging(cache, key, stem)
         declared: list[Declarations] = []
         def meanwhile() -> None:   # (while cc links)
@@ -201,7 +213,22 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
             library = _build_into_cache(cache, key, staging, text, sig, out_dir, stem, options, meanwhile)
         with step("load"):
             function = load(library, "main", sig, name=stem, declared=declared[0] if declared else None)
-    return text, library, _explained(function, jaxpr), implicit
+    function = _explained(function, jaxpr)
+    return text, library, function if destinations else _writing_into(function, again), implicit
+
+
+def _writing_into(function, compile_variant: Callable[[], tuple]):
+    """`function` (the runtime's CompiledFunction) with its destination-passing variant, compiled
+    at the first call with `out=` that can use it: the same program taking its results'
+    destinations (lower_with_signature's `destinations`), which it computes in place."""
+    variant: list = []
+
+    def destination_variant():
+        if not variant:
+            variant.append(compile_variant()[2])
+        return variant[0]
+    function.destination_variant = destination_variant
+    return function
 
 
 def _cache_key(closed, n_implicit: int, in_names, options: dict) -> str | None:
@@ -295,12 +322,13 @@ def load_stablehlo(path_or_text: str | os.PathLike, *, keep_intermediate: str | 
 
 def write_library(stablehlo_text: str, library: Path, name: str, *, opt_level: int = 3, cpu: str = "host",
                   features: str = "", archive: Path | None = None, asm: bool = False,
-                  on_stage: Callable[[str, object], None] | None = None) -> Path:
-    """`sprue compile`'s build: the StableHLO module (entry function @name) -> `library`, exporting
-    only `_mlir_ciface_<name>` (the raw function is internal: the header's C wrapper takes its
-    name), and `archive` (a static library) when given. `on_stage` sees every stage (see
-    backend.build_shared_library); a failing stage's IR is not saved (the command line reports
-    the error)."""
+                  on_stage: Callable[[str, object], None] | None = None, into: str | None = None) -> Path:
+    """`sprue compile`'s build: the StableHLO module (entry function @name, and @into when given) ->
+    `library`, exporting only `_mlir_ciface_<name>` (and `_mlir_ciface_<into>`: the raw functions
+    are internal, the header's C wrappers take their names), and `archive` (a static library) when
+    given. `on_stage` sees every stage (see backend.build_shared_library); a failing stage's IR is
+    not saved (the command line reports the error)."""
     return _lowering().backend.build_shared_library(
         stablehlo_text, build_folder("cli"), name, library=library, opt_level=opt_level, cpu=cpu,
-        features=features, internal=[name], asm=asm, archive=archive, on_stage=on_stage, save_failing_ir=False)
+        features=features, internal=[name] + ([into] if into else []), asm=asm, archive=archive,
+        on_stage=on_stage, save_failing_ir=False)
