@@ -229,13 +229,21 @@ def part_size(ops: list[ir.Operation], most: int, codes: np.ndarray | None = Non
     return int(whole[0]), best * max(1, most // best), best
 
 
-def function_bodies(fn: ir.Operation) -> list[ir.Block]:
-    """The blocks of `fn` that hold its computation: its body, and the branches of the scf.if
-    ops in it (the entry checks' guard around a kernel with run-time sizes)."""
+# The attribute of a function whose entry block checks its arguments' sizes and runs its body in
+# an if on them (stablehlo.lower's entry checks): its few scalar ops per argument stay whole, not
+# cut into parts that would pass the arguments' descriptors around (a 100-layer network compiled
+# for C: 101 arguments, 1,200 such ops).
+ENTRY_CHECKS = "sprue.entry_checks"
+
+
+def function_bodies(fn: ir.Operation, with_checks: bool = True) -> list[ir.Block]:
+    """The blocks of `fn` that hold its computation: its body, and the branches of the if ops in it
+    (the entry checks' guard around a kernel with run-time sizes or called from C: scf.if, or
+    stablehlo.if before the linalg stage); not the entry checks' block unless `with_checks`."""
     entry = fn.regions[0].blocks[0]
-    branches = [block for op in map(as_operation, entry.operations) if op.name == "scf.if"
+    branches = [block for op in map(as_operation, entry.operations) if op.name in ("scf.if", "stablehlo.if")
                 for region in op.regions for block in region.blocks]
-    return [entry, *branches]
+    return [entry, *branches] if with_checks or ENTRY_CHECKS not in fn.attributes else branches
 
 
 def split_bodies(module: ir.Module, prefix: str, copied: Callable[[ir.Operation], bool],
@@ -253,7 +261,7 @@ def split_bodies(module: ir.Module, prefix: str, copied: Callable[[ir.Operation]
     # a function's branches before its entry block, each function's when its turn comes: a run cut
     # from an entry block may take an scf.if with it into a function that, equal to one seen
     # before, is erased, and its branches with it (a 600-argument sum crashed reading them)
-    for block in (block for fn in functions for block in reversed(function_bodies(fn))):
+    for block in (block for fn in functions for block in reversed(function_bodies(fn, with_checks=False))):
         body = [as_operation(op) for op in block.operations][:-1]   # not the terminator
         kept = [op for op in body if copied(op)]   # listed first: the others may be erased (shared)
         runs = runs_of([op for op in body if not copied(op)])

@@ -80,7 +80,12 @@ _PREFIX, _STABLEHLO_PREFIX = PART_PREFIXES   # (outline.py outlines the nests of
 # copied in turn): no side effects, cheap, and what later rewrites look for (static shapes,
 # constant fills). Above all, a fill or an empty tensor is a destination: a passed one would be
 # one buffer several parts write into.
-_COPIED = frozenset({"arith.constant", "ub.poison", "tensor.empty", "linalg.fill", "stablehlo.constant"})
+# The entry checks' views of their arguments (stablehlo.py _static_view: a tensor.reshape to the
+# checked sizes, read with tensor.dim) are copied too: passed, each part would take the static view
+# as a function result of another part, which bufferization copies (101 weights of a 100-layer
+# network compiled for C).
+_COPIED = frozenset({"arith.constant", "ub.poison", "tensor.empty", "linalg.fill", "stablehlo.constant",
+                     "tensor.reshape", "tensor.from_elements", "tensor.dim", "arith.index_cast"})
 
 
 def _copied(op: ir.Operation) -> bool:

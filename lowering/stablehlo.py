@@ -139,6 +139,8 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
             block = fn.regions[0].blocks.append(*arg_types, *dest_types)
             args, dests = list(block.arguments)[:len(arg_types)], list(block.arguments)[len(arg_types):]
             data_dests = dests[int(has_status):]
+            if entry:   # (outline.ENTRY_CHECKS: partition.py cuts the guarded body, not the checks)
+                fn.attributes["sprue.entry_checks"] = ir.UnitAttr.get()
             with ir.InsertionPoint(block):
                 ctx = LoweringContext(module)
 

@@ -145,6 +145,29 @@ def test_a_repeated_body_is_cut_on_stablehlo_before_the_linalg_stage(tmp_path):
     assert linalg.count("linalg.matmul") <= PART_OPS // 2 + len(defined), linalg.count("linalg.matmul")
 
 
+def test_a_body_behind_entry_checks_is_cut_on_stablehlo_and_the_checks_stay_whole(tmp_path):
+    """Compiled for C (every size of every argument checked at entry: stablehlo.lower's
+    static_sizes), the body runs in an if on the checks: the if's branch is cut into shared parts
+    like an unchecked body, each part reading the arguments' checked views itself, and the checks
+    (scalar ops, a few per argument) stay in the entry."""
+    from sprue.tools.compile import Options, compile_jaxpr
+    from sprue.tools.inputs import kernel_from_jaxpr
+    x, ws = _weights(100, seed=8)
+    closed = sprue.make_jaxpr(_net)(x, ws)
+    opts = Options(tmp_path / "net.jaxpr", tmp_path, emit={"legalized"}, into=False)
+    compile_jaxpr(closed, opts)
+    legalized = (tmp_path / "net.legalized.mlir").read_text()
+    defined = set(re.findall(r"func\.func private @(__sprue_hlo_part_\d+)\(", legalized))
+    calls = re.findall(r"call @(__sprue_hlo_part_\d+)\(", legalized)
+    assert defined and set(calls) == defined and len(calls) > 3 * len(defined), (calls, defined)
+    assert legalized.count("stablehlo.dot_general") <= 2 * PERIODIC_PART_OPS, legalized.count("stablehlo.dot_general")
+    parts = legalized[legalized.index("func.func private @__sprue_hlo_part"):]
+    assert "arith.cmpi" not in parts   # the checks stayed in the entry
+    signature = kernel_from_jaxpr(closed, "net", opts.input, into=False).signature
+    lib = sprue.runtime.load(tmp_path / "libnet.so", "net", signature)
+    np.testing.assert_allclose(lib(x, *ws)[-1], _forward(x, ws)[-1], rtol=1e-10, atol=1e-12)
+
+
 def test_unread_values_are_not_cut_into_parts(tmp_path):
     """A repeated body whose every layer also computes a value nothing reads: the unread ops are
     erased before the cut, not left in a part no one can remove."""
