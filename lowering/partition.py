@@ -80,16 +80,26 @@ _PREFIX, _STABLEHLO_PREFIX = PART_PREFIXES   # (outline.py outlines the nests of
 # copied in turn): no side effects, cheap, and what later rewrites look for (static shapes,
 # constant fills). Above all, a fill or an empty tensor is a destination: a passed one would be
 # one buffer several parts write into.
-# The entry checks' views of their arguments (stablehlo.py _static_view: a tensor.reshape to the
-# checked sizes, read with tensor.dim) are copied too: passed, each part would take the static view
-# as a function result of another part, which bufferization copies (101 weights of a 100-layer
-# network compiled for C).
-_COPIED = frozenset({"arith.constant", "ub.poison", "tensor.empty", "linalg.fill", "stablehlo.constant",
-                     "tensor.reshape", "tensor.from_elements", "tensor.dim", "arith.index_cast"})
+_COPIED = frozenset({"arith.constant", "ub.poison", "tensor.empty", "linalg.fill", "stablehlo.constant"})
+# So are the entry checks' views of the arguments (stablehlo.py _static_view: a tensor.reshape to the
+# checked sizes, read with tensor.dim), when they read only the function's arguments and constants:
+# passed, each part would take a static view as a function result of another part, which
+# bufferization copies (the 101 weights of a 100-layer network compiled for C). Not a view of a
+# value some part computes: its copy could not be made before that part runs.
+_VIEWS = frozenset({"tensor.reshape", "tensor.from_elements", "tensor.dim", "arith.index_cast"})
 
 
 def _copied(op: ir.Operation) -> bool:
-    return op.name in _COPIED
+    return op.name in _COPIED or (op.name in _VIEWS and all(map(_of_arguments, op.operands)))
+
+
+def _of_arguments(value: ir.Value) -> bool:
+    """Whether `value` is an argument, a constant, or a view (_VIEWS) of those."""
+    if isinstance(value, ir.BlockArgument):
+        return True
+    op = as_operation(value.owner)
+    return op.name in ("arith.constant", "stablehlo.constant") or (
+        op.name in _VIEWS and all(map(_of_arguments, op.operands)))
 
 
 def _parts(work: list[ir.Operation], min_ops: int = PARTITION_MIN_OPS,
