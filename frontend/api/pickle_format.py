@@ -38,7 +38,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import os
 import sys
+import threading
+from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -105,6 +108,65 @@ def loads(payload: Any, kind: str) -> dict:
         got = body.get("kind") if isinstance(body, dict) else type(body).__name__
         raise UnpicklingError(f"{ANYWHERE}: the payload holds a {got!r}, not a {kind!r}; nothing was loaded")
     return body
+
+
+# -- one rebuild per payload and process --------------------------------------------------------
+# Dask sends a task's function with every task; rebuilding it costs ~5 ms (reading the program,
+# keying it, verifying the cache entry, setting up cffi), more than many tasks' work. A payload
+# this process has rebuilt before (the same bytes, equal objects) gives the same object back, as
+# pickle does a function it pickles by reference; so a function's compile_count on a worker counts
+# its compilations there.
+_MEMO_SIZE = 64
+_memo: "OrderedDict[bytes, tuple[tuple, Any]]" = OrderedDict()
+_memo_lock = threading.Lock()
+
+
+def _forget_lock_after_fork() -> None:
+    global _memo_lock
+    _memo_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_lock_after_fork)
+
+
+def _memo_key(payload: bytes) -> bytes:
+    return b"\n".join(payload.split(b"\n", 2)[:2])   # the format and version, the body's sha256
+
+
+def remembered(payload: bytes, objects: tuple):
+    """What this process rebuilt from this (checked) payload and these objects before, or None."""
+    key = _memo_key(payload)
+    with _memo_lock:
+        hit = _memo.get(key)
+        if hit is not None:
+            _memo.move_to_end(key)
+    return hit[1] if hit is not None and same_objects(hit[0], objects) else None
+
+
+def remember(payload: bytes, objects: tuple, rebuilt) -> None:
+    key = _memo_key(payload)
+    with _memo_lock:
+        _memo[key] = (objects, rebuilt)
+        while len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)
+
+
+def same_objects(a, b) -> bool:
+    """Whether two unpickled object graphs are equal: by type and value, arrays by their bytes,
+    floats by their bits (0.0 is not -0.0, as static arguments tell them apart)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(same_objects(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_objects(a[k], b[k]) for k in a)
+    if isinstance(a, (np.ndarray, np.generic, float, complex)):
+        a, b = np.asarray(a), np.asarray(b)
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):   # an == that cannot say: not known to be the same, so rebuilt
+        return False
 
 
 def malformed(name: str, e: Exception) -> UnpicklingError:

@@ -40,6 +40,8 @@ from sprue.api.pickle_format import (
     program_entry,
     read_program,
     reference_of,
+    remember,
+    remembered,
     resolve,
     source_reference,
 )
@@ -575,6 +577,15 @@ def unpickle_qjit(payload: bytes, objects: tuple) -> QJIT:
     """A QJIT from its pickle (QJIT.__reduce__): its programs loaded from the compile cache, or
     compiled from the carried jaxprs; or, pickled by reference, the function that names."""
     body = load_payload(payload, "qjit")
+    again = remembered(payload, objects)
+    if again is not None:
+        return again
+    q = _rebuilt(body, objects)
+    remember(payload, objects, q)
+    return q
+
+
+def _rebuilt(body: dict, objects: tuple) -> QJIT:
     name = str(body.get("name"))
     try:
         reference, why_not, entries = body["reference"], str(body["why_not"]), list(body["compiled"])

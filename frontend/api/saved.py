@@ -9,7 +9,7 @@ from pathlib import Path
 from sprue.api import driver
 from sprue.api.pickle_format import dumps as dump_payload
 from sprue.api.pickle_format import loads as load_payload
-from sprue.api.pickle_format import malformed, program_entry, read_program
+from sprue.api.pickle_format import malformed, program_entry, read_program, remember, remembered
 from sprue.api.qjit import QJIT, check_argument_dtypes
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
@@ -97,13 +97,18 @@ class LoadedProgram:
 def unpickle_program(payload: bytes) -> LoadedProgram:
     """A LoadedProgram from its pickle (LoadedProgram.__reduce__)."""
     body = load_payload(payload, "program")
+    again = remembered(payload, ())
+    if again is not None:
+        return again
     name = str(body.get("name"))
     try:
         path, cast = Path(str(body["path"])), bool(body["cast_arguments"])
         closed, n_implicit, names = read_program(body, name)
     except (KeyError, TypeError, IndexError, AttributeError) as e:
         raise malformed(name, e) from None
-    return LoadedProgram(closed, n_implicit, names, path, cast_arguments=cast)
+    program = LoadedProgram(closed, n_implicit, names, path, cast_arguments=cast)
+    remember(payload, (), program)
+    return program
 
 
 def _is_mlir(path: Path, text: str) -> bool:

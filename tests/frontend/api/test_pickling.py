@@ -283,3 +283,45 @@ def test_no_library_path_travels_and_the_key_is_computed_by_the_receiver(kernels
     from sprue.api.qjit import unpickle_qjit
     copy = unpickle_qjit(forged, objects)
     np.testing.assert_allclose(copy(x, x), np.sum(np.sin(x) * x))
+
+
+def test_a_loaded_stablehlo_program_pickles_as_its_text(tmp_path):
+    path = tmp_path / "axpy.mlir"
+    path.write_text("func.func @main(%a: tensor<f64>, %x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {\n"
+                    "  %b = stablehlo.broadcast_in_dim %a, dims = [] : (tensor<f64>) -> tensor<4xf64>\n"
+                    "  %m = stablehlo.multiply %b, %x : tensor<4xf64>\n"
+                    "  %s = stablehlo.add %m, %y : tensor<4xf64>\n"
+                    "  return %s : tensor<4xf64>\n}\n")
+    f = sprue.load(path)
+    x, y = np.arange(4.0), np.full(4, 0.5)
+    for dumps in (pickle.dumps, cloudpickle.dumps):
+        copy = pickle.loads(dumps(f))
+        np.testing.assert_array_equal(copy(np.float64(3.0), x, y), 3.0 * x + y)
+        assert str(path).encode() not in dumps(f)
+
+
+def test_one_payload_is_rebuilt_once_per_process(kernels):
+    """Dask sends a task's function with each task: the same bytes give the same object, without
+    reading the program again; other static values (another object graph) give another."""
+    k, _ = kernels
+    x = np.arange(3.0)
+    k.powered(x, 2)
+    data = pickle.dumps(k.powered)
+    first = pickle.loads(data)
+    before = dict(compile_cache.stats)
+    assert pickle.loads(data) is first and compile_cache.stats == before
+    k.powered(x, 2.0)   # another static value: another signature, another payload
+    assert pickle.loads(pickle.dumps(k.powered)) is not first
+    payload, objects = _payload_of(first)
+    from sprue.api.qjit import unpickle_qjit
+    other = list(objects)
+    other[[i for i, o in enumerate(objects) if o == {"power": 2}][0]] = {"power": 2.0}   # same bytes, other objects
+    assert unpickle_qjit(payload, tuple(other)) is not first
+
+
+def test_a_transformation_of_a_qjit_function_never_called_says_why_it_cannot_be_pickled(kernels):
+    k, _ = kernels
+    for transformed in (sprue.grad(k.loss), sprue.vmap(k.row_norm)):
+        with pytest.raises(sprue.SprueTypeError, match=r"cannot be pickled yet: .* cannot travel by reference:"
+                           r" pickled_kernels\.\w+ is another object"):
+            pickle.dumps(transformed)
