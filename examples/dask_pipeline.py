@@ -76,7 +76,7 @@ def one_process(folder: Path, chunks: int, fn, params) -> tuple[float, float]:
 
 def on_cluster(folder: Path, params, workers: int, budget_mb: float) -> tuple[float, float, dict]:
     """(total, seconds, each worker's sprue threads) of the chunks scored on a LocalCluster."""
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                       memory_limit=f"{budget_mb}MB") as cluster, Client(cluster) as client:
         client.run(lambda: None)   # workers up before the clock starts
         start = time.perf_counter()

@@ -311,7 +311,11 @@ def decode_signature(e: dict, objects: tuple, hints: bool) -> inspect.Signature:
 # -- by reference -------------------------------------------------------------------------------
 def reference_of(obj, fn) -> tuple[str | None, str]:
     """(`module:qualname`, "") when importing that module and reading that name gives `obj` or its
-    function `fn` -- what pickle checks of a function it pickles by reference; else (None, why not)."""
+    function `fn` -- what pickle checks of a function it pickles by reference; else (None, why not).
+    An unpickled copy's is its original's."""
+    carried = getattr(fn, "__sprue_reference__", None)
+    if carried is not None:
+        return carried
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", None)
     if not module or not qualname:
@@ -344,7 +348,8 @@ def resolve(reference: str | None, name: str, why_not: str):
     except (ImportError, AttributeError) as e:
         raise UnpicklingError(f"{name}: pickled by reference to {module}.{qualname}, which this process cannot"
                               f" import ({type(e).__name__}: {e}); define it in a module every process that"
-                              f" unpickles it can import") from None
+                              f" unpickles it can import, or call it before pickling it (it then travels as its"
+                              f" compiled programs)") from None
 
 
 def source_reference(reference: str | None, why_not: str, name: str, signature: inspect.Signature,
@@ -368,4 +373,6 @@ def source_reference(reference: str | None, why_not: str, name: str, signature: 
     traced_by_reference.__name__ = name
     traced_by_reference.__qualname__ = reference.partition(":")[2] if reference else name
     traced_by_reference.__signature__ = signature
+    # pickled again (a Dask scheduler passes graphs on), the copy names what the original named
+    traced_by_reference.__sprue_reference__ = (reference, why_not)
     return traced_by_reference

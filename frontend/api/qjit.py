@@ -608,7 +608,7 @@ def _rebuilt(body: dict, objects: tuple) -> QJIT:
     fn = source_reference(reference, why_not, name, signature, carried, lambda f: f.fn if isinstance(f, QJIT) else f)
     q = QJIT(fn, **options)
     q.__doc__ = body["doc"] if isinstance(body["doc"], str) else None
-    fn.__signature__ = annotated
+    q.__signature__ = fn.__signature__ = annotated   # (update_wrapper copied the plain one)
     if body["hinted"]:
         q.fsig = function_signature(fn, q.name)
     for entry, static, in_tree, out_tree, key in decoded:

@@ -77,7 +77,7 @@ def client(kernels):
     _, folder = kernels
     # the workers import the kernels' module (poly travels by reference) and inherit this
     # process's environment otherwise (the session's compile cache: tests/conftest.py)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   env={"PYTHONPATH": str(folder)}) as cluster, distributed.Client(cluster) as c:
         yield c
 

@@ -201,7 +201,8 @@ def test_a_local_function_travels_by_its_programs(dumps):
 def test_an_unpickled_copy_traces_new_signatures_through_its_reference(kernels, tmp_path):
     k, folder = kernels
     k.powered(np.arange(3.0), 2)
-    cases = {"new_static": (k.powered, (np.arange(3.0), 4)), "new_shape": (k.powered, (np.ones((2, 2)), 2))}
+    again = pickle.loads(pickle.dumps(k.powered))   # a copy pickled again still names the module's
+    cases = {"new_static": (k.powered, (np.arange(3.0), 4)), "new_shape": (again, (np.ones((2, 2)), 2))}
     results, report = _run_child(tmp_path, "pickle", cases, {"PYTHONPATH": str(folder)})
     np.testing.assert_array_equal(results["new_static"], np.arange(3.0) ** 4 + 1.0)
     np.testing.assert_array_equal(results["new_shape"], np.ones((2, 2)) ** 2 + 1.0)
@@ -325,3 +326,43 @@ def test_a_transformation_of_a_qjit_function_never_called_says_why_it_cannot_be_
         with pytest.raises(sprue.SprueTypeError, match=r"cannot be pickled yet: .* cannot travel by reference:"
                            r" pickled_kernels\.\w+ is another object"):
             pickle.dumps(transformed)
+
+
+def test_a_main_function_never_called_cannot_be_imported_by_another_program(tmp_path):
+    """By reference to __main__.f, as pickle does: another program's __main__ has no f (a Dask
+    worker's), and the error says what to do; once called, f travels as its program."""
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    sender = textwrap.dedent('''
+        import pickle, sys
+        import numpy as np
+        import sprue
+
+        @sprue.qjit
+        def f(x):
+            return x * 2.0
+        with open(sys.argv[1], "wb") as out:
+            pickle.dump(f, out)
+        f(np.arange(3.0))
+        with open(sys.argv[2], "wb") as out:
+            pickle.dump(f, out)
+    ''')
+    receiver = textwrap.dedent('''
+        import pickle, sys
+        import numpy as np
+        from sprue.errors import UnpicklingError
+        try:
+            pickle.load(open(sys.argv[1], "rb"))
+        except UnpicklingError as e:
+            print("error:", e)
+        print("result:", pickle.load(open(sys.argv[2], "rb"))(np.arange(3.0)).tolist())
+    ''')
+    never, called = tmp_path / "never.pkl", tmp_path / "called.pkl"
+    for script, args in ((sender, [never, called]), (receiver, [never, called])):
+        proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("error: f: pickled by reference to __main__.f, which this process cannot import"
+                               " (AttributeError") and "or call it before pickling it" in lines[0], lines
+    assert lines[1] == "result: [0.0, 2.0, 4.0]"
