@@ -366,3 +366,14 @@ def test_a_main_function_never_called_cannot_be_imported_by_another_program(tmp_
     assert lines[0].startswith("error: f: pickled by reference to __main__.f, which this process cannot import"
                                " (AttributeError") and "or call it before pickling it" in lines[0], lines
     assert lines[1] == "result: [0.0, 2.0, 4.0]"
+
+
+def test_transformations_of_plain_functions_travel_with_cloudpickle(kernels):
+    """sprue.grad/vmap of a function that is not qjit'd return Python closures: cloudpickle carries
+    them by value (plain pickle cannot pickle a closure), and the copy traces again."""
+    k, _ = kernels
+    w, x = np.array([0.3, -0.2, 0.5]), np.arange(6.0).reshape(2, 3) / 6
+    grad_loss = sprue.grad(k.loss.fn)
+    row_sums = sprue.vmap(lambda r: jnp.sum(r * r))
+    np.testing.assert_allclose(pickle.loads(cloudpickle.dumps(grad_loss))(w, x), _np_tanh_grad(w, x), rtol=1e-12)
+    np.testing.assert_allclose(pickle.loads(cloudpickle.dumps(row_sums))(x), np.sum(x * x, axis=1), rtol=1e-12)
