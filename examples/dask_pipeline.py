@@ -31,8 +31,8 @@ import sprue.numpy as jnp
 @sprue.qjit(abstracted_axes=(None, {0: "n"}))
 def score(params, x):
     """A chunk's partial score, as a 1-element array (one per chunk, summed by Dask): every row
-    through a small network (8 -> hidden -> hidden -> 1, tanh), the outputs summed. The rows' count is a
-    run-time size: one compilation serves every chunk."""
+    through a small network (8 -> hidden -> hidden -> 1, tanh), the outputs summed. The rows'
+    count is a run-time size: one compilation serves every chunk."""
     h = jnp.tanh(x @ params["w1"] + params["b1"])
     h = jnp.tanh(h @ params["w2"] + params["b2"])
     return jnp.reshape(jnp.sum(h @ params["w3"]), (1,))

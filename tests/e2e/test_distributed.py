@@ -151,3 +151,16 @@ def test_a_process_pool_maps_a_kernel_over_chunks(kernels):
     for c, g in zip(chunks, got):
         np.testing.assert_allclose(g, np.tanh(c) * 0.5 + np.sin(2.0 * c), rtol=1e-12, atol=1e-15)
     assert threads == {1}
+
+
+def test_the_dask_pipeline_example_runs_and_agrees_with_numpy(tmp_path):
+    """examples/dask_pipeline.py at a tiny size (it checks its totals against numpy's itself)."""
+    import os
+    import subprocess
+    from pathlib import Path
+    example = Path(__file__).resolve().parents[2] / "examples" / "dask_pipeline.py"
+    proc = subprocess.run([sys.executable, str(example), "--chunks", "5", "--chunk-mb", "0.25", "--hidden", "16",
+                           "--budget-mb", "1024"], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "results equal numpy's" in proc.stdout and "workers' sprue threads: [1, 1]" in proc.stdout, proc.stdout
