@@ -53,6 +53,7 @@ from sprue.base.pytree import LEAF, TreeDef
 from sprue.io.jaxpr_lexer import JaxprError
 from sprue.io.saved_format import parse_saved, to_text
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
+from sprue.lax.calls import pjit_p
 
 __all__ = ["FORMAT", "MAGIC", "dumps", "loads", "program_entry", "read_program", "reference_of"]
 
@@ -198,10 +199,21 @@ def _nested_eqns(value):
 
 def program_entry(closed: ClosedJaxpr, n_implicit: int, arg_names: list[str], options: dict) -> dict:
     """What a payload carries of one compiled program: sprue.save's text, the equations' source
-    lines (the text leaves them out), the jaxpr's digest and the sender's cache key."""
+    lines (the text leaves them out), the jaxpr's digest and the sender's cache key.
+
+    The jaxpr reader inlines call equations (a qjit'd function called inside another), as JAX's
+    does: such a program reads back as the inlined one, whose digest and key are carried instead
+    (computed by reading the text here), without source lines; the receiver compiles it once and
+    caches it under its own key."""
+    text = to_text(closed, n_implicit, arg_names)
+    infos: list | None = [e.source_info for e in _eqns(closed.jaxpr)]
+    if any(e.primitive is pjit_p for e in _eqns(closed.jaxpr)):
+        closed, n_implicit, arg_names = parse_saved(text, "<pickled program>")
+        infos = None
+        for eqn in _eqns(closed.jaxpr):   # (the reader's: lines of the text, which the receiver's are not)
+            eqn.source_info = None
     components = compile_cache.key_components(closed, n_implicit, arg_names, options)
-    return {"program": to_text(closed, n_implicit, arg_names),
-            "source_info": [e.source_info for e in _eqns(closed.jaxpr)],
+    return {"program": text, "source_info": infos,
             "digest": None if components is None else components["jaxpr"],
             "cache_key": None if components is None else compile_cache.key_of(components)}
 
@@ -216,6 +228,8 @@ def read_program(entry: dict, name: str) -> tuple[ClosedJaxpr, int, list[str]]:
                               f" ({sprue_version()}): {e}; nothing was loaded") from None
     eqns = list(_eqns(closed.jaxpr))
     infos = entry["source_info"]
+    if infos is None:   # the program had call equations, inlined by the reader: no source lines
+        infos = [None] * len(eqns)
     if len(infos) != len(eqns) or not all(i is None or isinstance(i, str) for i in infos):
         raise UnpicklingError(f"pickled sprue function '{name}': its program has {len(eqns)} equations but the"
                               f" payload gives {len(infos)} source lines: it was modified; nothing was loaded")

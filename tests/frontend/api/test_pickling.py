@@ -377,3 +377,22 @@ def test_transformations_of_plain_functions_travel_with_cloudpickle(kernels):
     row_sums = sprue.vmap(lambda r: jnp.sum(r * r))
     np.testing.assert_allclose(pickle.loads(cloudpickle.dumps(grad_loss))(w, x), _np_tanh_grad(w, x), rtol=1e-12)
     np.testing.assert_allclose(pickle.loads(cloudpickle.dumps(row_sums))(x), np.sum(x * x, axis=1), rtol=1e-12)
+
+
+def test_a_function_calling_another_qjit_function_travels_inlined():
+    """A call equation reads back inlined (the jaxpr reader inlines calls, as JAX's does): the copy
+    compiles that program once, then finds it in the cache."""
+    @sprue.qjit
+    def double(x):
+        return x * 2.0
+
+    @sprue.qjit(abstracted_axes={0: "n"})
+    def caller(x):
+        return jnp.exp(double(x)) + 1.0
+    x = np.linspace(-1.0, 1.0, 7)
+    caller(x)
+    assert "pjit" in str(caller.jaxpr)
+    for dumps in (pickle.dumps, cloudpickle.dumps):
+        copy = pickle.loads(dumps(caller))
+        np.testing.assert_allclose(copy(x[:5]), np.exp(x[:5] * 2.0) + 1.0, rtol=1e-14)
+        assert "pjit" not in str(copy.jaxpr)
