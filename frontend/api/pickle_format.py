@@ -312,9 +312,14 @@ def encode_signature(sig: inspect.Signature, objects: list) -> dict:
     return {"params": params, "returns": encode_hint(sig.return_annotation, objects)}
 
 
+_KINDS = {int(k): k for k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                              inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.KEYWORD_ONLY,
+                              inspect.Parameter.VAR_KEYWORD)}
+
+
 def decode_signature(e: dict, objects: tuple, hints: bool) -> inspect.Signature:
     """The function's signature (with its sprue type hints when `hints`)."""
-    params = [inspect.Parameter(name, inspect._ParameterKind(kind),
+    params = [inspect.Parameter(name, _KINDS[kind],
                                 default=inspect.Parameter.empty if default == -1 else objects[default],
                                 annotation=decode_hint(hint, objects) if hints else inspect.Parameter.empty)
               for name, kind, default, hint in e["params"]]
