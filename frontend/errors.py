@@ -15,6 +15,7 @@ from sprue.base.errors import (
                                SprueTypeError,
                                SprueValueError,
                                StableHLOUnsupportedError,
+                               UnpicklingError,
                                UnsupportedError,
 )
 from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
@@ -22,4 +23,4 @@ from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedE
 __all__ = ["ArgumentError", "ArgumentTypeError", "ArgumentValueError", "CompileError", "ConcretizationError",
            "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError", "LibraryLoadError", "ParseError",
            "RuntimeCheckError", "ShapeError", "SprueError", "SprueMemoryError", "SprueTypeError",
-           "SprueValueError", "StableHLOUnsupportedError", "UnsupportedError"]
+           "SprueValueError", "StableHLOUnsupportedError", "UnpicklingError", "UnsupportedError"]

@@ -12,6 +12,15 @@ The count: SPRUE_NUM_THREADS, else the CPUs this process may run on, read by the
 parallel loop; `set_num_threads(n)` sets it, for the libraries loaded now and later; 1 means no
 thread is ever started. `get_num_threads()` says the count in force (before any library is loaded,
 the default as the pool will read it).
+
+In Python, OMP_NUM_THREADS stands in for an unset SPRUE_NUM_THREADS (its first number): the
+convention by which engines that run several tasks per machine keep each task's libraries to its
+share of the cores. Dask's nanny starts every worker process with OMP_NUM_THREADS=1 (the
+`distributed.nanny.pre-spawn-environ` setting; the worker's own task threads use the cores), and
+Ray does the same for its tasks; OpenBLAS, MKL and PyTorch read it. So a kernel inside a Dask
+worker runs on the worker's task thread alone, and as many kernels run at once as the worker has
+threads, not threads x cores. SPRUE_NUM_THREADS, or set_num_threads, overrides it. (A C host's
+library reads SPRUE_NUM_THREADS only: lowering/parallel_runtime.py.)
 """
 from __future__ import annotations
 
@@ -87,8 +96,9 @@ def register(lib: Any) -> Any:
             return pool
         else:   # an older library, or one refused (sprue_use_pool): a pool of its own
             _own_pools.add(pool)
-        if _chosen is not None:
-            pool.set(_chosen)
+        count = _chosen if _chosen is not None else _omp_count()
+        if count is not None:
+            pool.set(count)
     return pool
 
 
@@ -105,14 +115,30 @@ def set_num_threads(n: int) -> None:
                 pool.set(n)
 
 
+def _leading_int(text: str) -> int:
+    """The number at the start of `text` as C's strtol reads it (0 when there is none)."""
+    digits = re.match(r"\s*[+-]?\d+", text)
+    return int(digits.group()) if digits else 0
+
+
+def _omp_count() -> int | None:
+    """OMP_NUM_THREADS's count (its first number, 1 to 256) when SPRUE_NUM_THREADS is unset and it
+    is set to a number; None otherwise (module docstring)."""
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    if os.environ.get("SPRUE_NUM_THREADS", "") or _leading_int(omp) < 1:
+        return None
+    return min(_leading_int(omp), MAX_THREADS)
+
+
 def _default_threads() -> int:
-    """The pool's own default (parallel_runtime.py's sprue_default_threads), for a process that
-    has loaded no library yet: SPRUE_NUM_THREADS (as C's strtol reads it), else the CPUs this
-    process may use; 1 to 256."""
+    """The count for a process that has loaded no library yet, as the first library will start
+    with it: SPRUE_NUM_THREADS (as the pool's sprue_default_threads reads it: C's strtol), else
+    OMP_NUM_THREADS (_omp_count, set at load), else the CPUs this process may use; 1 to 256."""
     env = os.environ.get("SPRUE_NUM_THREADS", "")
     if env:
-        digits = re.match(r"\s*[+-]?\d+", env)
-        n = int(digits.group()) if digits else 0
+        n = _leading_int(env)
+    elif (omp := _omp_count()) is not None:
+        n = omp
     else:
         n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     return max(1, min(n, MAX_THREADS))
@@ -120,7 +146,8 @@ def _default_threads() -> int:
 
 def get_num_threads() -> int:
     """The number of threads (the calling one included) parallel loops of compiled code use: what
-    set_num_threads chose, else the default (SPRUE_NUM_THREADS, or the CPUs this process may use)."""
+    set_num_threads chose, else the default (SPRUE_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs
+    this process may use)."""
     with _lock:
         if _chosen is not None:
             return _chosen

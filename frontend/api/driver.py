@@ -27,6 +27,9 @@ from typing import Any, Callable
 import numpy as np
 
 from sprue.api import compile_cache
+from sprue.api.pickle_format import dumps as dump_payload
+from sprue.api.pickle_format import loads as load_payload
+from sprue.api.pickle_format import malformed, remember, remembered
 from sprue.api.shape_functions import shape_function_of
 from sprue.base import forks, timing
 from sprue.base.errors import SprueValueError
@@ -40,7 +43,7 @@ from sprue.runtime.function import Declarations
 
 __all__ = ["ImplicitDim", "StableHLOFunction", "check_build_options", "compile_closed_jaxpr", "implicit_dims",
            "load_stablehlo", "lower_with_signature", "out_dir_for", "prepare_stablehlo", "size_of", "target_list",
-           "toolchain", "write_library"]
+           "toolchain", "unpickle_stablehlo", "write_library"]
 
 
 @functools.cache
@@ -304,6 +307,24 @@ class StableHLOFunction:
 
     def __repr__(self) -> str:
         return f"<sprue StableHLO function {self.signature} from {self.library}>"
+
+    def __reduce__(self):
+        """Pickled by program (api/pickle_format.py): the StableHLO text, compiled by the receiver
+        (StableHLO loads are not cached)."""
+        return unpickle_stablehlo, (dump_payload("stablehlo", {"mlir": self.mlir}),)
+
+
+def unpickle_stablehlo(payload: bytes) -> StableHLOFunction:
+    """A StableHLOFunction from its pickle (StableHLOFunction.__reduce__)."""
+    body = load_payload(payload, "stablehlo")
+    again = remembered(payload, ())
+    if again is not None:
+        return again
+    if not isinstance(body.get("mlir"), str):
+        raise malformed("a StableHLO program", TypeError(f"its text is a {type(body.get('mlir')).__name__}"))
+    function = load_stablehlo(body["mlir"])
+    remember(payload, (), function)
+    return function
 
 
 def load_stablehlo(path_or_text: str | os.PathLike, *, keep_intermediate: str | os.PathLike | None = None

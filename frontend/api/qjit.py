@@ -19,7 +19,7 @@ import inspect
 import os
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -29,6 +29,24 @@ from sprue.api.call_sites import call_in_trace
 from sprue.api.container_args import CONTAINERS, PY_SCALARS, container_key, flattener, leaf_key, leaves_of
 from sprue.api.driver import ImplicitDim, compile_closed_jaxpr, out_dir_for, size_of
 from sprue.api.hints import hint_to_avals, is_hint
+from sprue.api.pickle_format import (
+    decode_aval,
+    decode_signature,
+    decode_tree,
+    encode_aval,
+    encode_signature,
+    encode_tree,
+    malformed,
+    program_entry,
+    read_program,
+    reference_of,
+    remember,
+    remembered,
+    resolve,
+    source_reference,
+)
+from sprue.api.pickle_format import dumps as dump_payload
+from sprue.api.pickle_format import loads as load_payload
 from sprue.api.shape_functions import flat_destinations
 from sprue.api.shape_signatures import Binding, FunctionSignature, check_results, function_signature, match
 from sprue.api.traced import TracedFunction, abstractify, trace_function
@@ -114,6 +132,7 @@ class Compiled:
     function: Callable  # the runtime's CompiledFunction: flat arrays in, flat results out
     implicit: list[ImplicitDim]
     signature: FunctionSignature | None = None   # from type hints with size expressions
+    static: dict = field(default_factory=dict)    # the static arguments' values, by name (for pickling)
 
     def call(self, leaves: list, paths: list[str], fn_name: str, out=None) -> list:
         args = self.flat_args(leaves, paths, fn_name)
@@ -274,6 +293,12 @@ class QJIT(_CallBase):
         with timing.step("trace"):
             traced = trace_function(lambda *vals: self._call_user(dict(zip(names, vals)), static),
                                     tuple(dynamic.values()), {}, names)
+        compiled = self._compile_traced(traced, static)
+        self.compile_count += 1
+        return compiled
+
+    def _compile_traced(self, traced: TracedFunction, static: dict) -> Compiled:
+        """The library of a traced signature: from the compile cache, else compiled."""
         out_dir = self._out_dir()
         # one file name per signature: dlopen returns an already-loaded library for a path it has seen
         name = folder_name(self.name)   # (a file name: any Python name, any length)
@@ -283,8 +308,8 @@ class QJIT(_CallBase):
         n_implicit = len(traced.closed_jaxpr.jaxpr.invars) - len(traced.in_paths)
         text, library, function, implicit = compile_closed_jaxpr(
             traced.closed_jaxpr, n_implicit, list(traced.in_paths), out_dir, stem, bool(self.keep_intermediate))
-        self.compile_count += 1
-        return Compiled(traced, text, library, function, implicit, self.fsig if self.fsig and self.fsig.names else None)
+        return Compiled(traced, text, library, function, implicit, self.fsig if self.fsig and self.fsig.names else None,
+                        dict(static))
 
     def _call_user(self, dyn: dict, static: dict):
         """The user's function on traced dynamic arguments and the static ones, by name."""
@@ -513,6 +538,87 @@ class QJIT(_CallBase):
 
     def __repr__(self):
         return f"<sprue.qjit {self.name}>"
+
+    # -- pickling (api/pickle_format.py) ----------------------------------------------------------
+    def __reduce__(self):
+        """Pickled by program: each compiled signature's jaxpr, not the Python function; a function
+        never compiled, by reference to its module and name (as pickle does a function)."""
+        compiled = ([(None, self._fixed)] if self._fixed is not None else []) + list(self._cache.items())
+        reference, why_not = reference_of(self, self.fn)
+        if not compiled and reference is None:
+            raise SprueTypeError(
+                f"{self.name} cannot be pickled yet: it has no compiled signature to carry (it was never called,"
+                f" and not every parameter has a type hint), and it cannot travel by reference: {why_not}. Call it"
+                f" once with arguments like those it will get (with abstracted_axes, one compilation fits every"
+                f" size) before pickling it, or define it at the top level of a module the receiver can import")
+        objects: list = [self.abstracted_axes]
+        body = {"name": self.name, "reference": reference, "why_not": why_not,
+                "doc": self.__doc__ if isinstance(self.__doc__, str) else None,
+                "signature": encode_signature(self.signature, objects), "static_names": sorted(self.static_names),
+                "cast_arguments": self.cast_arguments, "hinted": self.fsig is not None,
+                "compiled": [_pickled_signature(key, c, objects) for key, c in compiled]}
+        return unpickle_qjit, (dump_payload("qjit", body), tuple(objects))
+
+
+def _pickled_signature(key, c: Compiled, objects: list) -> dict:
+    """What a pickled QJIT carries of one compiled signature (`key`: its _cache key; None: _fixed)."""
+    traced = c.traced
+    closed = traced.closed_jaxpr
+    n_implicit = len(closed.jaxpr.invars) - len(traced.in_paths)
+    objects.append(c.static)
+    return {**program_entry(closed, n_implicit, list(traced.in_paths), {"opt_level": 3, "cpu": "host"}),
+            "static": len(objects) - 1, "fixed": key is None,
+            "key_tree": None if key is None else encode_tree(key[1], objects),
+            "key_avals": None if key is None else [encode_aval(a) for a in key[2]],
+            "in_tree": encode_tree(traced.in_tree, objects), "out_tree": encode_tree(traced.out_tree, objects)}
+
+
+def unpickle_qjit(payload: bytes, objects: tuple) -> QJIT:
+    """A QJIT from its pickle (QJIT.__reduce__): its programs loaded from the compile cache, or
+    compiled from the carried jaxprs; or, pickled by reference, the function that names."""
+    body = load_payload(payload, "qjit")
+    again = remembered(payload, objects)
+    if again is not None:
+        return again
+    q = _rebuilt(body, objects)
+    remember(payload, objects, q)
+    return q
+
+
+def _rebuilt(body: dict, objects: tuple) -> QJIT:
+    name = str(body.get("name"))
+    try:
+        reference, why_not, entries = body["reference"], str(body["why_not"]), list(body["compiled"])
+        options = {"static_argnames": tuple(str(n) for n in body["static_names"]), "abstracted_axes": objects[0],
+                   "cast_arguments": bool(body["cast_arguments"])}
+        if entries:
+            signature = decode_signature(body["signature"], objects, hints=False)
+            annotated = decode_signature(body["signature"], objects, hints=True)
+            decoded = [(e, objects[e["static"]], decode_tree(e["in_tree"], objects), decode_tree(e["out_tree"], objects),
+                        None if e["fixed"] else (decode_tree(e["key_tree"], objects),
+                                                 tuple(decode_aval(a) for a in e["key_avals"])))
+                       for e in entries]
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
+        raise malformed(name, e) from None
+    if not entries:   # by reference
+        found = resolve(reference, name, why_not)
+        return found if isinstance(found, QJIT) else QJIT(found, **options)
+    carried = "; ".join("its type hints" if k is None else f"({', '.join(a.str_short() for a in k[1])})"
+                        for *_, k in decoded)
+    fn = source_reference(reference, why_not, name, signature, carried, lambda f: f.fn if isinstance(f, QJIT) else f)
+    q = QJIT(fn, **options)
+    q.__doc__ = body["doc"] if isinstance(body["doc"], str) else None
+    q.__signature__ = fn.__signature__ = annotated   # (update_wrapper copied the plain one)
+    if body["hinted"]:
+        q.fsig = function_signature(fn, q.name)
+    for entry, static, in_tree, out_tree, key in decoded:
+        closed, _, in_paths = read_program(entry, name)
+        compiled = q._compile_traced(TracedFunction(closed, in_tree, in_paths, out_tree), static)
+        if key is None:
+            q._fixed = compiled
+        else:
+            q._cache[(q._static_key(static), *key)] = compiled
+    return q
 
 
 def _flattening(plan: Callable[[tuple], Any], flatten: Callable[[tuple], tuple | None]) -> Callable[[tuple], Any]:

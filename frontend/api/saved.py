@@ -7,6 +7,9 @@ import os
 from pathlib import Path
 
 from sprue.api import driver
+from sprue.api.pickle_format import dumps as dump_payload
+from sprue.api.pickle_format import loads as load_payload
+from sprue.api.pickle_format import malformed, program_entry, read_program, remember, remembered
 from sprue.api.qjit import QJIT, check_argument_dtypes
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
@@ -83,6 +86,30 @@ class LoadedProgram:
     def __repr__(self):
         return f"<sprue.load {self.path}>"
 
+    def __reduce__(self):
+        """Pickled by program (api/pickle_format.py): the jaxpr travels, not the file's path; the
+        receiver loads it from its compile cache or compiles it."""
+        body = {"name": self.name, "path": str(self.path), "cast_arguments": self.cast_arguments,
+                **program_entry(self.jaxpr, self.n_implicit, self.arg_names, {"opt_level": 3, "cpu": "host"})}
+        return unpickle_program, (dump_payload("program", body),)
+
+
+def unpickle_program(payload: bytes) -> LoadedProgram:
+    """A LoadedProgram from its pickle (LoadedProgram.__reduce__)."""
+    body = load_payload(payload, "program")
+    again = remembered(payload, ())
+    if again is not None:
+        return again
+    name = str(body.get("name"))
+    try:
+        path, cast = Path(str(body["path"])), bool(body["cast_arguments"])
+        closed, n_implicit, names = read_program(body, name)
+    except (KeyError, TypeError, IndexError, AttributeError) as e:
+        raise malformed(name, e) from None
+    program = LoadedProgram(closed, n_implicit, names, path, cast_arguments=cast)
+    remember(payload, (), program)
+    return program
+
 
 def _is_mlir(path: Path, text: str) -> bool:
     if path.suffix == ".mlir":
@@ -131,4 +158,4 @@ def load(path: str | os.PathLike, *, keep_intermediate=False, cast_arguments=Fal
     return LoadedProgram(closed, n_implicit, names, path, keep_intermediate, cast_arguments)
 
 
-__all__ = ["save", "load", "read_program_text", "LoadedProgram"]
+__all__ = ["save", "load", "read_program_text", "LoadedProgram", "unpickle_program"]

@@ -13,6 +13,7 @@ catches TypeError/ValueError keep working:
     │   ├── ArgumentValueError             ... at a compiled function's call boundary
     │   └── ParseError                     input text that does not parse (saved jaxpr, StableHLO)
     │       └── StableHLOUnsupportedError      an op or dialect a StableHLO program may not contain
+    │   └── UnpicklingError                a pickled sprue function from another sprue version, or modified
     ├── UnsupportedError (NotImplementedError)   a feature sprue does not compile
     ├── CompileError (RuntimeError)        a stage of the compiler failed: `.stage` names it and
     │                                      `.ir_path` is the failing IR saved to a file (or None)
@@ -58,6 +59,12 @@ class RuntimeCheckError(ShapeError):
 
 class ParseError(SprueValueError):
     """Input text that does not parse: a saved jaxpr, a StableHLO module."""
+
+
+class UnpicklingError(SprueValueError):
+    """A pickled compiled function (api/pickle_format.py) that cannot be restored: written by another
+    sprue version, truncated or modified after pickling, or naming a function this process cannot
+    import. Nothing of it was loaded."""
 
 
 class ArgumentError(SprueError):

@@ -127,9 +127,12 @@ def test_set_num_threads_takes_a_positive_int():
             sprue.set_num_threads(bad)
 
 
-@pytest.mark.parametrize("env, want", [("3", 3), (" 5x", 5), ("0", 1), ("999", 256), (None, None)])
-def test_get_num_threads_says_the_count_before_and_after_a_library_is_loaded(env, want):
-    """sprue.get_num_threads(): SPRUE_NUM_THREADS as the pool reads it (strtol, 1..256), else the
+@pytest.mark.parametrize("env, omp, want", [("3", None, 3), (" 5x", None, 5), ("0", None, 1), ("999", None, 256),
+                                            (None, None, None), (None, "1", 1), ("3", "1", 3), (None, "3,1", 3),
+                                            (None, "x", None)])
+def test_get_num_threads_says_the_count_before_and_after_a_library_is_loaded(env, omp, want):
+    """sprue.get_num_threads(): SPRUE_NUM_THREADS as the pool reads it (strtol, 1..256), else
+    OMP_NUM_THREADS's first number (as a Dask worker's nanny sets it: runtime/threads.py), else the
     CPUs this process may use; the same before any library is loaded, from the pool after, and
     what set_num_threads chose once it is called."""
     script = textwrap.dedent("""
@@ -140,9 +143,11 @@ def test_get_num_threads_says_the_count_before_and_after_a_library_is_loaded(env
         sprue.set_num_threads(2)
         print(json.dumps([before, after, sprue.get_num_threads()]))
     """)
-    environ = {k: v for k, v in os.environ.items() if k != "SPRUE_NUM_THREADS"}
+    environ = {k: v for k, v in os.environ.items() if k not in ("SPRUE_NUM_THREADS", "OMP_NUM_THREADS")}
     if env is not None:
         environ["SPRUE_NUM_THREADS"] = env
+    if omp is not None:
+        environ["OMP_NUM_THREADS"] = omp
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environ, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     default = want if want is not None else len(os.sched_getaffinity(0))
