@@ -10,7 +10,7 @@
 Python function -> jaxpr -> StableHLO -> MLIR pipelines -> LLVM IR -> object -> shared library,
 called through a cffi runtime with memref descriptors.
 """
-from sprue import errors, lax, numpy  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
+from sprue import errors, lax, numpy, random  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
 from sprue.api.costs import cost
 from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
 from sprue.api.qjit import QJIT, qjit

@@ -44,6 +44,7 @@ from sprue.lowering import (  # noqa: F401
     rules_filtering,
     rules_indexing,
     rules_math,
+    rules_random,
     rules_reductions,
     rules_structural,
 )
