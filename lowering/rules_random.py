@@ -1,6 +1,5 @@
-"""Lowering of the bit-level primitives of sprue.lax.random_bits: threefry2x32 as its 20 rounds of
-StableHLO adds, xors and constant shifts (the schedule the numpy reference runs, shared through
-random_bits.threefry_rounds), and bitcast_convert_type as stablehlo.bitcast_convert.
+"""Lowering of sprue.lax.random_bits.threefry2x32: its 20 rounds of StableHLO adds, xors and
+constant shifts (the schedule the numpy reference runs, shared through random_bits.threefry_rounds).
 
 The hash is elementwise integer work: the linalg stage fuses it into one loop with whatever reads
 its bits, and the loop vectorizer widens it (uint32 lanes: 16 per AVX-512 register). XLA lowers it
@@ -16,9 +15,7 @@ from sprue.lowering.rules_common import (
     constant_like,
     ew,
     lowering_rules,
-    op1,
     shape_of,
-    with_dtype,
 )
 
 
@@ -40,9 +37,4 @@ def _threefry2x32(ctx: LoweringContext, eqn: Eqn, *operands: Value) -> list[Valu
     return list(out)
 
 
-def _bitcast_convert_type(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
-    return [op1("stablehlo.bitcast_convert", [x], with_dtype(x, eqn.params["new_dtype"]))]
-
-
-lowering_rules.update({random_bits.threefry2x32_p: _threefry2x32,
-                       random_bits.bitcast_convert_type_p: _bitcast_convert_type})
+lowering_rules[random_bits.threefry2x32_p] = _threefry2x32

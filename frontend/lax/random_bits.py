@@ -1,6 +1,5 @@
-"""The bit-level primitives random numbers are made of: `threefry2x32`, the counter-based hash of
-JAX's default generator, and `bitcast_convert_type`, which reads an integer's bits as a float
-(sprue.random's uniform, as JAX's).
+"""threefry2x32, the counter-based hash of JAX's default generator, from which sprue.random makes
+its bits.
 
 threefry2x32(k1, k2, x1, x2) hashes the 64-bit counters (x1, x2) under the 64-bit key (k1, k2):
 Threefry-2x32 with 20 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11),
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.interp.ad_util import batch_rules, cost_rules, jvp_rules, vjp_rules, zero_of
 from sprue.interp.batching import elementwise_batch_rule
@@ -21,8 +19,7 @@ from sprue.interp.cost import free
 from sprue.ir.core import ShapedArray
 from sprue.lax._rules import define, require_equal
 
-__all__ = ["THREEFRY_ROTATIONS", "bitcast_convert_type", "bitcast_convert_type_p", "threefry2x32",
-           "threefry2x32_p"]
+__all__ = ["THREEFRY_ROTATIONS", "threefry2x32", "threefry2x32_p"]
 
 UINT32 = np.dtype(np.uint32)
 # Threefry-2x32's rotation distances: the even groups of four rounds use the first row, the odd the
@@ -96,30 +93,3 @@ def _no_derivative(p):
 _no_derivative(threefry2x32_p)
 batch_rules[threefry2x32_p] = elementwise_batch_rule(threefry2x32_p)
 cost_rules[threefry2x32_p] = free
-
-
-# == bitcast_convert_type: the same bits read as another dtype of the same width ====================
-def _bitcast_rule(x: ShapedArray, *, new_dtype):
-    new_dtype = dtypes.canonicalize(new_dtype)
-    if x.dtype.itemsize != new_dtype.itemsize or dtypes.is_bool(x.dtype) or dtypes.is_bool(new_dtype):
-        raise SprueTypeError(f"bitcast_convert_type: {x.str_short()} cannot be read as {new_dtype}: sprue"
-                             f" reinterprets bits between numeric dtypes of one width only")
-    return ShapedArray(x.shape, new_dtype)
-
-
-def _bitcast_impl(x, *, new_dtype):
-    return np.ascontiguousarray(x).view(dtypes.canonicalize(new_dtype))
-
-
-bitcast_convert_type_p = define("bitcast_convert_type", _bitcast_rule, _bitcast_impl)
-
-
-def bitcast_convert_type(x, new_dtype):
-    """x's bits read as `new_dtype`, which has x's width (JAX's lax.bitcast_convert_type)."""
-    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize(new_dtype))
-
-
-# a bitcast is not differentiable in JAX either (integers on one side); elementwise; no arithmetic
-_no_derivative(bitcast_convert_type_p)
-batch_rules[bitcast_convert_type_p] = elementwise_batch_rule(bitcast_convert_type_p)
-cost_rules[bitcast_convert_type_p] = free

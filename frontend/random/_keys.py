@@ -170,7 +170,7 @@ def fold_keys(key, data):
     """JAX's _threefry_fold_in: the hash of the counter (0, data) under the key."""
     k1, k2 = _words(key)
     data = lax.convert_element_type(data, UINT32) if isinstance(data, Tracer) else np.asarray(data, UINT32)
-    if k1.shape:   # a batch of keys: the counters at its shape
+    if k1.shape and not np.shape(data):   # a batch of keys, one datum: the counters at its shape
         data = lax.broadcast_in_dim(data, tuple(k1.shape), ())
     bits1, bits2 = lax.threefry2x32(k1, k2, jnp.zeros(k1.shape, UINT32), data)
     return jnp.stack([bits1, bits2], axis=-1)

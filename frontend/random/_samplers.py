@@ -62,17 +62,17 @@ def _to_rank(x, rank: int):
 
 
 def _uniform(key, shape, dtype, minval, maxval):
-    """JAX's _uniform: the mantissa filled with random bits under the exponent of 1.0, minus 1,
-    scaled to [minval, maxval)."""
+    """JAX's _uniform: the top nmant random bits as a mantissa under the exponent of 1.0, minus 1,
+    scaled to [minval, maxval). JAX bitcasts (m | bits of 1.0) to a float in [1, 2) and subtracts 1;
+    that is m * 2**-nmant exactly (Sterbenz), which is what this computes, with no bitcast."""
     minval = _to_rank(_as(minval, dtype), len(shape))
     maxval = _to_rank(_as(maxval, dtype), len(shape))
     finfo = np.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     uint = UINT_DTYPES[nbits]
     bits = random_bits(key, nbits, shape)
-    float_bits = lax.bitwise_or(lax.shift_right_logical(bits, np.array(nbits - nmant, uint)[()]),
-                                np.array(1.0, dtype).view(uint)[()])
-    floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), np.array(1.0, dtype)[()])
+    mantissa = lax.shift_right_logical(bits, np.array(nbits - nmant, uint)[()])
+    floats = lax.mul(lax.convert_element_type(mantissa, dtype), np.array(2.0 ** -nmant, dtype)[()])
     return jnp.maximum(minval, floats * (maxval - minval) + minval)
 
 

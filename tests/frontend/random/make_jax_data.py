@@ -46,6 +46,13 @@ def _programs():
         ("threefry_raw", lambda a, b: jax.extend.random.threefry_2x32((a, b), jnp.arange(6, dtype=jnp.uint32)),
          (np.uint32(1), np.uint32(2))),
         ("monte_carlo", mc, (key, np.float64(1.1))),
+        ("bits_chain", lambda s: jax.random.bits(jax.random.fold_in(jax.random.split(jax.random.PRNGKey(s))[0], 3),
+                                                 (4,), jnp.uint32), (np.int64(-3),)),
+        ("vmap_bits", lambda k: jax.vmap(lambda kk: jax.random.bits(kk, (3,), jnp.uint64))(jax.random.split(k, 4)),
+         (key,)),
+        ("vmap_fold_in", lambda k, d: jax.vmap(lambda x: jax.random.fold_in(k, x))(d),
+         (key, np.arange(5, dtype=np.uint32))),
+        ("typed_key_arg", lambda k: jax.random.key_data(jax.random.split(k, 3)), (jax.random.key(8),)),
         ("loop_split", loop, (key,)),
     ]
 
@@ -62,7 +69,8 @@ def main():
         (out / f"{name}.jaxpr").write_text(str(jax.make_jaxpr(fn)(*args)) + "\n")
         results = jax.jit(fn)(*args)
         results = results if isinstance(results, tuple) else (results,)
-        np.savez(out / f"{name}.npz", **{f"in{i}": np.asarray(a) for i, a in enumerate(args)},
+        raw = [jax.random.key_data(a) if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a for a in args]
+        np.savez(out / f"{name}.npz", **{f"in{i}": np.asarray(a) for i, a in enumerate(raw)},
                  **{f"out{i}": np.asarray(r) for i, r in enumerate(results)})
     np.savez(HERE / "jax_random_data.npz", **data)
     print(f"jax {jax.__version__}: {len(data)} arrays, {len(_programs())} jaxprs")

@@ -69,14 +69,6 @@ def test_threefry2x32_known_answer_and_compiled():
     assert "threefry2x32" in str(sprue.make_jaxpr(lambda k: R.bits(k, (4,)))(R.PRNGKey(0)))
 
 
-def test_bitcast_convert_type():
-    x = np.array([1.5, -0.0, np.inf], np.float64)
-    f = sprue.qjit(lambda v: lax.bitcast_convert_type(lax.bitcast_convert_type(v, np.uint64), np.float64))
-    np.testing.assert_array_equal(f(x).view(np.uint64), x.view(np.uint64))
-    g = sprue.qjit(lambda v: lax.bitcast_convert_type(v, np.int32))
-    np.testing.assert_array_equal(g(np.float32([1.0, -2.5])), np.float32([1.0, -2.5]).view(np.int32))
-
-
 def _split_chain(key, n):
     """The keys a loop of n splits visits, and its uniform draws, computed step by step eagerly."""
     draws = []
