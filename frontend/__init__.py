@@ -33,6 +33,7 @@ from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from sprue.lax.control_flow.api import cond_decorator as cond
 from sprue.lax.control_flow.api import for_loop
 from sprue.lax.control_flow.api import while_loop_decorator as while_loop
+from sprue.lax.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from sprue.runtime.threads import get_num_threads, set_num_threads  # noqa: E402
 
 kernel = qjit   # a function compiled as its own function; inside traced code its calls are call equations
@@ -46,5 +47,5 @@ __all__ = [
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
     "SprueMemoryError", "StableHLOUnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
-    "set_num_threads", "get_num_threads",
+    "set_num_threads", "get_num_threads", "random", "custom_jvp", "custom_vjp", "checkpoint", "remat",
 ]
