@@ -298,7 +298,7 @@ class Evaluator:
         if name in jaxpr_random.FORMS:
             return jaxpr_random.apply(name, args, lambda k: self._convert(e, k), lambda m: self.unsupported(m, e.tok))
         if name == "expand_dims":
-            return [lax.reshape(args[0], self._out_shape(e, env))]
+            return [lax.reshape(args[0], self.aval(e.outs[0].type, env).shape if e.outs else self._out_shape(e, env))]
         if name == "split":
             return self._split(e, args)
         if name == "pow" and len(args) == 2:
@@ -307,6 +307,8 @@ class Evaluator:
         if p is None:
             raise self.unsupported(f"unknown primitive '{name}'", e.tok)
         params = self.params(p, e, env, args)
+        if jaxpr_random.makes_keys(b.type for b in e.outs):
+            args, params = jaxpr_random.for_key_arrays(name, args, params, lambda m: self.unsupported(m, e.tok))
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
 

@@ -59,6 +59,42 @@ def test_key_types_read_as_words(tmp_path):
     np.testing.assert_array_equal(f(keys), keys)
 
 
+KEY_ARRAYS = """{ lambda ; a:u32[2] i:i64[] w:bool[4]. let
+    b:key<fry>[] = random_wrap[impl=fry] a
+    p:key<fry>[4] = random_split[shape=(4,)] b
+    q:key<fry>[1] = slice[limit_indices=(2,) start_indices=(1,) strides=(1,)] p
+    r:key<fry>[] = squeeze[dimensions=(0,)] q
+    s:key<fry>[2,2] = reshape[dimensions=None new_sizes=(2, 2)] p
+    t:key<fry>[2,2] = transpose[permutation=(1, 0)] s
+    u:key<fry>[1] = dynamic_slice[slice_sizes=(1,)] p i
+    v:key<fry>[3,4] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(3, 4)] p
+    x:key<fry>[4] = select_n w p p
+    y:key<fry>[1,4] = expand_dims[dimensions=(0,)] x
+    c:u32[2] = random_unwrap r
+    d:u32[2,2,2] = random_unwrap t
+    e:u32[1,2] = random_unwrap u
+    f:u32[3,4,2] = random_unwrap v
+    g:u32[1,4,2] = random_unwrap y
+  in (c, d, e, f, g) }
+"""
+
+
+def test_structural_operations_on_key_arrays(tmp_path):
+    """Slicing, squeezing, reshaping, transposing, broadcasting and selecting key arrays (as JAX
+    prints them for `keys[1]`, randint's split, vmap): the words axis follows."""
+    p = tmp_path / "keys.jaxpr"
+    p.write_text(KEY_ARRAYS)
+    key = np.asarray(sprue.random.PRNGKey(5))
+    keys = np.asarray(sprue.random.split(key, 4))
+    which = np.array([True, False, True, False])
+    c, d, e, f, g = sprue.load(p)(key, np.int64(2), which)
+    np.testing.assert_array_equal(c, keys[1])
+    np.testing.assert_array_equal(d, keys.reshape(2, 2, 2).transpose(1, 0, 2))
+    np.testing.assert_array_equal(e, keys[2:3])
+    np.testing.assert_array_equal(f, np.broadcast_to(keys, (3, 4, 2)))
+    np.testing.assert_array_equal(g, keys[None])
+
+
 @pytest.mark.parametrize("text,message", [
     ("{ lambda ; a:key<rbg>[]. let b:u32[4] = random_unwrap a in (b,) }",
      "k.jaxpr:1:14: the key type 'key<rbg>' is not supported; sprue implements JAX's default PRNG, threefry2x32"),
@@ -66,6 +102,9 @@ def test_key_types_read_as_words(tmp_path):
      "random_wrap: the PRNG implementation 'rbg' is not supported"),
     ("{ lambda ; a:u32[2]. let b:u32[3] = random_bits[bit_width=32 shape=(4,)] a in (b,) }",
      "output 0 of random_bits is declared u32[3] but sprue computes u32[4]"),
+    ("{ lambda ; a:u32[2]. let b:key<fry>[] = random_wrap[impl=fry] a; c:key<fry>[2] = random_split[shape=(2,)] b"
+     "; d:key<fry>[2] = sort[dimension=0 is_stable=True num_keys=1] c; e:u32[2,2] = random_unwrap d in (e,) }",
+     "sort of PRNG key arrays is not supported by sprue's reader"),
 ])
 def test_errors(tmp_path, text, message):
     p = tmp_path / "k.jaxpr"
