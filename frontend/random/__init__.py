@@ -8,6 +8,7 @@ and compile like any array.
 """
 from __future__ import annotations
 
+from sprue.random._gamma import beta, dirichlet, gamma, loggamma
 from sprue.random._keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data
 from sprue.random._samplers import (
     bernoulli,
@@ -22,6 +23,6 @@ from sprue.random._samplers import (
     uniform,
 )
 
-__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "choice", "exponential", "fold_in", "gumbel", "key",
-           "key_data", "normal", "permutation", "randint", "split", "truncated_normal", "uniform",
-           "wrap_key_data"]
+__all__ = ["PRNGKey", "bernoulli", "beta", "bits", "categorical", "choice", "dirichlet", "exponential", "fold_in",
+           "gamma", "gumbel", "key", "key_data", "loggamma", "normal", "permutation", "randint", "split",
+           "truncated_normal", "uniform", "wrap_key_data"]

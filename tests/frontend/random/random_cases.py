@@ -59,6 +59,11 @@ def _cases():
          lambda R, k: R.permutation(k, np.arange(15.0).reshape(3, 5), axis=1, independent=True)),
         ("truncated_normal", 0, False, lambda R, k: R.truncated_normal(k, -1.0, 2.0, (100,))),
         ("truncated_normal_f32", 30, False, lambda R, k: R.truncated_normal(k, -0.5, 0.5, (40,), np.float32)),
+        ("gamma", 0, False, lambda R, k: R.gamma(k, np.array([0.1, 0.5, 1.0, 2.0, 7.5, 30.0]))),
+        ("gamma_shape_f32", 31, False, lambda R, k: R.gamma(k, 1.5, (3, 4), np.float32)),
+        ("loggamma", 32, False, lambda R, k: R.loggamma(k, np.array([0.01, 0.3, 3.0]))),
+        ("beta", 33, False, lambda R, k: R.beta(k, 2.0, np.array([0.5, 3.0, 9.0]), (2, 3))),
+        ("dirichlet", 34, False, lambda R, k: R.dirichlet(k, np.array([1.0, 2.0, 0.2]), (4,))),
     ]
 
 
