@@ -8,12 +8,14 @@ printed forms:
                               symbolic_zeros=False] a c
     b:f64[] = remat2[differentiated=False jaxpr={ ... } policy=None prevent_cse=True] a
 
-The function and its rules are traced when the function is called (each once, at the arguments'
-types), with the values they close over hoisted into operands: an equation's operands are the
-function's captured values (`num_consts`), its arguments, then the rules' captured values
-(`Rule.num_consts` each). So the rules are jaxprs evaluated by the transformations like any body,
-and a jaxpr holding these equations can be transformed long after the Python functions' traces
-ended. Compiled code runs `call_jaxpr`; the rules only shape derivatives and batches.
+The function is traced when it is called, with the values it closes over hoisted into leading
+operands (`num_consts`), so compiled code runs `call_jaxpr` like any body. The rules are kept as
+the user's functions (`Rule`, printed by name, as JAX prints them): a transformation calls them on
+its own values, or traces them where it needs a jaxpr (reverse mode of a JVP rule, vmap). Like
+JAX's rule thunks they are traced lazily: a rule may call the function it differentiates (softplus's
+rule calls softplus) without tracing itself forever. A rule therefore sees its arguments, Python
+and numpy values and sizes, but not values traced by the function's caller (sprue reports those
+as escaped tracers).
 
 - custom_jvp: jvp runs the rule; reverse mode transposes the rule's tangent map (linear in the
   tangents) by running reverse mode over it, as JAX transposes its linearization; vmap batches the
@@ -66,8 +68,8 @@ class Rule:
     """A user's rule as an equation param: a flat function of arrays (called by the transformations
     on their values), traced to a jaxpr where a transformation needs one (reverse mode of a JVP
     rule, vmap), once per argument types. Printed by the user function's name, as JAX prints
-    `jvp=f_jvp`. A rule sees only its arguments: one that closes over a traced value (a value
-    computed inside the traced function) is an error, when it is traced."""
+    `jvp=f_jvp`. The traced values a trace captures are sizes given at run time (the jaxpr takes
+    them first)."""
 
     __slots__ = ("name", "fn", "_traced")
 
@@ -403,8 +405,7 @@ def _custom_vjp_fwd(primals, *, call_jaxpr, fwd, bwd, name, num_consts, symbolic
 
 def _custom_vjp_vjp(cts, primals, residuals, *, call_jaxpr, fwd, bwd, name, num_consts, symbolic_zeros):
     xs = primals[num_consts:]
-    cts = [instantiate(c, None if not is_zero(c) else None) if not is_zero(c) else
-           zeros_like_aval(a.strip_weak_type()) for c, a in zip(cts, call_jaxpr.out_avals)]
+    cts = [zeros_like_aval(a.strip_weak_type()) if is_zero(c) else c for c, a in zip(cts, call_jaxpr.out_avals)]
     cts_in = bwd(*residuals, *cts)
     want = [aval_of(x).strip_weak_type() for x in xs]
     _check_same_types(f"custom_vjp {name}: bwd {bwd}'s cotangents", [aval_of(c) for c in cts_in], want)
