@@ -249,3 +249,17 @@ def test_saved_program_round_trip(tmp_path):
     for form in ("custom_jvp_call[", "jvp=softplus_jvp", "custom_vjp_call[", "bwd=_clip_bwd", "remat2[", "stop_gradient "):
         assert form in text, form
     np.testing.assert_allclose(sprue.load(tmp_path / "f.jaxpr")(x), want, rtol=1e-15)
+
+
+def test_older_printed_names_load(tmp_path):
+    """JAX before 0.5 printed checkpoint as `checkpoint[...]` and custom_jvp_call with jvp_jaxpr_thunk
+    and num_consts: the reader runs their bodies."""
+    p = tmp_path / "old.jaxpr"
+    p.write_text("{ lambda ; a:f64[3]. let\n"
+                 "    b:f64[3] = checkpoint[differentiated=False jaxpr={ lambda ; c:f64[3]. let d:f64[3] = sin c"
+                 " in (d,) } policy=None prevent_cse=True] a\n"
+                 "    e:f64[3] = custom_jvp_call[call_jaxpr={ lambda ; f:f64[3]. let g:f64[3] = exp f in (g,) }"
+                 " jvp_jaxpr_thunk=<function f at 0x7f> num_consts=0 symbolic_zeros=False] b\n"
+                 "  in (e,) }\n")
+    x = np.array([0.0, 1.0, 2.0])
+    np.testing.assert_allclose(sprue.load(p)(x), np.exp(np.sin(x)), rtol=1e-15)
