@@ -10,7 +10,7 @@
 Python function -> jaxpr -> StableHLO -> MLIR pipelines -> LLVM IR -> object -> shared library,
 called through a cffi runtime with memref descriptors.
 """
-from sprue import errors, lax, numpy  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
+from sprue import errors, lax, numpy, random  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
 from sprue.api.costs import cost
 from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
 from sprue.api.qjit import QJIT, qjit
@@ -33,6 +33,7 @@ from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from sprue.lax.control_flow.api import cond_decorator as cond
 from sprue.lax.control_flow.api import for_loop
 from sprue.lax.control_flow.api import while_loop_decorator as while_loop
+from sprue.lax.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from sprue.runtime.threads import get_num_threads, set_num_threads  # noqa: E402
 
 kernel = qjit   # a function compiled as its own function; inside traced code its calls are call equations
@@ -46,5 +47,5 @@ __all__ = [
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
     "SprueMemoryError", "StableHLOUnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
-    "set_num_threads", "get_num_threads",
+    "set_num_threads", "get_num_threads", "random", "custom_jvp", "custom_vjp", "checkpoint", "remat",
 ]

@@ -40,10 +40,12 @@ from sprue.lowering import (  # noqa: F401
     rules_calls,
     rules_checks,
     rules_control_flow,
+    rules_custom,
     rules_elementwise,
     rules_filtering,
     rules_indexing,
     rules_math,
+    rules_random,
     rules_reductions,
     rules_structural,
 )

@@ -156,13 +156,23 @@ def drop_unit_expansions(op: ir.Operation, forget: Callable[[ir.Operation], None
     forget(op)
     op.erase()
     _insert_directly(back)
-    for e in readers:   # slices and expansions read by nothing now: they would count as readers
-        while e is not None and e.name in ("tensor.extract_slice", "tensor.expand_shape") and \
-                not list(e.results[0].uses):
-            source = operation_of(e.operands[0])
-            forget(e)
-            e.erase()
-            e = source
+    # slices and expansions read by nothing now (they would count as readers), and their sources
+    # in turn; an op read twice (`mul x x`) or the source of another is pending once, and leaves
+    # the list before it is erased (comparing an erased op is an error)
+    pending: list = []
+    for r in readers:
+        if r is not None and not any(r == p for p in pending):
+            pending.append(r)
+    while pending:
+        e = pending.pop()
+        if e.name not in ("tensor.extract_slice", "tensor.expand_shape") or list(e.results[0].uses):
+            continue
+        source = operation_of(e.operands[0])
+        pending = [p for p in pending if not p == e]
+        forget(e)
+        e.erase()
+        if source is not None and not any(source == p for p in pending):
+            pending.append(source)
     return new
 
 

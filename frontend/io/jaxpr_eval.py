@@ -15,6 +15,7 @@ from sprue import lax
 from sprue.base import dtypes
 from sprue.base.errors import SprueError, SprueMemoryError, at
 from sprue.base.source_info import user_frame_summary
+from sprue.io import jaxpr_random
 from sprue.io.jaxpr_ast import Binder, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
 from sprue.io.jaxpr_lexer import JaxprError, JaxprUnsupportedError
 from sprue.io.jaxpr_params import (
@@ -121,6 +122,11 @@ class Evaluator:
         if t is None:
             raise self.unsupported("a variable without a type (JAX before 0.4 printed untyped jaxprs); sprue"
                                    " reads typed jaxprs only", binder_tok)
+        if t.dtype.startswith("key<"):   # a PRNG key array: its uint32 words on a last axis (jaxpr_random)
+            if not jaxpr_random.key_impl_supported(t.dtype[4:-1]):
+                raise self.unsupported(f"the key type '{t.dtype}' is not supported; sprue implements JAX's default"
+                                       f" PRNG, threefry2x32 (key<{jaxpr_random.THREEFRY_TAG}>)", t.tok)
+            return ShapedArray((*self.shape(t, env), 2), np.dtype(np.uint32))
         return ShapedArray(self.shape(t, env), self.dtype(t))
 
     def check_type(self, what: str, t: TypeAST | None, value, env, tok):
@@ -289,8 +295,10 @@ class Evaluator:
             return self.inline(ast, args, e.tok)
         if name in IDENTITIES:
             return list(args)
+        if name in jaxpr_random.FORMS:
+            return jaxpr_random.apply(name, args, lambda k: self._convert(e, k), lambda m: self.unsupported(m, e.tok))
         if name == "expand_dims":
-            return [lax.reshape(args[0], self._out_shape(e, env))]
+            return [lax.reshape(args[0], self.aval(e.outs[0].type, env).shape if e.outs else self._out_shape(e, env))]
         if name == "split":
             return self._split(e, args)
         if name == "pow" and len(args) == 2:
@@ -299,6 +307,8 @@ class Evaluator:
         if p is None:
             raise self.unsupported(f"unknown primitive '{name}'", e.tok)
         params = self.params(p, e, env, args)
+        if jaxpr_random.makes_keys(b.type for b in e.outs):
+            args, params = jaxpr_random.for_key_arrays(name, args, params, lambda m: self.unsupported(m, e.tok))
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
 

@@ -35,7 +35,7 @@ CALLS = {
 }
 
 # primitives that return their operands unchanged (hints to JAX's autodiff or partitioner)
-IDENTITIES = {"stop_gradient", "optimization_barrier", "device_put", "sharding_constraint", "pvary",
+IDENTITIES = {"optimization_barrier", "device_put", "sharding_constraint", "pvary",
               "mesh_cast", "reshard"}
 
 # params sprue takes, but whose JAX value only affects layout, precision choice or sharding

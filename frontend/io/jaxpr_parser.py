@@ -163,6 +163,8 @@ class Parser:
 
     def type_(self) -> TypeAST:
         t = self.expect_name("an element type (f32, i64, bool, ...)")
+        if self.tok.kind == "OPAQUE" and t.text == "key":   # a PRNG key array: key<fry>[...]
+            t = Token(t.kind, t.text + self.next().text, t.line, t.col)
         self.expect("[")
         dims = []
         while not self.at("]"):
