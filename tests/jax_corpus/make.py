@@ -231,6 +231,16 @@ def vmap_index(x, i):
     return jax.vmap(lambda r, k: r[k])(x, i)
 
 
+@case("vmap_scatter_add", f32(5, 8), i32(5, lo=0, hi=8), f32(5))
+def vmap_scatter_add(x, i, u):
+    return jax.vmap(lambda r, k, v: r.at[k].add(v))(x, i, u)
+
+
+@case("vmap_scatter_set", f32(5, 8), i32(5, lo=0, hi=7))
+def vmap_scatter_set(x, i):
+    return jax.vmap(lambda r, k: r.at[k].set(-1.0))(x, i)
+
+
 @case("vmap_grad", f32(3), f32(6, 3))
 def vmap_grad(w, xs):
     return jax.vmap(jax.grad(lambda w, x: jnp.tanh(w @ x)), in_axes=(None, 0))(w, xs)

@@ -1,0 +1,155 @@
+"""Forms JAX prints that sprue spells otherwise: each JAX primitive here is rewritten, as the
+reader evaluates it, into sprue primitives that compute the same thing, and binary operations
+whose operands differ in size-1 dimensions get their broadcasts made explicit.
+
+Why rewrites and not primitives of their own: these are shorthands of JAX's jaxpr (`split`,
+`stack`, `tile` and `expand_dims` are slices, broadcasts and reshapes; `empty2` is an array whose
+contents are never read; JAX >= 0.9 lets an elementwise operation broadcast size-1 dimensions, the
+numpy rule restricted to equal ranks), so sprue's own tracing never makes them and each has one
+obvious spelling in primitives sprue already lowers, differentiates and batches.
+
+Each rule takes (operands, params as Python values, the declared output avals) and returns the
+outputs; params come converted by the reader (jaxpr_params.convert_value).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sprue import lax
+from sprue.ir.core import ShapedArray
+from sprue.lax.dimension_numbers import GatherDimensionNumbers, ScatterDimensionNumbers
+from sprue.trace.tracing import Tracer
+
+
+def _shape(x) -> tuple:
+    return x.aval.shape if isinstance(x, Tracer) else np.shape(x)
+
+
+def _dtype(x):
+    return x.aval.dtype if isinstance(x, Tracer) else np.asarray(x).dtype
+
+
+def split(args, params, outs: list[ShapedArray]):
+    """`split[axis sizes]`: consecutive slices along the axis (JAX >= 0.4.36, jnp.split)."""
+    x, = args
+    rank = len(_shape(x))
+    axis = params["axis"] % rank
+    pieces, start = [], 0
+    for s in params["sizes"]:
+        lo, hi = [0] * rank, list(_shape(x))
+        lo[axis], hi[axis] = start, start + s
+        pieces.append(lax.slice(x, lo, hi))
+        start += s
+    return pieces
+
+
+def expand_dims(args, params, outs):
+    """`expand_dims[dimensions]`: a reshape to the declared shape."""
+    return [lax.reshape(args[0], outs[0].shape)]
+
+
+def stack(args, params, outs):
+    """`stack[axis]` (JAX >= 0.9, jnp.stack): each operand given a size-1 axis, then concatenated."""
+    axis = params.get("axis", 0)
+    rank = len(_shape(args[0])) + 1
+    axis = axis % rank
+    pieces = []
+    for x in args:
+        shape = list(_shape(x))
+        shape.insert(axis, 1)
+        dims = [d for d in range(rank) if d != axis]
+        pieces.append(lax.broadcast_in_dim(x, tuple(shape), tuple(dims)))
+    return [lax.concatenate(pieces, axis)]
+
+
+def tile(args, params, outs):
+    """`tile[reps]` (JAX >= 0.9, jnp.tile): broadcast to (r0, s0, r1, s1, ...), then merged."""
+    x, = args
+    shape = _shape(x)
+    reps = tuple(params["reps"])
+    if len(reps) < len(shape):
+        reps = (1,) * (len(shape) - len(reps)) + reps
+    if len(shape) < len(reps):
+        x = lax.reshape(x, (1,) * (len(reps) - len(shape)) + tuple(shape))
+        shape = _shape(x)
+    wide = tuple(v for r, s in zip(reps, shape) for v in (r, s))
+    y = lax.broadcast_in_dim(x, wide, tuple(range(1, 2 * len(shape), 2)))
+    return [lax.reshape(y, tuple(r * s for r, s in zip(reps, shape)))]
+
+
+def empty(args, params, outs):
+    """`empty`/`empty2[dtype]`: an array JAX leaves uninitialised (the zeros of a branch's unused
+    cotangent); sprue gives zeros of the declared type."""
+    out, = outs
+    return [lax.broadcast_in_dim(np.zeros((), out.dtype), tuple(out.shape), ())]
+
+
+REWRITES = {"split": split, "expand_dims": expand_dims, "stack": stack, "tile": tile, "empty": empty,
+            "empty2": empty}
+
+# Elementwise primitives whose operands JAX (>= 0.9) may print with size-1 dimensions that the
+# result broadcasts (`g:f32[4,5] = add f b` with f:f32[1,5]).
+BROADCASTING = {
+    "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and", "or", "xor", "eq", "ne",
+    "lt", "le", "gt", "ge", "shift_left", "shift_right_arithmetic", "shift_right_logical", "nextafter",
+    "select_n", "clamp", "igamma", "igammac", "complex",
+}
+
+
+def broadcast_operands(args: list) -> list:
+    """The operands with size-1 dimensions broadcast to the shape they share with the others
+    (scalars stay scalars: sprue's rules take them as they are); operands of different ranks, or
+    sizes that differ other than by 1, are left for the primitive's shape rule to report."""
+    shapes = [_shape(a) for a in args]
+    ranked = [s for s in shapes if len(s)]
+    if len({len(s) for s in ranked}) != 1 or len(set(ranked)) == 1:
+        return args
+    target = []
+    for sizes in zip(*ranked):
+        others = {d for d in sizes if not (isinstance(d, int) and d == 1)}
+        if len(others) > 1:
+            return args
+        target.append(others.pop() if others else 1)
+    target = tuple(target)
+    out = []
+    for a, s in zip(args, shapes):
+        if len(s) and tuple(s) != target:
+            if not isinstance(a, Tracer):
+                a = np.asarray(a)
+            a = lax.broadcast_in_dim(a, target, tuple(range(len(target))))
+        out.append(a)
+    return out
+
+
+def with_out_dtype(args: list, out_dtype) -> list:
+    """Operands of `mul[out_dtype=...]` (JAX >= 0.10: a product computed in another type)
+    converted to that type first."""
+    return [lax.convert_element_type(a, out_dtype) if _dtype(a) != out_dtype else a for a in args]
+
+
+def unbatch_indices(name: str, args: list, params: dict) -> tuple[list, dict]:
+    """A gather or scatter with batching dims (JAX >= 0.4.31: what `vmap` of an indexing op gives)
+    as one without: each batching pair (operand dim o, indices dim i) becomes an index component
+    equal to the position along i (an iota), with o collapsed (or inserted) and mapped by it, which
+    selects the same element of o that the batching dims pair up (XLA's own expansion)."""
+    dn = params["dimension_numbers"]
+    ob = tuple(dn.operand_batching_dims)
+    ib = tuple(dn.start_indices_batching_dims if name == "gather" else dn.scatter_indices_batching_dims)
+    if not ob:
+        return args, params
+    operand, indices, *rest = args
+    ishape = _shape(indices)
+    idt = _dtype(indices)
+    batch = tuple(ishape[:-1]) + (1,)
+    extra = [lax.broadcasted_iota(idt, batch, i) for i in ib]
+    indices = lax.concatenate([indices, *extra], len(ishape) - 1)
+    if name == "gather":
+        dn = GatherDimensionNumbers(tuple(dn.offset_dims), tuple(sorted((*dn.collapsed_slice_dims, *ob))),
+                                    (*dn.start_index_map, *ob))
+    else:
+        dn = ScatterDimensionNumbers(tuple(dn.update_window_dims), tuple(sorted((*dn.inserted_window_dims, *ob))),
+                                     (*dn.scatter_dims_to_operand_dims, *ob))
+    return [operand, indices, *rest], {**params, "dimension_numbers": dn}
+
+
+__all__ = ["REWRITES", "unbatch_indices", "BROADCASTING", "broadcast_operands", "with_out_dtype"]
