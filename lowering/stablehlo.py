@@ -45,6 +45,7 @@ from sprue.lowering import (  # noqa: F401
     rules_indexing,
     rules_math,
     rules_reductions,
+    rules_special,
     rules_structural,
 )
 from sprue.lowering.emit import emit_jaxpr, numpy_consts
