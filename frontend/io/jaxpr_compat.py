@@ -84,8 +84,122 @@ def empty(args, params, outs):
     return [lax.broadcast_in_dim(np.zeros((), out.dtype), tuple(out.shape), ())]
 
 
+def _static(x, what: str) -> tuple:
+    shape = tuple(_shape(x))
+    if not all(isinstance(d, int) for d in shape):
+        raise NotImplementedError(f"{what} of an array whose shape is known only at run time")
+    return shape
+
+
+def _reduce_window(combine, init):
+    """`reduce_window_{sum,max,min}` (pooling): the operand padded with the reduction's identity,
+    then each window offset's strided slice combined (prod(window) slices: pooling windows are small)."""
+    def rule(args, params, outs):
+        x, = args
+        if any(d != 1 for d in (*params.get("base_dilation", ()), *params.get("window_dilation", ()))):
+            raise NotImplementedError("reduce_window with base or window dilation")
+        shape, dt = _static(x, "reduce_window"), np.dtype(_dtype(x))
+        window, strides = tuple(params["window_dimensions"]), tuple(params["window_strides"])
+        padding = tuple(tuple(p) for p in params.get("padding", ((0, 0),) * len(shape)))
+        x = lax.pad(x, np.asarray(init(dt), dt)[()], [(lo, hi, 0) for lo, hi in padding])
+        padded = _shape(x)
+        out_shape = tuple((n - w) // s + 1 for n, w, s in zip(padded, window, strides))
+        acc = None
+        for offset in np.ndindex(*window):
+            limit = [o + (m - 1) * s + 1 for o, m, s in zip(offset, out_shape, strides)]
+            piece = lax.slice(x, list(offset), limit, list(strides))
+            acc = piece if acc is None else combine(acc, piece)
+        return [acc]
+    return rule
+
+
+def _lowest(dt):
+    return -np.inf if np.issubdtype(dt, np.floating) else np.iinfo(dt).min
+
+
+def _highest(dt):
+    return np.inf if np.issubdtype(dt, np.floating) else np.iinfo(dt).max
+
+
+def top_k(args, params, outs):
+    """`top_k[k axis]`: a stable sort of the negated keys (bitwise not for integers: no overflow)
+    carrying the values and their positions, then the first k (ties keep the lower index, as
+    JAX's)."""
+    x, = args
+    shape, dt = _static(x, "top_k"), np.dtype(_dtype(x))
+    axis = params.get("axis", -1) % len(shape)
+    key = lax.neg(x) if np.issubdtype(dt, np.floating) else lax.bitwise_not(x)
+    index_dtype = outs[1].dtype if len(outs) > 1 else np.dtype(np.int32)
+    iota = lax.broadcasted_iota(index_dtype, shape, axis)
+    _, values, indices = lax.sort([key, x, iota], dimension=axis, is_stable=True, num_keys=1)
+    limit = list(shape)
+    limit[axis] = params["k"]
+    return [lax.slice(values, [0] * len(shape), limit), lax.slice(indices, [0] * len(shape), limit)]
+
+
+def _logaddexp(a, b):
+    hi, lo = lax.max(a, b), lax.min(a, b)
+    r = lax.add(hi, lax.log1p(lax.exp(lax.sub(lo, hi))))
+    return lax.select_n(lax.eq(hi, np.asarray(-np.inf, _dtype(a))[()]), r, hi)   # both -inf: -inf, not NaN
+
+
+def cumlogsumexp(args, params, outs):
+    """`cumlogsumexp[axis reverse]`: log(sum(exp)) of every prefix, as Hillis and Steele's scan:
+    log2(n) rounds, each combining every element with the one 2^k before it by logaddexp (no
+    common shift, which would underflow the prefixes far below the maximum)."""
+    x, = args
+    shape, dt = _static(x, "cumlogsumexp"), np.dtype(_dtype(x))
+    axis = params.get("axis", 0) % len(shape)
+    if params.get("reverse", False):
+        x = lax.rev(x, (axis,))
+    step = 1
+    while step < shape[axis]:
+        config = [(0, 0, 0)] * len(shape)
+        config[axis] = (step, -step, 0)
+        x = _logaddexp(x, lax.pad(x, np.asarray(-np.inf, dt)[()], config))
+        step *= 2
+    return [lax.rev(x, (axis,)) if params.get("reverse", False) else x]
+
+
+_FLOAT_BITS = {np.dtype(np.float64): (11, 52, np.int64), np.dtype(np.float32): (8, 23, np.int32),
+               np.dtype(np.float16): (5, 10, np.int16)}
+
+
+def reduce_precision(args, params, outs):
+    """`reduce_precision[exponent_bits mantissa_bits]`: rounded to nearest-even at that many
+    mantissa bits and clamped to that exponent range (to inf above, to signed zero below) on the
+    float's bits, XLA's algorithm (ReducePrecisionInsertion's reference, xla/literal_util)."""
+    x, = args
+    dt = np.dtype(_dtype(x))
+    nexp, nmant, it = _FLOAT_BITS[dt]
+    ebits, mbits = params["exponent_bits"], params["mantissa_bits"]
+    c = lambda v: np.asarray(v).astype(it)[()]   # noqa: E731  (two's complement wrap for masks)
+    bits = lax.bitcast_convert_type(x, it)
+    if mbits < nmant:
+        last = 1 << (nmant - mbits)
+        last_bit = lax.shift_right_logical(lax.bitwise_and(bits, c(last)), c(nmant - mbits))
+        bias = lax.add(last_bit, c((last >> 1) - 1))
+        bits = lax.bitwise_and(lax.add(bits, bias), c(~(last - 1)))
+    if ebits < nexp:
+        exp_mask = ((1 << nexp) - 1) << nmant
+        exponent_bias, reduced_bias = (1 << (nexp - 1)) - 1, (1 << (ebits - 1)) - 1
+        exponent = lax.bitwise_and(bits, c(exp_mask))
+        signed_zero = lax.bitwise_and(bits, c(1 << (nexp + nmant)))
+        signed_inf = lax.bitwise_or(signed_zero, c(exp_mask))
+        bits = lax.select_n(lax.le(exponent, c((exponent_bias - reduced_bias) << nmant)), bits, signed_zero)
+        bits = lax.select_n(lax.gt(exponent, c((exponent_bias + reduced_bias) << nmant)), bits, signed_inf)
+    y = lax.bitcast_convert_type(bits, dt)
+    if mbits > 0:   # NaN stays NaN (its payload's bits could have rounded to inf)
+        y = lax.select_n(lax.ne(x, x), y, x)
+    return [y]
+
+
 REWRITES = {"split": split, "expand_dims": expand_dims, "stack": stack, "tile": tile, "empty": empty,
-            "empty2": empty}
+            "empty2": empty,
+            "reduce_window_sum": _reduce_window(lax.add, lambda dt: 0),
+            "reduce_window_max": _reduce_window(lax.max, _lowest),
+            "reduce_window_min": _reduce_window(lax.min, _highest),
+            "top_k": top_k, "cumlogsumexp": cumlogsumexp, "reduce_precision": reduce_precision}
 
 # Elementwise primitives whose operands JAX (>= 0.9) may print with size-1 dimensions that the
 # result broadcasts (`g:f32[4,5] = add f b` with f:f32[1,5]).

@@ -300,7 +300,12 @@ class Evaluator:
             return list(args)
         if name in jaxpr_compat.REWRITES:
             params = {k: self._convert(e, k) for k in e.params}
-            return jaxpr_compat.REWRITES[name](args, params, self._out_avals(e, env))
+            try:
+                return jaxpr_compat.REWRITES[name](args, params, self._out_avals(e, env))
+            except NotImplementedError as ex:
+                raise self.unsupported(f"{name}: {ex} is not supported", e.tok) from None
+        if name == "while" and self._batched_predicate(e):
+            return self._while_batched(e, args)
         if name in jaxpr_compat.BROADCASTING:
             args = jaxpr_compat.broadcast_operands(args)
         if "out_dtype" in e.params and e.params["out_dtype"].value is not None:
@@ -315,6 +320,43 @@ class Evaluator:
             args, params = jaxpr_compat.unbatch_indices(name, args, params)
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
+
+    def _batched_predicate(self, e) -> bool:
+        """Whether a while's cond_jaxpr returns an array of bools (JAX's vmap of a while loop whose
+        predicate depends on the mapped axis)."""
+        ast = self.shared(e.params["cond_jaxpr"].value) if "cond_jaxpr" in e.params else None
+        if ast is None or len(ast.outs) != 1 or not isinstance(ast.outs[0], VarRef):
+            return False
+        name = ast.outs[0].name
+        binders = [*ast.invars, *(b for q in ast.eqns for b in q.outs)]
+        typ = next((b.type for b in reversed(binders) if b.name == name), None)
+        return typ is not None and bool(typ.dims)
+
+    def _while_batched(self, e, args) -> list:
+        """A while whose predicate is an array (JAX's batched while, lowered by JAX as: loop while
+        any element's predicate holds, and keep the carries of the elements whose predicate is false,
+        which lead every carry's shape) as sprue's while of reduce_or and a select per carry."""
+        cond_ast, body_ast = self.shared(e.params["cond_jaxpr"].value), self.shared(e.params["body_jaxpr"].value)
+        nc, nb = (self._convert(e, k) if k in e.params else 0 for k in ("cond_nconsts", "body_nconsts"))
+        cconsts, bconsts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
+
+        def pred(carry):
+            p, = self.inline(cond_ast, [*cconsts, *carry], e.tok)
+            return p
+
+        def body(carry):
+            p, new = pred(carry), self.inline(body_ast, [*bconsts, *carry], e.tok)
+            out = []
+            for old, value in zip(carry, new):
+                shape = tuple(value.aval.shape) if isinstance(value, Tracer) else np.shape(value)
+                keep = lax.broadcast_in_dim(p, shape, tuple(range(p.aval.ndim)))
+                out.append(lax.select_n(keep, old, value))
+            return tuple(out)
+
+        def cond(carry):
+            p = pred(carry)
+            return lax.reduce_or(p, tuple(range(p.aval.ndim)))
+        return list(lax.while_loop(cond, body, tuple(init)))
 
     def _out_avals(self, e, env) -> list[ShapedArray]:
         """The declared output types (each needed: a rewrite or an omitted param reads them)."""
