@@ -13,6 +13,7 @@ from typing import Any
 
 from sprue.api import driver
 from sprue.base.errors import SprueError
+from sprue.io.jax_exported import read_exported
 from sprue.io.saved_format import parse_saved
 from sprue.ir.core import encode_name
 from sprue.runtime import Signature, c_names
@@ -20,7 +21,8 @@ from sprue.runtime.c_names import check_kernel_name, kernel_name_for
 from sprue.runtime.header import c_identifier, unique_names
 from sprue.runtime.private_files import cache_dir
 
-STABLEHLO_SUFFIXES = (".mlir", ".stablehlo")
+STABLEHLO_SUFFIXES = (".mlir", ".mlirbc", ".stablehlo")
+JAX_EXPORTED_SUFFIX = ".jax_exported"   # jax.export's serialize(): a flatbuffer holding a StableHLO module
 
 
 class InputError(SprueError, ValueError):
@@ -53,12 +55,14 @@ def read_kernel(path: Path, name: str) -> Kernel:
         raise InputError(f"{path}: no such file")
     if path.suffix in STABLEHLO_SUFFIXES:
         return _read_stablehlo(path, name)
+    if path.suffix == JAX_EXPORTED_SUFFIX:
+        return _read_stablehlo(path, name, read_exported(path.read_bytes(), str(path)).mlir_module)
     return _read_jaxpr(path, name)
 
 
 # -- StableHLO ----------------------------------------------------------------------------------
-def _read_stablehlo(path: Path, name: str) -> Kernel:
-    prepared = driver.prepare_stablehlo(path, rename_to=name)
+def _read_stablehlo(path: Path, name: str, module: bytes | None = None) -> Kernel:
+    prepared = driver.prepare_stablehlo(path if module is None else module, rename_to=name)
     sig = prepared.signature
     return Kernel(name, path, prepared.text, sig, [c_identifier(a.name) for a in sig.args], None)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
+from jax import export, lax
 
 rng = np.random.RandomState(0)
 
@@ -333,6 +333,55 @@ def pytree_out(a, b):
     return {"s": a + b, "d": (a - b, a * b)}
 
 
+# -- jax.export artifacts: (name, function, argument specs with symbolic sizes, sizes to run at) ---
+EXPORTS = [
+    ("mlp_batch", lambda x, w, b: jax.nn.relu(x @ w + b).sum(-1), ["b, 8", "8, 4", "4"], [1, 3, 16]),
+    ("softmax_rows", lambda x: jax.nn.softmax(x, axis=-1), ["b, n"], [(2, 3), (5, 7)]),
+    ("pair_batch", lambda x, y: jnp.tanh(x) * y[:, None], ["b, 3", "b"], [2, 9]),
+    ("double_batch", lambda x: jnp.concatenate([x, x * 2]), ["2*b, 3"], [1, 4]),
+    ("static_layernorm", lambda x: (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5),
+     ["4, 6"], [None]),
+]
+
+
+def _specs(specs: list[str]):
+    scope = export.SymbolicScope()
+    return [jax.ShapeDtypeStruct(export.symbolic_shape(s, scope=scope), jnp.float32) for s in specs]
+
+
+def _concrete(spec: str, size) -> tuple[int, ...]:
+    """The shape of spec (`b, 8`, `2*b, 3`, `b, n`) at the batch size(s) `size`."""
+    names = {}
+    if isinstance(size, tuple):
+        names = dict(zip(["b", "n"], size))
+    elif size is not None:
+        names = {"b": size}
+    return tuple(int(eval(d, {}, names)) for d in spec.split(","))
+
+
+def make_exports(out_dir: Path) -> list[dict]:
+    """Each function exported with symbolic shapes (`<name>.jax_exported`), lowered for its first
+    sizes as StableHLO bytecode (`<name>.mlirbc`), with inputs and JAX's outputs at every size
+    (`<name>.npz`: s<k>_in<i>, s<k>_out<i>)."""
+    entries = []
+    for name, fn, specs, sizes in EXPORTS:
+        exported = export.export(jax.jit(fn), platforms=["cpu"])(*_specs(specs))
+        (out_dir / f"{name}.jax_exported").write_bytes(exported.serialize())
+        arrays = {}
+        for k, size in enumerate(sizes):
+            ins = [f32(*_concrete(s, size)) for s in specs]
+            outs = _flat(jax.jit(fn)(*ins))
+            arrays.update({f"s{k}_in{i}": a for i, a in enumerate(ins)})
+            arrays.update({f"s{k}_out{i}": a for i, a in enumerate(outs)})
+            if k == 0:
+                module = jax.jit(fn).lower(*ins).compiler_ir("stablehlo")
+                with open(out_dir / f"{name}.mlirbc", "wb") as f:
+                    module.operation.write_bytecode(f)
+        np.savez(out_dir / f"{name}.npz", **arrays)
+        entries.append({"name": name, "specs": specs, "n_sizes": len(sizes)})
+    return entries
+
+
 def _flat(tree):
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
 
@@ -359,7 +408,17 @@ def main() -> None:
             entries.append(make_case(out_dir, name, fn, args))
         except Exception as e:   # a function this JAX version lacks: listed as skipped, with why
             entries.append({"name": name, "skipped": f"{type(e).__name__}: {str(e)[:200]}"})
-    (out_dir / "cases.json").write_text(json.dumps({"jax": jax.__version__, "cases": entries}, indent=1) + "\n")
+    exports = []
+    try:
+        import flatbuffers  # noqa: F401  (jax.export's serialize() needs it)
+    except ImportError:
+        print("  no jax.export artifacts: pip install flatbuffers", file=sys.stderr)
+    else:
+        export_dir = out_dir / "exported"
+        export_dir.mkdir(exist_ok=True)
+        exports = make_exports(export_dir)
+    (out_dir / "cases.json").write_text(json.dumps({"jax": jax.__version__, "cases": entries, "exports": exports},
+                                                   indent=1) + "\n")
     made = sum("skipped" not in e for e in entries)
     print(f"jax {jax.__version__}: {made} cases in {out_dir}, {len(entries) - made} skipped", file=sys.stderr)
     for e in entries:
