@@ -57,6 +57,52 @@ class ShapeAssertion:
             raise RuntimeCheckError(f"{name}(): {message}")
 
 
+    def c_check(self, arg_names: Sequence[str]) -> tuple[str, str]:
+        """(a C condition that holds when the assertion fails, its message) for the header's wrapper
+        (runtime/header.py), over the descriptors `<arg>->sizes[k]`; each `{k}` of the message
+        names the size expression it stands for."""
+        message = self.message
+        for k, v in enumerate(self.values):
+            message = message.replace("{" + str(k) + "}", to_c(v, arg_names).replace("->", "."))
+        return f"!({to_c(self.ok, arg_names)})", message
+
+
+_C_BINARY = {"stablehlo.add": "+", "stablehlo.subtract": "-", "stablehlo.multiply": "*", "stablehlo.and": "&",
+             "stablehlo.or": "|"}
+_C_COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def to_c(e: Expr, arg_names: Sequence[str]) -> str:
+    """e as a C expression of int64_t over the arguments' descriptors (C's / and % truncate, as
+    stablehlo's divide and remainder do; a zero divisor gives 0, as evaluate does)."""
+    kind = e[0]
+    if kind == "dim":
+        return f"{arg_names[e[1]]}->sizes[{e[2]}]"
+    if kind == "const":
+        return f"(int64_t){e[1]}"
+    a = [to_c(x, arg_names) for x in e[2:]]
+    if kind == "stablehlo.compare":
+        return f"({a[0]} {_C_COMPARE[e[1]]} {a[1]})"
+    if kind in _C_BINARY:
+        return f"({a[0]} {_C_BINARY[kind]} {a[1]})"
+    if kind in ("stablehlo.divide", "stablehlo.remainder"):
+        op = "/" if kind == "stablehlo.divide" else "%"
+        return f"({a[1]} == 0 ? 0 : {a[0]} {op} {a[1]})"
+    if kind in ("stablehlo.maximum", "stablehlo.minimum"):
+        return f"sprue_{'max' if kind == 'stablehlo.maximum' else 'min'}({a[0]}, {a[1]})"
+    if kind == "stablehlo.not":
+        return f"(!{a[0]})" if e[1] == "i1" else f"(~{a[0]})"
+    if kind == "stablehlo.negate":
+        return f"(-{a[0]})"
+    if kind == "stablehlo.sign":
+        return f"(({a[0]} > 0) - ({a[0]} < 0))"
+    if kind == "stablehlo.abs":
+        return f"({a[0]} < 0 ? -{a[0]} : {a[0]})"
+    if kind == "stablehlo.select":
+        return f"({a[0]} ? {a[1]} : {a[2]})"
+    return a[0]   # _PASS: a scalar passed through
+
+
 def evaluate(e: Expr, shapes: Sequence[tuple[int, ...]]) -> int:
     kind = e[0]
     if kind == "dim":
@@ -167,4 +213,4 @@ def take(entry: ir.Operation) -> list[ShapeAssertion]:
     return found
 
 
-__all__ = ["ShapeAssertion", "evaluate", "take"]
+__all__ = ["ShapeAssertion", "evaluate", "take", "to_c"]

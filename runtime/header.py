@@ -110,7 +110,9 @@ class HeaderSpec:
     source: where the kernel came from, for the header's first comment.
     kernel_checks_sizes: the kernel compares its arguments' descriptor sizes with the sizes it was
     compiled for itself (a kernel lowered from a jaxpr for C: its entry checks); else (StableHLO
-    input, hand-written signatures) the wrapper checks the static ones."""
+    input, hand-written signatures) the wrapper checks the static ones.
+    extra_checks: more checks of the wrapper, after the descriptors' (a jax.export module's shape
+    assertions, as C conditions over `<arg>->sizes[k]`)."""
     name: str
     signature: Signature
     arg_names: Sequence[str] | None = None
@@ -119,6 +121,7 @@ class HeaderSpec:
     shape_params: Sequence[str] = field(default_factory=tuple)
     source: str = ""
     kernel_checks_sizes: bool = False
+    extra_checks: Sequence[tuple[str, str]] = ()   # (C condition of a failure, message): JAX's shape assertions
 
 
 @dataclass(frozen=True)
@@ -417,7 +420,7 @@ def c_header(spec: HeaderSpec) -> str:
     # The wrapper's own codes follow the kernel's: per array argument, its layout (and its static
     # sizes, when the kernel does not check them).
     kernel_messages = list(sig.status_messages or ())
-    wrapper = _wrapper_checks(args, spec.kernel_checks_sizes)
+    wrapper = _wrapper_checks(args, spec.kernel_checks_sizes) + list(spec.extra_checks)
     codes = [(failed, len(kernel_messages) + 1 + k) for k, (failed, _) in enumerate(wrapper)]
     parts.append(_entry_points(spec.name, args, results, sig.has_status, codes))
     # every kernel has a status: a failed allocation (SPRUE_OUT_OF_MEMORY) at least

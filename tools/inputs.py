@@ -7,7 +7,7 @@ its result shapes as C expressions over its size arguments. The compile driver
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ class Kernel:
     signature: Signature
     arg_names: list[str]
     closed_jaxpr: Any = None        # None for StableHLO input
+    assertions: list = field(default_factory=list)   # a jax.export module's shape assertions
 
 
 def kernel_name(path: Path, name: str | None) -> str:
@@ -64,7 +65,7 @@ def read_kernel(path: Path, name: str) -> Kernel:
 def _read_stablehlo(path: Path, name: str, module: bytes | None = None) -> Kernel:
     prepared = driver.prepare_stablehlo(path if module is None else module, rename_to=name)
     sig = prepared.signature
-    return Kernel(name, path, prepared.text, sig, [c_identifier(a.name) for a in sig.args], None)
+    return Kernel(name, path, prepared.text, sig, [c_identifier(a.name) for a in sig.args], None, prepared.assertions)
 
 
 # -- jaxpr --------------------------------------------------------------------------------------

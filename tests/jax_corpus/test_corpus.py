@@ -145,3 +145,14 @@ def test_shape_assertions_fail_with_jaxs_messages():
     with pytest.raises(RuntimeCheckError, match=r"Division had remainder 1 when computing the value of 'b'"):
         g(np.ones((5, 3), np.float32))
     np.testing.assert_allclose(g(np.ones((4, 3), np.float32)), np.concatenate([np.ones((4, 3)), 2 * np.ones((4, 3))]))
+
+
+@pytest.mark.parametrize("suffix", [".mlirbc", ".jax_exported"])
+def test_sprue_compile_of_bytecode_and_exports(suffix, tmp_path):
+    folder = HERE / VERSIONS[-1] / "exported"
+    path = folder / f"softmax_rows{suffix}"
+    assert main(["compile", str(path), "-o", str(tmp_path), "--name", "kernel"]) == 0
+    signature = read_kernel(path, "kernel").signature
+    data = np.load(folder / "softmax_rows.npz")
+    _compare("softmax_rows", load_library(tmp_path / "libkernel.so", "kernel", signature)(*_sized(data, 0, "in")),
+             _sized(data, 0, "out"))
