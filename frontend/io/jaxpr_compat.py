@@ -194,11 +194,33 @@ def reduce_precision(args, params, outs):
     return [y]
 
 
+def _total_order_key(x):
+    """An integer that orders floats as IEEE 754's totalOrder (-NaN < -inf < ... < -0 < +0 < ... < +inf
+    < +NaN): the bits, with the magnitude bits flipped for negative numbers (XLA's lowering of the
+    total-order comparisons); integers are their own key."""
+    dt = np.dtype(_dtype(x))
+    if not np.issubdtype(dt, np.floating):
+        return x
+    it = _FLOAT_BITS[dt][2]
+    bits = lax.bitcast_convert_type(x, it)
+    sign = lax.shift_right_arithmetic(bits, np.asarray(dt.itemsize * 8 - 1, it)[()])
+    return lax.bitwise_xor(bits, lax.bitwise_and(sign, np.asarray(np.iinfo(it).max, it)[()]))
+
+
+def _total_order(compare):
+    """`eq_to`, `lt_to`, `le_to` (JAX's comparisons in totalOrder, which jnp.searchsorted and
+    jnp.interp use): the comparison of the keys."""
+    def rule(args, params, outs):
+        return [compare(*(_total_order_key(a) for a in broadcast_operands(list(args))))]
+    return rule
+
+
 REWRITES = {"split": split, "expand_dims": expand_dims, "stack": stack, "tile": tile, "empty": empty,
             "empty2": empty,
             "reduce_window_sum": _reduce_window(lax.add, lambda dt: 0),
             "reduce_window_max": _reduce_window(lax.max, _lowest),
             "reduce_window_min": _reduce_window(lax.min, _highest),
+            "eq_to": _total_order(lax.eq), "lt_to": _total_order(lax.lt), "le_to": _total_order(lax.le),
             "top_k": top_k, "cumlogsumexp": cumlogsumexp, "reduce_precision": reduce_precision}
 
 # Elementwise primitives whose operands JAX (>= 0.9) may print with size-1 dimensions that the

@@ -137,3 +137,15 @@ def test_unsupported_primitives_and_forms_name_themselves_at_their_line(tmp_path
         load(tmp_path, "{ lambda ; a:f32[4]. let\n    b:f32[3] = reduce_window_sum[base_dilation=(1,)"
                        " padding=((0, 0),) window_dilation=(2,) window_dimensions=(2,) window_strides=(1,)] a\n"
                        "  in (b,) }")
+
+
+def test_total_order_comparisons(tmp_path):
+    # jnp.searchsorted / jnp.interp: -0 < +0, NaN above +inf (IEEE 754 totalOrder)
+    f = load(tmp_path, "{ lambda ; a:f32[6] b:f32[6]. let c:bool[6] = lt_to a b; d:bool[6] = le_to a b;"
+                       " e:bool[6] = eq_to a b in (c, d, e) }")
+    a = np.array([-0.0, 0.0, np.nan, -np.inf, 1.0, 2.0], np.float32)
+    b = np.array([0.0, -0.0, np.inf, -1.0, 1.0, np.nan], np.float32)
+    lt, le, eq = f(a, b)
+    np.testing.assert_array_equal(lt, [True, False, False, True, False, True])
+    np.testing.assert_array_equal(le, [True, False, False, True, True, True])
+    np.testing.assert_array_equal(eq, [False, False, False, False, True, False])
