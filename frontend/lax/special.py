@@ -28,9 +28,15 @@ from sprue.lax.elementwise import (
     _unary,
     _unary_function,
     _zero_derivative,
+    add_p,
+    div_p,
     exp_p,
+    lt_p,
     mul_p,
     neg_p,
+    select_n_p,
+    sin_p,
+    sub_p,
 )
 
 __all__ = ["bitcast_convert_type", "bitcast_convert_type_p", "clz", "clz_p", "digamma", "digamma_p", "erf",
@@ -118,8 +124,32 @@ erf_inv_p = _unary("erf_inv", FLOAT, _each(_erf_inv_scalar),
                    lambda x, y: _mul(_c(x, math.sqrt(math.pi) / 2), exp_p.bind(mul_p.bind(y, y))))
 erf_inv = _unary_function(erf_inv_p)
 
-# -- digamma: d/dx lgamma; its own derivative (trigamma) is not a sprue primitive ----------------
-digamma_p = _unary("digamma", FLOAT, _each(_digamma_scalar))
+# -- digamma: d/dx lgamma; d/dx digamma = trigamma, composed below ---------------------------------
+def _trigamma(x):
+    """psi'(x) from primitives: sum_{k<6} 1/(x+k)^2 + the asymptotic series at x+6 (through x^-9:
+    within ~4e-11 there), and psi'(x) = pi^2/sin^2(pi x) - psi'(1-x) below 1/2 (Abramowitz and
+    Stegun 6.4.7, 6.4.12)."""
+    below = lt_p.bind(x, _c(x, 0.5))
+    r = select_n_p.bind(below, x, sub_p.bind(_c(x, 1.0), x))
+    total = _c(x, 0.0)
+    for k in range(6):
+        rk = add_p.bind(r, _c(x, float(k)))
+        total = add_p.bind(total, div_p.bind(_c(x, 1.0), mul_p.bind(rk, rk)))
+    z = add_p.bind(r, _c(x, 6.0))
+    inv = div_p.bind(_c(x, 1.0), z)
+    inv2 = mul_p.bind(inv, inv)
+    tail = _c(x, -1 / 30)
+    for c in (1 / 42, -1 / 30, 1 / 6):
+        tail = add_p.bind(mul_p.bind(tail, inv2), _c(x, c))
+    tail = mul_p.bind(mul_p.bind(tail, inv2), inv)   # 1/(6z^3) - 1/(30z^5) + 1/(42z^7) - 1/(30z^9)
+    tail = add_p.bind(add_p.bind(inv, mul_p.bind(_c(x, 0.5), inv2)), tail)   # + 1/z + 1/(2z^2)
+    series = add_p.bind(total, tail)
+    s = sin_p.bind(mul_p.bind(_c(x, math.pi), x))
+    reflected = sub_p.bind(div_p.bind(_c(x, math.pi ** 2), mul_p.bind(s, s)), series)
+    return select_n_p.bind(below, series, reflected)
+
+
+digamma_p = _unary("digamma", FLOAT, _each(_digamma_scalar), lambda x, y: _trigamma(x))
 digamma = _unary_function(digamma_p)
 
 # -- lgamma: log |Gamma(x)|; d/dx = digamma --------------------------------------------------------

@@ -104,3 +104,13 @@ def test_numpy_references_agree_with_the_compiled_code(f):
     """Outside qjit the primitives run their numpy references (lax/special.py)."""
     x = np.array([-0.9, -0.3, 0.2, 0.7, 2.5 if f not in (lax.erf_inv,) else 0.95])
     np.testing.assert_allclose(f(x), _compiled(f, x), rtol=1e-13)
+
+
+def test_digamma_derivative_is_trigamma():
+    """d/dx digamma by central differences of the compiled digamma, and trigamma(1) = pi^2/6."""
+    x = np.array([-2.5, -0.7, 0.3, 1.0, 2.2, 7.5, 40.0])
+    slope = sprue.vmap(sprue.grad(lax.digamma))(x)
+    h = 1e-5
+    f = sprue.qjit(lax.digamma)
+    np.testing.assert_allclose(slope, (np.asarray(f(x + h)) - np.asarray(f(x - h))) / (2 * h), rtol=1e-6)
+    np.testing.assert_allclose(sprue.grad(lax.digamma)(1.0), np.pi ** 2 / 6, rtol=1e-10)
