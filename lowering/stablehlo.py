@@ -47,6 +47,7 @@ from sprue.lowering import (  # noqa: F401
     rules_math,
     rules_random,
     rules_reductions,
+    rules_special,
     rules_structural,
 )
 from sprue.lowering.emit import emit_jaxpr, numpy_consts

@@ -96,6 +96,7 @@ def _dynamic_broadcast_in_dim(op: ir.Operation) -> None:
         return   # the upstream pass lowers it
     x, shape = op.operands[0], op.operands[1]
     dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
+    x, dims = _through_unit_broadcast(x, dims)
     with ir.InsertionPoint(op), op.location:
         xs = to_signless(x)
         kind = element_kind(elem_of(shape))
@@ -120,6 +121,21 @@ def _dynamic_broadcast_in_dim(op: ir.Operation) -> None:
         new = from_signless(out, result)
     op.results[0].replace_all_uses_with(new)
     op.erase()
+
+
+def _through_unit_broadcast(x: ir.Value, dims: list[int]) -> tuple[ir.Value, list[int]]:
+    """(x, dims), or -- when x is a static broadcast_in_dim that only adds size-1 dims (JAX's
+    `b[None, :]` before a dynamic broadcast: a bias added to a batch) -- its operand and the dims
+    the two broadcasts compose to: the element read then comes from a value defined outside the
+    pipeline's rewrites (a tensor.generate reading a stablehlo op's result fails to legalize)."""
+    owner = x.owner
+    if not isinstance(owner, ir.OpView) or owner.operation.name != "stablehlo.broadcast_in_dim":
+        return x, dims
+    inner = list(ir.DenseI64ArrayAttr(owner.operation.attributes["broadcast_dimensions"]))
+    mid = ir.RankedTensorType(x.type)
+    if not mid.has_static_shape or any(mid.get_dim_size(d) != 1 for d in range(mid.rank) if d not in inner):
+        return x, dims
+    return owner.operation.operands[0], [dims[d] for d in inner]
 
 
 def _constant_ints(v: ir.Value) -> list[int] | None:

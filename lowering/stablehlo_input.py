@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torch_mlir import ir, passmanager
 
 from sprue.base.errors import ParseError, SprueMemoryError
+from sprue.lowering import shape_assertions
 from sprue.lowering.mlir_util import ops_where
 from sprue.lowering.pipeline import LoweringError, make_pipeline_context
 from sprue.lowering.stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
@@ -365,6 +366,7 @@ class PreparedModule:
     text: str            # StableHLO text build_shared_library accepts
     entry: str           # the entry function's symbol
     signature: Signature
+    assertions: list = field(default_factory=list)   # JAX's shape assertions (shape_assertions.py)
 
 
 def prepare(path_or_text: str | os.PathLike, rename_to: str | None = None) -> PreparedModule:
@@ -385,6 +387,7 @@ def prepare(path_or_text: str | os.PathLike, rename_to: str | None = None) -> Pr
         entry = entry_function(module, name)
         entry_name = _name(entry)
         names = _result_names(entry)
+        assertions = shape_assertions.take(entry)
         strip_attributes(module)
         drop_dialect_attributes(module)
         remove_identity_ops(module)
@@ -395,7 +398,7 @@ def prepare(path_or_text: str | os.PathLike, rename_to: str | None = None) -> Pr
         check_inlined(module, entry, name)
         _rename_entry(module, entry, rename_to)
         signature = signature_of(entry, names, entry_name)
-        return PreparedModule(str(module), _name(entry), signature)
+        return PreparedModule(str(module), _name(entry), signature, assertions)
 
 
 def _rename_entry(module: ir.Module, entry: ir.Operation, wanted: str | None) -> None:

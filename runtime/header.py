@@ -113,7 +113,9 @@ class HeaderSpec:
     input, hand-written signatures) the wrapper checks the static ones.
     into_entry: the library also exports `_mlir_ciface_<name>_into`, which computes the results
     in destinations the caller passes (after the arguments: the status's cell first when the
-    kernel has one), allocating none: `<name>_into` calls it where the destinations allow."""
+    kernel has one), allocating none: `<name>_into` calls it where the destinations allow.
+    extra_checks: more checks of the wrapper, after the descriptors' (a jax.export module's shape
+    assertions, as C conditions over `<arg>->sizes[k]`)."""
     name: str
     signature: Signature
     arg_names: Sequence[str] | None = None
@@ -123,6 +125,7 @@ class HeaderSpec:
     source: str = ""
     kernel_checks_sizes: bool = False
     into_entry: bool = False
+    extra_checks: Sequence[tuple[str, str]] = ()   # (C condition of a failure, message): JAX's shape assertions
 
 
 @dataclass(frozen=True)
@@ -491,7 +494,7 @@ def c_header(spec: HeaderSpec) -> str:
     # The wrapper's own codes follow the kernel's: per array argument, its layout (and its static
     # sizes, when the kernel does not check them).
     kernel_messages = list(sig.status_messages or ())
-    wrapper = _wrapper_checks(args, spec.kernel_checks_sizes)
+    wrapper = _wrapper_checks(args, spec.kernel_checks_sizes) + list(spec.extra_checks)
     codes = [(failed, len(kernel_messages) + 1 + k) for k, (failed, _) in enumerate(wrapper)]
     parts.append(_entry_points(spec.name, args, results, sig.has_status, codes))
     # every kernel has a status: a failed allocation (SPRUE_OUT_OF_MEMORY) at least

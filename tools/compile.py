@@ -139,4 +139,5 @@ def header_text(kernel: Kernel) -> str:
     # a kernel lowered from a jaxpr checks its descriptors' sizes itself (lowering/rules_checks.py);
     # for StableHLO input the header's wrapper checks the static ones
     return c_header(HeaderSpec(kernel.name, sig, kernel.arg_names, source=kernel.source.name,
-                               kernel_checks_sizes=kernel.closed_jaxpr is not None, into_entry=kernel.into is not None))
+                               kernel_checks_sizes=kernel.closed_jaxpr is not None, into_entry=kernel.into is not None,
+                               extra_checks=[a.c_check(kernel.arg_names) for a in kernel.assertions]))

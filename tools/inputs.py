@@ -7,13 +7,14 @@ its result shapes as C expressions over its size arguments. The compile driver
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sprue.api import driver
 from sprue.api.shape_functions import shape_function_of
 from sprue.base.errors import SprueError
+from sprue.io.jax_exported import read_exported
 from sprue.io.saved_format import parse_saved
 from sprue.ir.core import encode_name
 from sprue.runtime import Signature, c_names
@@ -21,7 +22,8 @@ from sprue.runtime.c_names import check_kernel_name, kernel_name_for
 from sprue.runtime.header import c_identifier, unique_names
 from sprue.runtime.private_files import cache_dir
 
-STABLEHLO_SUFFIXES = (".mlir", ".stablehlo")
+STABLEHLO_SUFFIXES = (".mlir", ".mlirbc", ".stablehlo")
+JAX_EXPORTED_SUFFIX = ".jax_exported"   # jax.export's serialize(): a flatbuffer holding a StableHLO module
 
 
 class InputError(SprueError, ValueError):
@@ -37,6 +39,7 @@ class Kernel:
     arg_names: list[str]
     closed_jaxpr: Any = None        # None for StableHLO input
     into: str | None = None         # its destination-passing entry (_mlir_ciface_<into>), if it has one
+    assertions: list = field(default_factory=list)   # a jax.export module's shape assertions
 
 
 def kernel_name(path: Path, name: str | None) -> str:
@@ -57,14 +60,17 @@ def read_kernel(path: Path, name: str, *, into: bool = True) -> Kernel:
         raise InputError(f"{path}: no such file")
     if path.suffix in STABLEHLO_SUFFIXES:
         return _read_stablehlo(path, name)
+    if path.suffix == JAX_EXPORTED_SUFFIX:
+        return _read_stablehlo(path, name, read_exported(path.read_bytes(), str(path)).mlir_module)
     return _read_jaxpr(path, name, into)
 
 
 # -- StableHLO ----------------------------------------------------------------------------------
-def _read_stablehlo(path: Path, name: str) -> Kernel:
-    prepared = driver.prepare_stablehlo(path, rename_to=name)
+def _read_stablehlo(path: Path, name: str, module: bytes | None = None) -> Kernel:
+    prepared = driver.prepare_stablehlo(path if module is None else module, rename_to=name)
     sig = prepared.signature
-    return Kernel(name, path, prepared.text, sig, [c_identifier(a.name) for a in sig.args], None)
+    return Kernel(name, path, prepared.text, sig, [c_identifier(a.name) for a in sig.args], None,
+                  assertions=prepared.assertions)
 
 
 # -- jaxpr --------------------------------------------------------------------------------------

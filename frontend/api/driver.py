@@ -298,8 +298,14 @@ class StableHLOFunction:
         self.signature = prepared.signature
         self.library = library
         self._function = function
+        self._assertions = list(getattr(prepared, "assertions", ()))   # JAX's shape assertions
+        self._name = prepared.entry
 
     def __call__(self, *args: Any) -> Any:
+        if self._assertions and len(args) == len(self.signature.args):
+            shapes = [np.shape(a) for a in args]
+            for assertion in self._assertions:
+                assertion.check(shapes, self._name)
         outs = self._function(*args)
         if len(outs) == 1:
             return outs[0]

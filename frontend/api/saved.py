@@ -13,6 +13,7 @@ from sprue.api.pickle_format import malformed, program_entry, read_program, reme
 from sprue.api.qjit import QJIT, check_argument_dtypes
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.io.jax_exported import read_exported
 from sprue.io.jaxpr_lexer import JaxprSyntaxError
 from sprue.io.saved_format import parse_saved, to_text
 from sprue.ir.core import ClosedJaxpr, Jaxpr
@@ -111,8 +112,15 @@ def unpickle_program(payload: bytes) -> LoadedProgram:
     return program
 
 
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise SprueValueError(f"sprue.load: cannot read {str(path)!r}: {e.strerror or e}") from None
+
+
 def _is_mlir(path: Path, text: str) -> bool:
-    if path.suffix == ".mlir":
+    if path.suffix in (".mlir", ".mlirbc"):
         return True
     head = "\n".join(l for l in text.splitlines() if not l.strip().startswith(("#", "//")))[:2000].lstrip()
     return head.startswith(("module", "func.func", '"builtin.module"'))
@@ -148,8 +156,10 @@ def load(path: str | os.PathLike, *, keep_intermediate=False, cast_arguments=Fal
     qjit function; `cast_arguments=True` converts those that cast safely. A `.mlir` file (StableHLO) goes to
     the compile driver's load_stablehlo."""
     path = Path(path)
-    if path.suffix == ".mlir":
-        text = ""   # load_stablehlo reads (and checks) the file itself
+    if path.suffix == ".jax_exported":   # jax.export's serialized artifact: its StableHLO module
+        return driver.load_stablehlo(read_exported(_read_bytes(path), str(path)).mlir_module)
+    if path.suffix in (".mlir", ".mlirbc"):
+        text = ""   # load_stablehlo reads (and checks) the file itself (text or bytecode)
     else:
         text = read_program_text(path)
     if _is_mlir(path, text):

@@ -15,17 +15,20 @@ from sprue import lax
 from sprue.base import dtypes
 from sprue.base.errors import SprueError, SprueMemoryError, at
 from sprue.base.source_info import user_frame_summary
-from sprue.io import jaxpr_random
+from sprue.io import jaxpr_compat, jaxpr_random
 from sprue.io.jaxpr_ast import Binder, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
 from sprue.io.jaxpr_lexer import JaxprError, JaxprUnsupportedError
 from sprue.io.jaxpr_params import (
     ALIASES,
     CALLS,
+    DTYPE_PARAMS_FROM_OUT,
     HARMLESS,
     IDENTITIES,
     NO_FILL,
+    OMITTED,
     REQUIRED,
     RESET,
+    SHAPE_PARAMS,
     convert_param,
     convert_value,
     sprue_params,
@@ -34,6 +37,7 @@ from sprue.ir.core import ShapedArray, aval_of_value, primitives
 from sprue.ir.shapes import DimExpr, dim_out_of_range, format_dim, prove_equal
 from sprue.ir.shapes import dim as dim_of
 from sprue.lax.control_flow.primitives import invariant_parameters
+from sprue.lax.dimension_numbers import GatherDimensionNumbers, ScatterDimensionNumbers
 from sprue.trace.tracing import Tracer, as_dim, current_builder, trace_scope
 
 
@@ -176,15 +180,20 @@ class Evaluator:
                 vals.append(None)
             else:
                 vals.append(self.literal(a))
+        called = self._called(e) if untyped and e.prim in CALLS else None
         for i in untyped:   # older JAX printed literals untyped: take the type from the equation
             lit = e.args[i]
             kind = _lit_kind(lit.text)
+            if called is not None and i < len(called.invars) and called.invars[i].type is not None \
+                    and not called.invars[i].type.dims:   # a call's operand: the called jaxpr's parameter type
+                vals[i] = self.literal(lit, self.dtype(called.invars[i].type))
+                continue
             cands = [np.dtype(v.aval.dtype) if isinstance(v, Tracer) else np.asarray(v).dtype
                      for v in vals if v is not None]
             cands += [self.dtype(b.type) for b in e.outs if b.type is not None]
             dt = next((d for d in cands if _kind(d) == kind), None)
-            if dt is None and kind == "i":
-                dt = next((d for d in cands if _kind(d) == "f"), None)
+            if dt is None and kind == "i":   # an index beside float operands: JAX's default int of their width
+                dt = dtypes.int32 if any(np.dtype(d).itemsize <= 4 for d in cands) else None
             vals[i] = self.literal(lit, dt)
         return vals
 
@@ -280,8 +289,7 @@ class Evaluator:
         if len(outs) != len(e.outs) and e.outs:
             raise self.error(f"{e.prim} gives {len(outs)} results, the text declares {len(e.outs)}", e.tok)
         for b, v in zip(e.outs, outs):
-            if b.name is not None:
-                env[b.name] = v
+            env[b.name if b.name is not None else "_"] = v   # JAX >= 0.7 may return a `_` binder
             if b.name in sizes and isinstance(v, Tracer) and v.aval.shape == () and v.aval.dtype == dtypes.int64 \
                     and v.dim_expr is None:
                 as_dim(v)   # a size the types name: its variable is bound where it is made, as the tracer had it
@@ -297,10 +305,18 @@ class Evaluator:
             return list(args)
         if name in jaxpr_random.FORMS:
             return jaxpr_random.apply(name, args, lambda k: self._convert(e, k), lambda m: self.unsupported(m, e.tok))
-        if name == "expand_dims":
-            return [lax.reshape(args[0], self.aval(e.outs[0].type, env).shape if e.outs else self._out_shape(e, env))]
-        if name == "split":
-            return self._split(e, args)
+        if name in jaxpr_compat.REWRITES:
+            params = {k: self._convert(e, k) for k in e.params}
+            try:
+                return jaxpr_compat.REWRITES[name](args, params, self._out_avals(e, env))
+            except NotImplementedError as ex:
+                raise self.unsupported(f"{name}: {ex} is not supported", e.tok) from None
+        if name == "while" and self._batched_predicate(e):
+            return self._while_batched(e, args)
+        if name in jaxpr_compat.BROADCASTING:
+            args = jaxpr_compat.broadcast_operands(args)
+        if "out_dtype" in e.params and e.params["out_dtype"].value is not None:
+            args = jaxpr_compat.with_out_dtype(args, self._convert(e, "out_dtype"))
         if name == "pow" and len(args) == 2:
             args = self._same_dtype_exponent(args)
         p = primitives.get(ALIASES.get(name, name))
@@ -309,8 +325,53 @@ class Evaluator:
         params = self.params(p, e, env, args)
         if jaxpr_random.makes_keys(b.type for b in e.outs):
             args, params = jaxpr_random.for_key_arrays(name, args, params, lambda m: self.unsupported(m, e.tok))
+        if isinstance(params.get("dimension_numbers"), (GatherDimensionNumbers, ScatterDimensionNumbers)):
+            args, params = jaxpr_compat.unbatch_indices(name, args, params)
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
+
+    def _batched_predicate(self, e) -> bool:
+        """Whether a while's cond_jaxpr returns an array of bools (JAX's vmap of a while loop whose
+        predicate depends on the mapped axis)."""
+        ast = self.shared(e.params["cond_jaxpr"].value) if "cond_jaxpr" in e.params else None
+        if ast is None or len(ast.outs) != 1 or not isinstance(ast.outs[0], VarRef):
+            return False
+        name = ast.outs[0].name
+        binders = [*ast.invars, *(b for q in ast.eqns for b in q.outs)]
+        typ = next((b.type for b in reversed(binders) if b.name == name), None)
+        return typ is not None and bool(typ.dims)
+
+    def _while_batched(self, e, args) -> list:
+        """A while whose predicate is an array (JAX's batched while, lowered by JAX as: loop while
+        any element's predicate holds, and keep the carries of the elements whose predicate is false,
+        which lead every carry's shape) as sprue's while of reduce_or and a select per carry."""
+        cond_ast, body_ast = self.shared(e.params["cond_jaxpr"].value), self.shared(e.params["body_jaxpr"].value)
+        nc, nb = (self._convert(e, k) if k in e.params else 0 for k in ("cond_nconsts", "body_nconsts"))
+        cconsts, bconsts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
+
+        def pred(carry):
+            p, = self.inline(cond_ast, [*cconsts, *carry], e.tok)
+            return p
+
+        def body(carry):
+            p, new = pred(carry), self.inline(body_ast, [*bconsts, *carry], e.tok)
+            out = []
+            for old, value in zip(carry, new):
+                shape = tuple(value.aval.shape) if isinstance(value, Tracer) else np.shape(value)
+                keep = lax.broadcast_in_dim(p, shape, tuple(range(p.aval.ndim)))
+                out.append(lax.select_n(keep, old, value))
+            return tuple(out)
+
+        def cond(carry):
+            p = pred(carry)
+            return lax.reduce_or(p, tuple(range(p.aval.ndim)))
+        return list(lax.while_loop(cond, body, tuple(init)))
+
+    def _out_avals(self, e, env) -> list[ShapedArray]:
+        """The declared output types (each needed: a rewrite or an omitted param reads them)."""
+        if any(b.type is None for b in e.outs):
+            raise self.error(f"{e.prim}: the output types are needed to read this equation", e.tok)
+        return [self.aval(b.type, env, b.tok) for b in e.outs]
 
     def _called(self, e) -> JaxprAST:
         key = CALLS[e.prim]
@@ -327,20 +388,6 @@ class Evaluator:
         if len(e.outs) != 1 or e.outs[0].type is None:
             raise self.error(f"{e.prim}: the output type is needed to know its shape", e.tok)
         return self.shape(e.outs[0].type, env)
-
-    def _split(self, e, args):
-        sizes = self._convert(e, "sizes")
-        axis = self._convert(e, "axis")
-        x = args[0]
-        axis = axis % x.ndim
-        outs, start = [], 0
-        for s in sizes:
-            lo = [0] * x.ndim
-            hi = list(x.shape)
-            lo[axis], hi[axis] = start, start + s
-            outs.append(lax.slice(x, lo, hi))
-            start += s
-        return outs
 
     def _same_dtype_exponent(self, args):
         x, y = args
@@ -386,16 +433,26 @@ class Evaluator:
             if d is not REQUIRED:
                 if k not in NO_FILL:
                     out[k] = d
-            elif k in ("shape", "new_sizes"):
-                shape = self._out_shape(e, env)
-                if not all(isinstance(s, int) for s in shape):
-                    raise self.error(f"{e.prim}: the param '{k}' is missing", e.tok)
-                out[k] = shape
-            elif k == "dtype" and len(e.outs) == 1 and e.outs[0].type is not None:
-                out[k] = self.dtype(e.outs[0].type)
             else:
-                raise self.error(f"{e.prim}: the param '{k}' is missing", e.tok)
+                out[k] = self._omitted(e, k, env, args)
         return out
+
+    def _omitted(self, e, k: str, env, args):
+        """A required param the text leaves out: JAX's default (OMITTED), or the declared output
+        type's shape (SHAPE_PARAMS) or element type (DTYPE_PARAMS_FROM_OUT)."""
+        if (e.prim, k) not in OMITTED and k not in SHAPE_PARAMS and k not in DTYPE_PARAMS_FROM_OUT:
+            raise self.error(f"{e.prim}: the param '{k}' is missing", e.tok)
+        outs = self._out_avals(e, env)
+        if (e.prim, k) in OMITTED:
+            ins = [a.aval if isinstance(a, Tracer) else aval_of_value(a) for a in args]
+            return OMITTED[e.prim, k](ins, outs)
+        if len(outs) != 1:
+            raise self.error(f"{e.prim}: the param '{k}' is missing", e.tok)
+        if k in SHAPE_PARAMS:
+            if not all(isinstance(s, int) for s in outs[0].shape):
+                raise self.error(f"{e.prim}: the param '{k}' is missing (the output's shape is not static)", e.tok)
+            return tuple(outs[0].shape)
+        return outs[0].dtype
 
 
 def _bad_dim(shape):

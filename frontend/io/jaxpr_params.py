@@ -55,6 +55,33 @@ HARMLESS = RESET | {
 # optional params left out when the text does not give them (sprue's own tracing omits them too)
 NO_FILL = {"nimplicit", "preserve_dimensions", "apply_reverse_transform"}
 
+# Params JAX's printer leaves out (broadcast_in_dim's empty broadcast_dimensions, its shape and every
+# sharding "implied by the let binder type", JAX's printers say) or that older versions did not
+# have (scan's `linear`): {(primitive, param): value from (operands' avals, declared output avals)}.
+# Params of any primitive named like a shape or a dtype come from the declared output type
+# (Evaluator.params); these are the rest, each JAX's default.
+OMITTED = {
+    ("broadcast_in_dim", "broadcast_dimensions"): lambda ins, outs: (),
+    ("scan", "linear"): lambda ins, outs: (False,) * len(ins),
+    ("scan", "reverse"): lambda ins, outs: False,
+    ("scan", "num_consts"): lambda ins, outs: 0,
+    ("while", "cond_nconsts"): lambda ins, outs: 0,
+    ("while", "body_nconsts"): lambda ins, outs: 0,
+    ("for_loop", "body_nconsts"): lambda ins, outs: 0,
+    ("pjit", "name"): lambda ins, outs: "jit",
+    ("iota", "dimension"): lambda ins, outs: 0,
+    ("sort", "dimension"): lambda ins, outs: len(ins[0].shape) - 1,
+    ("concatenate", "dimension"): lambda ins, outs: next(
+        (k for k, (a, b) in enumerate(zip(ins[0].shape, outs[0].shape)) if a != b), 0),
+    ("cumsum", "axis"): lambda ins, outs: 0, ("cumprod", "axis"): lambda ins, outs: 0,
+    ("cummax", "axis"): lambda ins, outs: 0, ("cummin", "axis"): lambda ins, outs: 0,
+    ("dynamic_slice", "slice_sizes"): lambda ins, outs: tuple(outs[0].shape),
+}
+
+# params named like these take the declared output type's shape, or its element type
+SHAPE_PARAMS = {"shape", "new_sizes"}
+DTYPE_PARAMS_FROM_OUT = {"dtype", "new_dtype", "index_dtype"}
+
 # params of rules that take **params
 _EXTRA_PARAMS = {"round": {"rounding_method": RoundingMethod.AWAY_FROM_ZERO}, "integer_pow": {"y": REQUIRED}}
 

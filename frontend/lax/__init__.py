@@ -27,6 +27,7 @@ from sprue.lax.scatter_reductions import (  # noqa: F401
     scatter_mul_p,
 )
 from sprue.lax.sorting import sort, sort_p  # noqa: F401
+from sprue.lax.special import *  # noqa: F401,F403  (erf, lgamma, ..., clz, bitcast_convert_type, nextafter)
 from sprue.lax.structural import *  # noqa: F401,F403
 from sprue.lax.structural import _split_dims  # noqa: F401  (sprue.numpy._dims binds gathers with it)
 from sprue.trace.tracing import lax_ops as _lax_ops

@@ -1,0 +1,291 @@
+"""Forms JAX prints that sprue spells otherwise: each JAX primitive here is rewritten, as the
+reader evaluates it, into sprue primitives that compute the same thing, and binary operations
+whose operands differ in size-1 dimensions get their broadcasts made explicit.
+
+Why rewrites and not primitives of their own: these are shorthands of JAX's jaxpr (`split`,
+`stack`, `tile` and `expand_dims` are slices, broadcasts and reshapes; `empty2` is an array whose
+contents are never read; JAX >= 0.9 lets an elementwise operation broadcast size-1 dimensions, the
+numpy rule restricted to equal ranks), so sprue's own tracing never makes them and each has one
+obvious spelling in primitives sprue already lowers, differentiates and batches.
+
+Each rule takes (operands, params as Python values, the declared output avals) and returns the
+outputs; params come converted by the reader (jaxpr_params.convert_value).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sprue import lax
+from sprue.ir.core import ShapedArray
+from sprue.lax.dimension_numbers import GatherDimensionNumbers, ScatterDimensionNumbers
+from sprue.trace.tracing import Tracer
+
+
+def _shape(x) -> tuple:
+    return x.aval.shape if isinstance(x, Tracer) else np.shape(x)
+
+
+def _dtype(x):
+    return x.aval.dtype if isinstance(x, Tracer) else np.asarray(x).dtype
+
+
+def split(args, params, outs: list[ShapedArray]):
+    """`split[axis sizes]`: consecutive slices along the axis (JAX >= 0.4.36, jnp.split)."""
+    x, = args
+    rank = len(_shape(x))
+    axis = params["axis"] % rank
+    pieces, start = [], 0
+    for s in params["sizes"]:
+        lo, hi = [0] * rank, list(_shape(x))
+        lo[axis], hi[axis] = start, start + s
+        pieces.append(lax.slice(x, lo, hi))
+        start += s
+    return pieces
+
+
+def expand_dims(args, params, outs):
+    """`expand_dims[dimensions]`: a reshape to the declared shape."""
+    return [lax.reshape(args[0], outs[0].shape)]
+
+
+def stack(args, params, outs):
+    """`stack[axis]` (JAX >= 0.9, jnp.stack): each operand given a size-1 axis, then concatenated."""
+    axis = params.get("axis", 0)
+    rank = len(_shape(args[0])) + 1
+    axis = axis % rank
+    pieces = []
+    for x in args:
+        shape = list(_shape(x))
+        shape.insert(axis, 1)
+        dims = [d for d in range(rank) if d != axis]
+        pieces.append(lax.broadcast_in_dim(x, tuple(shape), tuple(dims)))
+    return [lax.concatenate(pieces, axis)]
+
+
+def tile(args, params, outs):
+    """`tile[reps]` (JAX >= 0.9, jnp.tile): broadcast to (r0, s0, r1, s1, ...), then merged."""
+    x, = args
+    shape = _shape(x)
+    reps = tuple(params["reps"])
+    if len(reps) < len(shape):
+        reps = (1,) * (len(shape) - len(reps)) + reps
+    if len(shape) < len(reps):
+        x = lax.reshape(x, (1,) * (len(reps) - len(shape)) + tuple(shape))
+        shape = _shape(x)
+    wide = tuple(v for r, s in zip(reps, shape) for v in (r, s))
+    y = lax.broadcast_in_dim(x, wide, tuple(range(1, 2 * len(shape), 2)))
+    return [lax.reshape(y, tuple(r * s for r, s in zip(reps, shape)))]
+
+
+def empty(args, params, outs):
+    """`empty`/`empty2[dtype]`: an array JAX leaves uninitialised (the zeros of a branch's unused
+    cotangent); sprue gives zeros of the declared type."""
+    out, = outs
+    return [lax.broadcast_in_dim(np.zeros((), out.dtype), tuple(out.shape), ())]
+
+
+def _static(x, what: str) -> tuple:
+    shape = tuple(_shape(x))
+    if not all(isinstance(d, int) for d in shape):
+        raise NotImplementedError(f"{what} of an array whose shape is known only at run time")
+    return shape
+
+
+def _reduce_window(combine, init):
+    """`reduce_window_{sum,max,min}` (pooling): the operand padded with the reduction's identity,
+    then each window offset's strided slice combined (prod(window) slices: pooling windows are small)."""
+    def rule(args, params, outs):
+        x, = args
+        if any(d != 1 for d in (*params.get("base_dilation", ()), *params.get("window_dilation", ()))):
+            raise NotImplementedError("reduce_window with base or window dilation")
+        shape, dt = _static(x, "reduce_window"), np.dtype(_dtype(x))
+        window, strides = tuple(params["window_dimensions"]), tuple(params["window_strides"])
+        padding = tuple(tuple(p) for p in params.get("padding", ((0, 0),) * len(shape)))
+        x = lax.pad(x, np.asarray(init(dt), dt)[()], [(lo, hi, 0) for lo, hi in padding])
+        padded = _shape(x)
+        out_shape = tuple((n - w) // s + 1 for n, w, s in zip(padded, window, strides))
+        acc = None
+        for offset in np.ndindex(*window):
+            limit = [o + (m - 1) * s + 1 for o, m, s in zip(offset, out_shape, strides)]
+            piece = lax.slice(x, list(offset), limit, list(strides))
+            acc = piece if acc is None else combine(acc, piece)
+        return [acc]
+    return rule
+
+
+def _lowest(dt):
+    return -np.inf if np.issubdtype(dt, np.floating) else np.iinfo(dt).min
+
+
+def _highest(dt):
+    return np.inf if np.issubdtype(dt, np.floating) else np.iinfo(dt).max
+
+
+def top_k(args, params, outs):
+    """`top_k[k axis]`: a stable sort of the negated keys (bitwise not for integers: no overflow)
+    carrying the values and their positions, then the first k (ties keep the lower index, as
+    JAX's)."""
+    x, = args
+    shape, dt = _static(x, "top_k"), np.dtype(_dtype(x))
+    axis = params.get("axis", -1) % len(shape)
+    key = lax.neg(x) if np.issubdtype(dt, np.floating) else lax.bitwise_not(x)
+    index_dtype = outs[1].dtype if len(outs) > 1 else np.dtype(np.int32)
+    iota = lax.broadcasted_iota(index_dtype, shape, axis)
+    _, values, indices = lax.sort([key, x, iota], dimension=axis, is_stable=True, num_keys=1)
+    limit = list(shape)
+    limit[axis] = params["k"]
+    return [lax.slice(values, [0] * len(shape), limit), lax.slice(indices, [0] * len(shape), limit)]
+
+
+def _logaddexp(a, b):
+    hi, lo = lax.max(a, b), lax.min(a, b)
+    r = lax.add(hi, lax.log1p(lax.exp(lax.sub(lo, hi))))
+    return lax.select_n(lax.eq(hi, np.asarray(-np.inf, _dtype(a))[()]), r, hi)   # both -inf: -inf, not NaN
+
+
+def cumlogsumexp(args, params, outs):
+    """`cumlogsumexp[axis reverse]`: log(sum(exp)) of every prefix, as Hillis and Steele's scan:
+    log2(n) rounds, each combining every element with the one 2^k before it by logaddexp (no
+    common shift, which would underflow the prefixes far below the maximum)."""
+    x, = args
+    shape, dt = _static(x, "cumlogsumexp"), np.dtype(_dtype(x))
+    axis = params.get("axis", 0) % len(shape)
+    if params.get("reverse", False):
+        x = lax.rev(x, (axis,))
+    step = 1
+    while step < shape[axis]:
+        config = [(0, 0, 0)] * len(shape)
+        config[axis] = (step, -step, 0)
+        x = _logaddexp(x, lax.pad(x, np.asarray(-np.inf, dt)[()], config))
+        step *= 2
+    return [lax.rev(x, (axis,)) if params.get("reverse", False) else x]
+
+
+_FLOAT_BITS = {np.dtype(np.float64): (11, 52, np.int64), np.dtype(np.float32): (8, 23, np.int32),
+               np.dtype(np.float16): (5, 10, np.int16)}
+
+
+def reduce_precision(args, params, outs):
+    """`reduce_precision[exponent_bits mantissa_bits]`: rounded to nearest-even at that many
+    mantissa bits and clamped to that exponent range (to inf above, to signed zero below) on the
+    float's bits, XLA's algorithm (ReducePrecisionInsertion's reference, xla/literal_util)."""
+    x, = args
+    dt = np.dtype(_dtype(x))
+    nexp, nmant, it = _FLOAT_BITS[dt]
+    ebits, mbits = params["exponent_bits"], params["mantissa_bits"]
+    c = lambda v: np.asarray(v).astype(it)[()]   # noqa: E731  (two's complement wrap for masks)
+    bits = lax.bitcast_convert_type(x, it)
+    if mbits < nmant:
+        last = 1 << (nmant - mbits)
+        last_bit = lax.shift_right_logical(lax.bitwise_and(bits, c(last)), c(nmant - mbits))
+        bias = lax.add(last_bit, c((last >> 1) - 1))
+        bits = lax.bitwise_and(lax.add(bits, bias), c(~(last - 1)))
+    if ebits < nexp:
+        exp_mask = ((1 << nexp) - 1) << nmant
+        exponent_bias, reduced_bias = (1 << (nexp - 1)) - 1, (1 << (ebits - 1)) - 1
+        exponent = lax.bitwise_and(bits, c(exp_mask))
+        signed_zero = lax.bitwise_and(bits, c(1 << (nexp + nmant)))
+        signed_inf = lax.bitwise_or(signed_zero, c(exp_mask))
+        bits = lax.select_n(lax.le(exponent, c((exponent_bias - reduced_bias) << nmant)), bits, signed_zero)
+        bits = lax.select_n(lax.gt(exponent, c((exponent_bias + reduced_bias) << nmant)), bits, signed_inf)
+    y = lax.bitcast_convert_type(bits, dt)
+    if mbits > 0:   # NaN stays NaN (its payload's bits could have rounded to inf)
+        y = lax.select_n(lax.ne(x, x), y, x)
+    return [y]
+
+
+def _total_order_key(x):
+    """An integer that orders floats as IEEE 754's totalOrder (-NaN < -inf < ... < -0 < +0 < ... < +inf
+    < +NaN): the bits, with the magnitude bits flipped for negative numbers (XLA's lowering of the
+    total-order comparisons); integers are their own key."""
+    dt = np.dtype(_dtype(x))
+    if not np.issubdtype(dt, np.floating):
+        return x
+    it = _FLOAT_BITS[dt][2]
+    bits = lax.bitcast_convert_type(x, it)
+    sign = lax.shift_right_arithmetic(bits, np.asarray(dt.itemsize * 8 - 1, it)[()])
+    return lax.bitwise_xor(bits, lax.bitwise_and(sign, np.asarray(np.iinfo(it).max, it)[()]))
+
+
+def _total_order(compare):
+    """`eq_to`, `lt_to`, `le_to` (JAX's comparisons in totalOrder, which jnp.searchsorted and
+    jnp.interp use): the comparison of the keys."""
+    def rule(args, params, outs):
+        return [compare(*(_total_order_key(a) for a in broadcast_operands(list(args))))]
+    return rule
+
+
+REWRITES = {"split": split, "expand_dims": expand_dims, "stack": stack, "tile": tile, "empty": empty,
+            "empty2": empty,
+            "reduce_window_sum": _reduce_window(lax.add, lambda dt: 0),
+            "reduce_window_max": _reduce_window(lax.max, _lowest),
+            "reduce_window_min": _reduce_window(lax.min, _highest),
+            "eq_to": _total_order(lax.eq), "lt_to": _total_order(lax.lt), "le_to": _total_order(lax.le),
+            "top_k": top_k, "cumlogsumexp": cumlogsumexp, "reduce_precision": reduce_precision}
+
+# Elementwise primitives whose operands JAX (>= 0.9) may print with size-1 dimensions that the
+# result broadcasts (`g:f32[4,5] = add f b` with f:f32[1,5]).
+BROADCASTING = {
+    "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and", "or", "xor", "eq", "ne",
+    "lt", "le", "gt", "ge", "shift_left", "shift_right_arithmetic", "shift_right_logical", "nextafter",
+    "select_n", "clamp", "igamma", "igammac", "complex",
+}
+
+
+def broadcast_operands(args: list) -> list:
+    """The operands with size-1 dimensions broadcast to the shape they share with the others
+    (scalars stay scalars: sprue's rules take them as they are); operands of different ranks, or
+    sizes that differ other than by 1, are left for the primitive's shape rule to report."""
+    shapes = [_shape(a) for a in args]
+    ranked = [s for s in shapes if len(s)]
+    if len({len(s) for s in ranked}) != 1 or len(set(ranked)) == 1:
+        return args
+    target = []
+    for sizes in zip(*ranked):
+        others = {d for d in sizes if not (isinstance(d, int) and d == 1)}
+        if len(others) > 1:
+            return args
+        target.append(others.pop() if others else 1)
+    target = tuple(target)
+    out = []
+    for a, s in zip(args, shapes):
+        if len(s) and tuple(s) != target:
+            if not isinstance(a, Tracer):
+                a = np.asarray(a)
+            a = lax.broadcast_in_dim(a, target, tuple(range(len(target))))
+        out.append(a)
+    return out
+
+
+def with_out_dtype(args: list, out_dtype) -> list:
+    """Operands of `mul[out_dtype=...]` (JAX >= 0.10: a product computed in another type)
+    converted to that type first."""
+    return [lax.convert_element_type(a, out_dtype) if _dtype(a) != out_dtype else a for a in args]
+
+
+def unbatch_indices(name: str, args: list, params: dict) -> tuple[list, dict]:
+    """A gather or scatter with batching dims (JAX >= 0.4.31: what `vmap` of an indexing op gives)
+    as one without: each batching pair (operand dim o, indices dim i) becomes an index component
+    equal to the position along i (an iota), with o collapsed (or inserted) and mapped by it, which
+    selects the same element of o that the batching dims pair up (XLA's own expansion)."""
+    dn = params["dimension_numbers"]
+    ob = tuple(dn.operand_batching_dims)
+    ib = tuple(dn.start_indices_batching_dims if name == "gather" else dn.scatter_indices_batching_dims)
+    if not ob:
+        return args, params
+    operand, indices, *rest = args
+    ishape = _shape(indices)
+    idt = _dtype(indices)
+    batch = tuple(ishape[:-1]) + (1,)
+    extra = [lax.broadcasted_iota(idt, batch, i) for i in ib]
+    indices = lax.concatenate([indices, *extra], len(ishape) - 1)
+    if name == "gather":
+        dn = GatherDimensionNumbers(tuple(dn.offset_dims), tuple(sorted((*dn.collapsed_slice_dims, *ob))),
+                                    (*dn.start_index_map, *ob))
+    else:
+        dn = ScatterDimensionNumbers(tuple(dn.update_window_dims), tuple(sorted((*dn.inserted_window_dims, *ob))),
+                                     (*dn.scatter_dims_to_operand_dims, *ob))
+    return [operand, indices, *rest], {**params, "dimension_numbers": dn}
+
+
+__all__ = ["REWRITES", "unbatch_indices", "BROADCASTING", "broadcast_operands", "with_out_dtype"]

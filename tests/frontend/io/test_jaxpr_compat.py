@@ -1,0 +1,151 @@
+"""The forms recent JAX prints that sprue spells otherwise (io/jaxpr_compat.py) and the params JAX's
+printer leaves out (jaxpr_params.OMITTED), written by hand in JAX's style, compiled with sprue.load
+and compared with numpy; what is left unsupported, by its error's text."""
+import numpy as np
+import pytest
+
+import sprue
+from sprue.io.jaxpr_lexer import JaxprUnsupportedError
+
+
+def load(tmp_path, text, name="prog.jaxpr"):
+    p = tmp_path / name
+    p.write_text(text)
+    return sprue.load(p)
+
+
+def test_one_line_jaxpr_with_special_literals_and_omitted_params(tmp_path):
+    # JAX 0.10: `;` between equations, broadcast_in_dim without shape and broadcast_dimensions, -inf
+    f = load(tmp_path, "{ lambda ; a:f32[3]. let b:f32[3] = broadcast_in_dim -inf:f32[]; c:bool[3] = gt a 0.0:f32[];"
+                       " d:f32[3] = select_n c b a; e:f32[3] = add d inf:f32[]; g:f32[] = reduce_max[axes=(0,)] d"
+                       " in (d, e, g) }")
+    x = np.array([-1.0, 2.0, 0.5], np.float32)
+    d, e, g = f(x)
+    np.testing.assert_array_equal(d, np.where(x > 0, x, -np.inf))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(e, d + np.float32(np.inf))   # -inf + inf is NaN
+    assert g == 2.0
+
+
+def test_binary_operations_broadcast_size_one_dimensions(tmp_path):
+    f = load(tmp_path, """\
+{ lambda ; a:f32[4,5] b:f32[1,5] c:f32[4,1]. let
+    d:f32[4,5] = add a b
+    e:f32[4,5] = sub d c
+    f:f32[4,5] = mul b c
+    g:bool[4,5] = lt c b
+  in (e, f, g) }
+""")
+    a, b, c = (np.random.RandomState(0).rand(*s).astype(np.float32) for s in ((4, 5), (1, 5), (4, 1)))
+    e, fb, g = f(a, b, c)
+    np.testing.assert_allclose(e, a + b - c, rtol=1e-6)
+    np.testing.assert_allclose(fb, b * c, rtol=1e-6)
+    np.testing.assert_array_equal(g, c < b)
+
+
+def test_scan_without_linear_and_a_returned_underscore(tmp_path):
+    f = load(tmp_path, """\
+{ lambda ; a:f32[4]. let
+    _:i32[] b:f32[4] = scan[
+      jaxpr={ lambda ; c:i32[] d:f32[4]. let
+          e:i32[] = add c 1:i32[]
+          f:f32[4] = mul d 2.0:f32[]
+        in (e, f) }
+      length=3
+      num_carry=2
+      num_consts=0
+      reverse=False
+    ] 0:i32[] a
+    c:f32[4] = jit[name=g jaxpr={ lambda ; b:f32[4]. let _:f32[4] = neg b in (_,) }] b
+  in (c,) }
+""")
+    np.testing.assert_array_equal(f(np.arange(4, dtype=np.float32)), -8 * np.arange(4))
+
+
+def test_stack_tile_and_empty(tmp_path):
+    f = load(tmp_path, """\
+{ lambda ; a:f32[2,3]. let
+    b:f32[2,2,3] = stack[axis=0] a a
+    c:f32[4,6] = tile[reps=(2, 2)] a
+    d:f32[] = empty2[dtype=float32]
+    e:f32[2,3] = broadcast_in_dim d
+    g:f32[2,3] = add a e
+  in (b, c, g) }
+""")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b, c, g = f(a)
+    np.testing.assert_array_equal(b, np.stack([a, a]))
+    np.testing.assert_array_equal(c, np.tile(a, (2, 2)))
+    np.testing.assert_array_equal(g, a)
+
+
+def test_gather_with_batching_dims(tmp_path):
+    # JAX >= 0.4.31: vmap of dynamic_slice
+    f = load(tmp_path, """\
+{ lambda ; a:f32[5,8] b:i32[5]. let
+    f:i32[5,1] = broadcast_in_dim[broadcast_dimensions=(0,)] b
+    g:f32[5,3] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(), start_index_map=(1,), operand_batching_dims=(0,), start_indices_batching_dims=(0,))
+      fill_value=None
+      indices_are_sorted=True
+      mode=GatherScatterMode.CLIP
+      slice_sizes=(1, 3)
+      unique_indices=True
+    ] a f
+  in (g,) }
+""")
+    a = np.arange(40, dtype=np.float32).reshape(5, 8)
+    i = np.array([0, 2, 7, 5, 1], np.int32)
+    want = np.stack([a[r, min(k, 5):min(k, 5) + 3] for r, k in enumerate(i)])
+    np.testing.assert_array_equal(f(a, i), want)
+
+
+def test_pooling_top_k_cumlogsumexp_reduce_precision(tmp_path):
+    f = load(tmp_path, """\
+{ lambda ; a:f32[4,6]. let
+    b:f32[3,3] = reduce_window_max[
+      base_dilation=(1, 1)
+      padding=((0, 0), (0, 1))
+      window_dilation=(1, 1)
+      window_dimensions=(2, 2)
+      window_strides=(1, 2)
+    ] a
+    c:f32[4,2] d:i32[4,2] = top_k[k=2] a
+    e:f32[4,6] = cumlogsumexp[axis=1 reverse=False] a
+    g:f32[4,6] = reduce_precision[exponent_bits=5 mantissa_bits=10] a
+  in (b, c, d, e, g) }
+""")
+    a = np.array([[1, 5, 2, 5, 0, -1], [3, 3, 3, 3, 3, 3], [-200, 0, -100, 7, 1e-3, 2],
+                  [0.1, 0.2, 0.3, 0.4, 0.5, 70000]], np.float32)
+    b, c, d, e, g = f(a)
+    padded = np.pad(a, ((0, 0), (0, 1)), constant_values=-np.inf)
+    np.testing.assert_array_equal(b, [[padded[r:r + 2, k:k + 2].max() for k in (0, 2, 4)] for r in range(3)])
+    order = np.argsort(-a, axis=1, kind="stable")[:, :2]
+    np.testing.assert_array_equal(d, order)
+    np.testing.assert_array_equal(c, np.take_along_axis(a, order, 1))
+    want = np.logaddexp.accumulate(a.astype(np.float64), axis=1)   # no common shift: -200 stays -200
+    np.testing.assert_allclose(e, want, rtol=1e-6, atol=1e-6)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(g, a.astype(np.float16).astype(np.float32))   # 70000 -> inf, as float16
+
+
+def test_unsupported_primitives_and_forms_name_themselves_at_their_line(tmp_path):
+    with pytest.raises(JaxprUnsupportedError, match=r"prog.jaxpr:2:5: unknown primitive 'igamma'"):
+        load(tmp_path, "{ lambda ; a:f32[3]. let\n    b:f32[3] = igamma a a\n  in (b,) }")
+    with pytest.raises(JaxprUnsupportedError, match=r"prog.jaxpr:2:5: reduce_window_sum: reduce_window with base or"
+                                                    r" window dilation is not supported"):
+        load(tmp_path, "{ lambda ; a:f32[4]. let\n    b:f32[3] = reduce_window_sum[base_dilation=(1,)"
+                       " padding=((0, 0),) window_dilation=(2,) window_dimensions=(2,) window_strides=(1,)] a\n"
+                       "  in (b,) }")
+
+
+def test_total_order_comparisons(tmp_path):
+    # jnp.searchsorted / jnp.interp: -0 < +0, NaN above +inf (IEEE 754 totalOrder)
+    f = load(tmp_path, "{ lambda ; a:f32[6] b:f32[6]. let c:bool[6] = lt_to a b; d:bool[6] = le_to a b;"
+                       " e:bool[6] = eq_to a b in (c, d, e) }")
+    a = np.array([-0.0, 0.0, np.nan, -np.inf, 1.0, 2.0], np.float32)
+    b = np.array([0.0, -0.0, np.inf, -1.0, 1.0, np.nan], np.float32)
+    lt, le, eq = f(a, b)
+    np.testing.assert_array_equal(lt, [True, False, False, True, False, True])
+    np.testing.assert_array_equal(le, [True, False, False, True, True, True])
+    np.testing.assert_array_equal(eq, [False, False, False, False, True, False])
