@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 from torch_mlir import ir
+from torch_mlir.dialects import tensor
 
 from sprue.base.errors import UnsupportedError, at
 from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
@@ -46,11 +47,29 @@ def lower_eqn(ctx: LoweringContext, eqn: Eqn, operands: list[ir.Value]) -> list[
     if len(outs) != len(eqn.outvars):
         raise AssertionError(f"the lowering of {eqn.primitive.name} returned {len(outs)} values for"
                              f" {len(eqn.outvars)} outputs")
-    for v, out in zip(eqn.outvars, outs):
-        if out.type != aval_type(v.aval):
+    outs = list(outs)
+    for i, (v, out) in enumerate(zip(eqn.outvars, outs)):
+        want = aval_type(v.aval)
+        if out.type == want:
+            continue
+        if not _refines(out.type, want):
             raise AssertionError(f"the lowering of {eqn.primitive.name} made a {out.type} where the jaxpr"
                                  f" has {v.aval.str_short()}{at(eqn.source_info)}")
+        # a size the jaxpr knows and the rule's params do not: a callee's size parameter bound to a
+        # literal where a call was inlined (`iota[shape=(None,)] 2:i64[]` is i64[2])
+        with _location(eqn):
+            outs[i] = tensor.CastOp(want, out).result
     return outs
+
+
+def _refines(got: ir.Type, want: ir.Type) -> bool:
+    """Whether tensor types `got` and `want` differ only where one of them has a `?` size."""
+    try:
+        a, b = ir.RankedTensorType(got), ir.RankedTensorType(want)
+    except ValueError:   # (not a ranked tensor type)
+        return False
+    return a.element_type == b.element_type and a.rank == b.rank and all(
+        x == y or ir.ShapedType.is_dynamic_size(x) or ir.ShapedType.is_dynamic_size(y) for x, y in zip(a.shape, b.shape))
 
 
 def _bind(ctx: LoweringContext, env: dict, variables, values) -> None:

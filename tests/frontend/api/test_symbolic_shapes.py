@@ -354,6 +354,24 @@ def test_a_caller_of_a_kernel_with_constants_saves_and_loads(tmp_path):
     np.testing.assert_allclose(sprue.load(path)(a), a @ w * 2.0)
 
 
+def test_a_caller_binding_a_kernels_size_to_a_constant_saves_and_loads(tmp_path):
+    """The call binds the callee's `m` to 2 (`pjit[...] a 2:i64[] b`): read back, the inlined callee's
+    `iota[shape=(None,)] 2` is i64[2], which its lowering's `?` size is cast to."""
+    @sprue.qjit
+    def ff(x: sprue.i8["n", "m*4"]) -> sprue.i32["n*m"]:  # noqa: F821
+        return jnp.reshape(x.astype(np.int32)[:, ::4], (-1,))
+
+    @sprue.qjit(abstracted_axes={0: "k"})
+    def caller(x):
+        return ff(x) * 2
+    for rows in (3, 5):
+        x = np.arange(rows * 8, dtype=np.int8).reshape(rows, 8)
+        want = x.astype(np.int32)[:, ::4].reshape(-1) * 2
+        np.testing.assert_array_equal(caller(x), want)
+        path = sprue.save(caller, tmp_path / "caller.jaxpr")
+        np.testing.assert_array_equal(sprue.load(path)(x), want)
+
+
 # -- long, deep and huge size expressions (issue 20, item 12) ---------------------------------------
 def test_a_1000_term_size_expression_is_read_without_recursion():
     terms = "+".join(["a"] * 1000)
