@@ -18,6 +18,7 @@ from sprue.api.saved import load, save
 from sprue.api.shape_signatures import assert_shape
 from sprue.api.traced import make_jaxpr
 from sprue.api.transforms import grad, hessian, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp, vmap
+from sprue.base.dtypes import float0
 from sprue.base.errors import (
     ConcretizationError,
     SprueError,
@@ -48,4 +49,5 @@ __all__ = [
     "SprueMemoryError", "StableHLOUnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
     "set_num_threads", "get_num_threads", "random", "custom_jvp", "custom_vjp", "checkpoint", "remat",
+    "float0",
 ]

@@ -72,23 +72,62 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
                              f" got {type(primals).__name__} and {type(tangents).__name__}{_where()}")
     if len(primals) != len(tangents):
         raise SprueValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents{_where()}")
-    q = _qjit_of(fn)
-    if q is not None:
-        compiled = _cached_transform(q, ("jvp", has_aux),
-                                     lambda: lambda p, t: jvp(q.fn, tuple(p), tuple(t), has_aux=has_aux))
-        return compiled(tuple(primals), tuple(tangents))
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
         raise SprueTypeError(f"jvp: the tangents' structure {t_tree} differs from the primals' {p_tree}{_where()}")
-    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-        pa, ta = aval_of(p), aval_of(t)
-        if pa.shape != ta.shape or (dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype and not ta.weak_type):
-            raise SprueTypeError(f"jvp: tangent {i} has type {ta.str_short()} but its primal is {pa.str_short()};"
-                                 f" a tangent has its primal's shape and dtype{_where()}")
+    q = _qjit_of(fn)
+    if q is not None:   # checked here; float0 tangents cross the call as zeros of their primal's dtype
+        ts = [_checked_tangent(i, p, t) for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+        ts = [np.zeros(np.shape(p), aval_of(p).dtype) if t is None else t for p, t in zip(p_leaves, ts)]
+        compiled = _cached_transform(q, ("jvp", has_aux), lambda: lambda p, t: _jvp_checked(
+            q.fn, p, [t if dtypes.is_float(aval_of(t).dtype) else None for t in tree_flatten(t)[0]], has_aux))
+        return compiled(tuple(primals), tree_unflatten(t_tree, ts))
+    ts = [_checked_tangent(i, p, t) for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+    return _jvp_checked(fn, primals, ts, has_aux)
+
+
+def _checked_tangent(i: int, primal, tangent):
+    """The tangent of primal leaf i as an array of its primal's dtype (None for an integer or boolean
+    primal, whose tangent is float0). As JAX's jvp, a tangent's dtype must equal its primal's: a
+    Python int is not a tangent of a float (jax.jvp raises TypeError for `jvp(f, (1.0,), (1,))`)."""
+    pa = aval_of(primal)
+    if not hasattr(tangent, "aval") and np.asarray(tangent).dtype == dtypes.float0:
+        t_dtype, t_shape = dtypes.float0, np.shape(tangent)
+    else:
+        ta = aval_of(tangent)
+        t_dtype, t_shape = ta.dtype, ta.shape
+    want = pa.dtype if dtypes.is_float(pa.dtype) else dtypes.float0
+    if t_dtype != want or tuple(t_shape) != tuple(pa.shape):
+        kind = "" if dtypes.is_float(pa.dtype) else " (sprue.float0 for an integer or boolean primal, as in JAX)"
+        raise SprueTypeError(
+            f"jvp: tangent {i} has type {_type_str(t_dtype, t_shape)} but its primal is"
+            f" {_type_str(pa.dtype, pa.shape)}: a tangent must"
+            f" have its primal's shape and dtype{kind}{_where()}; write the tangent as"
+            f" {_tangent_hint(pa)}")
+    if want == dtypes.float0:
+        return None
+    return tangent if hasattr(tangent, "aval") else np.asarray(tangent, pa.dtype)
+
+
+def _type_str(dtype, shape) -> str:
+    """`f64[3,4]`, as ShapedArray.str_short prints it (float0: JAX's tangent type of integers)."""
+    name = "float0" if dtype == dtypes.float0 else dtypes.short_name(dtype)
+    return f"{name}[{','.join(map(str, shape))}]"
+
+
+def _tangent_hint(aval: ShapedArray) -> str:
+    if not dtypes.is_float(aval.dtype):
+        return f"np.zeros({tuple(aval.shape)}, sprue.float0)"
+    if aval.shape:
+        return f"np.asarray(t, np.{aval.dtype.name})"
+    return "a Python float or np.float64(t)" if aval.dtype == dtypes.float64 else f"np.{aval.dtype.name}(t)"
+
+
+def _jvp_checked(fn, primals, ts: list, has_aux: bool):
+    """jvp with tangents already checked: a flat list, None for an integer or boolean primal."""
     jaxpr, consts, leaves, out_tree = _trace(fn, tuple(primals))
-    ts = [np.asarray(t, aval_of(p).dtype) if not hasattr(t, "aval") else t for p, t in zip(p_leaves, t_leaves)]
-    outs, touts = jvp_jaxpr(jaxpr, consts, leaves, ts)
+    outs, touts = jvp_jaxpr(jaxpr, consts, leaves, [Zero(aval_of(x)) if t is None else t for x, t in zip(leaves, ts)])
     touts = [instantiate(t, o) for t, o in zip(touts, outs)]
     if has_aux:
         value_tree, aux_tree = _aux_split(out_tree, fn)
@@ -133,12 +172,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         if ct_tree != value_tree:
             raise SprueTypeError(f"vjp_fn: the cotangent's structure {ct_tree} differs from the output's {value_tree}"
                                  f"{_where()}")
-        for i, (c, o) in enumerate(zip(ct_leaves, outs)):
-            ca, oa = aval_of(c), aval_of(o)
-            if ca.shape != oa.shape:
-                raise SprueTypeError(f"vjp_fn: cotangent {i} has shape {ca.str_short()} but the output is"
-                                     f" {oa.str_short()}{_where()}")
-        cts = [np.asarray(c, aval_of(o).dtype) if not hasattr(c, "aval") else c for c, o in zip(ct_leaves, outs)]
+        cts = [_checked_cotangent(i, c, o) for i, (c, o) in enumerate(zip(ct_leaves, outs))]
         grads = backward(cts + [None] * (len(outs) - n))
         grads = [instantiate(g, x) for g, x in zip(grads, leaves)]
         return _split_by_arg(grads, arg_trees)
@@ -147,6 +181,26 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     if has_aux:
         return value, vjp_fn, tree_unflatten(aux_tree, outs[n:])
     return value, vjp_fn
+
+
+def _checked_cotangent(i: int, ct, out):
+    """The cotangent of output leaf i as an array of its dtype. As JAX's vjp: a float output's
+    cotangent has its dtype (a Python int is not the cotangent of a float64, a Python float not that
+    of a float32); an integer or boolean output takes any cotangent of its shape (float0 in JAX)."""
+    oa = aval_of(out)
+    if not hasattr(ct, "aval") and np.asarray(ct).dtype == dtypes.float0:
+        c_dtype, c_shape = dtypes.float0, np.shape(ct)
+    else:
+        ca = aval_of(ct)
+        c_dtype, c_shape = ca.dtype, ca.shape
+    if tuple(c_shape) != tuple(oa.shape) or (dtypes.is_float(oa.dtype) and c_dtype != oa.dtype):
+        raise SprueTypeError(
+            f"vjp_fn: cotangent {i} has type {_type_str(c_dtype, c_shape)} but the function's output is"
+            f" {_type_str(oa.dtype, oa.shape)}: a cotangent must have its output's shape and dtype"
+            f"{_where()}; write it as {_tangent_hint(oa).replace('sprue.float0', 'np.' + oa.dtype.name)}")
+    if hasattr(ct, "aval"):
+        return ct
+    return np.zeros(np.shape(ct), oa.dtype) if c_dtype == dtypes.float0 else np.asarray(ct, oa.dtype)
 
 
 def _split_by_arg(flat: list, arg_trees: list[TreeDef]) -> tuple:
@@ -381,7 +435,8 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
             tangents = [tree_map(zeros_like, a) for a in args]
             for k, d in zip(nums, tree_unflatten(x_tree, ts)):
                 tangents[k] = d
-            res = jvp(fn, tuple(args), tuple(tangents), has_aux=has_aux)
+            flat = [t if dtypes.is_float(aval_of(t).dtype) else None for t in tree_flatten(tuple(tangents))[0]]
+            res = _jvp_checked(fn, tuple(args), flat, has_aux)
             return (res[1], res[2]) if has_aux else res[1]
 
         res = vmap(push, out_axes=(-1, None) if has_aux else -1)(np.eye(n, dtype=dtype))

@@ -24,6 +24,9 @@ float32 = np.dtype("float32")
 int64 = np.dtype("int64")
 int32 = np.dtype("int32")
 bool_ = np.dtype("bool")
+# The tangent type of integer and boolean values, which have no derivatives: JAX's float0 (a
+# zero-byte void record), so that numpy arrays of it are JAX's too. Only tangents may have it.
+float0 = np.dtype([("float0", np.void, 0)])
 
 
 def short_name(dtype: np.dtype) -> str:

@@ -125,15 +125,17 @@ def _finite_outputs(ref_leaves):
 
 def _tangents(case, rng, which=_is_f64):
     """One tangent per argument: random (scaled by max(1, |x|)) for the selected float args, zeros
-    of the argument's dtype otherwise."""
+    of the argument's dtype for the other float args, float0 zeros (JAX's) for integer/boolean args."""
     ts = []
     for a in case.args:
         a_ = np.asarray(a)
         if which(a):
             t = rng.standard_normal(a_.shape) * np.maximum(1.0, np.abs(a_))
             ts.append(np.asarray(t, a_.dtype))
-        else:
+        elif _is_float(a):
             ts.append(np.zeros_like(a_))
+        else:
+            ts.append(np.zeros(a_.shape, sprue.float0))
     return ts
 
 
