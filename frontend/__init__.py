@@ -33,6 +33,7 @@ from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedE
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from sprue.lax.control_flow.api import cond_decorator as cond
 from sprue.lax.control_flow.api import for_loop
+from sprue.lax.control_flow.api import switch_decorator as switch
 from sprue.lax.control_flow.api import while_loop_decorator as while_loop
 from sprue.lax.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from sprue.runtime.threads import get_num_threads, set_num_threads  # noqa: E402
@@ -43,7 +44,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "qjit", "QJIT", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "vmap", "cost", "assert_shape", "kernel", "save", "load", "JaxprError", "JaxprSyntaxError", "JaxprUnsupportedError", "make_jaxpr",
-    "lax", "numpy", "for_loop", "while_loop", "cond", "ClosedJaxpr", "Jaxpr",
+    "lax", "numpy", "for_loop", "while_loop", "cond", "switch", "ClosedJaxpr", "Jaxpr",
     "ShapedArray",
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
     "SprueMemoryError", "StableHLOUnsupportedError",

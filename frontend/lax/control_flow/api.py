@@ -210,14 +210,20 @@ def _join_consts(bodies: Sequence[Body]) -> tuple[list, list[ClosedJaxpr]]:
     return joint, jaxprs
 
 
-def _branch_types(construct: str, bodies: Sequence[Body], order: Sequence[int]) -> list[ShapedArray] | None:
-    """The common output types of the branches, promoting weak outputs within their kind; None when
-    every branch already returns them. Type errors list the branches in the user's order."""
+def _branch_types(construct: str, bodies: Sequence[Body], order: Sequence[int],
+                  promote: bool = False) -> list[ShapedArray] | None:
+    """The common output types of the branches, promoting weak outputs within their kind (with
+    `promote`, Catalyst's switch: to the common type of any kinds, `1`, `True` and `1.2` to float64);
+    None when every branch already returns them. Type errors list the branches in the user's order."""
     cols = [bodies[k].out_avals for k in order]
     if not cf.type_mismatches(*cols):
         return None
     target = []
     for row in zip(*cols):
+        if promote and all(a.shape == row[0].shape for a in row):
+            dt, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in row])
+            target.append(ShapedArray(row[0].shape, dt, weak_type=weak))
+            continue
         strong = {(a.shape, a.dtype) for a in row if not a.weak_type}
         if len(strong) == 1:
             shape, dt = strong.pop()
@@ -243,7 +249,7 @@ def _no_local_sizes(construct: str, body: Body) -> None:
 
 
 def cond_branches(construct: str, index, fns: Sequence[Callable], operands: tuple,
-                  order: Sequence[int] | None = None, missing_otherwise: str | None = None):
+                  order: Sequence[int] | None = None, missing_otherwise: str | None = None, promote: bool = False):
     """Bind cond(index, fns[0], fns[1], ...)(*operands); index is an integer scalar, clamped.
     `missing_otherwise` names a Catalyst cond whose fns[0] stands in for an absent `otherwise`."""
     order = list(order) if order is not None else list(range(len(fns)))
@@ -271,7 +277,7 @@ def cond_branches(construct: str, index, fns: Sequence[Callable], operands: tupl
     if any(t != trees[0] for t in trees):
         raise SprueTypeError(f"{construct} branches return different pytree structures: "
                              f"{' vs '.join(str(t) for t in trees)}{_where()}")
-    target = _branch_types(construct, bodies, order)
+    target = _branch_types(construct, bodies, order, promote)
     if target is not None:
         bodies = [trace(f, target) for f in fns]
     consts, jaxprs = _join_consts(bodies)
@@ -471,10 +477,85 @@ class Cond:
         return cond_branches("cond", self._index(), [otherwise, *self._fns], operands, order, missing)
 
 
+def _fn_name(fn) -> str:
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+class Switch:
+    """Catalyst's index switch: `@switch(i)` (or `@switch(i, case=c)`) on the branch for case 0 (c),
+    `@f.branch(k)` for any other integer case k (in any order, negative too), `@f.default()` for every
+    other index; without a default the first branch takes every index no case names. `f(*args,
+    **kwargs)` calls the branch; every branch is traced, their results promoted to a common type. A
+    cond equation whose branch index is computed from the cases (no clamping, unlike lax.switch)."""
+
+    def __init__(self, index, case, fn: Callable):
+        index = _value(index)
+        self._dtype = _integer_aval("switch", index, "the index").dtype
+        self._index = index
+        self._cases: list[int] = []
+        self._fns: list[Callable] = []
+        self._default: Callable | None = None
+        self._add(case, fn)
+        functools.update_wrapper(self, fn)
+
+    def _add(self, case, fn: Callable) -> "Switch":
+        if isinstance(case, (bool, np.bool_)) or not isinstance(case, (int, np.integer)):
+            raise SprueTypeError(f"switch: a case must be a Python integer, got {case!r}{_where()}")
+        if not callable(fn):
+            raise SprueTypeError(f"switch: case {int(case)}'s branch must be a function, got"
+                                 f" {type(fn).__name__}{_where()}")
+        if int(case) in self._cases:
+            first = self._fns[self._cases.index(int(case))]
+            raise SprueValueError(f"switch: case {int(case)} has two branches ({_fn_name(first)} and {_fn_name(fn)})"
+                                  f"{_where()}")
+        self._cases.append(int(case))
+        self._fns.append(fn)
+        return self
+
+    def branch(self, case):
+        """Decorate the branch taken when the index equals `case`."""
+        return lambda fn: self._add(case, fn)
+
+    def default(self, fn: Callable | None = None):
+        """Decorate the branch taken when no case matches (`@f.default()`, or `@f.default`)."""
+        def register(fn: Callable) -> "Switch":
+            if self._default is not None:
+                raise SprueValueError(f"switch: this switch already has a default branch{_where()}")
+            if not callable(fn):
+                raise SprueTypeError(f"switch: the default branch must be a function, got {type(fn).__name__}"
+                                     f"{_where()}")
+            self._default = fn
+            return self
+        return register if fn is None else register(fn)
+
+    def _branch_index(self, none: int):
+        """The position of the case equal to the index; `none` when no case is."""
+        info = np.iinfo(self._dtype)
+        found = [(k, c) for k, c in enumerate(self._cases) if info.min <= c <= info.max]
+        if not isinstance(self._index, Tracer):
+            return np.int32(next((k for k, c in found if c == int(self._index)), none))
+        index = np.int32(none)
+        for k, c in reversed(found):
+            hit = _e.eq_p.bind(self._index, np.asarray(c, self._dtype)[()])
+            index = _e.select_n_p.bind(hit, index, np.int32(k))
+        return index
+
+    def __call__(self, *args, **kwargs):
+        fns = self._fns if self._default is None else [*self._fns, self._default]
+        return cond_branches("switch", self._branch_index(len(fns) - 1 if self._default else 0),
+                             [lambda a, kw, f=f: f(*a, **kw) for f in fns], (args, kwargs), promote=True)
+
+
+def switch_decorator(index, case=0):
+    """`@switch(index)` turns the decorated function into the first branch (case 0, or `case`) of a
+    Catalyst switch (see Switch)."""
+    return lambda fn: Switch(index, case, fn)
+
+
 def cond_decorator(pred):
     """`@cond(pred)` turns the decorated zero-argument function into the true branch of a Cond."""
     return lambda fn: Cond(pred, fn)
 
 
 __all__ = ["fori_loop", "while_loop", "cond", "switch", "scan", "for_loop", "while_loop_decorator",
-           "cond_decorator", "Cond", "trace_body", "Body", "settle_carry"]
+           "cond_decorator", "Cond", "switch_decorator", "Switch", "trace_body", "Body", "settle_carry"]
