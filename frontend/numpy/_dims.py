@@ -300,8 +300,28 @@ def _checked_nonneg(d) -> bool:
     return nonneg(d) and all(("check", ("nonneg", dim(v))) in memo for v in d.dim_vars())
 
 
+def _sizes_of_array(fname: str, shape) -> list:
+    """The entries of a 1-D integer array given as a shape: Python ints, or traced scalars (sizes)."""
+    a = aval(shape)
+    if a.ndim != 1:
+        raise type_error(fname, f"a shape given as an array must be 1-D (one size per axis), got {a.str_short()}")
+    if not dtypes.is_int(a.dtype):
+        raise type_error(fname, f"a shape given as an array must have an integer dtype, got {a.str_short()}")
+    if not isinstance(a.shape[0], int):
+        raise type_error(fname, f"a shape given as an array must have a length known when tracing (its length is"
+                                f" the result's rank), got {a.str_short()}")
+    known = shape.builder.const_value(shape.jvar) if isinstance(shape, Tracer) else shape
+    if known is not None:   # numpy's array, or jnp.array([2, 1, 3]) made in the trace: static sizes
+        return [int(n) for n in known]
+    return [lax.squeeze(lax.slice(shape, (k,), (k + 1,)), (0,)) for k in range(a.shape[0])]
+
+
 def shape_arg(fname: str, shape) -> tuple:
-    """A shape argument: an int/dim/traced int, or a sequence of them; negative static sizes raise."""
+    """A shape argument: an int/dim/traced int, a sequence of them, or a 1-D integer array of sizes,
+    concrete or traced (Catalyst's dynamic arrays: `zeros(jnp.array([n, 3]))`, each traced entry a
+    run-time size); negative static sizes raise."""
+    if isinstance(shape, (np.ndarray, Tracer)) and np.ndim(shape) >= 1:
+        shape = _sizes_of_array(fname, shape)
     if isinstance(shape, (list, tuple)):
         dims = tuple(size_arg(fname, d) for d in shape)
     else:

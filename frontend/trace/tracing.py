@@ -171,6 +171,11 @@ class JaxprBuilder:
             f" expected an array, a Python or numpy scalar, or a traced value")
 
     # -- equations ------------------------------------------------------------------------------
+    def const_value(self, var: Var):
+        """The numpy value a constvar of this trace stands for (an array made by `jnp.array([...])`
+        inside the trace), or None for any other variable."""
+        return next((val for v, val in self.const_vars.values() if v is var), None)
+
     def add_eqn(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         atoms = [self.atom(a) for a in args]
         data_avals, rule_params = resolve_dynamic_dims(prim, args, [a.aval for a in atoms], params)
