@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
+
 from sprue import lax
-from sprue.numpy import _creation, _nonzero, _reductions, _shape
+from sprue.numpy import _creation, _indexing, _nonzero, _reductions, _shape
 from sprue.numpy._ufuncs import _funcs as _ufuncs
 
 # the sprue.numpy functions sprue.numpy.linalg uses, by their public names (the package imports
 # linalg, so linalg cannot import the package)
 jnp = SimpleNamespace(
-    abs=_ufuncs["absolute"], sqrt=_ufuncs["sqrt"], isfinite=_ufuncs["isfinite"], where=_nonzero.where,
-    arange=_creation.arange, zeros=_creation.zeros, zeros_like=_creation.zeros_like, eye=_creation.eye,
-    astype=_creation.astype, sum=_reductions.sum, max=_reductions.max, min=_reductions.min, all=_reductions.all,
+    abs=_ufuncs["absolute"], sqrt=_ufuncs["sqrt"], log=_ufuncs["log"], sign=_ufuncs["sign"], isfinite=_ufuncs["isfinite"], where=_nonzero.where,
+    arange=_creation.arange, zeros=_creation.zeros, zeros_like=_creation.zeros_like, eye=_creation.eye, ones=_creation.ones,
+    astype=_creation.astype, sum=_reductions.sum, prod=_reductions.prod, max=_reductions.max, min=_reductions.min, all=_reductions.all,
+    argmax=_reductions.argmax, take_along_axis=_indexing.take_along_axis,
     swapaxes=_shape.swapaxes, broadcast_to=_shape.broadcast_to, tril=_shape.tril, concatenate=_shape.concatenate,
     flip=_shape.flip, reshape=_shape.reshape, squeeze=_shape.squeeze, diagonal=_shape.diagonal)
 
@@ -179,3 +182,78 @@ def lower_solve(L, rhs, unit_diagonal: bool = False):
         return _update(x, lower_solve_unblocked(_slice(lp, k0, k0, BLOCK, BLOCK), r), k0, 0)
     x = lax.fori_loop(0, nb, block, jnp.zeros_like(bp))
     return _slice(x, 0, 0, n, m)
+
+
+# ---- LU with partial pivoting ------------------------------------------------------------------
+
+def _select_row(x, is_row):
+    """The row of x (..., N, k) where is_row (..., N, 1) holds (exactly: the others are not added)."""
+    return jnp.sum(jnp.where(is_row, x, 0), axis=-2, keepdims=True)
+
+
+def _panel_lu(panel, perm, k0):
+    """LU of the columns k0:k0+BLOCK of the padded matrix (panel (..., N, BLOCK), its rows < k0
+    finished), column by column: the largest |entry| at or below the diagonal is swapped up (its
+    row of the panel and its entry of perm), the multipliers stored below the pivot, and the rows
+    below updated by a rank-1 product. Returns the panel, perm and the number of swaps made."""
+    n, b = panel.shape[-2], panel.shape[-1]
+    rows, cols = _index_column(n), _index_row(b)
+
+    def column(j, carry):
+        p, perm, swaps = carry
+        r = k0 + j
+        col = _slice(p, 0, j, n, 1)
+        pivot_row = jnp.argmax(jnp.where(rows >= r, jnp.abs(col), -1), axis=-2, keepdims=True)
+        is_r, is_p = rows == r, rows == pivot_row
+        p = jnp.where(is_r, _select_row(p, is_p), jnp.where(is_p, _select_row(p, is_r), p))
+        pr, pp = perm[..., None], _select_row(perm[..., None], is_p)
+        perm = jnp.where(is_r, pp, jnp.where(is_p, _select_row(pr, is_r), pr))[..., 0]
+        swaps = swaps + (pivot_row[..., 0, 0] != r)
+        col = _slice(p, 0, j, n, 1)
+        multipliers = jnp.where(rows > r, col / _slice(p, r, j, 1, 1), 0)
+        p = p - multipliers * jnp.where(cols > j, _slice(p, r, 0, 1, b), 0)
+        return jnp.where((rows > r) & (cols == j), multipliers, p), perm, swaps
+    zero = jnp.zeros(tuple(panel.shape[:-2]), dtype=np.int64)
+    return lax.fori_loop(0, b, column, (panel, perm, zero))
+
+
+def lu(a):
+    """P a = L U with partial pivoting (LAPACK's getrf, right-looking by blocks): returns L and U
+    packed in one matrix (L's unit diagonal implied), perm (a's row perm[i] is row i of P a) and
+    the number of row swaps (the permutation's parity). A singular a gives a zero on U's diagonal
+    (and infinities or NaNs after it)."""
+    n = a.shape[-1]
+    batch = tuple(a.shape[:-2])
+    nb, npad = _blocks(n)
+    rows, cols = _index_column(npad), _index_row(npad)
+    unit = jnp.eye(BLOCK, dtype=a.dtype)
+    strict = jnp.tril(jnp.ones((BLOCK, BLOCK), dtype=a.dtype), -1)
+
+    def block(k, carry):
+        m, perm, swaps = carry
+        k0, k1 = k * BLOCK, k * BLOCK + BLOCK
+        panel, new_perm, s = _panel_lu(_slice(m, 0, k0, npad, BLOCK), jnp.arange(npad) + jnp.zeros(batch + (1,),
+                                                                                                    np.int64), k0)
+        m = _update(jnp.take_along_axis(m, new_perm[..., None], axis=-2), panel, 0, k0)
+        perm = jnp.take_along_axis(perm, new_perm, axis=-1)
+        l11 = _slice(panel, k0, 0, BLOCK, BLOCK) * strict + unit
+        row_block = _slice(m, k0, 0, BLOCK, npad)
+        u12 = jnp.where(cols >= k1, lower_solve_unblocked(l11, row_block), 0)
+        m = _update(m, jnp.where(cols >= k1, u12, row_block), k0, 0)
+        m = m - jnp.where(rows >= k1, panel, 0) @ u12
+        return m, perm, swaps + s
+    perm0 = jnp.broadcast_to(jnp.arange(npad), batch + (npad,))
+    m, perm, swaps = lax.fori_loop(0, nb, block, (_padded(a, npad, True), perm0,
+                                                  jnp.zeros(batch, dtype=np.int64)))
+    return _slice(m, 0, 0, n, n), perm[..., :n], swaps
+
+
+def upper_solve(U, rhs):
+    """U^-1 rhs for an upper triangular U: the lower solve with rows and columns reversed."""
+    return jnp.flip(lower_solve(jnp.flip(U, axis=(-2, -1)), jnp.flip(rhs, axis=-2)), axis=-2)
+
+
+def lu_solve(packed, perm, rhs):
+    """a^-1 rhs from a's LU (rhs (..., n, k) with a's batch axes)."""
+    y = lower_solve(packed, jnp.take_along_axis(rhs, perm[..., None], axis=-2), unit_diagonal=True)
+    return upper_solve(packed, y)

@@ -17,10 +17,12 @@ import numpy as np
 from sprue.lax.custom_derivatives import custom_jvp
 from sprue.numpy import _linalg_kernels as K
 from sprue.numpy._avals import aval, describe, type_error, value_error
+from sprue.numpy._linalg import _contract as contract_sizes
 from sprue.numpy._linalg_kernels import jnp
 from sprue.numpy._promote import operand
 
-__all__ = ["norm", "cholesky", "solve_triangular", "triangular_solve"]
+__all__ = ["norm", "cholesky", "solve", "inv", "det", "slogdet", "matrix_power", "solve_triangular",
+           "triangular_solve"]
 
 mT = K.mT
 
@@ -162,7 +164,11 @@ def _lower_solver(unit_diagonal: bool):
 
 
 def _batch_broadcast(fname, a, b):
-    """a (..., n, n) and b (..., n, k) with their batch axes broadcast together."""
+    """a (..., n, n) and b (..., n, k) with their batch axes broadcast together, and n checked (at
+    run time where only then known)."""
+    a, b = contract_sizes(fname, a, b, [(aval(a).ndim - 1, aval(b).ndim - 2)],
+                          f"{describe(a)} and right-hand side {describe(b)} have different sizes: {aval(a).shape[-1]}"
+                          f" is not {aval(b).shape[-2]}")
     ab, bb = aval(a).shape[:-2], aval(b).shape[:-2]
     try:
         batch = tuple(np.broadcast_shapes(ab, bb)) if all(isinstance(s, int) for s in ab + bb) else None
@@ -215,3 +221,113 @@ def triangular_solve(a, b, left_side=False, lower=False, transpose_a=False, conj
     b = _floating("triangular_solve", b, 2)
     xt = solve_triangular(a, mT(b), trans=0 if transpose_a else 1, lower=lower, unit_diagonal=unit_diagonal)
     return mT(xt)
+
+
+# ---- LU: solve, inv, det, slogdet --------------------------------------------------------------
+
+@custom_jvp
+def _solve(a, b):
+    packed, perm, _ = K.lu(a)
+    return K.lu_solve(packed, perm, b)
+
+
+@_solve.defjvp
+def _solve_jvp(primals, tangents):
+    """dx = a^-1 (db - da x), from one factorization (JAX's solve differentiates through
+    custom_linear_solve to the same)."""
+    (a, b), (da, db) = primals, tangents
+    packed, perm, _ = K.lu(a)
+    x = K.lu_solve(packed, perm, b)
+    return x, K.lu_solve(packed, perm, db - da @ x)
+
+
+def solve(a, b):
+    """numpy.linalg.solve (numpy 2's broadcasting: b is a vector only when it is 1-D); a singular a
+    gives infinities or NaNs, as JAX, where numpy raises."""
+    a, b = _square("solve", a), _floating("solve", b)
+    dt = np.promote_types(aval(a).dtype, aval(b).dtype)
+    a, b = jnp.astype(a, dt), jnp.astype(b, dt)
+    vector = aval(b).ndim == 1
+    if vector:
+        b = b[:, None]
+    a, b = _batch_broadcast("linalg.solve", a, b)
+    x = _solve(a, b)
+    return x[..., 0] if vector else x
+
+
+def inv(a):
+    """numpy.linalg.inv: solve against the identity (a singular a gives infinities or NaNs)."""
+    a = _square("inv", a)
+    return _solve(a, jnp.broadcast_to(jnp.eye(aval(a).shape[-1], dtype=aval(a).dtype), aval(a).shape))
+
+
+def _trace(x):
+    return jnp.sum(jnp.diagonal(x, axis1=-2, axis2=-1), axis=-1)
+
+
+def _lu_diagonal(a):
+    packed, perm, swaps = K.lu(a)
+    parity = jnp.astype(1 - 2 * (swaps % 2), aval(a).dtype)
+    return jnp.diagonal(packed, axis1=-2, axis2=-1), parity, packed, perm
+
+
+@custom_jvp
+def _slogdet(a):
+    diag, parity, _, _ = _lu_diagonal(a)
+    return parity * jnp.prod(jnp.sign(diag), axis=-1), jnp.sum(jnp.log(jnp.abs(diag)), axis=-1)
+
+
+@_slogdet.defjvp
+def _slogdet_jvp(primals, tangents):
+    """JAX's _slogdet_jvp: the sign's tangent is zero, log|det|'s is trace(a^-1 da)."""
+    (a,), (da,) = primals, tangents
+    diag, parity, packed, perm = _lu_diagonal(a)
+    sign = parity * jnp.prod(jnp.sign(diag), axis=-1)
+    return (sign, jnp.sum(jnp.log(jnp.abs(diag)), axis=-1)), (jnp.zeros_like(sign),
+                                                               _trace(K.lu_solve(packed, perm, da)))
+
+
+@custom_jvp
+def _det(a):
+    diag, parity, _, _ = _lu_diagonal(a)
+    return parity * jnp.prod(diag, axis=-1)
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    """d det = det trace(a^-1 da) (Jacobi's formula; JAX's cofactor form also covers a singular a,
+    where this gives NaN)."""
+    (a,), (da,) = primals, tangents
+    diag, parity, packed, perm = _lu_diagonal(a)
+    d = parity * jnp.prod(diag, axis=-1)
+    return d, d * _trace(K.lu_solve(packed, perm, da))
+
+
+def slogdet(a):
+    """numpy.linalg.slogdet: (sign, log|det|), (0, -inf) for a singular a."""
+    return _slogdet(_square("slogdet", a))
+
+
+def det(a):
+    """numpy.linalg.det: the product of U's diagonal from a pivoted LU, signed by the pivoting."""
+    return _det(_square("det", a))
+
+
+def matrix_power(a, n):
+    """numpy.linalg.matrix_power for a static integer n: repeated squaring (inv first if n < 0)."""
+    a = _square("matrix_power", a)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise type_error("linalg.matrix_power", f"exponent must be an integer known when tracing, got {n!r}")
+    n = int(n)
+    if n == 0:
+        return jnp.broadcast_to(jnp.eye(aval(a).shape[-1], dtype=aval(a).dtype), aval(a).shape)
+    if n < 0:
+        a, n = inv(a), -n
+    result, square = None, a
+    while True:
+        if n & 1:
+            result = square if result is None else result @ square
+        n >>= 1
+        if not n:
+            return result
+        square = square @ square
