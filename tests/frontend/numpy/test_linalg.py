@@ -164,7 +164,7 @@ def test_triangular_solve_on_the_right_and_a_run_time_size():
 def test_lu_functions_match_numpy_compiled_and_eager(dtype):
     fns = sprue.qjit(lambda a, b, v: (jnp.linalg.solve(a, b), jnp.linalg.solve(a[0, 0], v), jnp.linalg.inv(a),
                                       jnp.linalg.det(a), *jnp.linalg.slogdet(a)))
-    for n in SIZES:
+    for n in SIZES if dtype == np.float64 else (5, 2 * BLOCK + 7):
         a, b = _well_conditioned(2, 3, n, n, dtype=dtype), RNG.standard_normal((2, 3, n, 2)).astype(dtype)
         a[..., 0, :] *= -1     # some determinants negative
         v = RNG.standard_normal(n).astype(dtype)
