@@ -97,6 +97,12 @@ def test_cholesky_matches_numpy_compiled_eager_batched(dtype):
     _close(jnp.linalg.cholesky(a, upper=True), np.linalg.cholesky(a, upper=True), dtype)
 
 
+def test_cholesky_of_many_blocks_compiled():
+    # 14 blocks unrolled: a long body, which the lowering cuts into parts (partition.py)
+    a = _spd(13 * BLOCK + 5, 13 * BLOCK + 5)
+    _close(sprue.qjit(lambda m: jnp.linalg.cholesky(m))(a), np.linalg.cholesky(a))
+
+
 def test_cholesky_of_a_run_time_size_compiles_once():
     chol = sprue.qjit(lambda a: jnp.linalg.cholesky(a), abstracted_axes={1: "n", 2: "n"})
     for n in SIZES:
@@ -188,8 +194,8 @@ def test_lu_functions_of_a_run_time_size_compile_once(name):
 
 
 @pytest.mark.xfail(strict=True, reason="a compiler bug outside linalg: two solves with a run-time size make a body"
-                                       " that repeats, partition.partition_stablehlo cuts it, and a part's call takes"
-                                       " an index defined in another region ('func.call' op using value defined"
+                                       " that partition.py cuts, and a part's call takes an index defined in another"
+                                       " region ('func.call' op using value defined"
                                        " outside the region, at the linalg stage)")
 def test_two_solves_of_a_run_time_size_in_one_program():
     fns = sprue.qjit(lambda a, b: (jnp.linalg.solve(a, b), jnp.linalg.solve(a, 2 * b)),
