@@ -19,16 +19,16 @@ from types import SimpleNamespace
 import numpy as np
 
 from sprue import lax
-from sprue.numpy import _creation, _indexing, _nonzero, _reductions, _shape
+from sprue.numpy import _creation, _nonzero, _reductions, _shape
 from sprue.numpy._ufuncs import _funcs as _ufuncs
 
 # the sprue.numpy functions sprue.numpy.linalg uses, by their public names (the package imports
 # linalg, so linalg cannot import the package)
 jnp = SimpleNamespace(
     abs=_ufuncs["absolute"], sqrt=_ufuncs["sqrt"], log=_ufuncs["log"], sign=_ufuncs["sign"], isfinite=_ufuncs["isfinite"], where=_nonzero.where,
-    arange=_creation.arange, zeros=_creation.zeros, zeros_like=_creation.zeros_like, eye=_creation.eye, ones=_creation.ones,
+    zeros=_creation.zeros, zeros_like=_creation.zeros_like, eye=_creation.eye, ones=_creation.ones,
     astype=_creation.astype, sum=_reductions.sum, prod=_reductions.prod, max=_reductions.max, min=_reductions.min, all=_reductions.all,
-    argmax=_reductions.argmax, take_along_axis=_indexing.take_along_axis,
+    argmax=_reductions.argmax,
     swapaxes=_shape.swapaxes, broadcast_to=_shape.broadcast_to, tril=_shape.tril, concatenate=_shape.concatenate,
     flip=_shape.flip, reshape=_shape.reshape, squeeze=_shape.squeeze, diagonal=_shape.diagonal)
 
@@ -54,13 +54,34 @@ def _update(x, u, r0, c0):
     return lax.dynamic_update_slice(x, u, (0,) * (x.ndim - 2) + (r0, c0))
 
 
-def _index_column(n, dtype=None):
+def _iota(shape, axis: int):
+    """An index grid made by the iota primitive, not numpy.arange: a numpy array would be a constant
+    of the custom_jvp functions of linalg.py, which keep such constants in their call_jaxpr, and
+    sprue.save cannot write a nested jaxpr's constants."""
+    return lax.broadcasted_iota(np.int64, tuple(shape), axis)
+
+
+def _arange(n):
+    return _iota((n,), 0)
+
+
+def _index_column(n):
     """[[0], [1], ..., [n-1]]: row numbers, for masks."""
-    return jnp.arange(n)[:, None]
+    return _iota((n, 1), 0)
 
 
 def _index_row(n):
-    return jnp.arange(n)[None, :]
+    return _iota((1, n), 1)
+
+
+def take_along(x, indices, axis: int):
+    """numpy.take_along_axis(x, indices, axis) (indices broadcast against x's other axes), its
+    other axes' index grids made by iota (see _iota)."""
+    nd = x.ndim
+    axis = axis % nd
+    grids = tuple(indices if d == axis else _iota([x.shape[d] if k == d else 1 for k in range(nd)], d)
+                  for d in range(nd))
+    return x[grids]
 
 
 # ---- one diagonal block, column by column -------------------------------------------------------
@@ -232,17 +253,17 @@ def lu(a):
     def block(k, carry):
         m, perm, swaps = carry
         k0, k1 = k * BLOCK, k * BLOCK + BLOCK
-        panel, new_perm, s = _panel_lu(_slice(m, 0, k0, npad, BLOCK), jnp.arange(npad) + jnp.zeros(batch + (1,),
+        panel, new_perm, s = _panel_lu(_slice(m, 0, k0, npad, BLOCK), _arange(npad) + jnp.zeros(batch + (1,),
                                                                                                     np.int64), k0)
-        m = _update(jnp.take_along_axis(m, new_perm[..., None], axis=-2), panel, 0, k0)
-        perm = jnp.take_along_axis(perm, new_perm, axis=-1)
+        m = _update(take_along(m, new_perm[..., None], -2), panel, 0, k0)
+        perm = take_along(perm, new_perm, -1)
         l11 = _slice(panel, k0, 0, BLOCK, BLOCK) * strict + unit
         row_block = _slice(m, k0, 0, BLOCK, npad)
         u12 = jnp.where(cols >= k1, lower_solve_unblocked(l11, row_block), 0)
         m = _update(m, jnp.where(cols >= k1, u12, row_block), k0, 0)
         m = m - jnp.where(rows >= k1, panel, 0) @ u12
         return m, perm, swaps + s
-    perm0 = jnp.broadcast_to(jnp.arange(npad), batch + (npad,))
+    perm0 = jnp.broadcast_to(_arange(npad), batch + (npad,))
     m, perm, swaps = lax.fori_loop(0, nb, block, (_padded(a, npad, True), perm0,
                                                   jnp.zeros(batch, dtype=np.int64)))
     return _slice(m, 0, 0, n, n), perm[..., :n], swaps
@@ -255,5 +276,5 @@ def upper_solve(U, rhs):
 
 def lu_solve(packed, perm, rhs):
     """a^-1 rhs from a's LU (rhs (..., n, k) with a's batch axes)."""
-    y = lower_solve(packed, jnp.take_along_axis(rhs, perm[..., None], axis=-2), unit_diagonal=True)
+    y = lower_solve(packed, take_along(rhs, perm[..., None], -2), unit_diagonal=True)
     return upper_solve(packed, y)
