@@ -61,3 +61,5 @@ def result_type(*arrays_and_dtypes):
 def can_cast(from_, to, casting="safe"):
     src = _avals.aval(from_).dtype if not isinstance(from_, (_np.dtype, type, str)) else from_
     return _np.can_cast(_np.dtype(src), _np.dtype(to), casting)
+
+from sprue.numpy import linalg  # noqa: E402,F401  (last: it builds on the names above)
