@@ -1,11 +1,18 @@
-"""Lowering of conv_general_dilated (sprue.lax.convolution).
+"""Lowering of conv_general_dilated (sprue.lax.convolution), one of two ways:
 
-By default as im2col: `lax.conv_as_matmul` (one pad, a strided slice per kernel offset stacked on a
-K axis, one dot_general whose batch dimension is the feature or batch group) traced to a jaxpr and
-emitted inline, so the contraction runs on the tiled matmul kernels (matmul.py) that every other
-dot_general gets. The alternative, `stablehlo.convolution` through stablehlo-legalize-to-linalg
-(a linalg.conv_* op or a linalg.generic), is kept behind SPRUE_CONV_LOWERING=stablehlo for
-comparison: measured in notes/s20_round2_a.md, it is the slower of the two."""
+- im2col: `lax.conv_as_matmul` (the lhs channels-last, one pad, a strided slice per kernel offset
+  stacked as patches (n, *out, K, c), one dot_general over (K, c)) traced to a jaxpr and emitted
+  inline, so the contraction runs on the packed matmul kernels (matmul.py) every dot_general gets;
+- direct: `stablehlo.convolution`, which stablehlo-legalize-to-linalg makes a linalg.conv_* op or
+  a linalg.generic over (out, taps, features).
+
+im2col wins where each group has several input features (NHWC 8x32x32x16 * 3x3x16x32 in f32:
+0.66 ms against 11 ms direct; NCHW 3.9 against 8.6 ms; 3 input features 0.70 against 0.90 ms);
+with one input feature per group (depthwise, a 1-channel jnp.convolve) the patches copy the input
+K times for a matrix-vector product and direct wins (1x1x100000 * 64: 0.21 ms direct, 18 ms
+im2col; depthwise 8x32x32x32: 0.63 against 1.25 ms). So: direct when the kernel has one input
+feature, else im2col. SPRUE_CONV_LOWERING=im2col or =stablehlo forces one (part of the compile
+cache's key), for measuring and testing both."""
 from __future__ import annotations
 
 import os
@@ -50,9 +57,10 @@ def _stablehlo_convolution(ctx: LoweringContext, eqn: Eqn, lhs: Value, rhs: Valu
 
 
 def _convolution(ctx: LoweringContext, eqn: Eqn, lhs: Value, rhs: Value) -> list[Value]:
-    if os.environ.get("SPRUE_CONV_LOWERING") == "stablehlo":
-        return _stablehlo_convolution(ctx, eqn, lhs, rhs)
-    return _im2col(ctx, eqn, lhs, rhs)
+    forced = os.environ.get("SPRUE_CONV_LOWERING", "").strip()
+    _, rs, _ = eqn.params["dimension_numbers"]
+    direct = eqn.invars[1].aval.shape[rs[1]] == 1 if forced not in ("im2col", "stablehlo") else forced == "stablehlo"
+    return (_stablehlo_convolution if direct else _im2col)(ctx, eqn, lhs, rhs)
 
 
 lowering_rules[lax.conv_general_dilated_p] = _convolution

@@ -226,47 +226,50 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
 # -- im2col: the convolution as pads, strided slices and one dot_general ------------------------------
 def conv_as_matmul(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                    feature_group_count, batch_group_count, preferred_element_type=None, **unused):
-    """The patches of every kernel offset (the lhs dilated and padded by one lax.pad, then one
-    strided slice per offset) stacked on a K axis, contracted with the kernel over (features, K)
-    by a dot_general whose batch dimension is the group: the matmul kernels do the work."""
+    """The lhs channels-last (n, *spatial, c), dilated and padded by one lax.pad; one strided slice
+    per kernel offset, stacked as patches (n, *out, K, c); contracted over (K, c) with the kernel
+    as (K, c, o) by one dot_general (an (n * out, K * c) by (K * c, o) matmul, the matmul kernels'
+    form), the feature or batch group a batch dimension of it."""
     ls, rs, os_ = dimension_numbers
     la, ra = aval_of(lhs), aval_of(rhs)
     out_aval = _conv_rule(la, ra, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
                           rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
                           feature_group_count=feature_group_count, batch_group_count=batch_group_count,
                           preferred_element_type=preferred_element_type)
-    x, w = transpose(lhs, ls), transpose(rhs, rs)
     nsp = la.ndim - 2
-    zero = np.zeros((), la.dtype)[()]
-    x = pad(x, zero, [(0, 0, 0), (0, 0, 0), *((lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation))])
-    n, c = aval_of(x).shape[:2]
-    o, i, *kernel = aval_of(w).shape
+    sp = tuple(range(1, nsp + 1))
+    x = transpose(lhs, (ls[0], *ls[2:], ls[1]))
+    x = pad(x, np.zeros((), la.dtype)[()],
+            [(0, 0, 0), *((lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)), (0, 0, 0)])
+    n, c = aval_of(x).shape[0], aval_of(x).shape[-1]
+    o, i, *kernel = (ra.shape[d] for d in rs)
     out_spatial = [out_aval.shape[d] for d in os_[2:]]
     ntaps = math.prod(kernel)
     fg, bg = feature_group_count, batch_group_count
     g = fg * bg
     taps = []
     for offset in np.ndindex(*kernel):
-        start = [0, 0, *(k * d for k, d in zip(offset, rhs_dilation))]
-        limit = [n, c, *(s + (m - 1) * st + 1 for s, m, st in zip(start[2:], out_spatial, window_strides))]
-        piece = slice(x, start, limit, [1, 1, *window_strides])
-        taps.append(broadcast_in_dim(piece, (n, c, 1, *out_spatial), (0, 1, *range(3, 3 + nsp))))
-    patches = taps[0] if ntaps == 1 else concatenate(taps, 2)          # (n, c, K, *out)
-    # patches (g, n', c', K, *out) and kernel (g, o/g, c', K): contract (c', K), batch g
-    patches = reshape(patches, (bg, n // bg, fg, c // fg, ntaps, *out_spatial))
-    patches = reshape(transpose(patches, (0, 2, 1, 3, 4, *range(5, 5 + nsp))),
-                      (g, n // bg, c // fg, ntaps, *out_spatial))
-    w = reshape(w, (g, o // g, i, ntaps))
+        start = [0, *(k * d for k, d in zip(offset, rhs_dilation)), 0]
+        limit = [n, *(s + (m - 1) * st + 1 for s, m, st in zip(start[1:], out_spatial, window_strides)), c]
+        piece = slice(x, start, limit, [1, *window_strides, 1])
+        taps.append(broadcast_in_dim(piece, (n, *out_spatial, 1, c), (0, *sp, nsp + 2)))
+    patches = taps[0] if ntaps == 1 else concatenate(taps, nsp + 1)         # (n, *out, K, c)
+    w = reshape(transpose(rhs, (*rs[2:], rs[1], rs[0])), (ntaps, i, g, o // g))
     if g == 1:
-        res = dot_general(reshape(patches, aval_of(patches).shape[1:]), reshape(w, (o, i, ntaps)),
-                          (((1, 2), (1, 2)), ((), ())), preferred_element_type)       # (n, *out, o)
-        canonical_from = (0, nsp + 1, *range(1, nsp + 1))
-        res = transpose(res, canonical_from)
+        res = dot_general(patches, reshape(w, (ntaps, i, o)), (((nsp + 1, nsp + 2), (0, 1)), ((), ())),
+                          preferred_element_type)                            # (n, *out, o)
     else:
-        res = dot_general(patches, w, (((2, 3), (2, 3)), ((0,), (0,))), preferred_element_type)   # (g, n', *out, o/g)
-        res = transpose(res, (1, 0, nsp + 2, *range(2, nsp + 2)))
-        res = reshape(res, (n // bg, o, *out_spatial))
-    return transpose(res, tuple(int(k) for k in np.argsort(os_)))
+        if fg > 1:
+            patches = reshape(patches, (n, *out_spatial, ntaps, fg, c // fg))
+            dims = (((nsp + 1, nsp + 3), (0, 1)), ((nsp + 2,), (2,)))
+        else:
+            patches = reshape(patches, (bg, n // bg, *out_spatial, ntaps, c))
+            dims = (((nsp + 2, nsp + 3), (0, 1)), ((0,), (2,)))
+        res = dot_general(patches, w, dims, preferred_element_type)         # (g, n', *out, o/g)
+        res = reshape(transpose(res, (*range(1, nsp + 2), 0, nsp + 2)), (n // bg, *out_spatial, o))
+    canonical = (0, nsp + 1, *sp)                                            # (n, o, *out) of res's axes
+    perm = tuple(canonical[int(k)] for k in np.argsort(os_))
+    return res if perm == tuple(range(nsp + 2)) else transpose(res, perm)
 
 
 # -- derivatives: bilinear, the transposes are convolutions (JAX's _conv_general_dilated_transpose_*) ---

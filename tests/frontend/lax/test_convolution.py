@@ -69,6 +69,16 @@ def test_forward_against_loops(case, dtype):
     np.testing.assert_allclose(compiled, want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("lowering", ["im2col", "stablehlo"])
+@pytest.mark.parametrize("case", ["strided_dilated_groups", "batch_groups_negative_pad", "nhwc_hwio", "depthwise",
+                                  "1d_mixed_layouts"])
+def test_both_lowerings(case, lowering, monkeypatch):
+    """Each lowering forced (the default picks one per convolution: rules_convolution.py)."""
+    monkeypatch.setenv("SPRUE_CONV_LOWERING", lowering)
+    x, w = _args(case, np.float32)
+    np.testing.assert_allclose(sprue.qjit(_conv(case))(x, w), _reference(case, x, w), rtol=1e-5, atol=1e-5)
+
+
 def _finite_difference(f, args, i, direction, eps=1e-6):
     plus, minus = list(args), list(args)
     plus[i], minus[i] = args[i] + eps * direction, args[i] - eps * direction
