@@ -1,18 +1,18 @@
 """Lowering of conv_general_dilated (sprue.lax.convolution), one of two ways:
 
-- im2col: `lax.conv_as_matmul` (the lhs channels-last, one pad, a strided slice per kernel offset
-  stacked as patches (n, *out, K, c), one dot_general over (K, c)) traced to a jaxpr and emitted
-  inline, so the contraction runs on the packed matmul kernels (matmul.py) every dot_general gets;
+- im2col (the default): `lax.conv_as_matmul` traced to a jaxpr and emitted inline: the lhs
+  channels-last, one pad, then per kernel tap a strided slice times the tap's (c, o) kernel,
+  summed (or, where the output has fewer positions than the kernel has taps, per output position
+  its window times the whole kernel, stacked), so the contractions run on the packed matmul
+  kernels (matmul.py) and fusion_sums.py accumulates the taps in one buffer;
 - direct: `stablehlo.convolution`, which stablehlo-legalize-to-linalg makes a linalg.conv_* op or
-  a linalg.generic over (out, taps, features).
+  a linalg.generic over (out, taps, features), run by the scalar loops.
 
-im2col wins where each group has several input features (NHWC 8x32x32x16 * 3x3x16x32 in f32:
-0.66 ms against 11 ms direct; NCHW 3.9 against 8.6 ms; 3 input features 0.70 against 0.90 ms);
-with one input feature per group (depthwise, a 1-channel jnp.convolve) the patches copy the input
-K times for a matrix-vector product and direct wins (1x1x100000 * 64: 0.21 ms direct, 18 ms
-im2col; depthwise 8x32x32x32: 0.63 against 1.25 ms). So: direct when the kernel has one input
-feature, else im2col. SPRUE_CONV_LOWERING=im2col or =stablehlo forces one (part of the compile
-cache's key), for measuring and testing both."""
+Measured (f32, 2 shared cores, ms; notes/s20_round2_a.md): NHWC 8x32x32x16 * 3x3x16x32 0.49
+im2col, 13.0 direct (JAX 0.36); NCHW 1.0 against 8.7 (JAX 0.48); depthwise 8x32x32x32 0.12
+against 0.65 (JAX 5.0); a 1-channel 1x1x100000 * 64 0.26 against 0.17 (JAX 1.4). So im2col
+always; SPRUE_CONV_LOWERING=stablehlo forces the direct form (part of the compile cache's key),
+for measuring and testing both."""
 from __future__ import annotations
 
 import os
@@ -57,9 +57,7 @@ def _stablehlo_convolution(ctx: LoweringContext, eqn: Eqn, lhs: Value, rhs: Valu
 
 
 def _convolution(ctx: LoweringContext, eqn: Eqn, lhs: Value, rhs: Value) -> list[Value]:
-    forced = os.environ.get("SPRUE_CONV_LOWERING", "").strip()
-    _, rs, _ = eqn.params["dimension_numbers"]
-    direct = eqn.invars[1].aval.shape[rs[1]] == 1 if forced not in ("im2col", "stablehlo") else forced == "stablehlo"
+    direct = os.environ.get("SPRUE_CONV_LOWERING", "").strip() == "stablehlo"
     return (_stablehlo_convolution if direct else _im2col)(ctx, eqn, lhs, rhs)
 
 

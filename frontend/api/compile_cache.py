@@ -236,6 +236,7 @@ _SOURCES = {   # package -> modules whose text is part of every key ("*": all of
     "sprue.lowering": ("*",),
     "sprue.api": ("driver.py", "shape_functions.py", "compile_cache.py"),
     "sprue.runtime": ("kernel_signature.py", "shape_function.py"),
+    "sprue.lax": ("convolution.py",),   # conv_as_matmul: the lowering of conv_general_dilated traces it
 }
 _compiler: dict | None = None
 _compiler_lock = threading.Lock()

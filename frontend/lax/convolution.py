@@ -22,10 +22,10 @@ from sprue.interp.cost import numel
 from sprue.ir.core import ShapedArray
 from sprue.lax._rules import define, same_dtypes
 from sprue.lax.dimension_numbers import ConvDimensionNumbers
-from sprue.lax.dot import dot_general
+from sprue.lax.dot import contract
 from sprue.lax.elementwise import add, convert_element_type
 from sprue.lax.indexing import concatenate, pad, slice
-from sprue.lax.structural import broadcast_in_dim, reshape, rev, transpose
+from sprue.lax.structural import reshape, rev, transpose
 
 __all__ = ["ConvDimensionNumbers", "conv_general_dilated", "conv_general_dilated_p", "conv_as_matmul",
            "conv_dimension_numbers", "padtype_to_pads"]
@@ -224,12 +224,38 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
 
 
 # -- im2col: the convolution as pads, strided slices and one dot_general ------------------------------
+def _contract(patches, w, fg, bg, preferred_element_type):
+    """patches (n, *out, K, c) against the kernel (K, i, g, o/g) -> (n / bg, *out, o): one
+    dot_general over (K, c), the feature or batch group a batch dimension of it (lax.dot.contract:
+    a broadcast multiply where K * c is 1)."""
+    n, *out_spatial, ntaps, c = aval_of(patches).shape
+    nsp = len(out_spatial)
+    _, i, g, og = aval_of(w).shape
+    if g == 1:
+        return contract(patches, reshape(w, (ntaps, i, og)), (((nsp + 1, nsp + 2), (0, 1)), ((), ())),
+                        preferred_element_type=preferred_element_type)
+    if fg > 1:
+        patches = reshape(patches, (n, *out_spatial, ntaps, fg, c // fg))
+        dims = (((nsp + 1, nsp + 3), (0, 1)), ((nsp + 2,), (2,)))
+    else:
+        patches = reshape(patches, (bg, n // bg, *out_spatial, ntaps, c))
+        dims = (((nsp + 2, nsp + 3), (0, 1)), ((0,), (2,)))
+    res = contract(patches, w, dims, preferred_element_type=preferred_element_type)   # (g, n', *out, o/g)
+    return reshape(transpose(res, (*range(1, nsp + 2), 0, nsp + 2)), (n // bg, *out_spatial, g * og))
+
+
 def conv_as_matmul(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                    feature_group_count, batch_group_count, preferred_element_type=None, **unused):
-    """The lhs channels-last (n, *spatial, c), dilated and padded by one lax.pad; one strided slice
-    per kernel offset, stacked as patches (n, *out, K, c); contracted over (K, c) with the kernel
-    as (K, c, o) by one dot_general (an (n * out, K * c) by (K * c, o) matmul, the matmul kernels'
-    form), the feature or batch group a batch dimension of it."""
+    """The lhs channels-last (n, *spatial, c), dilated and padded by one lax.pad, contracted with
+    the kernel as (K, c, o) by dot_generals (matmuls (rows, c) by (c, o), the matmul kernels' form;
+    the feature or batch group a batch dimension of them), one per window piece, whichever pieces
+    are fewer:
+    - per kernel tap (K <= P output positions): the strided slice of every output's tap,
+      (n, *out, c), times the tap's (c, o), summed over the taps (fusion_sums.py accumulates such
+      sums in one buffer: no (n, *out, K, c) patches in memory);
+    - per output position (P < K: the kernel's gradient, whose "kernel" is the forward's output
+      cotangent): the position's window (n, *kernel, c) times the kernel (K * c, o), the P results
+      stacked."""
     ls, rs, os_ = dimension_numbers
     la, ra = aval_of(lhs), aval_of(rhs)
     out_aval = _conv_rule(la, ra, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
@@ -244,29 +270,27 @@ def conv_as_matmul(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
     n, c = aval_of(x).shape[0], aval_of(x).shape[-1]
     o, i, *kernel = (ra.shape[d] for d in rs)
     out_spatial = [out_aval.shape[d] for d in os_[2:]]
-    ntaps = math.prod(kernel)
+    ntaps, npos = math.prod(kernel), math.prod(out_spatial)
     fg, bg = feature_group_count, batch_group_count
     g = fg * bg
-    taps = []
-    for offset in np.ndindex(*kernel):
-        start = [0, *(k * d for k, d in zip(offset, rhs_dilation)), 0]
-        limit = [n, *(s + (m - 1) * st + 1 for s, m, st in zip(start[1:], out_spatial, window_strides)), c]
-        piece = slice(x, start, limit, [1, *window_strides, 1])
-        taps.append(broadcast_in_dim(piece, (n, *out_spatial, 1, c), (0, *sp, nsp + 2)))
-    patches = taps[0] if ntaps == 1 else concatenate(taps, nsp + 1)         # (n, *out, K, c)
     w = reshape(transpose(rhs, (*rs[2:], rs[1], rs[0])), (ntaps, i, g, o // g))
-    if g == 1:
-        res = dot_general(patches, reshape(w, (ntaps, i, o)), (((nsp + 1, nsp + 2), (0, 1)), ((), ())),
-                          preferred_element_type)                            # (n, *out, o)
+    res = None
+    if ntaps <= npos:
+        for k, offset in enumerate(np.ndindex(*kernel)):
+            start = [0, *(t * d for t, d in zip(offset, rhs_dilation)), 0]
+            limit = [n, *(s + (m - 1) * st + 1 for s, m, st in zip(start[1:], out_spatial, window_strides)), c]
+            piece = reshape(slice(x, start, limit, [1, *window_strides, 1]), (n, *out_spatial, 1, c))
+            term = _contract(piece, slice(w, [k, 0, 0, 0], [k + 1, i, g, o // g]), fg, bg, preferred_element_type)
+            res = term if res is None else add(res, term)
     else:
-        if fg > 1:
-            patches = reshape(patches, (n, *out_spatial, ntaps, fg, c // fg))
-            dims = (((nsp + 1, nsp + 3), (0, 1)), ((nsp + 2,), (2,)))
-        else:
-            patches = reshape(patches, (bg, n // bg, *out_spatial, ntaps, c))
-            dims = (((nsp + 2, nsp + 3), (0, 1)), ((0,), (2,)))
-        res = dot_general(patches, w, dims, preferred_element_type)         # (g, n', *out, o/g)
-        res = reshape(transpose(res, (*range(1, nsp + 2), 0, nsp + 2)), (n // bg, *out_spatial, o))
+        rows = []
+        for position in np.ndindex(*out_spatial):
+            start = [0, *(q * st for q, st in zip(position, window_strides)), 0]
+            limit = [n, *(s + (t - 1) * d + 1 for s, t, d in zip(start[1:], kernel, rhs_dilation)), c]
+            piece = reshape(slice(x, start, limit, [1, *rhs_dilation, 1]), (n, *(1,) * nsp, ntaps, c))
+            rows.append(reshape(_contract(piece, w, fg, bg, preferred_element_type), (n // bg, 1, o)))
+        res = rows[0] if npos == 1 else concatenate(rows, 1)
+        res = reshape(res, (n // bg, *out_spatial, o))
     canonical = (0, nsp + 1, *sp)                                            # (n, o, *out) of res's axes
     perm = tuple(canonical[int(k)] for k in np.argsort(os_))
     return res if perm == tuple(range(nsp + 2)) else transpose(res, perm)

@@ -73,7 +73,7 @@ def test_forward_against_loops(case, dtype):
 @pytest.mark.parametrize("case", ["strided_dilated_groups", "batch_groups_negative_pad", "nhwc_hwio", "depthwise",
                                   "1d_mixed_layouts"])
 def test_both_lowerings(case, lowering, monkeypatch):
-    """Each lowering forced (the default picks one per convolution: rules_convolution.py)."""
+    """Each lowering forced (im2col is the default: rules_convolution.py)."""
     monkeypatch.setenv("SPRUE_CONV_LOWERING", lowering)
     x, w = _args(case, np.float32)
     np.testing.assert_allclose(sprue.qjit(_conv(case))(x, w), _reference(case, x, w), rtol=1e-5, atol=1e-5)
