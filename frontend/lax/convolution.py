@@ -16,7 +16,8 @@ import operator
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.base.errors import SprueTypeError, SprueValueError, at
+from sprue.base.source_info import user_frame_summary
 from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, is_zero, jvp_rules, vjp_rules, zero_of
 from sprue.interp.cost import numel
 from sprue.ir.core import ShapedArray
@@ -212,7 +213,10 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
         if any(d != 1 for d in lhs_dilation):
             raise SprueValueError("conv_general_dilated: string padding with lhs_dilation (a transposed convolution)"
                                   " is not defined; give (low, high) pairs")
-        _static("conv_general_dilated", la, ra)
+        try:
+            _static("conv_general_dilated", la, ra)
+        except SprueValueError as e:   # raised before bind, which would name the user's line
+            raise SprueValueError(f"{e}{at(user_frame_summary())}") from None
         window = [_dilate(ra.shape[d], r) for d, r in zip(dn.rhs_spec[2:], rhs_dilation)]
         padding = padtype_to_pads([la.shape[d] for d in dn.lhs_spec[2:]], window, window_strides, padding)
     return conv_general_dilated_p.bind(

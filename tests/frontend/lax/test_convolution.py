@@ -195,3 +195,10 @@ def test_errors(call, message):
     with pytest.raises(sprue.SprueError) as e:
         call()
     assert message in str(e.value)
+
+
+def test_run_time_sizes_are_refused_at_the_users_line():
+    f = sprue.qjit(lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"), abstracted_axes=({0: "n"}, None))
+    with pytest.raises(sprue.SprueValueError, match=r"operand f64\[n,3,9\] has a size known only at run time;"
+                                                    r" sprue's convolution needs static sizes .*test_convolution.py"):
+        f(np.ones((2, 3, 9)), np.ones((4, 3, 2)))
