@@ -1,6 +1,6 @@
 """Records the jaxprs JAX 0.10.2 prints for convolutions (lax.conv_general_dilated in several
-layouts, jnp.convolve/correlate, a small CNN layer and its gradient) with the inputs and JAX's
-results, into conv_data/ beside this file. Run by hand (tests never import JAX):
+layouts, jnp.convolve/correlate, a small CNN layer and its gradient; one StableHLO module) with
+the inputs and JAX's results, into conv_data/ beside this file. Run by hand (tests never import JAX):
 
     /work/jaxvenv/bin/python tests/frontend/lax/make_conv_data.py
 
@@ -61,6 +61,11 @@ CASES = [
     ("cnn_layer_grad", jax.grad(cnn_loss, argnums=(1, 2)), (r(2, 8, 8, 3), r(3, 3, 3, 8), r(8))),
 ]
 
+EXPORTED = ("stablehlo_conv_nhwc",
+            lambda x, w: lax.conv_general_dilated(x, w, (2, 1), "SAME", rhs_dilation=(1, 2),
+                                                  dimension_numbers=("NHWC", "HWIO", "NHWC")),
+            (r(2, 8, 8, 3), r(3, 3, 3, 4)))
+
 
 def main():
     out = HERE / "conv_data"
@@ -70,6 +75,10 @@ def main():
         np.savez(out / f"{name}.npz", **{f"in{i}": a for i, a in enumerate(args)},
                  **{f"out{i}": np.asarray(x) for i, x in enumerate(leaves)})
         (out / f"{name}.jaxpr").write_text(str(jax.make_jaxpr(fn)(*args)) + "\n")
+    # a StableHLO module with stablehlo.convolution, as jax.jit(f).lower(...).as_text() writes it
+    name, fn, args = EXPORTED
+    (out / f"{name}.mlir").write_text(jax.jit(fn).lower(*args).as_text())
+    np.savez(out / f"{name}.npz", **{f"in{i}": a for i, a in enumerate(args)}, out0=np.asarray(jax.jit(fn)(*args)))
     print(f"jax {jax.__version__}: {len(CASES)} cases")
 
 

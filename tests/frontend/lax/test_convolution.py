@@ -162,6 +162,13 @@ def test_jax_printed_jaxprs(name):
         np.testing.assert_allclose(g, want, rtol=tol, atol=tol)
 
 
+def test_jax_stablehlo_convolution_loads():
+    """stablehlo.convolution in a module JAX lowered: stablehlo-legalize-to-linalg compiles it."""
+    ins, (want,) = _data("stablehlo_conv_nhwc")
+    assert "stablehlo.convolution" in (DATA / "stablehlo_conv_nhwc.mlir").read_text()
+    np.testing.assert_allclose(sprue.load(DATA / "stablehlo_conv_nhwc.mlir")(*ins), want, rtol=1e-12, atol=1e-12)
+
+
 def test_printed_form_reads_back():
     x, w = _args("nhwc_hwio", np.float64)
     f = sprue.qjit(_conv("nhwc_hwio"))
