@@ -457,16 +457,28 @@ def _copy_payload(op: ir.Operation, mapping: dict[ir.Value, ir.Value], ip: ir.In
 
 def copy_ops(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value], ip: ir.InsertionPoint) -> list[ir.Value]:
     """Copies `ops` (a payload's, up to its linalg.yield) at `ip`, operands renamed by `mapping`,
-    which learns the copies' results; returns the yielded values as copied."""
+    which learns the copies' results; returns the yielded values as copied. An op with regions (an
+    scf.if chain reading a fused concatenate) is cloned whole, the ops inside it skipped (they come
+    first in the walk's post-order) and the values from outside that they read renamed too."""
+    owner = next((o.parent for o in ops if o.name == "linalg.yield"), None)
     for inner in ops:
         if inner.name == "linalg.yield":
             return [mapping.get(v, v) for v in inner.operands]
+        if owner is not None and inner.parent != owner:
+            continue
         copy = inner.clone(ip=ip).operation     # arith/math ops: their dialect modules are loaded already
-        for k, v in enumerate(copy.operands):
-            if v in mapping:
-                copy.operands[k] = mapping[v]
+        _rename_operands(copy, mapping)
         mapping.update(zip(inner.results, copy.results))
     raise ValueError("a linalg.generic payload without linalg.yield")
+
+
+def _rename_operands(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
+    def visit(o: ir.Operation) -> ir.WalkResult:
+        for k, v in enumerate(o.operands):
+            if v in mapping:
+                o.operands[k] = mapping[v]
+        return ir.WalkResult.ADVANCE
+    op.walk(visit)
 
 
 def generic_like(op: ir.Operation, operands: list[ir.Value], maps: list[ir.AffineMap],

@@ -40,6 +40,7 @@ from sprue.lowering import (  # noqa: F401
     rules_calls,
     rules_checks,
     rules_control_flow,
+    rules_convolution,
     rules_custom,
     rules_elementwise,
     rules_filtering,

@@ -236,6 +236,7 @@ _SOURCES = {   # package -> modules whose text is part of every key ("*": all of
     "sprue.lowering": ("*",),
     "sprue.api": ("driver.py", "shape_functions.py", "compile_cache.py"),
     "sprue.runtime": ("kernel_signature.py", "shape_function.py"),
+    "sprue.lax": ("convolution.py",),   # conv_as_matmul: the lowering of conv_general_dilated traces it
 }
 _compiler: dict | None = None
 _compiler_lock = threading.Lock()
@@ -377,6 +378,8 @@ def key_components(closed, n_implicit: int, in_names, options: dict[str, Any]) -
         "matmul_pack_dynamic": os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "").strip(),
         # and so does the switch of the loop-order and accumulation rewrites (lowering/fusion.py)
         "fusion": os.environ.get("SPRUE_FUSION", "").strip(),
+        # and the convolution lowering's (lowering/rules_convolution.py)
+        "conv_lowering": os.environ.get("SPRUE_CONV_LOWERING", "").strip(),
         "jaxpr": digest,
         "n_implicit": n_implicit,
         "in_names": list(in_names),

@@ -16,7 +16,12 @@ import numpy as np
 from sprue.base import dtypes
 from sprue.io.jaxpr_ast import Call, Ident, JaxprAST, Opaque
 from sprue.ir.core import Primitive, shape_rules
-from sprue.lax.dimension_numbers import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from sprue.lax.dimension_numbers import (
+    ConvDimensionNumbers,
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+)
 from sprue.lax.elementwise import RoundingMethod
 
 REQUIRED = object()
@@ -115,7 +120,7 @@ def _is_int_tuple(v) -> bool:
 
 
 _ENUMS = {"GatherScatterMode": GatherScatterMode, "RoundingMethod": RoundingMethod}
-_DIM_NUMBERS = {"GatherDimensionNumbers": GatherDimensionNumbers, "ScatterDimensionNumbers": ScatterDimensionNumbers}
+_DIM_NUMBERS = {"ConvDimensionNumbers": ConvDimensionNumbers, "GatherDimensionNumbers": GatherDimensionNumbers, "ScatterDimensionNumbers": ScatterDimensionNumbers}
 
 
 def sprue_params(p: Primitive) -> dict:

@@ -10,8 +10,14 @@ from sprue.lax.checks import check, check_p  # noqa: F401
 from sprue.lax.control_flow import rules as control_flow_rules  # noqa: F401  (their jvp/vjp/batching/cost rules)
 from sprue.lax.control_flow.api import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from sprue.lax.control_flow.primitives import cond_p, for_loop_p, scan_p, while_p  # noqa: F401
+from sprue.lax.convolution import *  # noqa: F401,F403  (conv_general_dilated)
 from sprue.lax.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, remat_p, stop_gradient, stop_gradient_p  # noqa: F401
-from sprue.lax.dimension_numbers import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers  # noqa: F401
+from sprue.lax.dimension_numbers import (  # noqa: F401
+    ConvDimensionNumbers,
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+)
 from sprue.lax.dot import dot_general, dot_general_p  # noqa: F401
 from sprue.lax.elementwise import *  # noqa: F401,F403  (the *_p primitive objects and their functions)
 from sprue.lax.filtering import filter, filter_p  # noqa: F401  (data-dependent shapes: a fresh size per result)

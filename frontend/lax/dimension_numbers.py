@@ -1,4 +1,4 @@
-"""The params of gather and scatter, as JAX's: the out-of-bounds mode (and what it does to a window's
+"""The params of gather, scatter and convolution, as JAX's: the out-of-bounds mode (and what it does to a window's
 start) and the dimension numbers. Their primitives are in indexing.py and scatter_reductions.py;
 sprue.io.jaxpr_params reads these params from jaxpr text."""
 from __future__ import annotations
@@ -44,6 +44,23 @@ class ScatterDimensionNumbers(_PrintedLikeJax):
     scatter_dims_to_operand_dims: tuple
     operand_batching_dims: tuple = ()
     scatter_indices_batching_dims: tuple = ()
+
+
+@dataclass(frozen=True)
+class ConvDimensionNumbers(_PrintedLikeJax):
+    """The layout of a convolution (sprue.lax.convolution): lhs_spec = (batch, feature, spatial...),
+    rhs_spec = (out feature, in feature, spatial...), out_spec = (batch, feature, spatial...); it
+    unpacks as JAX's NamedTuple does."""
+    lhs_spec: tuple
+    rhs_spec: tuple
+    out_spec: tuple
+
+    def __post_init__(self):
+        for k in self.__dataclass_fields__:
+            object.__setattr__(self, k, tuple(int(d) for d in getattr(self, k)))
+
+    def __iter__(self):
+        return iter((self.lhs_spec, self.rhs_spec, self.out_spec))
 
 
 _MODE_NAMES = {"clip": GatherScatterMode.CLIP, "fill": GatherScatterMode.FILL_OR_DROP,

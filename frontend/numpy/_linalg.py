@@ -5,7 +5,10 @@ from __future__ import annotations
 import builtins
 from collections import Counter
 
+import numpy as np
+
 from sprue import lax
+from sprue.base import dtypes
 from sprue.lax.dot import contract as contract_product
 from sprue.numpy import _dims as _d
 from sprue.numpy._avals import aval, describe, type_error, value_error
@@ -16,7 +19,7 @@ from sprue.numpy._reductions import sum as _sum
 from sprue.numpy._shape import diagonal
 from sprue.numpy._ufuncs import _funcs as F
 
-__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "kron"]
+__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "kron", "convolve", "correlate"]
 
 
 def _dg(a, b, contract, batch=((), ()), permutation=None):
@@ -334,3 +337,40 @@ def einsum(subscripts, *operands_, out=None, optimize=False, precision=None, pre
     if preferred_element_type is not None:
         acc = astype(acc, preferred_element_type)
     return as_result(acc)
+
+
+# -- convolve, correlate: one conv_general_dilated, as jax.numpy's _conv ------------------------------
+def _conv1d(fname, a, v, mode):
+    """jax.numpy's _conv: both operands promoted to a float type (numpy's own keeps integers; JAX
+    computes convolutions in floats), the longer one as the signal, one 1-D conv_general_dilated."""
+    a, v = promote(fname, a, v, shape=False)
+    if aval(a).ndim != 1 or aval(v).ndim != 1:
+        raise value_error(fname, f"only 1-D inputs are supported, got {describe(a, v)}")
+    n, m = aval(a).shape[0], aval(v).shape[0]
+    if not (isinstance(n, int) and isinstance(m, int)):
+        raise value_error(fname, f"the lengths of {describe(a, v)} must be known at trace time")
+    if n == 0 or m == 0:
+        raise value_error(fname, f"inputs cannot be empty, got {describe(a, v)}")
+    if not dtypes.is_float(aval(a).dtype):
+        a, v = astype(a, np.float64), astype(v, np.float64)
+    if mode not in ("full", "same", "valid"):
+        raise value_error(fname, f"mode must be 'full', 'same' or 'valid', got {mode!r}")
+    reverse = False
+    if n < m:
+        a, v, n, m, reverse = v, a, m, n, fname == "correlate"
+    if fname == "convolve":
+        v = lax.rev(v, (0,))
+    padding = {"valid": (0, 0), "same": (m // 2, m - m // 2 - 1), "full": (m - 1, m - 1)}[mode]
+    out = lax.conv_general_dilated(reshape(a, (1, 1, n)), reshape(v, (1, 1, m)), (1,), (padding,))
+    out = reshape(out, (aval(out).shape[2],))
+    return as_result(lax.rev(out, (0,)) if reverse else out)
+
+
+def convolve(a, v, mode="full"):
+    """numpy.convolve (as jax.numpy's: computed in a float type)."""
+    return _conv1d("convolve", a, v, mode)
+
+
+def correlate(a, v, mode="valid"):
+    """numpy.correlate (as jax.numpy's: computed in a float type)."""
+    return _conv1d("correlate", a, v, mode)
