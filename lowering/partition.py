@@ -82,24 +82,23 @@ _PREFIX, _STABLEHLO_PREFIX = PART_PREFIXES   # (outline.py outlines the nests of
 # one buffer several parts write into.
 _COPIED = frozenset({"arith.constant", "ub.poison", "tensor.empty", "linalg.fill", "stablehlo.constant"})
 # So are the entry checks' views of the arguments (stablehlo.py _static_view: a tensor.reshape to the
-# checked sizes, read with tensor.dim), when they read only the function's arguments and constants:
-# passed, each part would take a static view as a function result of another part, which
-# bufferization copies (the 101 weights of a 100-layer network compiled for C). Not a view of a
-# value some part computes: its copy could not be made before that part runs.
+# checked sizes, read with tensor.dim): passed, each part would take a static view as a function
+# result of another part, which bufferization copies (the 101 weights of a 100-layer network
+# compiled for C).
 _VIEWS = frozenset({"tensor.reshape", "tensor.from_elements", "tensor.dim", "arith.index_cast"})
 
 
 def _copied(op: ir.Operation) -> bool:
-    return op.name in _COPIED or (op.name in _VIEWS and all(map(_of_arguments, op.operands)))
+    """Whether `op` is copied into each part that uses it: one of those kinds, reading only the
+    function's arguments and other such ops. Not one that reads a value some part computes (an
+    empty tensor of a computed size): its copy could not be made before that part runs (two
+    solves of a run-time size left a part's call reading a value moved into another part)."""
+    return (op.name in _COPIED or op.name in _VIEWS) and all(map(_available, op.operands))
 
 
-def _of_arguments(value: ir.Value) -> bool:
-    """Whether `value` is an argument, a constant, or a view (_VIEWS) of those."""
-    if isinstance(value, ir.BlockArgument):
-        return True
-    op = as_operation(value.owner)
-    return op.name in ("arith.constant", "stablehlo.constant") or (
-        op.name in _VIEWS and all(map(_of_arguments, op.operands)))
+def _available(value: ir.Value) -> bool:
+    """Whether `value` exists before any part runs: an argument, or a result of a copied op."""
+    return isinstance(value, ir.BlockArgument) or _copied(as_operation(value.owner))
 
 
 def _parts(work: list[ir.Operation], min_ops: int = PARTITION_MIN_OPS,
