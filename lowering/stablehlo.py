@@ -52,6 +52,7 @@ from sprue.lowering import (  # noqa: F401
     rules_structural,
 )
 from sprue.lowering.emit import emit_jaxpr, numpy_consts
+from sprue.lowering.outline import ENTRY_CHECKS
 from sprue.lowering.rules_checks import contains_checks, emit_entry_checks, entry_checks
 from sprue.lowering.rules_common import (
     DYNAMIC,
@@ -143,8 +144,8 @@ def lower(closed_jaxpr: ClosedJaxpr, name: str = "main", *, debug_info: bool = T
             block = fn.regions[0].blocks.append(*arg_types, *dest_types)
             args, dests = list(block.arguments)[:len(arg_types)], list(block.arguments)[len(arg_types):]
             data_dests = dests[int(has_status):]
-            if entry:   # (outline.ENTRY_CHECKS: partition.py cuts the guarded body, not the checks)
-                fn.attributes["sprue.entry_checks"] = ir.UnitAttr.get()
+            if entry:   # (partition.py cuts the guarded body, not the checks)
+                fn.attributes[ENTRY_CHECKS] = ir.UnitAttr.get()
             with ir.InsertionPoint(block):
                 ctx = LoweringContext(module)
 

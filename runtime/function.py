@@ -59,7 +59,7 @@ from sprue.base.errors import ArgumentTypeError, SprueTypeError, SprueValueError
 from sprue.base.errors import LibraryLoadError as _LibraryLoadError
 from sprue.runtime import cffi_ops, fastcall, threads
 from sprue.runtime.abi import c_interface
-from sprue.runtime.arguments import ArgumentConverter
+from sprue.runtime.arguments import _PASS_BY_POINTER, ArgumentConverter
 from sprue.runtime.kernel_signature import Signature
 from sprue.runtime.results import ResultUnpacker, allocation_error
 from sprue.runtime.shape_function import NoShapeFunctionError, ShapeFunction, format_dim, negative_size_error
@@ -287,15 +287,16 @@ class CompiledFunction:
     def _write_into(self, args: Sequence[Any], dests: list[np.ndarray], shapes: list[tuple]) -> bool:
         """Calls the destination variant, which computes each result in its destination, where
         every destination takes it: known sizes, a plain C-contiguous, aligned, writeable array
-        that shares no memory with an argument or another destination (np.may_share_memory: by
-        bounds, so it may decline a few it could take). False, nothing done, otherwise: the
-        caller copies."""
+        that shares no memory with an argument (np.may_share_memory: by bounds, so it may decline
+        a few it could take; destinations sharing memory with each other _destinations refused).
+        False, nothing done, otherwise: the caller copies."""
         if self.destination_variant is None or any(d is None for shape in shapes for d in shape):
             return False
-        for i, dest in enumerate(dests):
-            if type(dest) is not np.ndarray or dest.flags.num & _INTO != _INTO:
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        for dest in dests:
+            if type(dest) is not np.ndarray or dest.flags.num & _PASS_BY_POINTER != _PASS_BY_POINTER:
                 return False
-            if any(np.may_share_memory(dest, a) for a in (*args, *dests[:i]) if isinstance(a, np.ndarray)):
+            if any(np.may_share_memory(dest, a) for a in arrays):
                 return False
         variant = self.destination_variant()
         if variant is None:
@@ -353,9 +354,6 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<CompiledFunction {self.symbol}{self.signature} from {self.path}>"
-
-
-_INTO = 0x0001 | 0x0100 | 0x0400   # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE
 
 
 def _array_kind(spec: Any) -> Any:

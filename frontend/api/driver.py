@@ -224,13 +224,7 @@ def _writing_into(function, compile_variant: Callable[[], tuple]):
     """`function` (the runtime's CompiledFunction) with its destination-passing variant, compiled
     at the first call with `out=` that can use it: the same program taking its results'
     destinations (lower_with_signature's `destinations`), which it computes in place."""
-    variant: list = []
-
-    def destination_variant():
-        if not variant:
-            variant.append(compile_variant()[2])
-        return variant[0]
-    function.destination_variant = destination_variant
+    function.destination_variant = functools.cache(lambda: compile_variant()[2])
     return function
 
 

@@ -87,16 +87,21 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
     return _jvp_checked(fn, primals, ts, has_aux)
 
 
+def _dtype_and_shape(x) -> tuple:
+    """A tangent's or cotangent's dtype and shape: float0 for a float0 array (which aval_of does not
+    take), else its aval's."""
+    if not hasattr(x, "aval") and np.asarray(x).dtype == dtypes.float0:
+        return dtypes.float0, np.shape(x)
+    a = aval_of(x)
+    return a.dtype, a.shape
+
+
 def _checked_tangent(i: int, primal, tangent):
     """The tangent of primal leaf i as an array of its primal's dtype (None for an integer or boolean
     primal, whose tangent is float0). As JAX's jvp, a tangent's dtype must equal its primal's: a
     Python int is not a tangent of a float (jax.jvp raises TypeError for `jvp(f, (1.0,), (1,))`)."""
     pa = aval_of(primal)
-    if not hasattr(tangent, "aval") and np.asarray(tangent).dtype == dtypes.float0:
-        t_dtype, t_shape = dtypes.float0, np.shape(tangent)
-    else:
-        ta = aval_of(tangent)
-        t_dtype, t_shape = ta.dtype, ta.shape
+    t_dtype, t_shape = _dtype_and_shape(tangent)
     want = pa.dtype if dtypes.is_float(pa.dtype) else dtypes.float0
     if t_dtype != want or tuple(t_shape) != tuple(pa.shape):
         kind = "" if dtypes.is_float(pa.dtype) else " (sprue.float0 for an integer or boolean primal, as in JAX)"
@@ -188,11 +193,7 @@ def _checked_cotangent(i: int, ct, out):
     cotangent has its dtype (a Python int is not the cotangent of a float64, a Python float not that
     of a float32); an integer or boolean output takes any cotangent of its shape (float0 in JAX)."""
     oa = aval_of(out)
-    if not hasattr(ct, "aval") and np.asarray(ct).dtype == dtypes.float0:
-        c_dtype, c_shape = dtypes.float0, np.shape(ct)
-    else:
-        ca = aval_of(ct)
-        c_dtype, c_shape = ca.dtype, ca.shape
+    c_dtype, c_shape = _dtype_and_shape(ct)
     if tuple(c_shape) != tuple(oa.shape) or (dtypes.is_float(oa.dtype) and c_dtype != oa.dtype):
         raise SprueTypeError(
             f"vjp_fn: cotangent {i} has type {_type_str(c_dtype, c_shape)} but the function's output is"
