@@ -31,6 +31,7 @@ from sprue.base.errors import (
 from sprue.base.pytree import tree_flatten, tree_map, tree_unflatten
 from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
+from sprue.lax import debugging as debug  # (sprue.debug.print, as jax.debug.print)
 from sprue.lax.control_flow.api import cond_decorator as cond
 from sprue.lax.control_flow.api import for_loop
 from sprue.lax.control_flow.api import switch_decorator as switch
@@ -50,5 +51,5 @@ __all__ = [
     "SprueMemoryError", "StableHLOUnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
     "set_num_threads", "get_num_threads", "random", "scipy", "custom_jvp", "custom_vjp", "checkpoint", "remat",
-    "float0",
+    "float0", "debug",
 ]

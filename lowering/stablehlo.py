@@ -42,6 +42,7 @@ from sprue.lowering import (  # noqa: F401
     rules_control_flow,
     rules_convolution,
     rules_custom,
+    rules_debug,
     rules_elementwise,
     rules_filtering,
     rules_indexing,

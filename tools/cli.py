@@ -115,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--no-into", dest="into", action="store_false",
                    help="leave out the destination-passing entry (a jaxpr input's NAME_into() then copies the"
                         " kernel's results into the caller's buffers; the library compiles in less time)")
+    c.add_argument("--no-debug-print", dest="debug_print", action="store_false",
+                   help="leave out the program's sprue.debug.print calls (the kernel prints nothing)")
     c.add_argument("-v", "--verbose", action="store_true", help="print each stage's time (and tracebacks)")
     return parser
 
@@ -139,7 +141,7 @@ def _diagnostic(err: BaseException, input_path: Path) -> str:
 
 def _compile(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     opts = Options(args.input, args.out_dir, args.name, _emit_kinds(parser, args.emit), args.opt_level,
-                   args.target_cpu, args.verbose, args.target_features, args.into)
+                   args.target_cpu, args.verbose, args.target_features, args.into, args.debug_print)
 
     def log(line: str) -> None:
         print(line, file=sys.stderr)

@@ -50,6 +50,7 @@ class Options:
     verbose: bool = False
     target_features: str = ""     # "+avx2,-fma": LLVM features on top of the CPU's
     into: bool = True             # a jaxpr's destination-passing entry too (the header's true `_into`)
+    debug_print: bool = True      # a jaxpr's sprue.debug.print calls print (else they are left out)
 
 
 @dataclass
@@ -72,7 +73,7 @@ def compile_file(opts: Options, log: Callable[[str], None] | None = None) -> dic
     driver.check_build_options(opts.opt_level, opts.target_cpu, opts.target_features)
     timer = Timer(log if opts.verbose else None)
     name = kernel_name(opts.input, opts.name)
-    kernel = read_kernel(opts.input, name, into=opts.into)
+    kernel = read_kernel(opts.input, name, into=opts.into, debug_print=opts.debug_print)
     timer.lap("read+lower" if kernel.closed_jaxpr is not None else "read")
     return build_kernel(kernel, opts, timer)
 
@@ -81,7 +82,8 @@ def compile_jaxpr(closed_jaxpr, opts: Options, log: Callable[[str], None] | None
     """Like compile_file for a ClosedJaxpr in memory (opts.input only names its source)."""
     driver.check_build_options(opts.opt_level, opts.target_cpu, opts.target_features)
     timer = Timer(log if opts.verbose else None)
-    kernel = kernel_from_jaxpr(closed_jaxpr, kernel_name(opts.input, opts.name), opts.input, into=opts.into)
+    kernel = kernel_from_jaxpr(closed_jaxpr, kernel_name(opts.input, opts.name), opts.input, into=opts.into,
+                               debug_print=opts.debug_print)
     timer.lap("lower")
     return build_kernel(kernel, opts, timer)
 

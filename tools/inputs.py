@@ -17,6 +17,7 @@ from sprue.base.errors import SprueError
 from sprue.io.jax_exported import read_exported
 from sprue.io.saved_format import parse_saved
 from sprue.ir.core import encode_name
+from sprue.lax.debugging import without_prints
 from sprue.runtime import Signature, c_names
 from sprue.runtime.c_names import check_kernel_name, kernel_name_for
 from sprue.runtime.header import c_identifier, unique_names
@@ -53,16 +54,16 @@ def kernel_name(path: Path, name: str | None) -> str:
     return kernel_name_for(path.name.split(".")[0], headers=True)
 
 
-def read_kernel(path: Path, name: str, *, into: bool = True) -> Kernel:
+def read_kernel(path: Path, name: str, *, into: bool = True, debug_print: bool = True) -> Kernel:
     """The kernel in `path`; a jaxpr's with its destination-passing entry unless `into` is False
-    (kernel_from_jaxpr)."""
+    and its sprue.debug.print calls unless `debug_print` is False (kernel_from_jaxpr)."""
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     if path.suffix in STABLEHLO_SUFFIXES:
         return _read_stablehlo(path, name)
     if path.suffix == JAX_EXPORTED_SUFFIX:
         return _read_stablehlo(path, name, read_exported(path.read_bytes(), str(path)).mlir_module)
-    return _read_jaxpr(path, name, into)
+    return _read_jaxpr(path, name, into, debug_print)
 
 
 # -- StableHLO ----------------------------------------------------------------------------------
@@ -76,16 +77,19 @@ def _read_stablehlo(path: Path, name: str, module: bytes | None = None) -> Kerne
 # -- jaxpr --------------------------------------------------------------------------------------
 # Jaxpr files are read as saved programs (io/saved_format.py: sprue's saved format, whose header
 # names the arguments; plain JAX-printed jaxprs too).
-def _read_jaxpr(path: Path, name: str, into: bool) -> Kernel:
+def _read_jaxpr(path: Path, name: str, into: bool, debug_print: bool) -> Kernel:
     closed, _n_implicit, explicit_names = parse_saved(path.read_text(), str(path))
-    return kernel_from_jaxpr(closed, name, path, explicit_names, into=into)
+    return kernel_from_jaxpr(closed, name, path, explicit_names, into=into, debug_print=debug_print)
 
 
 def kernel_from_jaxpr(closed, name: str, source: Path, explicit_names: list[str] | None = None, *,
-                      into: bool = True) -> Kernel:
+                      into: bool = True, debug_print: bool = True) -> Kernel:
     """The kernel of a ClosedJaxpr (read from a file, or made by sprue.make_jaxpr). The C names of
     the trailing (explicit) arguments are `explicit_names` when given. With `into` (and result
-    sizes that follow from the arguments'), the library gets a destination-passing entry too."""
+    sizes that follow from the arguments'), the library gets a destination-passing entry too.
+    Without `debug_print`, its sprue.debug.print calls are left out."""
+    if not debug_print:
+        closed = without_prints(closed)
     arg_names = _invar_names(closed.jaxpr, explicit_names)
     # Called from C: the kernel checks every size of its arguments' descriptors, the static ones too
     # (lowering/rules_checks.py, entry checks), naming the arguments as the header does.

@@ -12,6 +12,7 @@ from sprue.lax.control_flow.api import cond, fori_loop, scan, switch, while_loop
 from sprue.lax.control_flow.primitives import cond_p, for_loop_p, scan_p, while_p  # noqa: F401
 from sprue.lax.convolution import *  # noqa: F401,F403  (conv_general_dilated)
 from sprue.lax.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, remat_p, stop_gradient, stop_gradient_p  # noqa: F401
+from sprue.lax.debugging import debug_print_p  # noqa: F401  (sprue.debug.print's primitive)
 from sprue.lax.dimension_numbers import (  # noqa: F401
     ConvDimensionNumbers,
     GatherDimensionNumbers,

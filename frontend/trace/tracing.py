@@ -113,6 +113,14 @@ class Tracer:
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>"
 
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return repr(self)
+        raise ConcretizationError(
+            f"formatting a traced value with {{:{spec}}} needs its value, but this is a traced array"
+            f" {self.aval.str_short()}{at(user_frame_summary())}, known only when the compiled code runs:"
+            f" print it from the compiled code with sprue.debug.print(\"{{:{spec}}}\", x)")
+
     def __iter__(self):
         if not self.shape:
             raise SprueTypeError("iteration over a 0-d array")
