@@ -15,12 +15,14 @@
 #
 # The `sprue` command is SPRUE_EXECUTABLE (a cache variable: set it to use a particular
 # installation); by default the one in $VIRTUAL_ENV, in the repository's .venv (an editable
-# install, whose cmake/ is this directory), or on PATH.
+# install, whose cmake/ is this directory), beside the installed package, or on PATH.
 
 include_guard(GLOBAL)
 
+# (an installed package's cmake/ is <prefix>/lib/pythonX.Y/site-packages/sprue/cmake: its sprue is in
+# <prefix>/bin, found without an activated environment)
 find_program(SPRUE_EXECUTABLE sprue
-  HINTS "$ENV{VIRTUAL_ENV}/bin" "${CMAKE_CURRENT_LIST_DIR}/../.venv/bin"
+  HINTS "$ENV{VIRTUAL_ENV}/bin" "${CMAKE_CURRENT_LIST_DIR}/../.venv/bin" "${CMAKE_CURRENT_LIST_DIR}/../../../../../bin"
   DOC "the sprue command line compiler")
 if(NOT SPRUE_EXECUTABLE)
   set(Sprue_FOUND FALSE)

@@ -28,6 +28,7 @@ from sprue.base.errors import (
     StableHLOUnsupportedError,
     UnsupportedError,
 )
+from sprue.base.errors import missing_attribute as _missing_attribute
 from sprue.base.pytree import tree_flatten, tree_map, tree_unflatten
 from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -53,3 +54,7 @@ __all__ = [
     "set_num_threads", "get_num_threads", "random", "scipy", "custom_jvp", "custom_vjp", "checkpoint", "remat",
     "float0", "debug",
 ]
+
+
+def __getattr__(name: str):
+    raise _missing_attribute('sprue', name, globals())

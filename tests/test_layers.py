@@ -37,6 +37,8 @@ class Module:
         parts = self.name.split(".")
         if len(parts) == 1 or self.name == "sprue.errors":
             return "sprue"     # the public face: the package's __init__ and sprue.errors
+        if self.name == "sprue.__main__":
+            return "tools"     # `python -m sprue`: the command line
         return parts[1]
 
 

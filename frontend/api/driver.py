@@ -195,6 +195,7 @@ def compile_closed_jaxpr(closed, n_implicit: int, in_names: list[str], out_dir: 
         compile_cache.count("misses")
     names = [d.name for d in implicit] + list(in_names)
     with timing.profiled(stem):
+        timing.describe(equations=len(closed.jaxpr.eqns))
         _lowering()   # imported here, so that a profile shows the import as its own step
         _lowering().backend.prepare_in_background(opt_level=opt_level, cpu=cpu,
                                                   features=build_options.get("features", ""))

@@ -49,11 +49,12 @@ from sprue.api.pickle_format import dumps as dump_payload
 from sprue.api.pickle_format import loads as load_payload
 from sprue.api.shape_functions import flat_destinations
 from sprue.api.shape_signatures import Binding, FunctionSignature, check_results, function_signature, match
-from sprue.api.traced import TracedFunction, abstractify, trace_function
+from sprue.api.traced import TracedFunction, abstractify, as_array_argument, trace_function
 from sprue.base import timing
 from sprue.base.errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
 from sprue.base.pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
 from sprue.base.source_info import user_frame_of, user_frame_summary
+from sprue.base.tracebacks import api_boundary
 from sprue.runtime.build_folders import folder_name
 from sprue.runtime.element_types import is_masked_array
 from sprue.runtime.fastcall import MISS, SINGLE, Array, Const, Scalar, Skip
@@ -179,6 +180,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 class _DispatchInPython:
     """QJIT's call where the C Dispatcher (runtime/fastcall_c.py) is not built: its `_dispatch`."""
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         return self._dispatch(*args, **kwargs)
 
@@ -346,6 +348,7 @@ class QJIT(_CallBase):
         leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
         paths = [_named_path(p, names) for p in paths]
         _refuse_masked(leaves, paths, self.name)
+        leaves = [as_array_argument(x, p) for x, p in zip(leaves, paths)]
         if self._fixed is not None:
             self._check_fits_hints(tree, leaves, paths)
             return self._fixed, leaves
@@ -383,6 +386,7 @@ class QJIT(_CallBase):
                               "or compile with qjit(cast_arguments=True) to convert")
 
     # -- calling ------------------------------------------------------------------------------
+    @api_boundary   # (the C Dispatcher's way in, when its fast caller does not take the call)
     def _dispatch(self, *args, **kwargs):
         # The fast path: positional arguments that are ndarrays and Python/numpy scalars, with the
         # types, dtypes, shapes and static values of a call that went through the general path

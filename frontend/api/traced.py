@@ -11,6 +11,7 @@ import numpy as np
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError
 from sprue.base.pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
+from sprue.base.tracebacks import api_boundary
 from sprue.ir.core import ClosedJaxpr, ShapedArray
 from sprue.ir.shapes import DimExpr
 from sprue.trace.tracing import Tracer, dim_value, trace_flat
@@ -31,8 +32,35 @@ def abstractify(x, path: str = "?") -> ShapedArray:
             raise SprueTypeError(f"argument '{path}': {e}") from None
     if hasattr(x, "__array__") and hasattr(x, "dtype") and hasattr(x, "shape"):
         return abstractify(np.asarray(x), path)
-    raise SprueTypeError(f"argument '{path}': {type(x).__name__} is not a valid argument; expected an array, a Python or"
-                         f" numpy scalar, or a tuple/list/dict of them")
+    raise SprueTypeError(f"argument '{path}': {type(x).__name__} is not a valid argument; expected an array (numpy's,"
+                         f" or any object with __dlpack__, __array__, __array_interface__ or the buffer protocol),"
+                         f" a Python or numpy scalar, or a tuple/list/dict of them")
+
+
+# Arguments numpy takes without a conversion of ours; anything else that holds an array is read
+# through one of Python's array protocols, zero-copy where its layout allows.
+_NATIVE = (np.ndarray, np.generic, bool, int, float, Tracer, ShapedArray)
+
+
+def as_array_argument(x, path: str = "?"):
+    """A qjit argument leaf as numpy sees it: arrays of other libraries through DLPack
+    (`__dlpack__`: JAX, torch, CuPy on the CPU; zero-copy), numpy's array interface or `__array__`,
+    and buffers (`memoryview`, `array.array`); anything else as it is (abstractify refuses it)."""
+    if isinstance(x, _NATIVE) or isinstance(x, (str, bytes, bytearray)):
+        return x
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        try:
+            return np.from_dlpack(x)
+        except (BufferError, TypeError, RuntimeError, ValueError) as e:
+            raise SprueTypeError(f"argument '{path}': a {type(x).__name__} could not be read through DLPack ({e});"
+                                 f" pass an array in the CPU's memory (e.g. np.asarray of it)") from None
+    if hasattr(x, "__array_interface__") or hasattr(x, "__array_struct__") or hasattr(x, "__array__"):
+        return np.asarray(x)
+    try:
+        view = memoryview(x)
+    except TypeError:
+        return x
+    return np.asarray(view)
 
 
 @dataclass
@@ -103,6 +131,7 @@ def make_jaxpr(fn: Callable, static_argnums: Sequence[int] = ()):
     """`make_jaxpr(f)(*args)` is the closed jaxpr of f traced at args' shapes and dtypes."""
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
+    @api_boundary
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         static_vals = {i: args[i] for i in static}

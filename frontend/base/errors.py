@@ -105,3 +105,21 @@ class StableHLOUnsupportedError(ParseError):
 def at(where: str | None) -> str:
     """Suffix naming the user's source location, when it is known."""
     return f" (at {where})" if where else ""
+
+
+def missing_attribute(module: str, name: str, names, numpy_module: str | None = None) -> AttributeError:
+    """The AttributeError of a public module of sprue that has no `name`: it suggests only public
+    names (Python's own suggestion may name a private module: `linalg` -> `_linalg`), and says when
+    numpy has the function sprue.numpy lacks."""
+    import difflib  # (only when a name is missing)
+    if name.startswith("__"):
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
+    public = sorted(n for n in names if not n.startswith("_"))
+    close = difflib.get_close_matches(name, public, n=3)
+    hint = f". Did you mean: {', '.join(repr(c) for c in close)}?" if close else ""
+    if numpy_module is not None:
+        import numpy  # (already imported: sprue.numpy's names are numpy's)
+        if hasattr(numpy, name):
+            hint += (f" (numpy.{name} is not in {module} yet: write it with {module}'s or sprue.lax's"
+                     f" functions, or compute it outside qjit)")
+    return AttributeError(f"module {module!r} has no attribute {name!r}{hint}")

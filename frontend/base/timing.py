@@ -3,11 +3,16 @@ each compilation, the time of every step of it (tracing, the jaxpr to StableHLO,
 pass pipeline, the translation to LLVM IR, LLVM's optimizer with its own per-pass report, object
 emission, linking, loading) to stderr, nested as the steps nest.
 
+The same report goes to Python's logging, logger `sprue`, at DEBUG; a compilation of more than
+SLOW_SECONDS logs one INFO line naming the function, its equation count and its slowest stage.
+SPRUE_LOG=info (or debug) sends the logger's messages to stderr from the environment.
+
 A step is a `with step("name"):` block; outside a profiled compilation it costs one attribute
 read, so the steps stay in the code."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -18,6 +23,24 @@ ENV = "SPRUE_COMPILE_PROFILE"
 # the name issue 16 and -ftime-report's users look for: the same report
 ALIASES = (ENV, "SPRUE_TIMINGS")
 _local = threading.local()
+LOGGER = logging.getLogger("sprue")
+SLOW_SECONDS = 2.0
+LOG_ENV = "SPRUE_LOG"
+
+
+def _configure_from_env() -> None:
+    """SPRUE_LOG=debug|info|warning: the `sprue` logger at that level, printing to stderr (unless
+    the program configured a handler of its own)."""
+    level = os.environ.get(LOG_ENV, "").strip().upper()
+    if level in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        LOGGER.setLevel(level)
+        if not LOGGER.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("sprue: %(message)s"))
+            LOGGER.addHandler(handler)
+
+
+_configure_from_env()
 
 
 def enabled() -> bool:
@@ -42,6 +65,13 @@ def step(name: str) -> Iterator[None]:
         _local.depth -= 1
 
 
+def describe(**facts) -> None:
+    """Facts about the compilation under way (its `equations`), for the slow-compile message."""
+    info = getattr(_local, "info", None)
+    if info is not None:
+        info.update(facts)
+
+
 def note(text: str) -> None:
     """Adds a report (LLVM's per-pass timings) to the profile under way, if any."""
     notes = getattr(_local, "notes", None)
@@ -52,18 +82,44 @@ def note(text: str) -> None:
 @contextlib.contextmanager
 def profiled(what: str) -> Iterator[None]:
     """One compilation of `what`, profiled (and reported to stderr) when SPRUE_COMPILE_PROFILE is set
-    and no outer one is under way in this thread."""
-    if not enabled() or getattr(_local, "steps", None) is not None:
+    and no outer one is under way in this thread; logged (module doc) when the `sprue` logger
+    takes INFO messages."""
+    printed, logged = enabled(), LOGGER.isEnabledFor(logging.INFO)
+    if not (printed or logged) or getattr(_local, "steps", None) is not None:
         yield
         return
-    _local.steps, _local.notes, _local.depth = [], [], 0
+    _local.steps, _local.notes, _local.info, _local.depth = [], [], {}, 0
     try:
         with step(f"compile {what}"):
             yield
     finally:
-        steps, notes = _local.steps, _local.notes
-        _local.steps = _local.notes = None
-        sys.stderr.write(report(steps, notes))
+        steps, notes, info = _local.steps, _local.notes, _local.info
+        _local.steps = _local.notes = _local.info = None
+        if printed:
+            sys.stderr.write(report(steps, notes))
+        if logged:
+            _log(what, steps, notes, info)
+
+
+def _log(what: str, steps: list, notes: list[str], info: dict) -> None:
+    if LOGGER.isEnabledFor(logging.DEBUG):
+        LOGGER.debug(report(steps, notes).rstrip("\n"))
+    total = steps[0][2]
+    if total < SLOW_SECONDS:
+        return
+    stages = [s for s in steps if s[0] == 1]
+    slowest = max(stages, key=lambda s: s[2]) if stages else None
+    inner = []
+    for s in steps[steps.index(slowest) + 1:] if slowest else ():
+        if s[0] <= 1:
+            break
+        if s[0] == 2:
+            inner.append(s)
+    inner_slowest = max(inner, key=lambda s: s[2]) if inner else None
+    eqns = f" ({info['equations']:,} equations)" if "equations" in info else ""
+    where = "" if slowest is None else f"; slowest stage: {slowest[1]} {slowest[2]:.1f} s" + (
+        f" (of it {inner_slowest[1]} {inner_slowest[2]:.1f} s)" if inner_slowest else "")
+    LOGGER.info(f"compiling {what}{eqns} took {total:.1f} s{where}")
 
 
 def report(steps: list, notes: list[str]) -> str:

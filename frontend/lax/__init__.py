@@ -2,6 +2,7 @@
 reference rule are beside its definition in this package; its lowering is in sprue.lowering."""
 from __future__ import annotations
 
+from sprue.base.errors import missing_attribute as _missing_attribute
 from sprue.lax import elementwise as _e
 from sprue.lax import structural as _s
 from sprue.lax._rules import runtime_size_ops as _runtime_size_ops
@@ -56,3 +57,7 @@ def dynamic_update_slice(x, update, start_indices):
 _lax_ops.add, _lax_ops.mul, _lax_ops.div, _lax_ops.rem = _e.add, _e.mul, _e.div, _e.rem
 _lax_ops.convert_element_type = _e.convert_element_type
 _lax_ops.broadcast_in_dim, _lax_ops.transpose = _s.broadcast_in_dim, _s.transpose
+
+
+def __getattr__(name: str):
+    raise _missing_attribute('sprue.lax', name, globals())

@@ -7,8 +7,11 @@ arrays their operators and methods (`x + y`, `x[i]`, `x.T`, `x.sum()`, `x.at[i].
 """
 from __future__ import annotations
 
+import sys as _sys
+
 import numpy as _np
 
+from sprue.base.errors import missing_attribute as _missing_attribute
 from sprue.numpy import _avals, _promote
 from sprue.numpy._avals import SprueIndexError  # noqa: F401
 from sprue.numpy._creation import *  # noqa: F401,F403
@@ -63,3 +66,10 @@ def can_cast(from_, to, casting="safe"):
     return _np.can_cast(_np.dtype(src), _np.dtype(to), casting)
 
 from sprue.numpy import linalg  # noqa: E402,F401  (last: it builds on the names above)
+from sprue.numpy._numpy_dispatch import install_numpy_dispatch as _install_numpy_dispatch  # noqa: E402
+
+_install_numpy_dispatch(_sys.modules[__name__])   # numpy's functions on traced arrays run the ones above
+
+
+def __getattr__(name: str):
+    raise _missing_attribute('sprue.numpy', name, globals(), 'numpy')

@@ -60,7 +60,10 @@ def test_version_help_and_cmake_dir():
     proc = cli("--cmake-dir")
     assert proc.returncode == 0 and (Path(proc.stdout.strip()) / "SprueConfig.cmake").is_file()
     proc = cli("compile", "--help")
-    assert proc.returncode == 0 and all(k in proc.stdout for k in ("--emit", "-O", "--target-cpu", "--name"))
+    assert proc.returncode == 0 and all(k in proc.stdout for k in ("--emit", "-O", "--target-cpu", "--name",
+                                                                   "--no-debug-print"))
+    module = subprocess.run([sys.executable, "-m", "sprue", "--version"], capture_output=True, text=True, timeout=60)
+    assert module.returncode == 0 and module.stdout.strip() == f"sprue {sprue.__version__}"   # python -m sprue
 
 
 def test_compile_from_the_console_script(mlir, tmp_path):
