@@ -11,6 +11,7 @@ Python function -> jaxpr -> StableHLO -> MLIR pipelines -> LLVM IR -> object -> 
 called through a cffi runtime with memref descriptors.
 """
 from sprue import errors, lax, numpy, random, scipy  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
+from sprue.api.array_type import Array
 from sprue.api.costs import cost
 from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
 from sprue.api.qjit import QJIT, qjit
@@ -52,7 +53,7 @@ __all__ = [
     "SprueMemoryError", "StableHLOUnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
     "set_num_threads", "get_num_threads", "random", "scipy", "custom_jvp", "custom_vjp", "checkpoint", "remat",
-    "float0", "debug",
+    "float0", "debug", "Array",
 ]
 
 

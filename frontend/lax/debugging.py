@@ -242,3 +242,6 @@ def without_prints(closed):
             return type(x)(strip(y) for y in x)
         return x
     return strip(closed)
+
+
+__all__ = ["MAX_RANK", "check_spec", "debug_print_p", "enabled", "parse_spec", "print", "without_prints"]
