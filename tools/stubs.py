@@ -8,6 +8,7 @@ and that `mypy --strict` accepts a user's program."""
 from __future__ import annotations
 import __future__
 
+import ast
 import importlib
 import inspect
 import sys
