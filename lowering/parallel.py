@@ -418,8 +418,12 @@ def _outline(op: ir.Operation, dim: int, positions: list[int | None], sizes: lis
     # pointer (two equal pointers LLVM cannot tell apart fail its vectorizer's overlap check at
     # run time: the GELU of a transformer block ran scalar, 1.35x slower)
     where = {v: positions[k] for k, v in enumerate(operands)}
-    outside = [v for v in captures([op])[0] if v not in where]
-    params = list(dict.fromkeys(operands[:n_ins])) + [v for v in outside if not _copied(v)] + partials
+    captured, uses = captures([op])
+    # an operand's buffer read inside the body too (a gather fused into it loads from the whole
+    # buffer at absolute indices) is passed whole, beside its view
+    in_body = {v for user, _, v in uses if user != op}
+    outside = [v for v in captured if v not in where or v in in_body]
+    params = list(dict.fromkeys(operands[:n_ins] + [v for v in outside if not _copied(v)])) + partials
     with op.location:
         fn, entry = _chunk_function(module, name, params)
         lo, hi = entry.arguments[0], entry.arguments[1]

@@ -67,6 +67,7 @@ def can_cast(from_, to, casting="safe"):
 
 from sprue.numpy import linalg  # noqa: E402,F401  (last: it builds on the names above)
 from sprue.numpy._more import *  # noqa: E402,F401,F403  (compositions of the names above)
+from sprue.numpy._more_stats import *  # noqa: E402,F401,F403
 from sprue.numpy._numpy_dispatch import install_numpy_dispatch as _install_numpy_dispatch  # noqa: E402
 
 _install_numpy_dispatch(_sys.modules[__name__])   # numpy's functions on traced arrays run the ones above

@@ -276,24 +276,30 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 
 def searchsorted(a, v, side="left", sorter=None, *, method=None):
-    """numpy.searchsorted by a binary search: ceil(log2(n + 1)) steps over every value at once."""
+    """numpy.searchsorted by a binary search over every value at once: ceil(log2(n + 1)) steps for
+    a static n, a while loop (until every search has closed) for a run-time one."""
     a = operand("searchsorted", a)
     if sorter is not None:
         a = jnp.take(a, sorter)
     if side not in ("left", "right"):
         raise value_error("searchsorted", f"side must be 'left' or 'right', got {side!r}")
     v = operand("searchsorted", v)
-    n = _axis_len("searchsorted", a, 0)
-    lo = jnp.zeros(aval(v).shape, np.int64)
-    hi = jnp.full(aval(v).shape, n, np.int64)
-    for _ in range(builtins.max(1, math.ceil(math.log2(n + 1)))):
+    n = aval(a).shape[0]
+    last = jnp.maximum(jnp.asarray(n) - 1, 0)
+
+    def step(bounds):
+        lo, hi = bounds
         mid = (lo + hi) // 2
-        x = jnp.take(a, jnp.clip(mid, 0, builtins.max(n - 1, 0)))
-        go_right = (x < v) if side == "left" else (x <= v)
-        go_right = go_right & (lo < hi)
-        lo = jnp.where(go_right, mid + 1, lo)
-        hi = jnp.where(go_right | (lo >= hi), hi, mid)
-    return lo
+        x = jnp.take(a, jnp.clip(mid, 0, last))
+        go_right = ((x < v) if side == "left" else (x <= v)) & (lo < hi)
+        return jnp.where(go_right, mid + 1, lo), jnp.where(go_right | (lo >= hi), hi, mid)
+    bounds = (jnp.zeros(aval(v).shape, np.int64), jnp.zeros(aval(v).shape, np.int64) + n)
+    if isinstance(n, (int, np.integer)):
+        for _ in range(builtins.max(1, math.ceil(math.log2(int(n) + 1)))):
+            bounds = step(bounds)
+    else:
+        bounds = lax.while_loop(lambda b: jnp.any(b[0] < b[1]), step, bounds)
+    return bounds[0]
 
 
 def digitize(x, bins, right=False):
