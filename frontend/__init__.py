@@ -14,6 +14,8 @@ from sprue import errors, lax, numpy, random, scipy  # noqa: F401  (public modul
 from sprue.api.array_type import Array
 from sprue.api.costs import cost
 from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
+from sprue.api.numpy_vmap import apply_along_axis as _apply_along_axis
+from sprue.api.numpy_vmap import vectorize as _vectorize
 from sprue.api.qjit import QJIT, qjit
 from sprue.api.saved import load, save
 from sprue.api.shape_signatures import assert_shape
@@ -40,6 +42,9 @@ from sprue.lax.control_flow.api import switch_decorator as switch
 from sprue.lax.control_flow.api import while_loop_decorator as while_loop
 from sprue.lax.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from sprue.runtime.threads import get_num_threads, set_num_threads  # noqa: E402
+
+# sprue.numpy's functions made with vmap (sprue.api's, so defined above sprue.numpy: api/numpy_vmap.py)
+numpy.apply_along_axis, numpy.vectorize = _apply_along_axis, _vectorize
 
 kernel = qjit   # a function compiled as its own function; inside traced code its calls are call equations
 

@@ -147,3 +147,20 @@ def test_bincount_needs_a_static_length_when_traced():
     with pytest.raises(sprue.SprueValueError, match="inside qjit the result's length must be static: pass length="):
         sprue.qjit(lambda v: jnp.bincount(v))(ints)
     _check(jnp.bincount(ints), np.bincount(ints))   # eagerly numpy's length
+
+
+def test_apply_along_axis_and_vectorize_map_with_vmap():
+    a = rng.normal(size=(2, 3, 4))
+    for axis in (0, 1, 2, -1):
+        want = np.apply_along_axis(lambda v: v.sum() * v, axis, a)
+        _check(jnp.apply_along_axis(lambda v: v.sum() * v, axis, a), want)
+        _check(sprue.qjit(lambda x: jnp.apply_along_axis(lambda v: jnp.sum(v) * v, axis, x))(a), want)
+    _check(sprue.qjit(lambda x: jnp.apply_along_axis(jnp.sort, 2, x))(a), np.apply_along_axis(np.sort, 2, a))
+    step = jnp.vectorize(lambda x, y: jnp.where(x > y, x - y, x + y))
+    want = np.vectorize(lambda x, y: x - y if x > y else x + y)(np.arange(4.0)[:, None], np.arange(3.0))
+    _check(sprue.qjit(step)(np.arange(4.0)[:, None], np.arange(3.0)), want)
+    matvec = jnp.vectorize(lambda m, v: m @ v, signature="(n,n),(n)->(n)")
+    M, V = rng.normal(size=(5, 3, 3)), rng.normal(size=(3,))
+    _check(sprue.qjit(matvec)(M, V), np.einsum("bij,j->bi", M, V))
+    with pytest.raises(sprue.SprueValueError, match="not a valid gufunc signature"):
+        jnp.vectorize(lambda v: v, signature="(n->()")
