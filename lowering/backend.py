@@ -12,6 +12,7 @@ there are several results), then one pointer per argument descriptor.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import itertools
@@ -212,11 +213,16 @@ def llvmlite_compatible(llvm_ir: str) -> str:
 
     def fix_line(line: str) -> str:
         def typed(convert):
+            # the float types named on the line, by position, found once: a constant array is one
+            # line of thousands of literals (a search back from each was quadratic: 2 s for 16K)
+            found = [(t.start(), t.group(1)) for t in _FLOAT_TYPE.finditer(line)]
+            starts = [p for p, _ in found]
+
             def repl(m: re.Match) -> str:
-                types = _FLOAT_TYPE.findall(line, 0, m.start())
-                if not types:
+                k = bisect.bisect_left(starts, m.start())
+                if k == 0:
                     raise ValueError(f"cannot type the float literal {m.group(0)!r} in: {line.strip()}")
-                return convert(types[-1], m)
+                return convert(found[k - 1][1], m)
             return repl
         line = _SPECIAL_FLOAT.sub(typed(_special_float_hex), line)
         line = _BITS_FLOAT.sub(typed(_bits_float_hex), line)
