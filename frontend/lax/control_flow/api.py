@@ -89,15 +89,19 @@ def _scalar_aval(construct: str, x, what: str) -> ShapedArray:
     return a
 
 
-def predicate(construct: str, p, what: str = "the predicate"):
-    """p as a bool scalar (integers mean p != 0); floats and arrays are errors."""
+def predicate(construct: str, p, what: str = "the predicate", catalyst: bool = False):
+    """p as a bool scalar (integers mean p != 0); floats and arrays are errors. With `catalyst`
+    (sprue.cond), as Catalyst's CondCallable._convert_predicate_to_bool: a float means p != 0 too
+    (`astype(bool)`: NaN is true), and a one-element 1-D array is a scalar."""
     p = _value(p)
+    if catalyst and isinstance(p, (Tracer, np.ndarray)) and np.shape(p) == (1,):
+        p = p[0]
     a = _scalar_aval(construct, p, what)
     if dtypes.is_bool(a.dtype):
         return p if isinstance(p, Tracer) else bool(p)
-    if not dtypes.is_int(a.dtype):
-        raise SprueTypeError(f"{construct}: {what} must be a boolean or integer scalar, got {a.str_short()}"
-                             f"{_where()}")
+    if not dtypes.is_int(a.dtype) and not (catalyst and dtypes.is_float(a.dtype)):
+        raise SprueTypeError(f"{construct}: {what} must be a boolean{', integer or float' if catalyst else ' or integer'}"
+                             f" scalar, got {a.str_short()}{_where()}")
     if isinstance(p, Tracer):
         return _e.ne_p.bind(p, np.zeros((), a.dtype)[()])
     return bool(p != 0)
@@ -437,13 +441,13 @@ class Cond:
     whose predicate holds."""
 
     def __init__(self, pred, fn: Callable):
-        self._preds = [predicate("cond", pred)]
+        self._preds = [predicate("cond", pred, catalyst=True)]
         self._fns = [fn]
         self._otherwise: Callable | None = None
         functools.update_wrapper(self, fn)
 
     def else_if(self, pred):
-        p = predicate("cond", pred, "the else_if predicate")
+        p = predicate("cond", pred, "the else_if predicate", catalyst=True)
 
         def register(fn: Callable) -> "Cond":
             self._preds.append(p)
@@ -474,7 +478,7 @@ class Cond:
         otherwise = self._otherwise or (lambda *_: None)
         order = [*range(1, len(self._fns) + 1), 0]
         missing = getattr(self, "__name__", "cond") if self._otherwise is None else None
-        return cond_branches("cond", self._index(), [otherwise, *self._fns], operands, order, missing)
+        return cond_branches("cond", self._index(), [otherwise, *self._fns], operands, order, missing, promote=True)
 
 
 def _fn_name(fn) -> str:
@@ -482,38 +486,47 @@ def _fn_name(fn) -> str:
 
 
 class Switch:
-    """Catalyst's index switch: `@switch(i)` (or `@switch(i, case=c)`) on the branch for case 0 (c),
-    `@f.branch(k)` for any other integer case k (in any order, negative too), `@f.default()` for every
-    other index; without a default the first branch takes every index no case names. `f(*args,
-    **kwargs)` calls the branch; every branch is traced, their results promoted to a common type. A
-    cond equation whose branch index is computed from the cases (no clamping, unlike lax.switch)."""
+    """Catalyst's index switch: `@switch(i)` on the branch taken when no case matches (Catalyst's
+    default branch, also case 0 when another function is the `.default()` and no branch is case 0),
+    `@switch(i, case=c)` on the branch of case c, `@f.branch(k)` for any other integer case k (in any
+    order, negative too), `@f.default()` for every other index. `f(*args, **kwargs)` calls the
+    branch; every branch is traced, their results promoted to a common type. A cond equation whose
+    branch index is computed from the cases (no clamping, unlike lax.switch). An index that is a
+    float matches the case it equals (2.0 is case 2; 2.5 none), as Catalyst's dictionary of cases
+    does (`{2: f}.get(2.0)`)."""
 
     def __init__(self, index, case, fn: Callable):
         index = _value(index)
-        self._dtype = _integer_aval("switch", index, "the index").dtype
+        a = _scalar_aval("switch", index, "the index")
+        if not (dtypes.is_int(a.dtype) or dtypes.is_float(a.dtype)):
+            raise SprueTypeError(f"switch: the index must be an integer (or float) scalar, got {a.str_short()}"
+                                 f"{_where()}")
+        self._dtype = a.dtype
         self._index = index
-        self._cases: list[int] = []
+        self._cases: list[int | None] = []   # None: the first branch's implicit case (0, or the default)
         self._fns: list[Callable] = []
         self._default: Callable | None = None
         self._add(case, fn)
         functools.update_wrapper(self, fn)
 
     def _add(self, case, fn: Callable) -> "Switch":
-        if isinstance(case, (bool, np.bool_)) or not isinstance(case, (int, np.integer)):
+        if case is not None and (isinstance(case, (bool, np.bool_)) or not isinstance(case, (int, np.integer))):
             raise SprueTypeError(f"switch: a case must be a Python integer, got {case!r}{_where()}")
         if not callable(fn):
-            raise SprueTypeError(f"switch: case {int(case)}'s branch must be a function, got"
-                                 f" {type(fn).__name__}{_where()}")
-        if int(case) in self._cases:
+            what = "the first branch" if case is None else f"case {int(case)}'s branch"
+            raise SprueTypeError(f"switch: {what} must be a function, got {type(fn).__name__}{_where()}")
+        if case is not None and int(case) in self._cases:
             first = self._fns[self._cases.index(int(case))]
             raise SprueValueError(f"switch: case {int(case)} has two branches ({_fn_name(first)} and {_fn_name(fn)})"
                                   f"{_where()}")
-        self._cases.append(int(case))
+        self._cases.append(None if case is None else int(case))
         self._fns.append(fn)
         return self
 
     def branch(self, case):
         """Decorate the branch taken when the index equals `case`."""
+        if case is None:
+            raise SprueTypeError(f"switch: a case must be a Python integer, got None{_where()}")
         return lambda fn: self._add(case, fn)
 
     def default(self, fn: Callable | None = None):
@@ -528,27 +541,38 @@ class Switch:
             return self
         return register if fn is None else register(fn)
 
-    def _branch_index(self, none: int):
-        """The position of the case equal to the index; `none` when no case is."""
-        info = np.iinfo(self._dtype)
-        found = [(k, c) for k, c in enumerate(self._cases) if info.min <= c <= info.max]
+    def _table(self) -> tuple[list[tuple[int, int]], list[Callable], int]:
+        """((case, branch position) pairs, the branches in the order written, the default's position)."""
+        fns = list(self._fns) + ([self._default] if self._default is not None else [])
+        cases = [(c, k) for k, c in enumerate(self._cases) if c is not None]
+        if self._default is None:
+            return cases, fns, 0
+        if self._cases[0] is None and 0 not in self._cases:
+            cases.insert(0, (0, 0))
+        return cases, fns, len(fns) - 1
+
+    def _branch_index(self, cases: list[tuple[int, int]], none: int):
+        """The position of the branch whose case equals the index; `none` when no case does."""
+        if dtypes.is_int(self._dtype):
+            info = np.iinfo(self._dtype)
+            cases = [(c, k) for c, k in cases if info.min <= c <= info.max]
         if not isinstance(self._index, Tracer):
-            return np.int32(next((k for k, c in found if c == int(self._index)), none))
+            return np.int32(next((k for c, k in cases if c == self._index), none))
         index = np.int32(none)
-        for k, c in reversed(found):
+        for c, k in reversed(cases):
             hit = _e.eq_p.bind(self._index, np.asarray(c, self._dtype)[()])
             index = _e.select_n_p.bind(hit, index, np.int32(k))
         return index
 
     def __call__(self, *args, **kwargs):
-        fns = self._fns if self._default is None else [*self._fns, self._default]
-        return cond_branches("switch", self._branch_index(len(fns) - 1 if self._default else 0),
+        cases, fns, none = self._table()
+        return cond_branches("switch", self._branch_index(cases, none),
                              [lambda a, kw, f=f: f(*a, **kw) for f in fns], (args, kwargs), promote=True)
 
 
-def switch_decorator(index, case=0):
-    """`@switch(index)` turns the decorated function into the first branch (case 0, or `case`) of a
-    Catalyst switch (see Switch)."""
+def switch_decorator(index, case=None):
+    """`@switch(index)` turns the decorated function into the first branch (the default, or case
+    `case`) of a Catalyst switch (see Switch)."""
     return lambda fn: Switch(index, case, fn)
 
 
