@@ -18,6 +18,7 @@ import functools
 import inspect
 import os
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +52,7 @@ from sprue.api.shape_functions import flat_destinations
 from sprue.api.shape_signatures import Binding, FunctionSignature, check_results, function_signature, match
 from sprue.api.traced import TracedFunction, abstractify, trace_function
 from sprue.base import timing
-from sprue.base.errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
+from sprue.base.errors import AheadOfTimeWarning, ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
 from sprue.base.pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
 from sprue.base.source_info import user_frame_of, user_frame_summary
 from sprue.runtime.build_folders import folder_name
@@ -195,7 +196,7 @@ class QJIT(_CallBase):
 
     def __init__(self, fn: Callable, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
                  keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None,
-                 cast_arguments: bool = False):
+                 cast_arguments: bool = False, _ahead_of_time: bool = True):
         if not callable(fn):
             raise SprueTypeError(f"qjit expects a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
@@ -233,10 +234,34 @@ class QJIT(_CallBase):
         self._by_keyword = tuple(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
         self._defaults = tuple(p.default for p in params)
         self.fsig = None
-        hints = self._hints()
-        if hints is not None:
+        self._hint_avals = self._hints()   # every parameter's hinted abstract value, or None
+        self._aot_failure: str | None = None
+        if self._hint_avals is not None:
             self.fsig = function_signature(fn, self.name)
-            self._fixed = self._compile(hints, {})
+        if _ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack:
+            self._compile_ahead()
+
+    def _compile_ahead(self) -> None:
+        """Catalyst's ahead-of-time compilation: a function whose parameters are all annotated (or
+        which has none) is compiled when decorated, so f.jaxpr and f.mlir are there before a call.
+        A failure is a warning here, naming the error and its line (a module that defines the
+        function still imports); the call compiles again and raises it. (Inside another trace the
+        compilation waits for the call: the function may close over that trace's values.)"""
+        try:
+            if self._hint_avals is not None:
+                self._fixed = self._compile(self._hint_avals, {})
+            else:
+                self._last = self._lookup({}, {})[0]
+        except Exception as e:   # reported now as a warning, raised again by the call
+            where = user_frame_of(e.__traceback__)
+            text = str(e) if isinstance(e, SprueError) or not where else f"{type(e).__name__}: {e}{at(where)}"
+            self._aot_failure = text
+            code = getattr(self.fn, "__code__", None)
+            why = "every parameter is annotated" if self._nparams else "it takes no parameters"
+            warnings.warn_explicit(
+                f"qjit({self.name}): compiling at decoration failed ({why}, so it is compiled when decorated):"
+                f" {text}. Calling {self.name} compiles it again and raises the error", AheadOfTimeWarning,
+                code.co_filename if code else "<unknown>", code.co_firstlineno if code else 0)
 
     # -- signatures -------------------------------------------------------------------------
     def _hints(self) -> dict | None:
@@ -346,6 +371,10 @@ class QJIT(_CallBase):
         leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
         paths = [_named_path(p, names) for p in paths]
         _refuse_masked(leaves, paths, self.name)
+        if self._fixed is None and self._hint_avals is not None:   # compiling at decoration failed:
+            with self._lock:                                           # compile (and raise) here
+                if self._fixed is None:
+                    self._fixed = self._compile(self._hint_avals, {})
         if self._fixed is not None:
             self._check_fits_hints(tree, leaves, paths)
             return self._fixed, leaves
@@ -521,6 +550,9 @@ class QJIT(_CallBase):
     # -- inspection ---------------------------------------------------------------------------
     def _latest(self, what: str) -> Compiled:
         c = self._last or self._fixed
+        if c is None and self._aot_failure is not None:
+            raise SprueValueError(f"{self.name}.{what} is not available: compiling {self.name} at decoration failed:"
+                                  f" {self._aot_failure}")
         if c is None:
             raise SprueValueError(f"{self.name}.{what} is not available yet: call the function once (or give"
                                   f" every parameter a type hint) so that it is traced and compiled")
@@ -606,7 +638,7 @@ def _rebuilt(body: dict, objects: tuple) -> QJIT:
     carried = "; ".join("its type hints" if k is None else f"({', '.join(a.str_short() for a in k[1])})"
                         for *_, k in decoded)
     fn = source_reference(reference, why_not, name, signature, carried, lambda f: f.fn if isinstance(f, QJIT) else f)
-    q = QJIT(fn, **options)
+    q = QJIT(fn, **options, _ahead_of_time=False)   # its programs travelled
     q.__doc__ = body["doc"] if isinstance(body["doc"], str) else None
     q.__signature__ = fn.__signature__ = annotated   # (update_wrapper copied the plain one)
     if body["hinted"]:

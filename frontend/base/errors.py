@@ -23,6 +23,8 @@ catches TypeError/ValueError keep working:
     ├── LibraryLoadError (OSError)         a compiled library that cannot be loaded
     └── SprueMemoryError (MemoryError)     an array too large for memory (its size, where it is made)
 
+AheadOfTimeWarning (a UserWarning) reports a failed compilation at decoration (see qjit).
+
 ArgumentError is the common base of the two argument errors. Some classes are defined where they
 are raised (sprue.lowering, sprue.runtime) as subclasses of the ones here.
 """
@@ -105,3 +107,8 @@ class StableHLOUnsupportedError(ParseError):
 def at(where: str | None) -> str:
     """Suffix naming the user's source location, when it is known."""
     return f" (at {where})" if where else ""
+
+
+class AheadOfTimeWarning(UserWarning):
+    """A function qjit compiles when it is decorated (every parameter annotated, or none) failed to
+    compile then; calling it raises the error (compiling again first)."""
