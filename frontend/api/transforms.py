@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 import sprue.numpy as jnp
+from sprue.api import options
 from sprue.api.qjit import QJIT
 from sprue.api.traced import parameter_names, pretty_path, trace_function
 from sprue.base import dtypes
@@ -47,6 +48,14 @@ def _trace(fn: Callable, args: Sequence, kwargs: dict | None = None):
     return traced.closed_jaxpr.jaxpr, traced.closed_jaxpr.consts, leaves, traced.out_tree
 
 
+def _checked(api: str, fn, has_aux, argnums=None) -> None:
+    """A transformation's own arguments, checked when it is applied (options.py)."""
+    options.check_function(fn, api)
+    options.check_flag(has_aux, api, "has_aux")
+    if argnums is not None:
+        options.argnums(argnums, api)
+
+
 def _qjit_of(fn):
     """The QJIT object when fn is a qjit'd function called outside any trace (lazy jit applies)."""
     return fn if isinstance(fn, QJIT) and current_builder() is None else None
@@ -67,6 +76,7 @@ def _cached_transform(q, key, make: Callable):
 # -- jvp ----------------------------------------------------------------------------------------
 def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
     """`(fn(*primals), tangent of the output)` for the input tangents (one per primal, same trees)."""
+    _checked("jvp", fn, has_aux)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise SprueTypeError(f"jvp: primals and tangents must be tuples (one entry per argument of {_name(fn)}),"
                              f" got {type(primals).__name__} and {type(tangents).__name__}{_where()}")
@@ -153,6 +163,7 @@ def _aux_split(out_tree: TreeDef, fn) -> tuple[TreeDef, TreeDef]:
 def vjp(fn: Callable, *primals, has_aux: bool = False):
     """`(fn(*primals), vjp_fn)`, `vjp_fn(cotangent)` a tuple with one cotangent per primal
     (`(out, vjp_fn, aux)` with has_aux)."""
+    _checked("vjp", fn, has_aux)
     q = _qjit_of(fn)
     if q is not None:
         out = q(*primals)
@@ -227,6 +238,7 @@ def _check_argnums(argnums, nargs: int, fn) -> tuple[int, ...]:
 def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
     """`value_and_grad(f)(*args)` is `(f(*args), gradient)` for a scalar-valued f; the gradient is a
     tuple when argnums is a tuple. With has_aux, f returns (value, aux): `((value, aux), grad)`."""
+    _checked("value_and_grad", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(value_and_grad(q.fn, argnums, has_aux), q)
@@ -254,8 +266,11 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
         if has_aux:
             value_tree, aux_tree = _aux_split(out_tree, fn)
         outs, backward = vjp_jaxpr(jaxpr, consts, leaves, active)
-        if value_tree.kind != "leaf" or aval_of(outs[0]).shape != () or not dtypes.is_float(aval_of(outs[0]).dtype):
+        # Catalyst's grad takes an output that is a pytree of one scalar ([x*x], {"k": x*x}); JAX's a bare one
+        if value_tree.num_leaves != 1 or aval_of(outs[0]).shape != () or not dtypes.is_float(aval_of(outs[0]).dtype):
             got = aval_of(outs[0]).str_short() if value_tree.kind == "leaf" else f"a structure {value_tree}"
+            if value_tree.kind != "leaf" and value_tree.num_leaves == 1:
+                got = f"{got} of {aval_of(outs[0]).str_short()}"
             raise SprueTypeError(f"grad requires {_name(fn)} to return a floating-point scalar, got {got}{_where()};"
                                  f" use jacrev or vjp for other outputs")
         one = np.ones((), aval_of(outs[0]).dtype)
@@ -263,14 +278,16 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
         grads = [instantiate(g, x) for g, x in zip(grads, leaves)]
         per_arg = _split_by_arg(grads, arg_trees)
         g = per_arg[nums[0]] if isinstance(argnums, int) else tuple(per_arg[n] for n in nums)
+        value = tree_unflatten(value_tree, outs[:1])
         if has_aux:
-            return (outs[0], tree_unflatten(aux_tree, outs[1:])), g
-        return outs[0], g
+            return (value, tree_unflatten(aux_tree, outs[1:])), g
+        return value, g
     return value_and_grad_fn
 
 
 def grad(fn: Callable, argnums=0, has_aux: bool = False):
     """The gradient of a scalar-valued function (JAX's grad: argnums, has_aux)."""
+    _checked("grad", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(grad(q.fn, argnums, has_aux), q)
@@ -301,6 +318,10 @@ def vmap(fn: Callable, in_axes=0, out_axes=0, axis_size: int | None = None):
     """Vectorize fn over a leading (or `in_axes`) axis of its arguments; None leaves an argument
     unbatched. Outputs are stacked along `out_axes`. `axis_size` gives the batch size when no
     argument is batched (and must agree with the batched ones otherwise)."""
+    options.check_function(fn, "vmap")
+    options.check_axes_spec(in_axes, "vmap", "in_axes")
+    options.check_axes_spec(out_axes, "vmap", "out_axes")
+    options.check_axis_size(axis_size, "vmap")
     q = _qjit_of(fn)
     if q is not None and not q.static_names:
         return _lazy_jit(vmap(q.fn, in_axes, out_axes, axis_size), q, same_signature=False)
@@ -414,6 +435,7 @@ def _finish_jacobian(blocks_per_out: list[list], out_tree: TreeDef, in_tree: Tre
 def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
     """The Jacobian by forward mode: one jvp per input element, vectorized with vmap. For an output
     of shape O and an input of shape I the block has shape O + I."""
+    _checked("jacfwd", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(jacfwd(q.fn, argnums, has_aux), q)
@@ -458,6 +480,7 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
 
 def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
     """The Jacobian by reverse mode: one vjp per output element, vectorized with vmap."""
+    _checked("jacrev", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(jacrev(q.fn, argnums, has_aux), q)
@@ -499,6 +522,7 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
 
 def hessian(fn: Callable, argnums=0, has_aux: bool = False):
     """The Hessian: jacfwd of jacrev."""
+    _checked("hessian", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(hessian(q.fn, argnums, has_aux), q)
