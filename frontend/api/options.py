@@ -107,7 +107,7 @@ def check_intermediate(value, fn_name: str):
 
 
 # -- abstracted_axes -------------------------------------------------------------------------------
-def check_abstracted_axes(spec, fn_name: str):
+def check_abstracted_axes(spec, api: str):
     """Catalyst's abstracted_axes: {axis: name} for every array argument, or a tuple with one such
     dict (or None) per positional argument."""
     if spec is None:
@@ -118,7 +118,7 @@ def check_abstracted_axes(spec, fn_name: str):
             continue
         if not isinstance(e, dict) or not all(_is_int(k) and isinstance(v, str) and v.isidentifier()
                                                for k, v in e.items()):
-            raise SprueTypeError(f"qjit({fn_name}): abstracted_axes entries must be dicts {{axis: \"name\"}}"
+            raise SprueTypeError(f"{api}: abstracted_axes entries must be dicts {{axis: \"name\"}}"
                                  f" (or None), got {e!r}{_where()}")
     return spec
 

@@ -210,7 +210,7 @@ class QJIT(_CallBase):
             options.str_tuple(static_argnames, f"qjit({self.name})", "static_argnames"), self.name)
         self.keep_intermediate = options.check_intermediate(keep_intermediate, self.name)
         self.cast_arguments = options.check_flag(cast_arguments, f"qjit({self.name})", "cast_arguments")
-        self.abstracted_axes = options.check_abstracted_axes(abstracted_axes, self.name)
+        self.abstracted_axes = options.check_abstracted_axes(abstracted_axes, f"qjit({self.name})")
         self.compile_count = 0  # how many times this function was traced and compiled
         self._cache: dict[Any, Compiled] = {}
         self._lock = threading.Lock()   # reset in a forked child (_after_fork_in_child)
