@@ -28,7 +28,7 @@ import numpy as np
 
 from sprue.api import options
 from sprue.api.call_sites import call_in_trace
-from sprue.api.container_args import CONTAINERS, PY_SCALARS, container_key, flattener, leaf_key, leaves_of
+from sprue.api.container_args import PY_SCALARS, container_key, flattener, is_container, leaf_key, leaves_of
 from sprue.api.driver import ImplicitDim, compile_closed_jaxpr, out_dir_for, size_of
 from sprue.api.hints import hint_to_avals, is_hint
 from sprue.api.pickle_format import (
@@ -507,7 +507,7 @@ class QJIT(_CallBase):
             t = type(a)
             if i in static:
                 key.append(static_key(a))
-            elif (entry := container_key(a) if t in CONTAINERS else leaf_key(a)) is not None:
+            elif (entry := container_key(a) if is_container(t) else leaf_key(a)) is not None:
                 key.append(entry)
             else:
                 return None
@@ -521,7 +521,7 @@ class QJIT(_CallBase):
         except TypeError:
             return None
         # a container argument (container_args.py): its entries, flattened by the plan
-        layout = [key[i] if i not in self._static_pos and type(a) in CONTAINERS else None for i, a in enumerate(args)]
+        layout = [key[i] if i not in self._static_pos and is_container(type(a)) else None for i, a in enumerate(args)]
         leaves = [leaves_of(a, lay) if lay is not None else [a] for a, lay in zip(args, layout)]
         n_implicit = len(flat) - sum(len(v) for i, v in enumerate(leaves) if i not in self._static_pos)
         if not all(type(v) is int or isinstance(v, np.integer) for v in flat[:n_implicit]):
