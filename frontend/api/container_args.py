@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from sprue.base.eager_array import EagerArray
 from sprue.base.pytree import dict_keys, node_flattener
 
 PY_SCALARS = (float, int, bool)
@@ -28,7 +29,7 @@ def leaf_key(a: Any) -> Any:
     """An entry's part of a call's key: (dtype, shape) of an ndarray, the type of a scalar; None
     for anything else."""
     t = type(a)
-    if t is np.ndarray:
+    if t is np.ndarray or t is EagerArray:
         return a.dtype, a.shape
     if t in PY_SCALARS or issubclass(t, np.generic):
         return t

@@ -531,7 +531,7 @@ class QJIT(_CallBase):
             if i in self._static_pos:
                 kinds.append(Skip(a, _static_matcher(a)))
             else:
-                kinds += [Array(v.dtype, v.shape) if type(v) is np.ndarray else Scalar(type(v)) for v in leaves[i]]
+                kinds += [Array(v.dtype, v.shape) if isinstance(v, np.ndarray) else Scalar(type(v)) for v in leaves[i]]
         out_tree = compiled.traced.out_tree
         finish = SINGLE if out_tree.kind == "leaf" else functools.partial(tree_unflatten, out_tree)
         specialize = getattr(compiled.function, "specialize", None)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as _np
 
+from sprue.base.eager_array import EagerArray  # noqa: F401  (the type of eager results: ndarrays with .at)
 from sprue.numpy import _avals, _promote
 from sprue.numpy._avals import SprueIndexError  # noqa: F401
 from sprue.numpy._creation import *  # noqa: F401,F403
 from sprue.numpy._creation import SCALAR_TYPES as _SCALAR_TYPES
-from sprue.numpy._eager import EagerArray  # noqa: F401  (the type of eager results: ndarrays with .at)
 from sprue.numpy._indexing import put_along_axis, take, take_along_axis  # noqa: F401
 from sprue.numpy._lax_dynamic import install_lax_hooks as _install_lax_hooks
 from sprue.numpy._linalg import *  # noqa: F401,F403

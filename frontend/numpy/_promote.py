@@ -13,13 +13,13 @@ import numpy as np
 
 from sprue import lax
 from sprue.base import dtypes
+from sprue.base.eager_array import eager
 from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.ir.core import impl_rules
 from sprue.ir.shapes import DimExpr
 from sprue.lax import elementwise as _e
 from sprue.numpy import _dims as _d
 from sprue.numpy._avals import any_tracer, aval, describe, is_py_scalar, loc, type_error, value_error
-from sprue.numpy._eager import eager
 from sprue.trace.tracing import Tracer, current_builder
 
 

@@ -77,3 +77,15 @@ def test_eager_arrays_are_numpy_arrays_for_qjit_and_pickle():
     back = pickle.loads(pickle.dumps(a))
     assert type(back) is np.ndarray
     np.testing.assert_array_equal(back, np.cos(X))
+
+
+def test_eager_arrays_take_the_fast_call_path():
+    from sprue.runtime import fastcall
+    f = sprue.qjit(lambda x: x * 2.0)
+    a = jnp.sin(X)
+    np.testing.assert_array_equal(f(a), np.sin(X) * 2.0)
+    key = f._fast_key((a,))
+    assert key is not None and key in f._plans
+    got = f._plans[key]((jnp.cos(X),))
+    assert got is not fastcall.MISS
+    np.testing.assert_array_equal(got, np.cos(X) * 2.0)
