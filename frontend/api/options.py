@@ -33,7 +33,8 @@ def _is_int(n) -> bool:
 def check_function(fn, api: str) -> None:
     """fn must be callable: `grad("string!")` is an error naming grad, not Python's 'not callable'."""
     if not callable(fn):
-        raise SprueTypeError(f"{api}: expected a function to transform, got {_shown(fn)}{_where()}")
+        raise SprueTypeError(f"{api}: {fn!r:.60} is not a callable object: expected a function to transform, got"
+                             f" {type(fn).__name__}{_where()}")
 
 
 def check_flag(value, api: str, name: str) -> bool:

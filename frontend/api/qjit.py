@@ -255,7 +255,8 @@ class QJIT(_CallBase):
             code = getattr(self.fn, "__code__", None)
             why = "every parameter is annotated" if self._nparams else "it takes no parameters"
             warnings.warn_explicit(
-                f"qjit({self.name}): compiling at decoration failed ({why}, so it is compiled when decorated):"
+                f"qjit({self.name}): ahead-of-time (AOT) compilation at decoration failed ({why}, so it is compiled"
+                f" when decorated):"
                 f" {text}. Calling {self.name} compiles it again and raises the error", AheadOfTimeWarning,
                 code.co_filename if code else "<unknown>", code.co_firstlineno if code else 0)
 

@@ -29,7 +29,7 @@ from sprue.interp.jvp import jvp_jaxpr
 from sprue.interp.vjp import vjp_jaxpr
 from sprue.ir.core import ShapedArray
 from sprue.ir.shapes import prove_equal
-from sprue.trace.tracing import current_builder
+from sprue.trace.tracing import Tracer, current_builder
 
 
 def _name(fn) -> str:
@@ -235,6 +235,31 @@ def _check_argnums(argnums, nargs: int, fn) -> tuple[int, ...]:
     return tuple(n % nargs for n in nums)
 
 
+def _is_traceable(x) -> bool:
+    """An argument transformations trace: a pytree of arrays, scalars and traced values."""
+    return all(isinstance(v, (Tracer, np.ndarray, np.generic, bool, int, float, ShapedArray))
+               or hasattr(v, "__array__") for v in tree_flatten(x)[0])
+
+
+def _fix_untraceable(fn, args: tuple, nums: tuple, argnums):
+    """JAX's argnums_partial: an argument outside argnums that is not an array (a function, a string,
+    any Python object) is a fixed value closed over, not traced. None when there is none; else
+    (fn of the other arguments, those arguments, argnums among them)."""
+    fixed = {i for i, a in enumerate(args) if i not in nums and not _is_traceable(a)}
+    if not fixed:
+        return None
+    keep = [i for i in range(len(args)) if i not in fixed]
+
+    def partial_fn(*dyn, **kwargs):
+        full = list(args)
+        for i, v in zip(keep, dyn):
+            full[i] = v
+        return fn(*full, **kwargs)
+    partial_fn.__name__ = _name(fn)
+    new = tuple(keep.index(n) for n in nums)
+    return partial_fn, tuple(args[i] for i in keep), new[0] if isinstance(argnums, int) else new
+
+
 def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
     """`value_and_grad(f)(*args)` is `(f(*args), gradient)` for a scalar-valued f; the gradient is a
     tuple when argnums is a tuple. With has_aux, f returns (value, aux): `((value, aux), grad)`."""
@@ -246,6 +271,9 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
     @functools.wraps(fn)
     def value_and_grad_fn(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), fn)
+        if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
+            part, dyn, dyn_argnums = fixed
+            return value_and_grad(part, dyn_argnums, has_aux)(*dyn, **kwargs)
         names = parameter_names(fn)
         arg_trees = [tree_flatten(a)[1] for a in args]
         jaxpr, consts, leaves, out_tree = _trace(fn, args, kwargs)
@@ -443,6 +471,9 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
     @functools.wraps(fn)
     def jacfwd_fn(*args):
         nums, diff = _diff_args(fn, args, argnums)
+        if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
+            part, dyn, dyn_argnums = fixed
+            return jacfwd(part, dyn_argnums, has_aux)(*dyn)
         x_leaves, x_tree = tree_flatten(diff)
         sizes = _sizes(x_leaves)
         n = sum(sizes)
@@ -488,6 +519,9 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
     @functools.wraps(fn)
     def jacrev_fn(*args):
         nums, diff = _diff_args(fn, args, argnums)
+        if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
+            part, dyn, dyn_argnums = fixed
+            return jacrev(part, dyn_argnums, has_aux)(*dyn)
         x_leaves, x_tree = tree_flatten(diff)
         _jac_dtype(x_leaves)
         res = vjp(fn, *args, has_aux=has_aux)   # every argument traced (see jacfwd)

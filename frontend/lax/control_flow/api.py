@@ -237,7 +237,10 @@ def _branch_types(construct: str, bodies: Sequence[Body], order: Sequence[int],
         if len({(a.shape, a.dtype) for a in row}) == 1:
             target.append(row[0])
             continue
-        cf.check_types(f"{construct} branches return different types", *cols)
+        # (Catalyst's constructs also say it as Catalyst does, for code that matches its message)
+        cf.check_types(f"{construct} branches return different types", *cols,
+                       note=". Control flow requires a consistent array shape per result across all branches: make"
+                            " every branch return arrays of the same shapes" if promote else "")
     return target
 
 
@@ -279,8 +282,10 @@ def cond_branches(construct: str, index, fns: Sequence[Callable], operands: tupl
         _no_local_sizes(construct, bodies[k])
     trees = [bodies[k].out_tree for k in order]
     if any(t != trees[0] for t in trees):
+        note = (". Control flow requires a consistent return structure across all branches: make every branch"
+                " return the same tuples, lists and dicts") if promote else ""
         raise SprueTypeError(f"{construct} branches return different pytree structures: "
-                             f"{' vs '.join(str(t) for t in trees)}{_where()}")
+                             f"{' vs '.join(str(t) for t in trees)}{note}{_where()}")
     target = _branch_types(construct, bodies, order, promote)
     if target is not None:
         bodies = [trace(f, target) for f in fns]

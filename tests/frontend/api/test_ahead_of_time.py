@@ -45,7 +45,7 @@ def test_a_failure_is_reported_at_decoration_and_at_the_call():
         def bad(x: sprue.f64[3]):
             return x + jnp.ones(4)       # shapes (3,) and (4,) do not broadcast
     text = str(record[0].message)
-    assert re.search(r"qjit\(bad\): compiling at decoration failed \(every parameter is annotated", text), text
+    assert re.search(r"qjit\(bad\): ahead-of-time \(AOT\) compilation at decoration failed \(every parameter is annotated", text), text
     assert re.search(r"\(3,\).*\(4,\)|f64\[3\].*f64\[4\]", text) and re.search(HERE, text), text
     assert record[0].filename == __file__
     with pytest.raises(sprue.SprueValueError, match=r"bad\.jaxpr is not available: compiling bad at decoration"

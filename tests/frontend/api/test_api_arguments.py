@@ -37,16 +37,16 @@ def f2(x, y):
     (lambda: sprue.qjit(f2, keep_intermediate=3), sprue.SprueTypeError,
      r"qjit\(f2\): keep_intermediate must be True/False or a directory, got int 3"),
     (lambda: sprue.qjit("string!"), sprue.SprueTypeError, r"qjit expects a function, got str"),
-    (lambda: sprue.grad("string!"), sprue.SprueTypeError, r"grad: expected a function to transform, got str 'string!'"),
-    (lambda: sprue.value_and_grad(3), sprue.SprueTypeError, r"value_and_grad: expected a function to transform, got int"),
-    (lambda: sprue.jacfwd(None), sprue.SprueTypeError, r"jacfwd: expected a function to transform, got NoneType"),
-    (lambda: sprue.jacrev([]), sprue.SprueTypeError, r"jacrev: expected a function to transform, got list"),
-    (lambda: sprue.hessian(1.0), sprue.SprueTypeError, r"hessian: expected a function to transform"),
-    (lambda: sprue.vmap("f"), sprue.SprueTypeError, r"vmap: expected a function to transform, got str"),
-    (lambda: sprue.jvp(1, (1.0,), (1.0,)), sprue.SprueTypeError, r"jvp: expected a function to transform, got int"),
-    (lambda: sprue.vjp(1, 1.0), sprue.SprueTypeError, r"vjp: expected a function to transform, got int"),
-    (lambda: sprue.make_jaxpr(2), sprue.SprueTypeError, r"make_jaxpr: expected a function to transform"),
-    (lambda: sprue.cost(2), sprue.SprueTypeError, r"cost: expected a function to transform"),
+    (lambda: sprue.grad("string!"), sprue.SprueTypeError, r"grad: 'string!' is not a callable object: expected a function to transform, got str"),
+    (lambda: sprue.value_and_grad(3), sprue.SprueTypeError, r"value_and_grad: 3 is not a callable object: expected a function to transform, got int"),
+    (lambda: sprue.jacfwd(None), sprue.SprueTypeError, r"jacfwd: None is not a callable object: expected a function to transform, got NoneType"),
+    (lambda: sprue.jacrev([]), sprue.SprueTypeError, r"jacrev: \[\] is not a callable object: expected a function to transform, got list"),
+    (lambda: sprue.hessian(1.0), sprue.SprueTypeError, r"hessian: .* is not a callable object: expected a function to transform"),
+    (lambda: sprue.vmap("f"), sprue.SprueTypeError, r"vmap: 'f' is not a callable object: expected a function to transform, got str"),
+    (lambda: sprue.jvp(1, (1.0,), (1.0,)), sprue.SprueTypeError, r"jvp: 1 is not a callable object: expected a function to transform, got int"),
+    (lambda: sprue.vjp(1, 1.0), sprue.SprueTypeError, r"vjp: 1 is not a callable object: expected a function to transform, got int"),
+    (lambda: sprue.make_jaxpr(2), sprue.SprueTypeError, r"make_jaxpr: .* is not a callable object: expected a function to transform"),
+    (lambda: sprue.cost(2), sprue.SprueTypeError, r"cost: .* is not a callable object: expected a function to transform"),
     (lambda: sprue.grad(f2, argnums=1.0), sprue.SprueTypeError,
      r"grad: argnums must be an int or a tuple of ints, got float 1\.0"),
     (lambda: sprue.grad(f2, argnums="x"), sprue.SprueTypeError, r"grad: argnums must be an int or a tuple of ints"),
@@ -168,3 +168,20 @@ def test_grad_of_a_pytree_with_more_leaves_still_raises():
         sprue.grad(f)(np.ones(2))
     with pytest.raises(sprue.SprueTypeError, match=r"got a structure \[\*\] of f64\[2\]"):
         sprue.grad(lambda x: [x * 2.0])(np.ones(2))
+
+
+def test_arguments_outside_argnums_may_be_any_python_object():
+    """As JAX's argnums_partial: a function, a string or any object outside argnums is a fixed value."""
+    def loss(w, model, tag):
+        assert tag == "run"
+        return jnp.sum(model(w) ** 2)
+
+    w = np.linspace(0.1, 1.0, 3)
+    want = 2 * np.sin(w) * np.cos(w)
+    np.testing.assert_allclose(sprue.grad(loss)(w, jnp.sin, "run"), want, rtol=1e-14)
+    np.testing.assert_allclose(sprue.grad(loss)(w, sprue.qjit(jnp.sin), "run"), want, rtol=1e-14)
+    value, g = sprue.value_and_grad(loss, argnums=(0,))(w, jnp.sin, "run")
+    np.testing.assert_allclose(value, np.sum(np.sin(w) ** 2), rtol=1e-14)
+    np.testing.assert_allclose(g[0], want, rtol=1e-14)
+    for jac in (sprue.jacrev, sprue.jacfwd):
+        np.testing.assert_allclose(jac(lambda x, f: f(x), argnums=0)(w, jnp.exp), np.diag(np.exp(w)), rtol=1e-14)
