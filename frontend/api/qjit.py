@@ -28,7 +28,15 @@ import numpy as np
 
 from sprue.api import options
 from sprue.api.call_sites import call_in_trace
-from sprue.api.container_args import PY_SCALARS, container_key, flattener, is_container, leaf_key, leaves_of
+from sprue.api.container_args import (
+    CONTAINERS,
+    PY_SCALARS,
+    container_key,
+    flattener,
+    is_container,
+    leaf_key,
+    leaves_of,
+)
 from sprue.api.driver import ImplicitDim, compile_closed_jaxpr, out_dir_for, size_of
 from sprue.api.hints import hint_to_avals, is_hint
 from sprue.api.pickle_format import (
@@ -508,7 +516,8 @@ class QJIT(_CallBase):
             t = type(a)
             if i in static:
                 key.append(static_key(a))
-            elif (entry := container_key(a) if is_container(t) else leaf_key(a)) is not None:
+            elif (entry := container_key(a) if t in CONTAINERS else leaf_key(a)) is not None or \
+                    is_container(t) and (entry := container_key(a)) is not None:   # a registered pytree class
                 key.append(entry)
             else:
                 return None
