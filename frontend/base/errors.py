@@ -30,6 +30,8 @@ are raised (sprue.lowering, sprue.runtime) as subclasses of the ones here.
 """
 from __future__ import annotations
 
+from sprue.base.source_info import user_frame_summary
+
 
 class SprueError(Exception):
     """Base class of every error sprue raises on purpose."""
@@ -107,6 +109,15 @@ class StableHLOUnsupportedError(ParseError):
 def at(where: str | None) -> str:
     """Suffix naming the user's source location, when it is known."""
     return f" (at {where})" if where else ""
+
+
+def check_callable(fn, api: str, what: str = "the function") -> None:
+    """`fn` must be callable: `for_loop(0, n, 1)(5)` is an error naming the API and the user's line,
+    not Python's "'int' object is not callable" from inside sprue."""
+    if not callable(fn):
+        text = repr(fn)
+        raise SprueTypeError(f"{api}: {what} must be a function, got {type(fn).__name__}"
+                             f" {text if len(text) <= 40 else text[:37] + '...'}{at(user_frame_summary())}")
 
 
 class AheadOfTimeWarning(UserWarning):

@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.base.errors import SprueTypeError, SprueValueError, check_callable
 from sprue.base.pytree import tree_flatten, tree_unflatten
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Var, aval_of_value
 from sprue.ir.shapes import DimExpr
@@ -363,6 +363,7 @@ def scan_carry(construct: str, f: Callable, init, xs, length, reverse: bool, unr
 
 # -- JAX style: sprue.lax ------------------------------------------------------------------------
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, allow_array_resizing: bool = False):
+    check_callable(body_fun, "fori_loop", "body_fun")
     """body_fun(i, val) -> val for i in range(lower, upper); returns the final val. With
     allow_array_resizing, an iteration may return arrays of other sizes."""
     return for_loop_carry("fori_loop", lambda i, c: (body_fun(i, c),), lower, upper, 1, (init_val,), True,
@@ -370,6 +371,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, allow_array_resizin
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val, *, allow_array_resizing: bool = False):
+    check_callable(cond_fun, "while_loop", "cond_fun")
+    check_callable(body_fun, "while_loop", "body_fun")
     """val = body_fun(val) while cond_fun(val); returns the final val. With allow_array_resizing,
     an iteration may return arrays of other sizes."""
     return while_carry("while_loop", cond_fun, lambda c: (body_fun(c),), (init_val,), True,
@@ -383,6 +386,8 @@ def _flag(x) -> bool:
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    check_callable(true_fun, "cond", "true_fun")
+    check_callable(false_fun, "cond", "false_fun")
     """true_fun(*operands) if pred else false_fun(*operands), both traced (JAX's lax.cond)."""
     p = predicate("cond", pred)
     return cond_branches("cond", _as_index(p), [false_fun, true_fun], operands, order=[1, 0])
@@ -405,6 +410,7 @@ def switch(index, branches: Sequence[Callable], *operands):
 
 
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False, unroll: int | bool = 1):
+    check_callable(f, "scan", "f")
     """carry, y = f(carry, x) over the leading axis of xs; returns (carry, ys stacked)."""
     return scan_carry("scan", f, init, xs, length, reverse, unroll)
 
@@ -416,6 +422,8 @@ def for_loop(lower, upper, step, *, allow_array_resizing: bool = False):
     resizing = _flag(allow_array_resizing)
 
     def decorator(body: Callable):
+        check_callable(body, "for_loop", "the loop body")
+
         @functools.wraps(body)
         def loop(*init):
             n = len(init)
@@ -429,8 +437,11 @@ def while_loop_decorator(cond_fn: Callable, *, allow_array_resizing: bool = Fals
     """Decorate body(*carry) -> carry; `loop(*init)` runs it while cond_fn(*carry).
     With allow_array_resizing, an iteration may return arrays of other sizes."""
     resizing = _flag(allow_array_resizing)
+    check_callable(cond_fn, "while_loop", "the condition")
 
     def decorator(body: Callable):
+        check_callable(body, "while_loop", "the loop body")
+
         @functools.wraps(body)
         def loop(*init):
             n = len(init)
@@ -446,6 +457,7 @@ class Cond:
     whose predicate holds."""
 
     def __init__(self, pred, fn: Callable):
+        check_callable(fn, "cond", "the branch")
         self._preds = [predicate("cond", pred, catalyst=True)]
         self._fns = [fn]
         self._otherwise: Callable | None = None
@@ -455,12 +467,14 @@ class Cond:
         p = predicate("cond", pred, "the else_if predicate", catalyst=True)
 
         def register(fn: Callable) -> "Cond":
+            check_callable(fn, "cond", "the else_if branch")
             self._preds.append(p)
             self._fns.append(fn)
             return self
         return register
 
     def otherwise(self, fn: Callable) -> "Cond":
+        check_callable(fn, "cond", "the otherwise branch")
         if self._otherwise is not None:
             raise SprueValueError(f"cond: this cond already has an `otherwise` branch{_where()}")
         self._otherwise = fn

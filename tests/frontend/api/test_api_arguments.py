@@ -69,6 +69,36 @@ def test_invalid_api_arguments_raise_sprue_errors_at_the_users_line(make, exc, p
     assert re.search(HERE, str(info.value)), str(info.value)
 
 
+@pytest.mark.parametrize("make, pattern", [
+    (lambda: sprue.for_loop(0, 3, 1)(5), r"for_loop: the loop body must be a function, got int 5"),
+    (lambda: sprue.while_loop(3), r"while_loop: the condition must be a function, got int 3"),
+    (lambda: sprue.while_loop(lambda c: c < 3)("x"), r"while_loop: the loop body must be a function, got str 'x'"),
+    (lambda: sprue.cond(True)(3), r"cond: the branch must be a function, got int 3"),
+    (lambda: sprue.cond(True)(lambda: 1).otherwise(3), r"cond: the otherwise branch must be a function"),
+    (lambda: sprue.cond(True)(lambda: 1).else_if(False)(None), r"cond: the else_if branch must be a function"),
+    (lambda: sprue.lax.cond(True, 1, 2), r"cond: true_fun must be a function, got int 1"),
+    (lambda: sprue.lax.fori_loop(0, 3, "body", 0.0), r"fori_loop: body_fun must be a function, got str 'body'"),
+    (lambda: sprue.lax.while_loop(3, lambda c: c, 0.0), r"while_loop: cond_fun must be a function, got int 3"),
+    (lambda: sprue.lax.scan(3, 0.0, np.ones(3)), r"scan: f must be a function, got int 3"),
+    (lambda: sprue.custom_jvp(3), r"custom_jvp: the function must be a function, got int 3"),
+    (lambda: sprue.custom_jvp(np.sin).defjvp("rule"), r"custom_jvp\.defjvp: the JVP rule must be a function"),
+    (lambda: sprue.custom_vjp(3), r"custom_vjp: the function must be a function, got int 3"),
+    (lambda: sprue.custom_vjp(np.sin).defvjp(np.sin, 2), r"custom_vjp\.defvjp: bwd must be a function, got int 2"),
+    (lambda: sprue.checkpoint(3), r"checkpoint: the function must be a function, got int 3"),
+])
+def test_control_flow_and_custom_derivatives_take_functions(make, pattern):
+    with pytest.raises(sprue.SprueTypeError) as info:
+        make()
+    assert re.search(pattern, str(info.value)), str(info.value)
+    assert re.search(HERE, str(info.value)), str(info.value)
+
+
+def test_load_takes_a_path():
+    with pytest.raises(sprue.SprueTypeError, match=r"sprue.load expects the path of a saved program \(a str or a"
+                                                   r" pathlib.Path\), got int"):
+        sprue.load(3)
+
+
 def test_argnums_out_of_range_at_the_call():
     with pytest.raises(sprue.SprueValueError, match=r"argnums 2 is out of range: f2 was called with 2 positional"):
         sprue.grad(f2, argnums=2)(1.0, 2.0)
