@@ -336,8 +336,12 @@ def _broadcast_prefix(spec, tree: TreeDef, what: str, fn) -> list:
     if tree.kind in ("tuple", "list", "namedtuple") and isinstance(spec, (tuple, list)) \
             and len(spec) == len(tree.children):
         return [a for s, c in zip(spec, tree.children) for a in _broadcast_prefix(s, c, what, fn)]
-    if tree.kind == "dict" and isinstance(spec, dict) and set(spec) == set(tree.meta):
+    if tree.kind in ("dict", "odict") and isinstance(spec, dict) and set(spec) == set(tree.meta):
         return [a for k, c in zip(tree.meta, tree.children) for a in _broadcast_prefix(spec[k], c, what, fn)]
+    if tree.kind == "custom" and type(spec) is tree.meta[0]:   # a registered class holding axes (as JAX)
+        children = tree_flatten(spec, is_leaf=lambda v: v is None or v is not spec)[0]
+        if len(children) == len(tree.children):
+            return [a for s, c in zip(children, tree.children) for a in _broadcast_prefix(s, c, what, fn)]
     raise SprueValueError(f"vmap({_name(fn)}): {what} {spec!r} does not match the structure {tree}; give an int,"
                           f" None, or a tuple/list/dict matching it")
 

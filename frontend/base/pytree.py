@@ -1,8 +1,10 @@
-"""Pytrees: tuples, lists, dicts (keys sorted, as JAX does), namedtuples, None (a node without
+"""Pytrees: tuples, lists, dicts (keys sorted, as JAX does; an OrderedDict in its order, a defaultdict
+with its default_factory), namedtuples, None (a node without
 children) and the classes registered as nodes (register_pytree_node, as jax.tree_util's), nested.
 Anything else is a leaf. Flattening also yields each leaf's path, for error messages."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from dataclasses import dataclass
@@ -13,8 +15,8 @@ from sprue.base.errors import SprueTypeError, SprueValueError
 
 @dataclass(frozen=True)
 class TreeDef:
-    kind: str            # "leaf", "none", "tuple", "list", "dict", "namedtuple", "custom"
-    meta: Any            # dict keys, the namedtuple class, or (registered class, its aux data)
+    kind: str            # "leaf", "none", "tuple", "list", "dict", "odict", "ddict", "namedtuple", "custom"
+    meta: Any            # dict keys, (default_factory, keys), the namedtuple class, or (registered class, aux data)
     children: tuple      # child TreeDefs
 
     @property
@@ -42,8 +44,10 @@ class TreeDef:
         if self.kind == "none":
             return "None"
         inner = ", ".join(str(c) for c in self.children)
-        if self.kind == "dict":
-            return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.meta, self.children)) + "}"
+        if self.kind in ("dict", "odict", "ddict"):
+            keys = self.meta[1] if self.kind == "ddict" else self.meta
+            inner = "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(keys, self.children)) + "}"
+            return inner if self.kind == "dict" else f"{'OrderedDict' if self.kind == 'odict' else 'defaultdict'}({inner})"
         if self.kind == "list":
             return f"[{inner}]"
         if self.kind == "namedtuple":
@@ -64,7 +68,7 @@ def dict_keys(d: dict) -> list:
 # -- registered classes (jax.tree_util's register_pytree_node) ---------------------------------------
 # type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x, child names or None)
 _REGISTRY: dict[type, tuple[Callable, Callable, tuple[str, ...] | None]] = {}
-_BUILTIN = (tuple, list, dict, type(None))
+_BUILTIN = (tuple, list, dict, type(None), collections.OrderedDict, collections.defaultdict)
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
@@ -157,7 +161,12 @@ def _children(x) -> tuple[str, Any, list, list[str]] | None:
     if isinstance(x, list):
         return "list", None, list(x), [f"[{i}]" for i in range(len(x))]
     if isinstance(x, dict):
+        if type(x) is collections.OrderedDict:   # as JAX: insertion order, rebuilt as an OrderedDict
+            keys = list(x)
+            return "odict", tuple(keys), [x[k] for k in keys], [f"[{k!r}]" for k in keys]
         keys = dict_keys(x)
+        if type(x) is collections.defaultdict:   # sorted keys; rebuilt with its default_factory
+            return "ddict", (x.default_factory, tuple(keys)), [x[k] for k in keys], [f"[{k!r}]" for k in keys]
         return "dict", tuple(keys), [x[k] for k in keys], [f"[{k!r}]" for k in keys]
     return None
 
@@ -227,6 +236,10 @@ def _build(tree: TreeDef, it):
         return children
     if tree.kind == "dict":
         return dict(zip(tree.meta, children))
+    if tree.kind == "odict":
+        return collections.OrderedDict(zip(tree.meta, children))
+    if tree.kind == "ddict":
+        return collections.defaultdict(tree.meta[0], zip(tree.meta[1], children))
     if tree.kind == "custom":
         cls, aux = tree.meta
         entry = _REGISTRY.get(cls)

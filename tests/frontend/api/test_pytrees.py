@@ -205,3 +205,28 @@ def test_pickled_and_saved_with_registered_arguments(tmp_path):
     loaded = sprue.load(path)
     assert loaded.arg_names == ["layer.w", "layer.b", "x"]
     np.testing.assert_allclose(loaded(LAYER.w, LAYER.b, X), want, rtol=1e-14)
+
+
+def test_ordered_and_default_dicts_keep_their_types():
+    import collections
+    od = collections.OrderedDict([("b", 1.0), ("a", np.arange(2.0))])
+    leaves, structure = tree_util.tree_flatten(od)
+    assert leaves[0] == 1.0 and str(structure) == "OrderedDict({'b': *, 'a': *})"     # insertion order
+    back = tree_util.tree_unflatten(structure, leaves)
+    assert type(back) is collections.OrderedDict and list(back) == ["b", "a"]
+    dd = collections.defaultdict(list, {"b": 1.0, "a": 2.0})
+    leaves, structure = tree_util.tree_flatten(dd)
+    assert leaves == [2.0, 1.0]                                                          # sorted keys
+    back = tree_util.tree_unflatten(structure, leaves)
+    assert type(back) is collections.defaultdict and back.default_factory is list and back["c"] == []
+    got = sprue.qjit(lambda d: collections.OrderedDict([("z", d["a"] * d["b"]), ("y", d["b"])]))(od)
+    assert type(got) is collections.OrderedDict and list(got) == ["z", "y"]
+    np.testing.assert_allclose(got["z"], np.arange(2.0))
+
+
+def test_vmap_in_axes_given_as_a_registered_class():
+    pts = Point(np.arange(3.0), 10.0)
+    out = sprue.vmap(lambda p: p.x * p.y, in_axes=(Point(0, None),))(pts)
+    np.testing.assert_allclose(out, np.arange(3.0) * 10.0)
+    out = sprue.qjit(sprue.vmap(lambda p: p.x * p.y, in_axes=(Point(0, None),)))(pts)
+    np.testing.assert_allclose(out, np.arange(3.0) * 10.0)
