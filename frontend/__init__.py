@@ -10,7 +10,7 @@
 Python function -> jaxpr -> StableHLO -> MLIR pipelines -> LLVM IR -> object -> shared library,
 called through a cffi runtime with memref descriptors.
 """
-from sprue import errors, lax, numpy, random, scipy  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
+from sprue import errors, lax, numpy, pytree, random, scipy, tree_util  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
 from sprue.api.array_type import Array
 from sprue.api.costs import cost
 from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
@@ -32,7 +32,7 @@ from sprue.base.errors import (
     UnsupportedError,
 )
 from sprue.base.errors import missing_attribute as _missing_attribute
-from sprue.base.pytree import tree_flatten, tree_map, tree_unflatten
+from sprue.base.pytree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError, JaxprUnsupportedError
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from sprue.lax import debugging as debug  # (sprue.debug.print, as jax.debug.print)
@@ -57,6 +57,7 @@ __all__ = [
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
     "SprueMemoryError", "StableHLOUnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
+    "tree_leaves", "tree_structure", "pytree", "tree_util",
     "set_num_threads", "get_num_threads", "random", "scipy", "custom_jvp", "custom_vjp", "checkpoint", "remat",
     "float0", "debug", "Array",
 ]

@@ -96,7 +96,11 @@ i16: Any
 i32: Any
 i64: Any
 i8: Any
+pytree: Any
 remat: Any
 switch: Any
+tree_leaves: Any
+tree_structure: Any
+tree_util: Any
 u8: Any
 while_loop: Any

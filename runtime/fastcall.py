@@ -15,7 +15,8 @@ Kinds, one per entry of the argument tuple except Const (which takes no entry):
     Scalar(t)             an object of type exactly `t` (float, int, bool or a numpy scalar type)
                           stored into a rank-0 cell; only where the store is exact: float->f64,
                           int->i64 (out of range: MISS), bool->bool, numpy scalar->its own dtype
-    Array(dtype, shape)   an ndarray (not a subclass) of exactly this dtype and shape
+    Array(dtype, shape)   an ndarray (not a subclass, but sprue.numpy's EagerArray) of exactly this dtype
+                          and shape
     DynArray(dtype, rank, static_axes)
                           an ndarray of this dtype and rank whose static axes have these sizes
     Skip(v, same=None)    a call argument that is not passed to the kernel (a static argument
@@ -46,6 +47,7 @@ from typing import Any, Callable, Sequence
 import cffi
 import numpy as np
 
+from sprue.base.eager_array import EagerArray
 from sprue.runtime import cffi_ops, fastcall_c
 from sprue.runtime.arguments import _PASS_BY_POINTER, ROW_MAJOR_STRIDES, c_strides
 from sprue.runtime.element_types import ELEMENT_TYPES, scalar_from_c
@@ -346,7 +348,7 @@ def _bind_globals(call: Callable[[tuple], Any], cf: Any) -> None:
 def _globals(cf: Any, pool: list) -> dict[str, Any]:
     """The names every caller's source uses, bound for `cf` (a pool of states of its own)."""
     g: dict[str, Any] = {
-        "MISS": MISS, "ndarray": np.ndarray, "PBP": _PASS_BY_POINTER, "from_buffer": cffi_ops.from_buffer,
+        "MISS": MISS, "ndarray": np.ndarray, "eager": EagerArray, "PBP": _PASS_BY_POINTER, "from_buffer": cffi_ops.from_buffer,
         "CHARS": cf._ffi.typeof("char[]"), "fn": cf._fn, "U": cf._unpacker, "unpack": cffi_ops.unpack,
         "NW": cf._unpacker._nwords, "ccopy": _c_copy, "Overflow": (OverflowError, TypeError),
     }
@@ -410,8 +412,8 @@ def _add_cell(src: _Source, conv: Any, k: Const | Scalar, i: int, j: int, a: str
 
 def _add_array(src: _Source, ffi: Any, conv: Any, k: Array, i: int, j: int, a: str, d: str) -> None:
     src.g[f"dt{i}"], src.g[f"sh{i}"] = k.dtype, k.shape
-    src.body.append(f"    if type({a}) is not ndarray or {a}.dtype is not dt{i} or {a}.shape != sh{i}:"
-                    f" return MISS")
+    src.body.append(f"    if type({a}) is not ndarray and type({a}) is not eager or {a}.dtype is not dt{i}"
+                    f" or {a}.shape != sh{i}: return MISS")
     src.body.append(f"    if {a}.flags.num & PBP != PBP: {a} = ccopy({a})")
     src.state_names.append(d)
     src.state_makers.append(_desc_maker(ffi, conv, k.shape))
@@ -420,7 +422,7 @@ def _add_array(src: _Source, ffi: Any, conv: Any, k: Array, i: int, j: int, a: s
 
 def _add_dyn_array(src: _Source, ffi: Any, conv: Any, k: DynArray, i: int, j: int, a: str, d: str) -> None:
     src.g[f"dt{i}"] = k.dtype
-    src.body.append(f"    if type({a}) is not ndarray or {a}.dtype is not dt{i}: return MISS")
+    src.body.append(f"    if type({a}) is not ndarray and type({a}) is not eager or {a}.dtype is not dt{i}: return MISS")
     src.body.append(f"    z{i} = {a}.shape")
     cond = [f"len(z{i}) != {k.rank}"] + [f"z{i}[{ax}] != {size}" for ax, size in k.static_axes]
     src.body.append(f"    if {' or '.join(cond)}: return MISS")

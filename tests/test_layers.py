@@ -1,6 +1,6 @@
 """The layers of sprue, kept by an AST walk over every module (imports inside functions count).
 
-    base < runtime < ir < trace < interp < lax < numpy < scipy < random < io < lowering < api < (sprue, sprue.errors) < tools
+    base < runtime < ir < trace < interp < lax < numpy < scipy < random < io < lowering < api < (sprue, sprue.errors, sprue.pytree, sprue.tree_util) < tools
 
 A module may import its own layer and the layers below it, never one above; no two modules import
 each other, even through a chain, even from inside a function; an import inside a function is a
@@ -35,8 +35,8 @@ class Module:
     @property
     def layer(self) -> str:
         parts = self.name.split(".")
-        if len(parts) == 1 or self.name == "sprue.errors":
-            return "sprue"     # the public face: the package's __init__ and sprue.errors
+        if len(parts) == 1 or self.name in ("sprue.errors", "sprue.pytree", "sprue.tree_util"):
+            return "sprue"     # the public face: the package's __init__, sprue.errors, sprue.pytree (tree_util)
         if self.name == "sprue.__main__":
             return "tools"     # `python -m sprue`: the command line
         return parts[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from sprue.api.options import check_function
 from sprue.api.traced import trace_function
 from sprue.base.pytree import tree_flatten
 from sprue.interp.cost import CostContext, Lazy
@@ -13,6 +14,7 @@ from sprue.ir.core import ShapedArray
 def cost(fn):
     """`sprue.cost(f)(*args, **kwargs)`: the estimated floating-point operations of f at args
     (arrays, or ShapedArrays for an estimate that needs no values)."""
+    check_function(fn, "cost")
 
     @functools.wraps(fn)
     def counted(*args, **kwargs):

@@ -266,7 +266,7 @@ def encode_tree(t: TreeDef, objects: list) -> list:
 
 def decode_tree(e: list, objects: tuple) -> TreeDef:
     kind, meta, children = e
-    if kind not in ("leaf", "none", "tuple", "list", "dict", "namedtuple"):
+    if kind not in ("leaf", "none", "tuple", "list", "dict", "odict", "ddict", "namedtuple", "custom"):
         raise ValueError(f"bad tree kind {kind!r}")
     if kind == "leaf":
         return LEAF

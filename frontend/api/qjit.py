@@ -18,6 +18,7 @@ import functools
 import inspect
 import os
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from sprue.api import options
 from sprue.api.call_sites import call_in_trace
-from sprue.api.container_args import CONTAINERS, PY_SCALARS, container_key, flattener, leaf_key, leaves_of
+from sprue.api.container_args import (
+    CONTAINERS,
+    PY_SCALARS,
+    container_key,
+    flattener,
+    is_container,
+    leaf_key,
+    leaves_of,
+)
 from sprue.api.driver import ImplicitDim, compile_closed_jaxpr, out_dir_for, size_of
 from sprue.api.hints import hint_to_avals, is_hint
 from sprue.api.pickle_format import (
@@ -51,7 +61,7 @@ from sprue.api.shape_functions import flat_destinations
 from sprue.api.shape_signatures import Binding, FunctionSignature, check_results, function_signature, match
 from sprue.api.traced import TracedFunction, abstractify, as_array_argument, trace_function
 from sprue.base import timing
-from sprue.base.errors import ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
+from sprue.base.errors import AheadOfTimeWarning, ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
 from sprue.base.pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
 from sprue.base.source_info import user_frame_of, user_frame_summary
 from sprue.base.tracebacks import api_boundary
@@ -197,27 +207,20 @@ class QJIT(_CallBase):
 
     def __init__(self, fn: Callable, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
                  keep_intermediate: bool | str | os.PathLike = False, abstracted_axes=None,
-                 cast_arguments: bool = False):
+                 cast_arguments: bool = False, _ahead_of_time: bool = True):
         if not callable(fn):
-            raise SprueTypeError(f"qjit expects a function, got {type(fn).__name__}")
+            raise SprueTypeError(f"qjit expects a function, got {type(fn).__name__}{at(user_frame_summary())}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = getattr(fn, "__name__", "function")
         self.signature = inspect.signature(fn)
         params = list(self.signature.parameters.values())
-        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-        self.static_names: set[str] = set(names)
-        for n in nums:
-            if not -len(params) <= n < len(params) or params[n].kind not in _POSITIONAL:
-                raise SprueValueError(f"qjit({self.name}): static_argnums {n} is not a positional parameter")
-            self.static_names.add(params[n].name)
-        for n in names:
-            if n not in self.signature.parameters:
-                raise SprueValueError(f"qjit({self.name}): static_argnames '{n}' is not a parameter")
-        self.keep_intermediate = keep_intermediate
-        self.cast_arguments = bool(cast_arguments)
-        self.abstracted_axes = _check_abstracted_axes(abstracted_axes, self.name)
+        self.static_names, self._static_varargs = options.static_arguments(
+            self.signature, options.int_tuple(static_argnums, f"qjit({self.name})", "static_argnums"),
+            options.str_tuple(static_argnames, f"qjit({self.name})", "static_argnames"), self.name)
+        self.keep_intermediate = options.check_intermediate(keep_intermediate, self.name)
+        self.cast_arguments = options.check_flag(cast_arguments, f"qjit({self.name})", "cast_arguments")
+        self.abstracted_axes = options.check_abstracted_axes(abstracted_axes, f"qjit({self.name})")
         self.compile_count = 0  # how many times this function was traced and compiled
         self._cache: dict[Any, Compiled] = {}
         self._lock = threading.Lock()   # reset in a forked child (_after_fork_in_child)
@@ -231,20 +234,47 @@ class QJIT(_CallBase):
         self._positional = all(p.kind in _POSITIONAL for p in params)
         self._nparams = len(params)
         self._param_names = tuple(p.name for p in params)
+        self._varargs_name = next((p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
         self._static_pos = frozenset(i for i, p in enumerate(params) if p.name in self.static_names)
         self._by_keyword = tuple(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
         self._defaults = tuple(p.default for p in params)
         self.fsig = None
-        hints = self._hints()
-        if hints is not None:
+        self._hint_avals = self._hints()   # every parameter's hinted abstract value, or None
+        self._aot_failure: str | None = None
+        if self._hint_avals is not None:
             self.fsig = function_signature(fn, self.name)
-            self._fixed = self._compile(hints, {})
+            options.check_axes_against_hints(self.abstracted_axes, self._hint_avals, self.name)
+        if _ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack:
+            self._compile_ahead()
+
+    def _compile_ahead(self) -> None:
+        """Catalyst's ahead-of-time compilation: a function whose parameters are all annotated (or
+        which has none) is compiled when decorated, so f.jaxpr and f.mlir are there before a call.
+        A failure is a warning here, naming the error and its line (a module that defines the
+        function still imports); the call compiles again and raises it. (Inside another trace the
+        compilation waits for the call: the function may close over that trace's values.)"""
+        try:
+            if self._hint_avals is not None:
+                self._fixed = self._compile(self._hint_avals, {})
+            else:
+                self._last = self._lookup({}, {})[0]
+        except Exception as e:   # reported now as a warning, raised again by the call
+            where = user_frame_of(e.__traceback__)
+            text = str(e) if isinstance(e, SprueError) or not where else f"{type(e).__name__}: {e}{at(where)}"
+            self._aot_failure = text
+            code = getattr(self.fn, "__code__", None)
+            why = "every parameter is annotated" if self._nparams else "it takes no parameters"
+            warnings.warn_explicit(
+                f"qjit({self.name}): ahead-of-time (AOT) compilation at decoration failed ({why}, so it is compiled"
+                f" when decorated):"
+                f" {text}. Calling {self.name} compiles it again and raises the error", AheadOfTimeWarning,
+                code.co_filename if code else "<unknown>", code.co_firstlineno if code else 0)
 
     # -- signatures -------------------------------------------------------------------------
     def _hints(self) -> dict | None:
         """Per-parameter abstract values when every parameter has a sprue type hint."""
         params = self.signature.parameters.values()
-        if self.static_names or not params:
+        if self.static_names or self._static_varargs or not params:
             return None
         out = {}
         for p in params:
@@ -268,6 +298,12 @@ class QJIT(_CallBase):
         dynamic, static = {}, {}
         for k, v in bound.arguments.items():
             (static if k in self.static_names else dynamic)[k] = v
+        if self._static_varargs:
+            name = self._varargs_name
+            values = dynamic.get(name, ())
+            # static positions of *args: their values are compiled in, None stands in their place
+            static["*" + name] = tuple((i, values[i]) for i in sorted(self._static_varargs) if i < len(values))
+            dynamic[name] = tuple(None if i in self._static_varargs else v for i, v in enumerate(values))
         return dynamic, static
 
     def _static_key(self, static: dict):
@@ -315,6 +351,13 @@ class QJIT(_CallBase):
 
     def _call_user(self, dyn: dict, static: dict):
         """The user's function on traced dynamic arguments and the static ones, by name."""
+        if self._static_varargs:   # the static values back in their places of *args
+            name = self._varargs_name
+            static = dict(static)
+            values = list(dyn.get(name, ()))
+            for i, v in static.pop("*" + name):
+                values[i] = v
+            dyn = {**dyn, name: tuple(values)}
         bound = inspect.BoundArguments(self.signature, {**static, **dyn})
         ordered = {k: bound.arguments[k] for k in self.signature.parameters if k in bound.arguments}
         bound.arguments = ordered
@@ -349,12 +392,16 @@ class QJIT(_CallBase):
         paths = [_named_path(p, names) for p in paths]
         _refuse_masked(leaves, paths, self.name)
         leaves = [as_array_argument(x, p) for x, p in zip(leaves, paths)]
+        if self._fixed is None and self._hint_avals is not None:   # compiling at decoration failed:
+            with self._lock:                                           # compile (and raise) here
+                if self._fixed is None:
+                    self._fixed = self._compile(self._hint_avals, {})
         if self._fixed is not None:
             self._check_fits_hints(tree, leaves, paths)
             return self._fixed, leaves
         avals = tuple(abstractify(x, p) for x, p in zip(leaves, paths))
         if self.abstracted_axes is not None:
-            avals = _abstract_axes(self.abstracted_axes, dynamic, tree, avals, self.name)
+            avals = options.abstract_axes(self.abstracted_axes, dynamic, avals, self.name)
         key = (self._static_key(static), tree, avals)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -473,7 +520,8 @@ class QJIT(_CallBase):
             t = type(a)
             if i in static:
                 key.append(static_key(a))
-            elif (entry := container_key(a) if t in CONTAINERS else leaf_key(a)) is not None:
+            elif (entry := container_key(a) if t in CONTAINERS else leaf_key(a)) is not None or \
+                    is_container(t) and (entry := container_key(a)) is not None:   # a registered pytree class
                 key.append(entry)
             else:
                 return None
@@ -487,7 +535,7 @@ class QJIT(_CallBase):
         except TypeError:
             return None
         # a container argument (container_args.py): its entries, flattened by the plan
-        layout = [key[i] if i not in self._static_pos and type(a) in CONTAINERS else None for i, a in enumerate(args)]
+        layout = [key[i] if i not in self._static_pos and is_container(type(a)) else None for i, a in enumerate(args)]
         leaves = [leaves_of(a, lay) if lay is not None else [a] for a, lay in zip(args, layout)]
         n_implicit = len(flat) - sum(len(v) for i, v in enumerate(leaves) if i not in self._static_pos)
         if not all(type(v) is int or isinstance(v, np.integer) for v in flat[:n_implicit]):
@@ -497,7 +545,7 @@ class QJIT(_CallBase):
             if i in self._static_pos:
                 kinds.append(Skip(a, _static_matcher(a)))
             else:
-                kinds += [Array(v.dtype, v.shape) if type(v) is np.ndarray else Scalar(type(v)) for v in leaves[i]]
+                kinds += [Array(v.dtype, v.shape) if isinstance(v, np.ndarray) else Scalar(type(v)) for v in leaves[i]]
         out_tree = compiled.traced.out_tree
         finish = SINGLE if out_tree.kind == "leaf" else functools.partial(tree_unflatten, out_tree)
         specialize = getattr(compiled.function, "specialize", None)
@@ -525,6 +573,9 @@ class QJIT(_CallBase):
     # -- inspection ---------------------------------------------------------------------------
     def _latest(self, what: str) -> Compiled:
         c = self._last or self._fixed
+        if c is None and self._aot_failure is not None:
+            raise SprueValueError(f"{self.name}.{what} is not available: compiling {self.name} at decoration failed:"
+                                  f" {self._aot_failure}")
         if c is None:
             raise SprueValueError(f"{self.name}.{what} is not available yet: call the function once (or give"
                                   f" every parameter a type hint) so that it is traced and compiled")
@@ -559,6 +610,7 @@ class QJIT(_CallBase):
         body = {"name": self.name, "reference": reference, "why_not": why_not,
                 "doc": self.__doc__ if isinstance(self.__doc__, str) else None,
                 "signature": encode_signature(self.signature, objects), "static_names": sorted(self.static_names),
+                "static_varargs": sorted(self._static_varargs),
                 "cast_arguments": self.cast_arguments, "hinted": self.fsig is not None,
                 "compiled": [_pickled_signature(key, c, objects) for key, c in compiled]}
         return unpickle_qjit, (dump_payload("qjit", body), tuple(objects))
@@ -589,12 +641,19 @@ def unpickle_qjit(payload: bytes, objects: tuple) -> QJIT:
     return q
 
 
+def _argnums_of(fn: Callable, varargs: list[int]) -> tuple[int, ...]:
+    """The static_argnums of static positions inside fn's *args."""
+    n = sum(p.kind in _POSITIONAL for p in inspect.signature(fn).parameters.values())
+    return tuple(n + i for i in varargs)
+
+
 def _rebuilt(body: dict, objects: tuple) -> QJIT:
     name = str(body.get("name"))
     try:
         reference, why_not, entries = body["reference"], str(body["why_not"]), list(body["compiled"])
-        options = {"static_argnames": tuple(str(n) for n in body["static_names"]), "abstracted_axes": objects[0],
-                   "cast_arguments": bool(body["cast_arguments"])}
+        settings = {"static_argnames": tuple(str(n) for n in body["static_names"]), "abstracted_axes": objects[0],
+                    "cast_arguments": bool(body["cast_arguments"])}
+        varargs = [int(i) for i in body.get("static_varargs", ())]
         if entries:
             signature = decode_signature(body["signature"], objects, hints=False)
             annotated = decode_signature(body["signature"], objects, hints=True)
@@ -606,11 +665,11 @@ def _rebuilt(body: dict, objects: tuple) -> QJIT:
         raise malformed(name, e) from None
     if not entries:   # by reference
         found = resolve(reference, name, why_not)
-        return found if isinstance(found, QJIT) else QJIT(found, **options)
+        return found if isinstance(found, QJIT) else QJIT(found, **settings, static_argnums=_argnums_of(found, varargs))
     carried = "; ".join("its type hints" if k is None else f"({', '.join(a.str_short() for a in k[1])})"
                         for *_, k in decoded)
     fn = source_reference(reference, why_not, name, signature, carried, lambda f: f.fn if isinstance(f, QJIT) else f)
-    q = QJIT(fn, **options)
+    q = QJIT(fn, **settings, static_argnums=_argnums_of(fn, varargs), _ahead_of_time=False)   # its programs travelled
     q.__doc__ = body["doc"] if isinstance(body["doc"], str) else None
     q.__signature__ = fn.__signature__ = annotated   # (update_wrapper copied the plain one)
     if body["hinted"]:
@@ -662,47 +721,10 @@ def _refuse_masked(leaves, paths, fn_name: str) -> None:
                 f" {path}.data to ignore the mask")
 
 
-def _check_abstracted_axes(spec, fn_name: str):
-    """Catalyst's abstracted_axes: {axis: name} for every array argument, or a tuple with one
-    such dict (or None) per positional argument."""
-    if spec is None:
-        return None
-    entries = spec if isinstance(spec, (tuple, list)) else [spec]
-    for e in entries:
-        if e is None:
-            continue
-        if not isinstance(e, dict) or not all(isinstance(k, int) and isinstance(v, str) and v.isidentifier()
-                                               for k, v in e.items()):
-            raise SprueTypeError(f"qjit({fn_name}): abstracted_axes entries must be dicts {{axis: \"name\"}}"
-                                 f" (or None), got {e!r}")
-    return spec
-
-
 def _named_path(path: str, names: list[str]) -> str:
     """'[1]['w']' (a path into the tuple of arguments) -> "params['w']"."""
     end = path.index("]")
     return names[int(path[1:end])] + path[end + 1:]
-
-
-def _abstract_axes(spec, dynamic: dict, tree: TreeDef, avals: tuple, fn_name: str) -> tuple:
-    """The leaves' avals with the abstracted axes' sizes replaced by their names."""
-    per_arg = list(spec) if isinstance(spec, (tuple, list)) else None
-    out, leaf = [], 0
-    for i, (name, value) in enumerate(dynamic.items()):   # leaves follow the parameters' order
-        n_leaves = len(tree_flatten(value)[0])
-        axes = spec if per_arg is None else (per_arg[i] if i < len(per_arg) else None)
-        for aval in avals[leaf:leaf + n_leaves]:
-            if axes and aval.ndim:
-                shape = list(aval.shape)
-                for axis, dim_name in axes.items():
-                    if not -aval.ndim <= axis < aval.ndim:
-                        raise SprueValueError(f"{fn_name}(): abstracted axis {axis} is out of range for"
-                                              f" argument '{name}' of shape {aval.shape}")
-                    shape[axis] = dim_name
-                aval = aval.update(shape=tuple(shape))
-            out.append(aval)
-        leaf += n_leaves
-    return tuple(out)
 
 
 def qjit(fn: Callable | None = None, *, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
@@ -715,7 +737,10 @@ def qjit(fn: Callable | None = None, *, static_argnums: Sequence[int] = (), stat
     `cast_arguments=True` converts those whose dtype casts safely (f32 or i32 into f64), on each
     call. Without hints there is no conversion: another dtype is another compilation.
     `f.compile_count` counts the compilations."""
-    if fn is None:
+    if fn is None:   # the options are checked now, where they are written
+        options.int_tuple(static_argnums, "qjit", "static_argnums")
+        options.str_tuple(static_argnames, "qjit", "static_argnames")
+        options.check_abstracted_axes(abstracted_axes, "qjit")
         return functools.partial(qjit, static_argnums=static_argnums, static_argnames=static_argnames,
                                  keep_intermediate=keep_intermediate, abstracted_axes=abstracted_axes,
                                  cast_arguments=cast_arguments)

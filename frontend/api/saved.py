@@ -155,6 +155,9 @@ def load(path: str | os.PathLike, *, keep_intermediate=False, cast_arguments=Fal
     `.mlir` and `compile_count` as on qjit. Arrays must have the jaxpr's dtypes, as for a hinted
     qjit function; `cast_arguments=True` converts those that cast safely. A `.mlir` file (StableHLO) goes to
     the compile driver's load_stablehlo."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise SprueTypeError(f"sprue.load expects the path of a saved program (a str or a pathlib.Path), got"
+                             f" {type(path).__name__}")
     path = Path(path)
     if path.suffix == ".jax_exported":   # jax.export's serialized artifact: its StableHLO module
         return driver.load_stablehlo(read_exported(_read_bytes(path), str(path)).mlir_module)

@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from sprue.api import options
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError
 from sprue.base.pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -129,12 +130,13 @@ def parameter_names(fn: Callable) -> list[str]:
 
 def make_jaxpr(fn: Callable, static_argnums: Sequence[int] = ()):
     """`make_jaxpr(f)(*args)` is the closed jaxpr of f traced at args' shapes and dtypes."""
-    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    options.check_function(fn, "make_jaxpr")
+    static = options.int_tuple(static_argnums, "make_jaxpr", "static_argnums")
 
     @api_boundary
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
-        static_vals = {i: args[i] for i in static}
+        static_vals = {i % len(args): args[i] for i in static if -len(args) <= i < len(args)}
         dyn = [a for i, a in enumerate(args) if i not in static_vals]
 
         def call(*dyn_args, **kw):

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 import sprue.numpy as jnp
+from sprue.api import options
 from sprue.api.qjit import QJIT
 from sprue.api.traced import parameter_names, pretty_path, trace_function
 from sprue.base import dtypes
@@ -28,7 +29,7 @@ from sprue.interp.jvp import jvp_jaxpr
 from sprue.interp.vjp import vjp_jaxpr
 from sprue.ir.core import ShapedArray
 from sprue.ir.shapes import prove_equal
-from sprue.trace.tracing import current_builder
+from sprue.trace.tracing import Tracer, current_builder
 
 
 def _name(fn) -> str:
@@ -45,6 +46,14 @@ def _trace(fn: Callable, args: Sequence, kwargs: dict | None = None):
     traced = trace_function(fn, args, kwargs, parameter_names(fn))
     leaves, _ = tree_flatten((tuple(args), dict(kwargs)))
     return traced.closed_jaxpr.jaxpr, traced.closed_jaxpr.consts, leaves, traced.out_tree
+
+
+def _checked(api: str, fn, has_aux, argnums=None) -> None:
+    """A transformation's own arguments, checked when it is applied (options.py)."""
+    options.check_function(fn, api)
+    options.check_flag(has_aux, api, "has_aux")
+    if argnums is not None:
+        options.argnums(argnums, api)
 
 
 def _qjit_of(fn):
@@ -67,6 +76,7 @@ def _cached_transform(q, key, make: Callable):
 # -- jvp ----------------------------------------------------------------------------------------
 def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
     """`(fn(*primals), tangent of the output)` for the input tangents (one per primal, same trees)."""
+    _checked("jvp", fn, has_aux)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise SprueTypeError(f"jvp: primals and tangents must be tuples (one entry per argument of {_name(fn)}),"
                              f" got {type(primals).__name__} and {type(tangents).__name__}{_where()}")
@@ -153,6 +163,7 @@ def _aux_split(out_tree: TreeDef, fn) -> tuple[TreeDef, TreeDef]:
 def vjp(fn: Callable, *primals, has_aux: bool = False):
     """`(fn(*primals), vjp_fn)`, `vjp_fn(cotangent)` a tuple with one cotangent per primal
     (`(out, vjp_fn, aux)` with has_aux)."""
+    _checked("vjp", fn, has_aux)
     q = _qjit_of(fn)
     if q is not None:
         out = q(*primals)
@@ -224,9 +235,35 @@ def _check_argnums(argnums, nargs: int, fn) -> tuple[int, ...]:
     return tuple(n % nargs for n in nums)
 
 
+def _is_traceable(x) -> bool:
+    """An argument transformations trace: a pytree of arrays, scalars and traced values."""
+    return all(isinstance(v, (Tracer, np.ndarray, np.generic, bool, int, float, ShapedArray))
+               or hasattr(v, "__array__") for v in tree_flatten(x)[0])
+
+
+def _fix_untraceable(fn, args: tuple, nums: tuple, argnums):
+    """JAX's argnums_partial: an argument outside argnums that is not an array (a function, a string,
+    any Python object) is a fixed value closed over, not traced. None when there is none; else
+    (fn of the other arguments, those arguments, argnums among them)."""
+    fixed = {i for i, a in enumerate(args) if i not in nums and not _is_traceable(a)}
+    if not fixed:
+        return None
+    keep = [i for i in range(len(args)) if i not in fixed]
+
+    def partial_fn(*dyn, **kwargs):
+        full = list(args)
+        for i, v in zip(keep, dyn):
+            full[i] = v
+        return fn(*full, **kwargs)
+    partial_fn.__name__ = _name(fn)
+    new = tuple(keep.index(n) for n in nums)
+    return partial_fn, tuple(args[i] for i in keep), new[0] if isinstance(argnums, int) else new
+
+
 def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
     """`value_and_grad(f)(*args)` is `(f(*args), gradient)` for a scalar-valued f; the gradient is a
     tuple when argnums is a tuple. With has_aux, f returns (value, aux): `((value, aux), grad)`."""
+    _checked("value_and_grad", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(value_and_grad(q.fn, argnums, has_aux), q)
@@ -234,6 +271,9 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
     @functools.wraps(fn)
     def value_and_grad_fn(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), fn)
+        if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
+            part, dyn, dyn_argnums = fixed
+            return value_and_grad(part, dyn_argnums, has_aux)(*dyn, **kwargs)
         names = parameter_names(fn)
         arg_trees = [tree_flatten(a)[1] for a in args]
         jaxpr, consts, leaves, out_tree = _trace(fn, args, kwargs)
@@ -254,8 +294,11 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
         if has_aux:
             value_tree, aux_tree = _aux_split(out_tree, fn)
         outs, backward = vjp_jaxpr(jaxpr, consts, leaves, active)
-        if value_tree.kind != "leaf" or aval_of(outs[0]).shape != () or not dtypes.is_float(aval_of(outs[0]).dtype):
+        # Catalyst's grad takes an output that is a pytree of one scalar ([x*x], {"k": x*x}); JAX's a bare one
+        if value_tree.num_leaves != 1 or aval_of(outs[0]).shape != () or not dtypes.is_float(aval_of(outs[0]).dtype):
             got = aval_of(outs[0]).str_short() if value_tree.kind == "leaf" else f"a structure {value_tree}"
+            if value_tree.kind != "leaf" and value_tree.num_leaves == 1:
+                got = f"{got} of {aval_of(outs[0]).str_short()}"
             raise SprueTypeError(f"grad requires {_name(fn)} to return a floating-point scalar, got {got}{_where()};"
                                  f" use jacrev or vjp for other outputs")
         one = np.ones((), aval_of(outs[0]).dtype)
@@ -263,14 +306,16 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
         grads = [instantiate(g, x) for g, x in zip(grads, leaves)]
         per_arg = _split_by_arg(grads, arg_trees)
         g = per_arg[nums[0]] if isinstance(argnums, int) else tuple(per_arg[n] for n in nums)
+        value = tree_unflatten(value_tree, outs[:1])
         if has_aux:
-            return (outs[0], tree_unflatten(aux_tree, outs[1:])), g
-        return outs[0], g
+            return (value, tree_unflatten(aux_tree, outs[1:])), g
+        return value, g
     return value_and_grad_fn
 
 
 def grad(fn: Callable, argnums=0, has_aux: bool = False):
     """The gradient of a scalar-valued function (JAX's grad: argnums, has_aux)."""
+    _checked("grad", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(grad(q.fn, argnums, has_aux), q)
@@ -291,8 +336,12 @@ def _broadcast_prefix(spec, tree: TreeDef, what: str, fn) -> list:
     if tree.kind in ("tuple", "list", "namedtuple") and isinstance(spec, (tuple, list)) \
             and len(spec) == len(tree.children):
         return [a for s, c in zip(spec, tree.children) for a in _broadcast_prefix(s, c, what, fn)]
-    if tree.kind == "dict" and isinstance(spec, dict) and set(spec) == set(tree.meta):
+    if tree.kind in ("dict", "odict") and isinstance(spec, dict) and set(spec) == set(tree.meta):
         return [a for k, c in zip(tree.meta, tree.children) for a in _broadcast_prefix(spec[k], c, what, fn)]
+    if tree.kind == "custom" and type(spec) is tree.meta[0]:   # a registered class holding axes (as JAX)
+        children = tree_flatten(spec, is_leaf=lambda v: v is None or v is not spec)[0]
+        if len(children) == len(tree.children):
+            return [a for s, c in zip(children, tree.children) for a in _broadcast_prefix(s, c, what, fn)]
     raise SprueValueError(f"vmap({_name(fn)}): {what} {spec!r} does not match the structure {tree}; give an int,"
                           f" None, or a tuple/list/dict matching it")
 
@@ -301,6 +350,10 @@ def vmap(fn: Callable, in_axes=0, out_axes=0, axis_size: int | None = None):
     """Vectorize fn over a leading (or `in_axes`) axis of its arguments; None leaves an argument
     unbatched. Outputs are stacked along `out_axes`. `axis_size` gives the batch size when no
     argument is batched (and must agree with the batched ones otherwise)."""
+    options.check_function(fn, "vmap")
+    options.check_axes_spec(in_axes, "vmap", "in_axes")
+    options.check_axes_spec(out_axes, "vmap", "out_axes")
+    options.check_axis_size(axis_size, "vmap")
     q = _qjit_of(fn)
     if q is not None and not q.static_names:
         return _lazy_jit(vmap(q.fn, in_axes, out_axes, axis_size), q, same_signature=False)
@@ -414,6 +467,7 @@ def _finish_jacobian(blocks_per_out: list[list], out_tree: TreeDef, in_tree: Tre
 def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
     """The Jacobian by forward mode: one jvp per input element, vectorized with vmap. For an output
     of shape O and an input of shape I the block has shape O + I."""
+    _checked("jacfwd", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(jacfwd(q.fn, argnums, has_aux), q)
@@ -421,6 +475,9 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
     @functools.wraps(fn)
     def jacfwd_fn(*args):
         nums, diff = _diff_args(fn, args, argnums)
+        if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
+            part, dyn, dyn_argnums = fixed
+            return jacfwd(part, dyn_argnums, has_aux)(*dyn)
         x_leaves, x_tree = tree_flatten(diff)
         sizes = _sizes(x_leaves)
         n = sum(sizes)
@@ -458,6 +515,7 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
 
 def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
     """The Jacobian by reverse mode: one vjp per output element, vectorized with vmap."""
+    _checked("jacrev", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(jacrev(q.fn, argnums, has_aux), q)
@@ -465,6 +523,9 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
     @functools.wraps(fn)
     def jacrev_fn(*args):
         nums, diff = _diff_args(fn, args, argnums)
+        if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
+            part, dyn, dyn_argnums = fixed
+            return jacrev(part, dyn_argnums, has_aux)(*dyn)
         x_leaves, x_tree = tree_flatten(diff)
         _jac_dtype(x_leaves)
         res = vjp(fn, *args, has_aux=has_aux)   # every argument traced (see jacfwd)
@@ -499,6 +560,7 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
 
 def hessian(fn: Callable, argnums=0, has_aux: bool = False):
     """The Hessian: jacfwd of jacrev."""
+    _checked("hessian", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
         return _lazy_jit(hessian(q.fn, argnums, has_aux), q)

@@ -23,10 +23,14 @@ catches TypeError/ValueError keep working:
     ├── LibraryLoadError (OSError)         a compiled library that cannot be loaded
     └── SprueMemoryError (MemoryError)     an array too large for memory (its size, where it is made)
 
+AheadOfTimeWarning (a UserWarning) reports a failed compilation at decoration (see qjit).
+
 ArgumentError is the common base of the two argument errors. Some classes are defined where they
 are raised (sprue.lowering, sprue.runtime) as subclasses of the ones here.
 """
 from __future__ import annotations
+
+from sprue.base.source_info import user_frame_summary
 
 
 class SprueError(Exception):
@@ -123,3 +127,17 @@ def missing_attribute(module: str, name: str, names, numpy_module: str | None = 
             hint += (f" (numpy.{name} is not in {module} yet: write it with {module}'s or sprue.lax's"
                      f" functions, or compute it outside qjit)")
     return AttributeError(f"module {module!r} has no attribute {name!r}{hint}")
+
+
+def check_callable(fn, api: str, what: str = "the function") -> None:
+    """`fn` must be callable: `for_loop(0, n, 1)(5)` is an error naming the API and the user's line,
+    not Python's "'int' object is not callable" from inside sprue."""
+    if not callable(fn):
+        text = repr(fn)
+        raise SprueTypeError(f"{api}: {what} must be a function, got {type(fn).__name__}"
+                             f" {text if len(text) <= 40 else text[:37] + '...'}{at(user_frame_summary())}")
+
+
+class AheadOfTimeWarning(UserWarning):
+    """A function qjit compiles when it is decorated (every parameter annotated, or none) failed to
+    compile then; calling it raises the error (compiling again first)."""

@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.base.errors import SprueTypeError, UnsupportedError
+from sprue.base.errors import SprueTypeError, UnsupportedError, check_callable
 from sprue.base.pytree import tree_flatten, tree_map, tree_unflatten
 from sprue.interp.ad_util import (
     aval_of,
@@ -189,6 +189,7 @@ class custom_jvp:
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        check_callable(fun, "custom_jvp")
         functools.update_wrapper(self, fun)
         self.fun, self.nondiff_argnums, self.jvp = fun, tuple(nondiff_argnums), None
 
@@ -196,6 +197,7 @@ class custom_jvp:
         if symbolic_zeros:
             raise UnsupportedError("custom_jvp: symbolic_zeros=True is not implemented in sprue: tangents reach"
                                    " the rule as arrays (zeros where an input has no tangent)")
+        check_callable(jvp, "custom_jvp.defjvp", "the JVP rule")
         self.jvp = jvp
         return jvp
 
@@ -327,12 +329,15 @@ class custom_vjp:
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        check_callable(fun, "custom_vjp")
         functools.update_wrapper(self, fun)
         self.fun, self.nondiff_argnums, self.fwd, self.bwd = fun, tuple(nondiff_argnums), None, None
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False, optimize_remat: bool = False):
         if symbolic_zeros:
             raise UnsupportedError("custom_vjp: symbolic_zeros=True is not implemented in sprue")
+        check_callable(fwd, "custom_vjp.defvjp", "fwd")
+        check_callable(bwd, "custom_vjp.defvjp", "bwd")
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args):
@@ -447,6 +452,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
     keeping them (jax.checkpoint; only policy=None, which saves nothing)."""
     if fun is None:
         return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
+    check_callable(fun, "checkpoint")
     if policy is not None:
         raise UnsupportedError("checkpoint: sprue implements policy=None only (save nothing, recompute the body)")
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)

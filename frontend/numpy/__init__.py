@@ -11,6 +11,7 @@ import sys as _sys
 
 import numpy as _np
 
+from sprue.base.eager_array import EagerArray  # noqa: F401  (the type of eager results: ndarrays with .at)
 from sprue.base.errors import missing_attribute as _missing_attribute
 from sprue.numpy import _avals, _promote
 from sprue.numpy._avals import SprueIndexError  # noqa: F401

@@ -33,12 +33,20 @@ from sprue.numpy._ufuncs import _funcs as F
 from sprue.numpy._ufuncs import power
 from sprue.trace.tracing import Tracer
 
-__all__ = ["array", "asarray", "astype", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
+__all__ = ["array", "asarray", "copy", "astype", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "arange", "linspace", "logspace", "eye", "identity", "tri", "meshgrid"]
 
 
 def asarray(a, dtype=None, order=None, *, copy=None):
-    return array(a, dtype, copy=False, fname="asarray")
+    """numpy.asarray: `a` itself (as an eager array, no copy) when it already is an array of that
+    dtype, unless copy=True."""
+    return array(a, dtype, copy=bool(copy), fname="asarray")
+
+
+def copy(a, order="K"):
+    """numpy.copy: eagerly a new array that shares no memory with `a`; traced, the value itself
+    (traced arrays are values: nothing can write to the original)."""
+    return array(a, copy=True, fname="copy")
 
 
 def astype(x, dtype, /, *, copy=True):

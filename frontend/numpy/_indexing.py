@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sprue import lax
-from sprue.base import dtypes
+from sprue.base import dtypes, eager_array
 from sprue.base.errors import ConcretizationError
 from sprue.ir.shapes import DimExpr, format_dim, prove_equal
 from sprue.lax import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
@@ -700,6 +700,9 @@ class IndexUpdateHelper:
 
     def __getitem__(self, index):
         return _IndexUpdateRef(self.array, index)
+
+
+eager_array.index_update = IndexUpdateHelper   # EagerArray.at (arrays computed eagerly)
 
 
 def _index_operand(fname, indices):

@@ -13,6 +13,7 @@ import numpy as np
 
 from sprue import lax
 from sprue.base import dtypes
+from sprue.base.eager_array import eager
 from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.ir.core import impl_rules
 from sprue.ir.shapes import DimExpr
@@ -144,7 +145,7 @@ def as_result(x, dtype=None):
     """Eager results are numpy arrays (never Python scalars); tracers pass through."""
     if isinstance(x, Tracer):
         return x
-    return np.asarray(x, dtype if dtype is not None else None)
+    return eager(np.asarray(x, dtype if dtype is not None else None))
 
 
 def broadcast_shapes(fname: str, *xs) -> tuple:
@@ -250,6 +251,11 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0, fname="array"):
     """numpy.array: nested lists of scalars, numpy arrays and traced arrays. Python scalars inside
     lists are strong, as in numpy (array([1.0, x_f32]) is float64)."""
     dt = check_dtype(fname, dtype) if dtype is not None else None
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise type_error(fname, f"copy must be True, False or None, got {copy!r}")
+    if not copy and isinstance(object, np.ndarray) and (dt is None or object.dtype == dt) and ndmin <= object.ndim \
+            and current_builder() is None and object.dtype in dtypes.SUPPORTED:
+        return eager(object)   # numpy's copy=False/None: the same memory (a view with .at)
     if isinstance(object, DimExpr):  # a size (x.shape[0]): numpy makes the Python int an int64 array
         object = _d.value(object)
     if isinstance(object, Tracer):
@@ -275,7 +281,7 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0, fname="array"):
 
 def _static_array(fname, obj, dt):
     try:
-        arr = np.array(obj)
+        arr = np.array(obj)   # a copy, always
     except (ValueError, TypeError) as e:
         raise value_error(fname, f"cannot make an array from this sequence: {e}") from None
     if arr.dtype == object or arr.dtype not in dtypes.SUPPORTED:

@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sprue.base import dtypes
-from sprue.base.errors import SprueTypeError, SprueValueError
+from sprue.base.errors import SprueTypeError, SprueValueError, check_callable
 from sprue.base.pytree import tree_flatten, tree_unflatten
 from sprue.ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Var, aval_of_value
 from sprue.ir.shapes import DimExpr
@@ -89,15 +89,19 @@ def _scalar_aval(construct: str, x, what: str) -> ShapedArray:
     return a
 
 
-def predicate(construct: str, p, what: str = "the predicate"):
-    """p as a bool scalar (integers mean p != 0); floats and arrays are errors."""
+def predicate(construct: str, p, what: str = "the predicate", catalyst: bool = False):
+    """p as a bool scalar (integers mean p != 0); floats and arrays are errors. With `catalyst`
+    (sprue.cond), as Catalyst's CondCallable._convert_predicate_to_bool: a float means p != 0 too
+    (`astype(bool)`: NaN is true), and a one-element 1-D array is a scalar."""
     p = _value(p)
+    if catalyst and isinstance(p, (Tracer, np.ndarray)) and np.shape(p) == (1,):
+        p = p[0]
     a = _scalar_aval(construct, p, what)
     if dtypes.is_bool(a.dtype):
         return p if isinstance(p, Tracer) else bool(p)
-    if not dtypes.is_int(a.dtype):
-        raise SprueTypeError(f"{construct}: {what} must be a boolean or integer scalar, got {a.str_short()}"
-                             f"{_where()}")
+    if not dtypes.is_int(a.dtype) and not (catalyst and dtypes.is_float(a.dtype)):
+        raise SprueTypeError(f"{construct}: {what} must be a boolean{', integer or float' if catalyst else ' or integer'}"
+                             f" scalar, got {a.str_short()}{_where()}")
     if isinstance(p, Tracer):
         return _e.ne_p.bind(p, np.zeros((), a.dtype)[()])
     return bool(p != 0)
@@ -233,7 +237,10 @@ def _branch_types(construct: str, bodies: Sequence[Body], order: Sequence[int],
         if len({(a.shape, a.dtype) for a in row}) == 1:
             target.append(row[0])
             continue
-        cf.check_types(f"{construct} branches return different types", *cols)
+        # (Catalyst's constructs also say it as Catalyst does, for code that matches its message)
+        cf.check_types(f"{construct} branches return different types", *cols,
+                       note=". Control flow requires a consistent array shape per result across all branches: make"
+                            " every branch return arrays of the same shapes" if promote else "")
     return target
 
 
@@ -275,8 +282,10 @@ def cond_branches(construct: str, index, fns: Sequence[Callable], operands: tupl
         _no_local_sizes(construct, bodies[k])
     trees = [bodies[k].out_tree for k in order]
     if any(t != trees[0] for t in trees):
+        note = (". Control flow requires a consistent return structure across all branches: make every branch"
+                " return the same tuples, lists and dicts") if promote else ""
         raise SprueTypeError(f"{construct} branches return different pytree structures: "
-                             f"{' vs '.join(str(t) for t in trees)}{_where()}")
+                             f"{' vs '.join(str(t) for t in trees)}{note}{_where()}")
     target = _branch_types(construct, bodies, order, promote)
     if target is not None:
         bodies = [trace(f, target) for f in fns]
@@ -354,6 +363,7 @@ def scan_carry(construct: str, f: Callable, init, xs, length, reverse: bool, unr
 
 # -- JAX style: sprue.lax ------------------------------------------------------------------------
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, allow_array_resizing: bool = False):
+    check_callable(body_fun, "fori_loop", "body_fun")
     """body_fun(i, val) -> val for i in range(lower, upper); returns the final val. With
     allow_array_resizing, an iteration may return arrays of other sizes."""
     return for_loop_carry("fori_loop", lambda i, c: (body_fun(i, c),), lower, upper, 1, (init_val,), True,
@@ -361,6 +371,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, allow_array_resizin
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val, *, allow_array_resizing: bool = False):
+    check_callable(cond_fun, "while_loop", "cond_fun")
+    check_callable(body_fun, "while_loop", "body_fun")
     """val = body_fun(val) while cond_fun(val); returns the final val. With allow_array_resizing,
     an iteration may return arrays of other sizes."""
     return while_carry("while_loop", cond_fun, lambda c: (body_fun(c),), (init_val,), True,
@@ -374,6 +386,8 @@ def _flag(x) -> bool:
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    check_callable(true_fun, "cond", "true_fun")
+    check_callable(false_fun, "cond", "false_fun")
     """true_fun(*operands) if pred else false_fun(*operands), both traced (JAX's lax.cond)."""
     p = predicate("cond", pred)
     return cond_branches("cond", _as_index(p), [false_fun, true_fun], operands, order=[1, 0])
@@ -396,6 +410,7 @@ def switch(index, branches: Sequence[Callable], *operands):
 
 
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False, unroll: int | bool = 1):
+    check_callable(f, "scan", "f")
     """carry, y = f(carry, x) over the leading axis of xs; returns (carry, ys stacked)."""
     return scan_carry("scan", f, init, xs, length, reverse, unroll)
 
@@ -407,6 +422,8 @@ def for_loop(lower, upper, step, *, allow_array_resizing: bool = False):
     resizing = _flag(allow_array_resizing)
 
     def decorator(body: Callable):
+        check_callable(body, "for_loop", "the loop body")
+
         @functools.wraps(body)
         def loop(*init):
             n = len(init)
@@ -420,8 +437,11 @@ def while_loop_decorator(cond_fn: Callable, *, allow_array_resizing: bool = Fals
     """Decorate body(*carry) -> carry; `loop(*init)` runs it while cond_fn(*carry).
     With allow_array_resizing, an iteration may return arrays of other sizes."""
     resizing = _flag(allow_array_resizing)
+    check_callable(cond_fn, "while_loop", "the condition")
 
     def decorator(body: Callable):
+        check_callable(body, "while_loop", "the loop body")
+
         @functools.wraps(body)
         def loop(*init):
             n = len(init)
@@ -437,21 +457,24 @@ class Cond:
     whose predicate holds."""
 
     def __init__(self, pred, fn: Callable):
-        self._preds = [predicate("cond", pred)]
+        check_callable(fn, "cond", "the branch")
+        self._preds = [predicate("cond", pred, catalyst=True)]
         self._fns = [fn]
         self._otherwise: Callable | None = None
         functools.update_wrapper(self, fn)
 
     def else_if(self, pred):
-        p = predicate("cond", pred, "the else_if predicate")
+        p = predicate("cond", pred, "the else_if predicate", catalyst=True)
 
         def register(fn: Callable) -> "Cond":
+            check_callable(fn, "cond", "the else_if branch")
             self._preds.append(p)
             self._fns.append(fn)
             return self
         return register
 
     def otherwise(self, fn: Callable) -> "Cond":
+        check_callable(fn, "cond", "the otherwise branch")
         if self._otherwise is not None:
             raise SprueValueError(f"cond: this cond already has an `otherwise` branch{_where()}")
         self._otherwise = fn
@@ -474,7 +497,7 @@ class Cond:
         otherwise = self._otherwise or (lambda *_: None)
         order = [*range(1, len(self._fns) + 1), 0]
         missing = getattr(self, "__name__", "cond") if self._otherwise is None else None
-        return cond_branches("cond", self._index(), [otherwise, *self._fns], operands, order, missing)
+        return cond_branches("cond", self._index(), [otherwise, *self._fns], operands, order, missing, promote=True)
 
 
 def _fn_name(fn) -> str:
@@ -482,38 +505,47 @@ def _fn_name(fn) -> str:
 
 
 class Switch:
-    """Catalyst's index switch: `@switch(i)` (or `@switch(i, case=c)`) on the branch for case 0 (c),
-    `@f.branch(k)` for any other integer case k (in any order, negative too), `@f.default()` for every
-    other index; without a default the first branch takes every index no case names. `f(*args,
-    **kwargs)` calls the branch; every branch is traced, their results promoted to a common type. A
-    cond equation whose branch index is computed from the cases (no clamping, unlike lax.switch)."""
+    """Catalyst's index switch: `@switch(i)` on the branch taken when no case matches (Catalyst's
+    default branch, also case 0 when another function is the `.default()` and no branch is case 0),
+    `@switch(i, case=c)` on the branch of case c, `@f.branch(k)` for any other integer case k (in any
+    order, negative too), `@f.default()` for every other index. `f(*args, **kwargs)` calls the
+    branch; every branch is traced, their results promoted to a common type. A cond equation whose
+    branch index is computed from the cases (no clamping, unlike lax.switch). An index that is a
+    float matches the case it equals (2.0 is case 2; 2.5 none), as Catalyst's dictionary of cases
+    does (`{2: f}.get(2.0)`)."""
 
     def __init__(self, index, case, fn: Callable):
         index = _value(index)
-        self._dtype = _integer_aval("switch", index, "the index").dtype
+        a = _scalar_aval("switch", index, "the index")
+        if not (dtypes.is_int(a.dtype) or dtypes.is_float(a.dtype)):
+            raise SprueTypeError(f"switch: the index must be an integer (or float) scalar, got {a.str_short()}"
+                                 f"{_where()}")
+        self._dtype = a.dtype
         self._index = index
-        self._cases: list[int] = []
+        self._cases: list[int | None] = []   # None: the first branch's implicit case (0, or the default)
         self._fns: list[Callable] = []
         self._default: Callable | None = None
         self._add(case, fn)
         functools.update_wrapper(self, fn)
 
     def _add(self, case, fn: Callable) -> "Switch":
-        if isinstance(case, (bool, np.bool_)) or not isinstance(case, (int, np.integer)):
+        if case is not None and (isinstance(case, (bool, np.bool_)) or not isinstance(case, (int, np.integer))):
             raise SprueTypeError(f"switch: a case must be a Python integer, got {case!r}{_where()}")
         if not callable(fn):
-            raise SprueTypeError(f"switch: case {int(case)}'s branch must be a function, got"
-                                 f" {type(fn).__name__}{_where()}")
-        if int(case) in self._cases:
+            what = "the first branch" if case is None else f"case {int(case)}'s branch"
+            raise SprueTypeError(f"switch: {what} must be a function, got {type(fn).__name__}{_where()}")
+        if case is not None and int(case) in self._cases:
             first = self._fns[self._cases.index(int(case))]
             raise SprueValueError(f"switch: case {int(case)} has two branches ({_fn_name(first)} and {_fn_name(fn)})"
                                   f"{_where()}")
-        self._cases.append(int(case))
+        self._cases.append(None if case is None else int(case))
         self._fns.append(fn)
         return self
 
     def branch(self, case):
         """Decorate the branch taken when the index equals `case`."""
+        if case is None:
+            raise SprueTypeError(f"switch: a case must be a Python integer, got None{_where()}")
         return lambda fn: self._add(case, fn)
 
     def default(self, fn: Callable | None = None):
@@ -528,27 +560,38 @@ class Switch:
             return self
         return register if fn is None else register(fn)
 
-    def _branch_index(self, none: int):
-        """The position of the case equal to the index; `none` when no case is."""
-        info = np.iinfo(self._dtype)
-        found = [(k, c) for k, c in enumerate(self._cases) if info.min <= c <= info.max]
+    def _table(self) -> tuple[list[tuple[int, int]], list[Callable], int]:
+        """((case, branch position) pairs, the branches in the order written, the default's position)."""
+        fns = list(self._fns) + ([self._default] if self._default is not None else [])
+        cases = [(c, k) for k, c in enumerate(self._cases) if c is not None]
+        if self._default is None:
+            return cases, fns, 0
+        if self._cases[0] is None and 0 not in self._cases:
+            cases.insert(0, (0, 0))
+        return cases, fns, len(fns) - 1
+
+    def _branch_index(self, cases: list[tuple[int, int]], none: int):
+        """The position of the branch whose case equals the index; `none` when no case does."""
+        if dtypes.is_int(self._dtype):
+            info = np.iinfo(self._dtype)
+            cases = [(c, k) for c, k in cases if info.min <= c <= info.max]
         if not isinstance(self._index, Tracer):
-            return np.int32(next((k for k, c in found if c == int(self._index)), none))
+            return np.int32(next((k for c, k in cases if c == self._index), none))
         index = np.int32(none)
-        for k, c in reversed(found):
+        for c, k in reversed(cases):
             hit = _e.eq_p.bind(self._index, np.asarray(c, self._dtype)[()])
             index = _e.select_n_p.bind(hit, index, np.int32(k))
         return index
 
     def __call__(self, *args, **kwargs):
-        fns = self._fns if self._default is None else [*self._fns, self._default]
-        return cond_branches("switch", self._branch_index(len(fns) - 1 if self._default else 0),
+        cases, fns, none = self._table()
+        return cond_branches("switch", self._branch_index(cases, none),
                              [lambda a, kw, f=f: f(*a, **kw) for f in fns], (args, kwargs), promote=True)
 
 
-def switch_decorator(index, case=0):
-    """`@switch(index)` turns the decorated function into the first branch (case 0, or `case`) of a
-    Catalyst switch (see Switch)."""
+def switch_decorator(index, case=None):
+    """`@switch(index)` turns the decorated function into the first branch (the default, or case
+    `case`) of a Catalyst switch (see Switch)."""
     return lambda fn: Switch(index, case, fn)
 
 

@@ -298,11 +298,13 @@ def test_entry_point_size_expressions_are_checked_with_the_numbers():
 
 
 def test_return_annotation_checked_at_compile_time_and_run_time():
-    with pytest.raises(sprue.SprueValueError, match=re.escape(
-            "wrong(): the result of type f64[n+1] does not fit f64[n]: in axis 0, the size n is not n+1")):
+    message = re.escape("wrong(): the result of type f64[n+1] does not fit f64[n]: in axis 0, the size n is not n+1")
+    with pytest.warns(sprue.errors.AheadOfTimeWarning, match=message):   # at decoration, as Catalyst warns
         @sprue.qjit
         def wrong(x: sprue.f64["n"]) -> sprue.f64["n+1"]:  # noqa: F821
             return x * 2.0
+    with pytest.raises(sprue.SprueValueError, match=message):            # and again at the call
+        wrong(np.ones(2))
 
     @sprue.qjit
     def maybe(x: sprue.f64["n"]) -> sprue.f64["n"]:  # noqa: F821

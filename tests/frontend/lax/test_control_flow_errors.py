@@ -45,9 +45,9 @@ def test_catalyst_cond_branches_are_listed_in_the_order_written():
 
         @a.otherwise
         def b():
-            return x.astype(np.float32)
+            return x[:2]
         return a()
-    raises(SprueTypeError, r"cond branches return different types: output 0: f64\[3\] vs f32\[3\]", f, X)
+    raises(SprueTypeError, r"cond branches return different types: output 0: f64\[3\] vs f64\[2\]", f, X)
 
 
 def test_a_cond_returning_values_needs_otherwise():
@@ -92,8 +92,8 @@ def test_predicates_must_be_boolean_or_integer_scalars():
            lambda x: lax.cond(x[0], lambda: x, lambda: x), X)
     raises(SprueTypeError, r"while_loop: the condition function's result must be a scalar, got f64\[3\]",
            lambda x: lax.while_loop(lambda c: c, lambda c: c, x), X)
-    raises(SprueTypeError, r"cond: the else_if predicate must be a boolean or integer scalar, got f64\[\]",
-           lambda x: sprue.cond(x[0] > 0)(lambda: x).else_if(x[1])(lambda: x), X)
+    raises(SprueTypeError, r"cond: the else_if predicate must be a scalar, got u32\[2\]",
+           lambda x: sprue.cond(x[0] > 0)(lambda: x).else_if(np.zeros(2, np.uint32))(lambda: x), X)
     raises(SprueTypeError, r"switch: the index must be an integer scalar, got f64\[\]",
            lambda x: lax.switch(x[0], [lambda: x]), X)
     raises(SprueTypeError, r"switch: the index must be an integer scalar, got bool\[\]",

@@ -1,5 +1,5 @@
-"""Catalyst's index switch (`sprue.switch`, issue 22): `@switch(i)` / `@switch(i, case=c)` on the first
-branch, `.branch(k)` for any integer case, `.default()`; branches with positional and keyword
+"""Catalyst's index switch (`sprue.switch`, issue 22): `@switch(i)` on the default branch (also case 0
+when another is the `.default()`), `@switch(i, case=c)` on the branch of case c, `.branch(k)` for any integer case, `.default()`; branches with positional and keyword
 arguments; results promoted to a common type. Eager and compiled, against a Python dict lookup, under
 grad and vmap, and its errors by their text."""
 import numpy as np
@@ -212,8 +212,11 @@ def test_errors():
 
     with pytest.raises(sprue.SprueTypeError, match=r"switch branches return different pytree structures"):
         structures(1)
-    with pytest.raises(sprue.SprueTypeError, match=r"switch: the index must be an integer scalar, got f64\[\]"):
-        sprue.switch(1.5)(lambda: 0)
+    with pytest.raises(sprue.SprueTypeError, match=r"switch: the index must be an integer \(or float\) scalar, got"
+                                                   r" bool\[\].*test_control_flow_switch\.py"):
+        sprue.switch(True)(lambda: 0)
+    with pytest.raises(sprue.SprueTypeError, match=r"switch: the index must be a scalar, got f64\[3\]"):
+        sprue.switch(np.zeros(3))(lambda: 0)
     with pytest.raises(sprue.SprueTypeError, match=r"switch: a case must be a Python integer, got 2\.0"):
         sprue.switch(1)(lambda: 0).branch(2.0)(lambda: 1)
     with pytest.raises(sprue.SprueValueError, match=r"switch: case 4 has two branches \(first and second\)"):
@@ -228,3 +231,45 @@ def test_errors():
         s.default()(lambda: 1).default(lambda: 2)
     with pytest.raises(TypeError, match=r"missing 1 required positional argument"):   # as in Catalyst
         sprue.switch()(lambda: 0)
+
+
+def catalyst_switch(i, x):
+    """Catalyst's own example (its test_switch.py): the decorated branch is the default; a later
+    `.branch(0)` takes index 0."""
+    @sprue.switch(i)
+    def s(y):
+        return 1.0 + 0.0 * y
+
+    @s.branch(1)
+    def b1(y):
+        return 0.0 * y
+
+    @s.branch(2)
+    def b2(y):
+        return y
+
+    @s.branch(0)
+    def b0(y):
+        return -y
+    return s(x)
+
+
+CATALYST = {0: lambda y: -y, 1: lambda y: 0.0 * y, 2: lambda y: y}
+
+
+@pytest.mark.parametrize("i", [-4, 0, 1, 2, 3, 12])
+def test_catalyst_first_branch_is_the_default(i):
+    want = CATALYST.get(i, lambda y: 1.0 + 0.0 * y)(X)
+    np.testing.assert_allclose(catalyst_switch(i, X), want, rtol=1e-14)
+    np.testing.assert_allclose(sprue.qjit(catalyst_switch)(i, X), want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("i", [0.0, 1.0, 2.0, 2.5, -1.0, 12.0, np.float32(2.0), np.nan])
+def test_a_float_index_matches_the_case_it_equals(i):
+    """Catalyst looks the index up in its dictionary of cases: 2.0 is case 2, 2.5 no case."""
+    want = CATALYST.get(i, lambda y: 1.0 + 0.0 * y)(X) if not np.isnan(i) else 1.0 + 0.0 * X
+    compiled = sprue.qjit(catalyst_switch)
+    np.testing.assert_allclose(catalyst_switch(i, X), want, rtol=1e-14)
+    np.testing.assert_allclose(compiled(i, X), want, rtol=1e-14)
+    np.testing.assert_allclose(sprue.vmap(catalyst_switch, in_axes=(0, None))(np.array([i, 1.0]), X)[0], want,
+                               rtol=1e-14)

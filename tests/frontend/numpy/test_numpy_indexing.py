@@ -3,6 +3,7 @@ ints, slices, None, Ellipsis and (static or traced) integer arrays, and the .at 
 import numpy as np
 import pytest
 
+import sprue.numpy as jnp
 from sprue.api.traced import trace_function
 from sprue.base.errors import SprueError
 from sprue.numpy._indexing import IndexUpdateHelper, getitem
@@ -25,7 +26,7 @@ def test_getitem_eager(idx):
             getitem(X, idx)
         return
     got = getitem(X, idx)
-    assert type(got) is np.ndarray
+    assert type(got) is jnp.EagerArray
     assert_matches(got, want)
 
 
@@ -110,7 +111,7 @@ def test_at_eager(op, idx):
     else:
         getattr(np, {"add": "add", "multiply": "multiply", "min": "minimum", "max": "maximum"}[op]).at(want, idx, v)
     got = getattr(IndexUpdateHelper(x)[idx], op)(v)
-    assert type(got) is np.ndarray
+    assert type(got) is jnp.EagerArray
     assert_matches(got, want)
 
 
