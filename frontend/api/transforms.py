@@ -23,6 +23,7 @@ from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError, at
 from sprue.base.pytree import TreeDef, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from sprue.base.source_info import user_frame_summary
+from sprue.base.tracebacks import api_boundary
 from sprue.interp.ad_util import Zero, aval_of, instantiate, is_zero, zeros_like
 from sprue.interp.batching import batch_jaxpr, broadcast_batch, move_batch_axis
 from sprue.interp.jvp import jvp_jaxpr
@@ -74,6 +75,7 @@ def _cached_transform(q, key, make: Callable):
 
 
 # -- jvp ----------------------------------------------------------------------------------------
+@api_boundary
 def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
     """`(fn(*primals), tangent of the output)` for the input tangents (one per primal, same trees)."""
     _checked("jvp", fn, has_aux)
@@ -160,6 +162,7 @@ def _aux_split(out_tree: TreeDef, fn) -> tuple[TreeDef, TreeDef]:
 
 
 # -- vjp ----------------------------------------------------------------------------------------
+@api_boundary
 def vjp(fn: Callable, *primals, has_aux: bool = False):
     """`(fn(*primals), vjp_fn)`, `vjp_fn(cotangent)` a tuple with one cotangent per primal
     (`(out, vjp_fn, aux)` with has_aux)."""
@@ -268,6 +271,7 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
     if q is not None:
         return _lazy_jit(value_and_grad(q.fn, argnums, has_aux), q)
 
+    @api_boundary
     @functools.wraps(fn)
     def value_and_grad_fn(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), fn)
@@ -321,6 +325,7 @@ def grad(fn: Callable, argnums=0, has_aux: bool = False):
         return _lazy_jit(grad(q.fn, argnums, has_aux), q)
     vg = value_and_grad(fn, argnums, has_aux)
 
+    @api_boundary
     @functools.wraps(fn)
     def grad_fn(*args, **kwargs):
         (value, g) = vg(*args, **kwargs)
@@ -358,6 +363,7 @@ def vmap(fn: Callable, in_axes=0, out_axes=0, axis_size: int | None = None):
     if q is not None and not q.static_names:
         return _lazy_jit(vmap(q.fn, in_axes, out_axes, axis_size), q, same_signature=False)
 
+    @api_boundary
     @functools.wraps(fn)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, list) and len(args) > 1 or isinstance(in_axes, tuple):
@@ -472,6 +478,7 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
     if q is not None:
         return _lazy_jit(jacfwd(q.fn, argnums, has_aux), q)
 
+    @api_boundary
     @functools.wraps(fn)
     def jacfwd_fn(*args):
         nums, diff = _diff_args(fn, args, argnums)
@@ -520,6 +527,7 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
     if q is not None:
         return _lazy_jit(jacrev(q.fn, argnums, has_aux), q)
 
+    @api_boundary
     @functools.wraps(fn)
     def jacrev_fn(*args):
         nums, diff = _diff_args(fn, args, argnums)
