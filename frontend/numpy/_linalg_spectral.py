@@ -25,13 +25,16 @@ from types import SimpleNamespace
 import numpy as np
 
 from sprue import lax
-from sprue.numpy import _creation, _sorting
+from sprue.numpy import _creation, _reductions, _shape, _sorting
 from sprue.numpy import _linalg_kernels as K
 from sprue.numpy._linalg_kernels import _index_column, _index_row, _slice, mT, take_along
 from sprue.numpy._ufuncs import _funcs as _ufuncs
 
-jnp = SimpleNamespace(**vars(K.jnp), full=_creation.full, maximum=_ufuncs["maximum"],
-                      logical_and=_ufuncs["logical_and"], logical_not=_ufuncs["logical_not"])
+# linalg_kernels' names and a few more (linalg.py uses this namespace too)
+jnp = SimpleNamespace(**vars(K.jnp), full=_creation.full, maximum=_ufuncs["maximum"], isnan=_ufuncs["isnan"],
+                      logical_and=_ufuncs["logical_and"], logical_not=_ufuncs["logical_not"], any=_reductions.any,
+                      transpose=_shape.transpose, expand_dims=_shape.expand_dims, triu=_shape.triu,
+                      argsort=_sorting.argsort)
 
 MAX_SWEEPS = 30   # quadratic convergence takes 5-10 sweeps; this only bounds a pathological input
 
