@@ -595,6 +595,10 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
     changes."""
     if op.name != "linalg.generic" or len(op.results) != 1 or len(op.regions[0].blocks) != 1:
         return op
+    if any(inner.name == "linalg.index" for inner in op.regions[0].blocks[0].operations):
+        # an iota fused into the product reads loop numbers that this renumbering would not update
+        # ('linalg.index' op expected dim (4) to be lower than the number of loops (2))
+        return op
     kinds = iterator_kinds(op)
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     types = [v.type for v in op.operands]
