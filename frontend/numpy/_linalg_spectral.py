@@ -25,8 +25,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from sprue import lax
+from sprue.base.errors import ShapeError
 from sprue.numpy import _creation, _reductions, _shape, _sorting
+from sprue.numpy import _dims as _d
 from sprue.numpy import _linalg_kernels as K
+from sprue.numpy._avals import loc
 from sprue.numpy._linalg_kernels import _index_column, _index_row, _slice, mT, take_along
 from sprue.numpy._ufuncs import _funcs as _ufuncs
 
@@ -43,13 +46,18 @@ def _eps(dtype) -> float:
     return float(np.finfo(dtype).eps)
 
 
+def _size_as(n, dtype):
+    """A size as a number of dtype (a traced one for a size known only at run time)."""
+    return np.asarray(n, dtype) if isinstance(n, int) else jnp.astype(_d.value(n), dtype)
+
+
 # ---- Householder QR ----------------------------------------------------------------------------
 
 def householder(a):
     """LAPACK's dgeqr2 on a (..., m, n): R (..., m, n) upper triangular, the reflectors' vectors V
     (..., m, k) (unit at the diagonal, zero above) and their taus (..., 1, k), k = min(m, n)."""
     m, n = a.shape[-2:]
-    k = min(m, n)
+    k = _d.dmin(m, n)
     rows, cols, kcols = _index_column(m), _index_row(n), _index_row(k)
     batch = tuple(a.shape[:-2])
     zero = np.asarray(0, a.dtype)
@@ -96,11 +104,11 @@ def qr(a, mode: str):
     """(Q, R) with numpy's modes: 'reduced' Q (..., m, k), R (..., k, n); 'complete' Q (..., m, m),
     R (..., m, n); 'r' R (..., k, n) only (returned as (None, R))."""
     m, n = a.shape[-2:]
-    k = min(m, n)
+    k = _d.dmin(m, n)
     r, vs, taus = householder(a)
     if mode == "complete":
         return householder_q(vs, taus, m), r
-    r = r[..., :k, :]
+    r = _part(r, -2, 0, k)
     return (None if mode == "r" else householder_q(vs, taus, k)), r
 
 
@@ -124,42 +132,53 @@ def _round_robin(first, second, axis: int):
     h = first.shape[axis]
     if h == 1:
         return jnp.concatenate([first, second], axis=axis)
-
-    def part(x, a, b):
-        return x[..., a:b, :] if axis == -2 else x[..., a:b]
-    pieces = [part(first, 0, 1), part(second, 0, 1), part(first, 1, h - 1), part(second, 1, h),
-              part(first, h - 1, h)]
-    return jnp.concatenate([p for p in pieces if p.shape[axis]], axis=axis)
+    pieces = [_part(first, axis, 0, 1), _part(second, axis, 0, 1), _part(first, axis, 1, h - 2),
+              _part(second, axis, 1, h - 1), _part(first, axis, h - 1, 1)]
+    return jnp.concatenate([p for p in pieces if p.shape[axis] != 0], axis=axis)
 
 
 def _rotate(first, second, c, s):
     return c * first - s * second, s * first + c * second
 
 
+def _part(x, axis: int, start, size):
+    """x's rows (axis -2) or columns (-1) start .. start+size (sizes may be known only at run time)."""
+    m, n = x.shape[-2:]
+    start = start if isinstance(start, int) else _d.value(start)
+    return _slice(x, start, 0, size, n) if axis == -2 else _slice(x, 0, start, m, size)
+
+
 def _halves(x, axis: int):
     h = x.shape[axis] // 2
-    return (x[..., :h, :], x[..., h:, :]) if axis == -2 else (x[..., :h], x[..., h:])
+    return _part(x, axis, 0, h), _part(x, axis, h, h)
 
 
 def _pad_even(a, square: bool):
-    """a with a zero column (and row, if square) appended when its column count is odd: a decoupled
-    index, never rotated (its off-diagonal entries stay exactly zero)."""
+    """a with zero columns (and rows, if square) appended to an even count: decoupled indices, never
+    rotated (their off-diagonal entries stay exactly zero). One for an odd static size; for a
+    run-time one two or three, so that the halves have at least 2 entries whatever the size (the
+    round-robin's pieces then have sizes >= 0)."""
     n = a.shape[-1]
-    if n % 2 == 0:
+    if isinstance(n, int):
+        big = n + n % 2
+    else:
+        big = 2 * ((n + 2) // 2) + 2
+    if isinstance(n, int) and big == n:
         return a
     batch, m = tuple(a.shape[:-2]), a.shape[-2]
-    a = jnp.concatenate([a, jnp.zeros(batch + (m, 1), a.dtype)], axis=-1)
-    return jnp.concatenate([a, jnp.zeros(batch + (1, n + 1), a.dtype)], axis=-2) if square else a
+    zeros = jnp.zeros(batch + ((big if square else m), big), a.dtype)
+    return K._update(zeros, a, 0, 0)
 
 
-def _order_without_padding(values, vectors, n: int, descending: bool):
+def _order_without_padding(values, vectors, n, descending: bool):
     """The permutation (..., n) that sorts values (..., N) (ascending or descending), leaving out the
-    padded index (N = n + 1: the column of vectors with a 1 in its last row)."""
+    padded indices (the columns of vectors with a 1 in a row >= n)."""
     key = values
-    if vectors.shape[-1] != n:
-        padded = vectors[..., n, :] == 1
+    if not (isinstance(n, int) and vectors.shape[-1] == n):
+        padded = jnp.any(jnp.where(_index_column(vectors.shape[-2]) >= _d.value(n), vectors == 1, False), axis=-2)
         key = jnp.where(padded, np.asarray(-np.inf if descending else np.inf, values.dtype), values)
-    return _sorting.argsort(key, axis=-1, descending=descending)[..., :n]
+    order = _sorting.argsort(key, axis=-1, descending=descending)
+    return _slice(order[..., None, :], 0, 0, 1, n)[..., 0, :]
 
 
 def _sweeps(body, init, done):
@@ -190,13 +209,13 @@ def eigh(a):
     symmetric a (both triangles read)."""
     n = a.shape[-1]
     batch = tuple(a.shape[:-2])
-    if n == 0:
+    if isinstance(n, int) and n == 0:
         return jnp.zeros(batch + (0,), a.dtype), a
     work = _pad_even(a, True)
     N = work.shape[-1]
     v = jnp.broadcast_to(jnp.eye(N, dtype=a.dtype), work.shape)
     fro2 = jnp.sum(work * work, axis=(-2, -1))
-    tol2 = np.asarray((N * _eps(a.dtype)) ** 2, a.dtype)
+    tol2 = (_size_as(N, a.dtype) * np.asarray(_eps(a.dtype), a.dtype)) ** 2
     offdiagonal = 1 - jnp.eye(N, dtype=a.dtype)
 
     def sweep(carry):
@@ -208,7 +227,7 @@ def eigh(a):
     work, v = _sweeps(sweep, (work, v), done)
     w = jnp.diagonal(work, axis1=-2, axis2=-1)
     order = _order_without_padding(w, v, n, descending=False)
-    return take_along(w, order, -1), take_along(v[..., :n, :], order[..., None, :], -1)
+    return take_along(w, order, -1), take_along(_part(v, -2, 0, n), order[..., None, :], -1)
 
 
 # ---- svd: one-sided Jacobi ---------------------------------------------------------------------
@@ -233,7 +252,7 @@ def _tall_svd(a, full_matrices: bool, compute_uv: bool):
     w = _pad_even(a, False)
     N = w.shape[-1]
     v = jnp.broadcast_to(jnp.eye(N, dtype=a.dtype), batch + (N, N))
-    tol = np.asarray(np.sqrt(m) * _eps(a.dtype), a.dtype)
+    tol = jnp.sqrt(_size_as(m, a.dtype)) * np.asarray(_eps(a.dtype), a.dtype)
     start = jnp.full(batch, np.inf, a.dtype)
 
     def sweep(carry):
@@ -242,16 +261,16 @@ def _tall_svd(a, full_matrices: bool, compute_uv: bool):
     w, v, _ = _sweeps(sweep, (w, v, start), lambda carry: jnp.all(carry[2] <= tol))
     s = jnp.sqrt(jnp.sum(w * w, axis=-2))
     order = _order_without_padding(s, v, n, descending=True)
-    s, v = take_along(s, order, -1), take_along(v[..., :n, :], order[..., None, :], -1)
+    s, v = take_along(s, order, -1), take_along(_part(v, -2, 0, n), order[..., None, :], -1)
     if not compute_uv:
         return s, None, None
     # W = U diag(s) with orthogonal columns: U is the Q of W's QR, each column signed by R's diagonal
     q, r = qr(take_along(w, order[..., None, :], -1), "complete" if full_matrices else "reduced")
-    d = jnp.diagonal(r, axis1=-2, axis2=-1)[..., :n]
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
     sign = jnp.where(d < 0, np.asarray(-1, a.dtype), np.asarray(1, a.dtype))[..., None, :]
-    u = q[..., :, :n] * sign
-    if full_matrices and m > n:
-        u = jnp.concatenate([u, q[..., :, n:]], axis=-1)
+    u = _part(q, -1, 0, n) * sign
+    if full_matrices and not (isinstance(m, int) and isinstance(n, int) and m == n):
+        u = jnp.concatenate([u, _part(q, -1, n, m - n)], axis=-1)
     return s, u, mT(v)
 
 
@@ -259,7 +278,12 @@ def svd(a, full_matrices: bool, compute_uv: bool):
     """(s, U, Vt) of a (..., m, n): s descending (..., k); U (..., m, k or m) and Vt (..., k or n, n)
     if compute_uv (else None), k = min(m, n). A wide a is the transpose of a tall one."""
     m, n = a.shape[-2:]
-    if m >= n:
+    tall = _d.le(n, m)
+    if tall is None:
+        raise ShapeError(f"sprue.numpy.linalg.svd: whether {a.aval.str_short() if hasattr(a, 'aval') else a.shape}"
+                         f" has at least as many rows as columns depends on sizes known only at run time: give"
+                         f" both the same size name, or one a static size{loc()}")
+    if tall:
         return _tall_svd(a, full_matrices, compute_uv)
     s, u, vt = _tall_svd(mT(a), full_matrices, compute_uv)
     return s, (None if vt is None else mT(vt)), (None if u is None else mT(u))

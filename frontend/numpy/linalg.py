@@ -15,8 +15,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sprue.base.errors import ConcretizationError, UnsupportedError
+from sprue.base.errors import ConcretizationError, ShapeError, UnsupportedError
 from sprue.lax.custom_derivatives import custom_jvp
+from sprue.numpy import _dims as _d
 from sprue.numpy import _linalg_kernels as K
 from sprue.numpy import _linalg_spectral as S
 from sprue.numpy._avals import aval, describe, loc, type_error, value_error
@@ -392,6 +393,11 @@ def qr(a, mode="reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise value_error("linalg.qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}"
                                        f" (numpy's 'raw' and 'economic' are not in jax.numpy either)")
+    m, n = aval(a).shape[-2:]
+    if mode != "complete" and _d.le(m, n) is None and _d.le(n, m) is None:
+        raise ShapeError(f"sprue.numpy.linalg.qr: mode={mode!r} of {describe(a)} gives factors of min({m}, {n})"
+                         f" rows or columns, and a result's size cannot be the smaller of two run-time sizes: give"
+                         f" the two sizes one name (a square matrix), make one static, or use mode='complete'{loc()}")
     out = _qr_function(mode)(a)
     return out if mode == "r" else QRResult(*out)
 
@@ -553,18 +559,27 @@ def _pinv_plain(a, rtol):
     return mT(vt) @ (mT(u) / s[..., :, None])
 
 
+def _pinv_rtol(a, rtol):
+    """rtol as a number of a's dtype; None: JAX's default 10 max(m, n) eps (traced for run-time sizes)."""
+    dt = aval(a).dtype
+    if rtol is not None:
+        return np.asarray(rtol, dt)
+    m, n = aval(a).shape[-2:]
+    return S._size_as(_d.dmax(m, n), dt) * np.asarray(10 * _eps(a), dt)
+
+
 @functools.lru_cache(maxsize=None)
-def _pinv_function(rtol: float):
+def _pinv_function(rtol: float | None):
     @custom_jvp
     def pinv_of(a):
-        return _pinv_plain(a, np.asarray(rtol, aval(a).dtype))
+        return _pinv_plain(a, _pinv_rtol(a, rtol))
 
     @pinv_of.defjvp
     def pinv_jvp(primals, tangents):
         """JAX's _pinv_jvp (Golub & Pereyra, The differentiation of pseudo-inverses and nonlinear
         least squares problems whose variables separate, 1973)."""
         (a,), (da,) = primals, tangents
-        p = _pinv_plain(a, np.asarray(rtol, aval(a).dtype))
+        p = _pinv_plain(a, _pinv_rtol(a, rtol))
         m, n = aval(a).shape[-2:]
         if m >= n:
             s = (p @ mT(p)) @ mT(da)
@@ -581,14 +596,9 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     (rtol a Python number; by default JAX's 10 max(m, n) eps). JAX's derivative (Golub-Pereyra)."""
     a = _floating("pinv", a, 2)
     rtol = rcond if rtol is None else rtol
-    m, n = aval(a).shape[-2:]
-    if rtol is None:
-        if not _static(m, n):
-            raise value_error("linalg.pinv", f"the default rtol needs static sizes, got {describe(a)}: pass rtol")
-        rtol = 10.0 * max(m, n) * _eps(a)
-    if not isinstance(rtol, (int, float, np.floating, np.integer)):
+    if rtol is not None and not isinstance(rtol, (int, float, np.floating, np.integer)):
         raise type_error("linalg.pinv", f"rtol must be a Python number, got {type(rtol).__name__}")
-    return _pinv_function(float(rtol))(a)
+    return _pinv_function(None if rtol is None else float(rtol))(a)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):

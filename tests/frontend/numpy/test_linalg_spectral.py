@@ -11,7 +11,7 @@ import pytest
 
 import sprue
 import sprue.numpy as jnp
-from sprue.base.errors import SprueValueError, UnsupportedError
+from sprue.base.errors import ShapeError, SprueValueError, UnsupportedError
 from tests.helpers.linalg_checks import check_derivatives
 
 RNG = np.random.default_rng(21)
@@ -294,6 +294,33 @@ def test_qr_of_a_run_time_size_compiles_once():
         a = RNG.standard_normal(shape)
         for got, want in zip(f(a), np.linalg.qr(a)):
             _close(got, want, np.float64)
+    assert f.compile_count == 1
+
+
+def test_qr_complete_of_two_run_time_sizes_compiles_once():
+    f = sprue.qjit(lambda x: jnp.linalg.qr(x, "complete"), abstracted_axes={0: "m", 1: "n"})
+    for shape in ((5, 3), (3, 5), (4, 4)):
+        a = RNG.standard_normal(shape)
+        for got, want in zip(f(a), np.linalg.qr(a, "complete")):
+            _close(got, want, np.float64)
+    assert f.compile_count == 1
+    with pytest.raises(ShapeError, match=r"linalg.qr: mode='reduced' of f64\[m,n\] gives factors of min\(m, n\) rows"
+                                         r" or columns, and a result's size cannot be the smaller of two run-time"):
+        sprue.qjit(lambda x: jnp.linalg.qr(x), abstracted_axes={0: "m", 1: "n"})(np.ones((3, 2)))
+
+
+def test_eigh_and_svd_of_a_run_time_size_compile_once():
+    # a run-time size is padded by 2 or 3 decoupled indices (the round-robin's halves need 2)
+    f = sprue.qjit(lambda x: (jnp.linalg.eigh(x), jnp.linalg.svd(x), jnp.linalg.pinv(x)),
+                   abstracted_axes={1: "n", 2: "n"})
+    for n in (1, 2, 3, 6, 9):
+        a = _symmetric(2, n, n)
+        (w, v), usv, p = f(a)
+        _close(w, np.linalg.eigvalsh(a), np.float64)
+        _orthonormal_columns(v, np.float64)
+        _close((v * w[..., None, :]) @ np.swapaxes(v, -1, -2), a, np.float64)
+        _check_svd(a, usv, True, np.float64)
+        _close(p, np.linalg.pinv(a), np.float64, scale=float(np.max(np.abs(np.linalg.pinv(a)))))
     assert f.compile_count == 1
 
 
