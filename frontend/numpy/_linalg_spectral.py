@@ -252,7 +252,7 @@ def _tall_svd(a, full_matrices: bool, compute_uv: bool):
     w = _pad_even(a, False)
     N = w.shape[-1]
     v = jnp.broadcast_to(jnp.eye(N, dtype=a.dtype), batch + (N, N))
-    tol = jnp.sqrt(_size_as(m, a.dtype)) * np.asarray(_eps(a.dtype), a.dtype)
+    tol = _size_as(m, a.dtype) * np.asarray(_eps(a.dtype), a.dtype)
     start = jnp.full(batch, np.inf, a.dtype)
 
     def sweep(carry):
