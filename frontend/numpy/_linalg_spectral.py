@@ -35,7 +35,7 @@ from sprue.numpy._ufuncs import _funcs as _ufuncs
 
 # linalg_kernels' names and a few more (linalg.py uses this namespace too)
 jnp = SimpleNamespace(**vars(K.jnp), full=_creation.full, maximum=_ufuncs["maximum"], isnan=_ufuncs["isnan"],
-                      logical_and=_ufuncs["logical_and"], logical_not=_ufuncs["logical_not"], any=_reductions.any,
+                      logical_and=_ufuncs["logical_and"], logical_or=_ufuncs["logical_or"], logical_not=_ufuncs["logical_not"], any=_reductions.any,
                       transpose=_shape.transpose, expand_dims=_shape.expand_dims, triu=_shape.triu,
                       argsort=_sorting.argsort)
 
@@ -100,16 +100,117 @@ def householder_q(vs, taus, ncols: int):
     return lax.fori_loop(0, k, reflect, eye)
 
 
+# Blocked (LAPACK's dgeqrf/dorgqr with the compact WY form of Schreiber & Van Loan 1989): a panel of
+# BLOCK columns is factored column by column, its reflectors H_1 ... H_b are I - V T V^T (T upper
+# triangular, dlarft's recurrence), and the trailing columns get them as three matrix products.
+
+def _panel(r, k0, k):
+    """Factors the BLOCK columns of r (..., m, N) from k0 (reflectors only for columns < k): the
+    panel's R part, its V (..., m, BLOCK) and taus (..., 1, BLOCK)."""
+    m, b = r.shape[-2], K.BLOCK
+    rows, bcols = _index_column(m), _index_row(b)
+    zero, one = np.asarray(0, r.dtype), np.asarray(1, r.dtype)
+    batch = tuple(r.shape[:-2])
+
+    def column(j, carry):
+        p, vs, taus = carry
+        jj = k0 + j
+        x = _slice(p, 0, j, m, 1)
+        below = rows > jj
+        alpha = jnp.sum(jnp.where(rows == jj, x, zero), axis=-2, keepdims=True)
+        sigma = jnp.sum(jnp.where(below, x * x, zero), axis=-2, keepdims=True)
+        trivial = jnp.logical_or(sigma == 0, jj >= k)
+        norm = jnp.sqrt(alpha * alpha + sigma)
+        beta = jnp.where(trivial, alpha, jnp.where(alpha >= 0, -norm, norm))
+        tau = jnp.where(trivial, zero, (beta - alpha) / jnp.where(trivial, 1, beta))
+        scale = jnp.where(trivial, zero, 1 / jnp.where(trivial, 1, alpha - beta))
+        v = jnp.where(below, x * scale, jnp.where(rows == jj, one, zero))
+        v = jnp.where(jj < k, v, zero)
+        p = p - (tau * v) * (mT(v) @ p)
+        fixed = jnp.where(below, zero, jnp.where(rows == jj, beta, p))
+        p = jnp.where(jnp.logical_and(bcols == j, jj < k), fixed, p)
+        return p, jnp.where(bcols == j, v, vs), jnp.where(bcols == j, tau, taus)
+    init = (_slice(r, 0, k0, m, b), jnp.zeros(batch + (m, b), r.dtype), jnp.zeros(batch + (1, b), r.dtype))
+    return lax.fori_loop(0, b, column, init)
+
+
+def _block_reflector(vs, taus):
+    """T (..., b, b) with H_1 ... H_b = I - V T V^T (dlarft, forward, columnwise):
+    T[:j, j] = -tau_j T[:j, :j] V[:, :j]^T v_j, T[j, j] = tau_j."""
+    b = vs.shape[-1]
+    brows, bcols = _index_column(b), _index_row(b)
+    gram = mT(vs) @ vs
+
+    def column(j, t):
+        tau = jnp.sum(jnp.where(bcols == j, taus, 0), axis=-1, keepdims=True)
+        w = jnp.where(brows < j, _slice(gram, 0, j, b, 1), 0)
+        col = jnp.where(brows == j, tau, -tau * (t @ w))
+        return jnp.where(bcols == j, col, t)
+    return lax.fori_loop(0, b, column, jnp.zeros_like(gram))
+
+
+def householder_blocked(a):
+    """householder's (R, V, taus) by panels of BLOCK columns, plus the panels' T factors stacked
+    (..., kp, BLOCK) and V padded to kp columns (kp: k rounded up to whole panels)."""
+    m, n = a.shape[-2:]
+    k, b = min(m, n), K.BLOCK
+    nb = -(-k // b)
+    kp = nb * b
+    batch = tuple(a.shape[:-2])
+    width = max(n, kp)
+    r = a if width == n else jnp.concatenate([a, jnp.zeros(batch + (m, width - n), a.dtype)], axis=-1)
+    cols = _index_row(width)
+
+    def panel(i, carry):
+        r, vs, taus, ts = carry
+        k0 = i * b
+        p, v, tau = _panel(r, k0, k)
+        t = _block_reflector(v, tau)
+        # the trailing columns: (H_1 ... H_b)^T r = r - V T^T V^T r
+        r = jnp.where(cols >= k0 + b, r - v @ (mT(t) @ (mT(v) @ r)), r)
+        return (K._update(r, p, 0, k0), K._update(vs, v, 0, k0), K._update(taus, tau, 0, k0),
+                K._update(ts, t, k0, 0))
+    init = (r, jnp.zeros(batch + (m, kp), a.dtype), jnp.zeros(batch + (1, kp), a.dtype),
+            jnp.zeros(batch + (kp, b), a.dtype))
+    r, vs, taus, ts = lax.fori_loop(0, nb, panel, init)
+    return r[..., :n], vs, taus, ts
+
+
+def householder_q_blocked(vs, ts, ncols: int):
+    """Q's first ncols columns from the panels' (V, T): (I - V_1 T_1 V_1^T) ... applied to the
+    identity's columns, last panel first."""
+    m, kp = vs.shape[-2:]
+    b = K.BLOCK
+    nb = kp // b
+    batch = tuple(vs.shape[:-2])
+    eye = jnp.broadcast_to(jnp.eye(m, ncols, dtype=vs.dtype), batch + (m, ncols))
+
+    def panel(i, q):
+        k0 = (nb - 1 - i) * b
+        v, t = _slice(vs, 0, k0, m, b), _slice(ts, k0, 0, b, b)
+        return q - v @ (t @ (mT(v) @ q))
+    return lax.fori_loop(0, nb, panel, eye)
+
+
 def qr(a, mode: str):
     """(Q, R) with numpy's modes: 'reduced' Q (..., m, k), R (..., k, n); 'complete' Q (..., m, m),
     R (..., m, n); 'r' R (..., k, n) only (returned as (None, R))."""
     m, n = a.shape[-2:]
     k = _d.dmin(m, n)
-    r, vs, taus = householder(a)
+    if isinstance(k, int) and k > K.BLOCK:   # static: by panels (3x faster at 512)
+        r, vs, _, ts = householder_blocked(a)
+
+        def q_of(ncols):
+            return householder_q_blocked(vs, ts, ncols)
+    else:
+        r, vs, taus = householder(a)
+
+        def q_of(ncols):
+            return householder_q(vs, taus, ncols)
     if mode == "complete":
-        return householder_q(vs, taus, m), r
+        return q_of(m), r
     r = _part(r, -2, 0, k)
-    return (None if mode == "r" else householder_q(vs, taus, k)), r
+    return (None if mode == "r" else q_of(k)), r
 
 
 # ---- Jacobi rounds -----------------------------------------------------------------------------
