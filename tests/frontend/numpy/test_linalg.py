@@ -102,6 +102,15 @@ def test_cholesky_of_many_blocks_compiled():
     _close(sprue.qjit(lambda m: jnp.linalg.cholesky(m))(a), np.linalg.cholesky(a))
 
 
+def test_lu_of_many_blocks_compiled():
+    # a static LU unrolled over 12 blocks: this long body once compiled to NaNs (session 20's
+    # partition miscompile, notes/s20_round2_b_outline_miscompile_repro.py), so LU stayed looped
+    a, b = _well_conditioned(12 * BLOCK, 12 * BLOCK), RNG.standard_normal((12 * BLOCK, 3))
+    x, d = sprue.qjit(lambda m, r: (jnp.linalg.solve(m, r), jnp.linalg.slogdet(m)[1]))(a, b)
+    _close(x, np.linalg.solve(a, b))
+    _close(d, np.linalg.slogdet(a)[1])
+
+
 def test_cholesky_of_a_run_time_size_compiles_once():
     chol = sprue.qjit(lambda a: jnp.linalg.cholesky(a), abstracted_axes={1: "n", 2: "n"})
     for n in SIZES:
