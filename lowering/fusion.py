@@ -675,6 +675,12 @@ def _mergeable(cons: ir.Operation) -> ir.Operation | None:
         if prod is None or prod.block != cons.block or list(cmaps[k].results) != identity or \
                 not _elementwise_identity_outs(prod) or _maps(prod)[0].n_dims != cmaps[0].n_dims:
             continue
+        p_results = list(prod.results)
+        if any(cons.operands[i] in p_results and list(cmaps[i].results) != identity for i in range(c_in)):
+            # cons also reads prod's result at other indices (`b + b.T`): merged, that read would
+            # take the value computed at its own indices (_merge_pair maps every read of the result
+            # to it), and the other element is not computed yet
+            continue
         if all(u == cons or _after(u, cons) for res in prod.results for u in _readers(res)):
             return prod
     return None

@@ -105,6 +105,14 @@ def _size(op: ir.Operation, maps: list[ir.AffineMap], d: int) -> tuple[int | Non
     raise AssertionError("no operand has loop %d" % d)
 
 
+def _index_dim(op: ir.Operation) -> int:
+    return ir.IntegerAttr(op.attributes["dim"]).value
+
+
+def _set_index_dim(op: ir.Operation, dim: int) -> None:
+    op.attributes["dim"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)
+
+
 def _materialize(op: ir.Operation, maps: list[ir.AffineMap], inputs: list[int], body: list[ir.Operation],
                  value: ir.Value, space: list[int]) -> ir.Value:
     """`value` (computed by `body` from `inputs`) over the loops `space` of `op`: a new elementwise
@@ -139,6 +147,8 @@ def _materialize(op: ir.Operation, maps: list[ir.AffineMap], inputs: list[int], 
             copy = inner.clone()
             for j, v in enumerate(copy.operands):
                 copy.operands[j] = mapping.get(v, v)
+            if inner.name == "linalg.index":    # an iota fused into the side: its loop, renumbered
+                _set_index_dim(copy, renumber[_index_dim(inner)])
             mapping.update(zip(inner.results, copy.results))
         ir.Operation.create("linalg.yield", operands=[mapping.get(value, value)])
     return generic.results[0]
@@ -186,6 +196,7 @@ def split_fused_operands(op: ir.Operation) -> ir.Operation:
             return op
         inputs, ops = found
         used = {d for i in inputs for d in (_dims(maps[i]) or [-1])}
+        used |= {_index_dim(o) for o in ops if o.name == "linalg.index"}   # loops an iota reads
         if -1 in used:
             return op
         sides.append((v, sorted(inputs), ops, used))
@@ -488,6 +499,9 @@ def order_product_loops(op: ir.Operation) -> None:
                                                  ir.AffineExpr.get_dim(where[e.maybe_downcast().position])
                                                  for e in m.results]) for m in maps]
     _set_maps(op, new_maps)
+    for inner in op.regions[0].blocks[0].operations:
+        if inner.name == "linalg.index":        # a fused iota reads the loops by their new numbers
+            _set_index_dim(inner, where[_index_dim(inner)])
     parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
     reduction = ir.Attribute.parse("#linalg.iterator_type<reduction>")
     op.attributes["iterator_types"] = ir.ArrayAttr.get([parallel] * (len(kinds) - 1) + [reduction])
@@ -594,6 +608,10 @@ def drop_unit_loops(op: ir.Operation) -> ir.Operation:
     only (run on every op, it also cut the in-place row writes of scans). `op` where nothing
     changes."""
     if op.name != "linalg.generic" or len(op.results) != 1 or len(op.regions[0].blocks) != 1:
+        return op
+    if any(inner.name == "linalg.index" for inner in op.regions[0].blocks[0].operations):
+        # an iota fused into the product reads loop numbers that this renumbering would not update
+        # ('linalg.index' op expected dim (4) to be lower than the number of loops (2))
         return op
     kinds = iterator_kinds(op)
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]

@@ -243,6 +243,48 @@ def lu(a):
     packed in one matrix (L's unit diagonal implied), perm (a's row perm[i] is row i of P a) and
     the number of row swaps (the permutation's parity). A singular a gives a zero on U's diagonal
     (and infinities or NaNs after it)."""
+    return _lu_unrolled(a) if _static(a.shape[-1]) else _lu_looped(a)
+
+
+def _unit_lower(l11):
+    b = l11.shape[-1]
+    return jnp.tril(l11, -1) + jnp.eye(b, dtype=l11.dtype)
+
+
+def _rows_taken(x, rows):
+    """x[..., rows, :] (an empty x as it is: sprue's gather of a zero-size operand does not verify)."""
+    return take_along(x, rows[..., None], -2) if x.shape[-1] else x
+
+
+def _lu_unrolled(a):
+    """Static size: the rows not yet finished (their L part `left`, their trailing part `trailing`)
+    shrink by one block per step; a block's panel is factored with pivoting, its swaps applied to
+    those rows, U's block row solved from the panel's unit lower block, and the trailing matrix
+    updated by one matmul (the Schur complement)."""
+    n = a.shape[-1]
+    batch = tuple(a.shape[:-2])
+    left, trailing = a[..., :, :0], a
+    perm = jnp.broadcast_to(_arange(n), batch + (n,))
+    swaps = jnp.zeros(batch, dtype=np.int64)
+    rows, perms = [], []
+    for k0 in range(0, n, BLOCK):
+        m, bs = n - k0, min(BLOCK, n - k0)
+        panel, local, s = _panel_lu(trailing[..., :bs], jnp.broadcast_to(_arange(m), batch + (m,)), 0)
+        swaps = swaps + s
+        perm = take_along(perm, local, -1)
+        left, right = _rows_taken(left, local), _rows_taken(trailing[..., bs:], local)
+        u12 = lower_solve_unblocked(_unit_lower(panel[..., :bs, :]), right[..., :bs, :])
+        rows.append(jnp.concatenate([left[..., :bs, :], panel[..., :bs, :], u12], axis=-1))
+        perms.append(perm[..., :bs])
+        l21 = panel[..., bs:, :]
+        left = jnp.concatenate([left[..., bs:, :], l21], axis=-1)
+        trailing, perm = right[..., bs:, :] - l21 @ u12, perm[..., bs:]
+    return jnp.concatenate(rows, axis=-2), jnp.concatenate(perms, axis=-1), swaps
+
+
+def _lu_looped(a):
+    """Run-time size: the padded matrix, a loop over its blocks (swaps applied to whole rows, the
+    Schur complement a product over the padded matrix with the finished part masked)."""
     n = a.shape[-1]
     batch = tuple(a.shape[:-2])
     nb, npad = _blocks(n)

@@ -4,10 +4,18 @@ values, as in JAX (NaNs for a matrix that is not positive definite, infinities o
 singular one), where scipy raises LinAlgError."""
 from __future__ import annotations
 
-from sprue.numpy import linalg as _linalg
-from sprue.numpy.linalg import det, inv, norm, solve_triangular  # noqa: F401
+import numpy as np
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "det", "inv", "norm", "solve", "solve_triangular"]
+from sprue import lax
+from sprue.base.errors import UnsupportedError
+from sprue.numpy import _linalg_kernels as K
+from sprue.numpy import linalg as _linalg
+from sprue.numpy._avals import aval, describe, loc, value_error
+from sprue.numpy._linalg_spectral import jnp
+from sprue.numpy.linalg import det, inv, norm, pinv, solve_triangular  # noqa: F401
+
+__all__ = ["cholesky", "cho_factor", "cho_solve", "det", "inv", "norm", "pinv", "solve", "solve_triangular", "qr",
+           "eigh", "svd", "lu", "lu_factor", "lu_solve"]
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
@@ -35,3 +43,124 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     if assume_a in ("pos", "positive definite"):
         return cho_solve(cho_factor(a, lower=True), b)
     return _linalg.solve(a, b)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """scipy.linalg.qr: (Q, R) for mode 'full' (Q (..., m, m), R (..., m, n)) or 'economic' (numpy's
+    'reduced'); (R,) for 'r' (R (..., m, n), as scipy and JAX)."""
+    if pivoting:
+        raise UnsupportedError(f"sprue.scipy.linalg.qr: pivoting=True is not supported (no column-pivoted QR"
+                               f" yet){loc()}")
+    if mode not in ("full", "economic", "r"):
+        raise value_error("scipy.linalg.qr", f"mode must be 'full', 'economic' or 'r', got {mode!r}")
+    if mode != "r":
+        return tuple(_linalg.qr(a, "complete" if mode == "full" else "reduced"))
+    r = _linalg.qr(a, "r")
+    batch, (k, n) = aval(r).shape[:-2], aval(r).shape[-2:]
+    m = aval(a).shape[-2] if hasattr(a, "shape") else np.shape(a)[-2]
+    if isinstance(m, int) and isinstance(k, int) and m > k:   # scipy's R has a's m rows
+        r = jnp.concatenate([r, jnp.zeros(tuple(batch) + (m - k, n), aval(r).dtype)], axis=-2)
+    return (r,)
+
+
+def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False, turbo=True,
+         eigvals=None, type=1, check_finite=True):
+    """scipy.linalg.eigh of one symmetric matrix (its lower triangle, or upper with lower=False; not
+    symmetrized, as JAX): w ascending, or (w, v)."""
+    if b is not None or eigvals is not None:
+        raise UnsupportedError(f"sprue.scipy.linalg.eigh: the generalized problem (b) and eigvals= are not"
+                               f" supported (nor in JAX){loc()}")
+    w, v = _linalg.eigh(a, "L" if lower else "U", symmetrize_input=False)
+    return w if eigvals_only else (w, v)
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, lapack_driver="gesdd"):
+    """scipy.linalg.svd: (U, s, Vh), or s alone."""
+    return _linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv) if not compute_uv else \
+        tuple(_linalg.svd(a, full_matrices=full_matrices))
+
+
+# ---- LU ----------------------------------------------------------------------------------------
+
+def _lu_of_square(fname: str, a):
+    a = _linalg._square(fname, a)
+    m, n = aval(a).shape[-2:]
+    if not (isinstance(m, int) and m == n):
+        raise UnsupportedError(f"sprue.scipy.linalg.{fname}: only square matrices with static sizes are"
+                               f" supported, got {describe(a)}{loc()}")
+    return (a,) + K.lu(a)[:2]
+
+
+def _column(x, i):
+    """x[..., i] at a traced i, as (..., 1)."""
+    return jnp.sum(jnp.where(K._arange(aval(x).shape[-1]) == i, x, 0), axis=-1, keepdims=True)
+
+
+def _swapped(cur, i, j, value_at_j):
+    """cur with its entries i and j exchanged (cur[j] given)."""
+    idx = K._arange(aval(cur).shape[-1])
+    return jnp.where(idx == i, value_at_j, jnp.where(idx == j, _column(cur, i), cur))
+
+
+def _pivots_of(perm):
+    """LAPACK's ipiv (row i was exchanged with row ipiv[i], in order) from the permutation perm."""
+    n = aval(perm).shape[-1]
+
+    def step(i, carry):
+        cur, ipiv = carry
+        target = _column(perm, i)
+        j = jnp.argmax(cur == target, axis=-1, keepdims=True)
+        idx = K._arange(n)
+        return _swapped(cur, i, j, target), jnp.where(idx == i, j, ipiv)
+    start = jnp.broadcast_to(K._arange(n), aval(perm).shape)
+    return lax.fori_loop(0, n, step, (start, jnp.zeros_like(start)))[1]
+
+
+def _permutation_of(ipiv):
+    n = aval(ipiv).shape[-1]
+
+    def step(i, cur):
+        j = _column(ipiv, i)
+        return _swapped(cur, i, j, K.take_along(cur, j, -1))
+    return lax.fori_loop(0, n, step, jnp.broadcast_to(K._arange(n), aval(ipiv).shape))
+
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
+    """scipy.linalg.lu of a square matrix: (p, l, u) with a = p l u (p a permutation matrix of a's
+    dtype), or (p l, u) with permute_l."""
+    a, packed, perm = _lu_of_square("lu", a)
+    n = aval(a).shape[-1]
+    lower = jnp.tril(packed, -1) + jnp.eye(n, dtype=aval(a).dtype)
+    upper = jnp.triu(packed)
+    # p[perm[i], i] = 1: (p^T a)[i] = a[perm[i]]
+    p = jnp.astype(K._index_column(n) == perm[..., None, :], aval(a).dtype)
+    return (p @ lower, upper) if permute_l else (p, lower, upper)
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """scipy.linalg.lu_factor of a square matrix: (lu, piv), L (unit diagonal implied) and U packed,
+    piv LAPACK's row interchanges (int32, as JAX)."""
+    _, packed, perm = _lu_of_square("lu_factor", a)
+    return packed, jnp.astype(_pivots_of(perm), np.int32)
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """scipy.linalg.lu_solve: x with a x = b (trans=0) or a^T x = b (1 or 2) from lu_factor's
+    (lu, piv); b (..., n) or (..., n, k)."""
+    packed, piv = lu_and_piv
+    if trans not in (0, 1, 2):
+        raise value_error("scipy.linalg.lu_solve", f"trans must be 0, 1 or 2, got {trans!r}")
+    packed = _linalg._square("lu_solve", packed)
+    b = _linalg._floating("lu_solve", b)
+    vector = aval(b).ndim == aval(packed).ndim - 1
+    if vector:
+        b = b[..., None]
+    perm = _permutation_of(jnp.astype(piv, np.int64))
+    if trans == 0:   # L U x = P b
+        y = solve_triangular(packed, K.take_along(b, perm[..., :, None], -2), lower=True, unit_diagonal=True)
+        x = solve_triangular(packed, y, lower=False)
+    else:            # U^T L^T (P x) = b
+        z = solve_triangular(packed, b, trans=1, lower=False)
+        w = solve_triangular(packed, z, trans=1, lower=True, unit_diagonal=True)
+        x = K.take_along(w, jnp.argsort(perm, axis=-1)[..., :, None], -2)
+    return x[..., 0] if vector else x

@@ -99,3 +99,17 @@ def test_a_scan_row_merges_with_the_carries_it_reads(tmp_path, dynamic):
     bufferized = _stage(tmp_path, "bufferized")
     assert bufferized.count("linalg.generic") == 1, bufferized
     assert "memref.copy %alloc" not in bufferized.split("scf.for")[1]   # no row copied into place
+
+
+def test_a_consumer_reading_the_producer_transposed_is_not_merged_with_it():
+    """`b + b.T` with b elementwise (and read elsewhere too, so merge_elementwise_chains would keep
+    it as a second result): merged, the transposed read took b at its own indices (silently wrong
+    gradients of symmetrized inputs, as linalg.eigh's)."""
+    a = np.random.default_rng(5).standard_normal((4, 4))
+    i, j = np.arange(4)[:, None], np.arange(4)[None, :]
+
+    def f(xp, x):
+        v = x * 2.0
+        b = xp.where(i >= j, v + xp.where(i > j, v.T, 0.0), 0.0) * 0.5
+        return b + b.T
+    np.testing.assert_allclose(sprue.qjit(lambda x: f(snp, x))(a), f(np, a), rtol=1e-15)

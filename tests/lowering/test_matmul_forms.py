@@ -236,6 +236,25 @@ def test_products_of_slices_take_the_packed_kernel(looped, tmp_path):
     assert products == [], products
 
 
+def test_a_product_of_slices_reading_an_iota_keeps_its_loop_numbers():
+    """A product of slices whose transposed operand is scaled by an iota (the iota fused into the
+    product reads loop numbers): its unit loops stay (matmul_unfuse.drop_unit_loops would renumber
+    the loops but not the iota's linalg.index, which failed verification at bufferization)."""
+    x = RNG.standard_normal((2, 6, 4))
+    f = sprue.qjit(lambda x: x[0, :4, :] @ snp.swapaxes(x[0] * lax.broadcasted_iota(np.int64, (1, 4), 1), -1, -2))
+    _close(f(x), x[0, :4, :] @ (x[0] * np.arange(4)).T, np.float64)
+
+
+def test_a_batched_product_with_an_iota_fused_into_an_operand():
+    """An operand computed with an iota (a take_along_axis grid, a mask) fused into a batched
+    product: split_fused_operands computes it in a generic of its own over fewer loops, its
+    linalg.index renumbered with them (it kept the product's loop numbers: pinv of a batch failed
+    at bufferization)."""
+    x = RNG.standard_normal((2, 3, 6, 4))
+    f = sprue.qjit(lambda x: x[..., :4, :] @ snp.swapaxes(x * lax.broadcasted_iota(np.int64, (2, 3, 1, 4), 3), -1, -2))
+    _close(f(x), x[..., :4, :] @ np.swapaxes(x * np.arange(4), -1, -2), np.float64)
+
+
 def test_heads_product_packs_the_untransposed_keys(tmp_path):
     """`einsum('bhqd,bhkd->bhqk')`: the heads collapse into one batch dim and the packing reads k
     as it is stored; no transposed copy of the 4-D k is made first."""

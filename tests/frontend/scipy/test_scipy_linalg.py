@@ -8,6 +8,7 @@ import pytest
 import sprue
 import sprue.numpy as jnp
 import sprue.scipy.linalg as sl
+from sprue.base.errors import SprueValueError, UnsupportedError
 
 RNG = np.random.default_rng(20)
 
@@ -52,3 +53,71 @@ def test_gaussian_process_likelihood_and_its_gradient_compiled():
     value, grad = sprue.qjit(sprue.value_and_grad(sprue_nll))(0.3, x, y)
     np.testing.assert_allclose(value, numpy_nll(0.3), rtol=1e-10)
     np.testing.assert_allclose(grad, (numpy_nll(0.3 + 1e-6) - numpy_nll(0.3 - 1e-6)) / 2e-6, rtol=1e-6)
+
+
+# ---- qr, eigh, svd, lu ---------------------------------------------------------------------------
+
+def test_qr_eigh_svd_follow_scipy_conventions():
+    a = RNG.standard_normal((7, 4))
+    f = sprue.qjit(lambda m: (sl.qr(m), sl.qr(m, mode="economic"), sl.qr(m, mode="r"), sl.svd(m),
+                              sl.svd(m, compute_uv=False)))
+    full, economic, (r,), (u, s, vh), values = f(a)
+    for got, want in zip(full, np.linalg.qr(a, "complete")):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    for got, want in zip(economic, np.linalg.qr(a)):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    np.testing.assert_allclose(r, np.linalg.qr(a, "complete").R, atol=1e-12)   # scipy's 'r': m rows
+    assert u.shape == (7, 7) and vh.shape == (4, 4)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=1e-12)
+    np.testing.assert_allclose((u[:, :4] * s) @ vh, a, atol=1e-12)
+    np.testing.assert_allclose(values, s, atol=1e-12)
+    sym = _spd(6)
+    low = np.tril(sym) + np.triu(RNG.standard_normal((6, 6)), 1)    # the upper triangle is not read
+    w, v = sl.eigh(low)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(sym), atol=1e-12)
+    np.testing.assert_allclose((v * w) @ v.T, sym, atol=1e-12)
+    np.testing.assert_allclose(sl.eigh(sym.T * np.triu(np.ones((6, 6))), lower=False, eigvals_only=True),
+                               np.linalg.eigvalsh(sym), atol=1e-12)
+
+
+def _partial_pivoting(a):
+    """Row interchanges of LAPACK's getrf (the largest |entry| of each column at or below the
+    diagonal, the first on ties), in numpy: (packed L\\U, ipiv, perm)."""
+    lu, n = a.copy(), a.shape[0]
+    ipiv, perm = np.zeros(n, np.int32), np.arange(n)
+    for j in range(n):
+        p = j + int(np.argmax(np.abs(lu[j:, j])))
+        ipiv[j] = p
+        lu[[j, p]], perm[[j, p]] = lu[[p, j]], perm[[p, j]]
+        lu[j + 1:, j] /= lu[j, j]
+        lu[j + 1:, j + 1:] -= np.outer(lu[j + 1:, j], lu[j, j + 1:])
+    return lu, ipiv, perm
+
+
+def test_lu_lu_factor_and_lu_solve_follow_scipy():
+    a, b = RNG.standard_normal((9, 9)), RNG.standard_normal((9, 2))
+    want_lu, want_piv, perm = _partial_pivoting(a)
+    f = sprue.qjit(lambda m: (sl.lu(m), sl.lu(m, permute_l=True), sl.lu_factor(m)))
+    for (p, low, up), (pl, up2), (lu, piv) in (f(a), (sl.lu(a), sl.lu(a, permute_l=True), sl.lu_factor(a))):
+        np.testing.assert_allclose(p @ low @ up, a, atol=1e-12)
+        np.testing.assert_allclose(pl @ up2, a, atol=1e-12)
+        np.testing.assert_array_equal(p, np.eye(9)[:, perm])
+        np.testing.assert_allclose(np.tril(low, -1) + up, want_lu, atol=1e-12)
+        np.testing.assert_allclose(lu, want_lu, atol=1e-12)
+        assert piv.dtype == np.int32
+        np.testing.assert_array_equal(piv, want_piv)
+    solve = sprue.qjit(lambda m, r: [sl.lu_solve(sl.lu_factor(m), r, trans=t) for t in (0, 1)]
+                       + [sl.lu_solve(sl.lu_factor(m), r[:, 0])])
+    x, xt, x1 = solve(a, b)
+    np.testing.assert_allclose(x, np.linalg.solve(a, b), atol=1e-10)
+    np.testing.assert_allclose(xt, np.linalg.solve(a.T, b), atol=1e-10)
+    np.testing.assert_allclose(x1, np.linalg.solve(a, b[:, 0]), atol=1e-10)
+
+
+def test_unsupported_options_say_so():
+    with pytest.raises(UnsupportedError, match=r"scipy.linalg.qr: pivoting=True is not supported"):
+        sl.qr(np.eye(3), pivoting=True)
+    with pytest.raises(UnsupportedError, match=r"scipy.linalg.eigh: the generalized problem"):
+        sl.eigh(np.eye(3), np.eye(3))
+    with pytest.raises(SprueValueError, match=r"linalg.lu: last 2 dimensions of the array must be square, got f64\[3,4\]"):
+        sl.lu(np.ones((3, 4)))
