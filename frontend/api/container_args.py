@@ -17,7 +17,7 @@ import numpy as np
 
 from sprue.base.pytree import dict_keys
 
-PY_SCALARS = (float, int, bool)
+PY_SCALARS = (float, int, bool, complex)
 CONTAINERS = (dict, list, tuple)
 _ABSENT = object()
 

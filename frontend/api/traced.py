@@ -22,7 +22,7 @@ def abstractify(x, path: str = "?") -> ShapedArray:
         return x.aval
     if isinstance(x, ShapedArray):
         return x
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
     if isinstance(x, (np.ndarray, np.generic)):
         try:

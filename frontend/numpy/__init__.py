@@ -49,6 +49,8 @@ signedinteger = _np.signedinteger
 unsignedinteger = _np.unsignedinteger
 number = _np.number
 inexact = _np.inexact
+complexfloating = _np.complexfloating
+complex_ = _SCALAR_TYPES["complex128"]
 bool_ = _SCALAR_TYPES["bool_"]
 
 

@@ -258,5 +258,5 @@ def _scalar_type(name: str, np_type) -> type:
 
 SCALAR_TYPES = {name: _scalar_type(name, getattr(np, name)) for name in
                 ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
-                 "uint64", "uint32", "uint16", "uint8", "bool_")}
+                 "uint64", "uint32", "uint16", "uint8", "bool_", "complex64", "complex128")}
 SCALAR_TYPES["bool"] = SCALAR_TYPES["bool_"]

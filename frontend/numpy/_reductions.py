@@ -166,7 +166,7 @@ def _float_acc(fname, a, dtype, upcast_f16: bool):
     if dtype is not None:
         dt = check_dtype(fname, dtype)
         return dt, dt
-    dt = in_dt if dtypes.is_float(in_dt) else dtypes.float64
+    dt = in_dt if dtypes.is_inexact(in_dt) else dtypes.float64
     return (dtypes.float32 if upcast_f16 and dt == np.float16 else dt), dt
 
 
