@@ -12,7 +12,7 @@ called through a cffi runtime with memref descriptors.
 """
 from sprue import errors, lax, numpy, random, scipy  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
 from sprue.api.costs import cost
-from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
+from sprue.api.hints import bool_, c64, c128, f32, f64, i8, i16, i32, i64, u8
 from sprue.api.qjit import QJIT, qjit
 from sprue.api.saved import load, save
 from sprue.api.shape_signatures import assert_shape
@@ -48,7 +48,7 @@ __all__ = [
     "ShapedArray",
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
     "SprueMemoryError", "StableHLOUnsupportedError",
-    "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
+    "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "c64", "c128", "tree_flatten", "tree_unflatten", "tree_map",
     "set_num_threads", "get_num_threads", "random", "scipy", "custom_jvp", "custom_vjp", "checkpoint", "remat",
     "float0",
 ]

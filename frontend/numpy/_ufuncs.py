@@ -419,6 +419,8 @@ def round(a, decimals: int = 0, out=None):
         raise type_error("round", f"decimals must be a static int, got {type(decimals).__name__}")
     decimals = int(decimals)
     dt = aval(a).dtype
+    if dtypes.is_complex(dt):   # numpy rounds each part
+        return as_result(lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals)))
     if dtypes.is_int(dt) and decimals >= 0:
         return as_result(a, dt)
     if decimals == 0:

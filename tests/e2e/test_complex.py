@@ -1,8 +1,7 @@
 """Complex numbers compiled (qjit) and eager against numpy: creation, promotion with weak Python
 complex scalars, arithmetic, the elementwise math, reductions, products, select, complex arguments
 and results (arrays and scalars), static and dynamic shapes, and the errors for what has no complex
-meaning."""
-from __future__ import annotations
+meaning. (No `from __future__ import annotations` here: qjit reads type hints as objects.)"""
 
 import warnings
 
@@ -55,6 +54,7 @@ UNARY = {
     "cube": (lambda z: z ** 3, lambda z: z ** 3), "inverse_square": (lambda z: z ** -2, lambda z: z ** -2),
     "times_i": (lambda z: 1j * z, lambda z: 1j * z), "astype_f32": (lambda z: jnp.astype(z, jnp.float32),
                                                                       lambda z: np.real(z).astype(np.float32)),
+    "round": (lambda z: jnp.round(3 * z, 1), lambda z: np.round(3 * z, 1)),
     "astype_c64": (lambda z: jnp.astype(z, jnp.complex64), lambda z: z.astype(np.complex64)),
     "astype_bool": (lambda z: jnp.astype(z, bool), lambda z: z.astype(bool)),
     "astype_i32": (lambda z: jnp.astype(3 * z, jnp.int32), lambda z: np.real(3 * z).astype(np.int32)),
@@ -128,7 +128,8 @@ def test_creation():
 REDUCTIONS = {
     "sum": (lambda z: jnp.sum(z), np.sum), "sum_axis": (lambda z: jnp.sum(z, axis=-1), lambda z: np.sum(z, axis=-1)),
     "prod": (lambda z: jnp.prod(z, axis=0), lambda z: np.prod(z, axis=0)), "mean": (lambda z: jnp.mean(z), np.mean),
-    "cumsum": (lambda z: jnp.cumsum(z), np.cumsum),
+    "cumsum": (lambda z: jnp.cumsum(z), np.cumsum), "var": (lambda z: jnp.var(z, axis=0), lambda z: np.var(z, axis=0)),
+    "std": (lambda z: jnp.std(z, ddof=1), lambda z: np.std(z, ddof=1)),
     "vdot": (lambda z: jnp.vdot(z, z), lambda z: np.vdot(z, z)),
     "matmul": (lambda z: z @ z.T, lambda z: z @ z.T), "dot": (lambda z: jnp.dot(z.T, z[:, 0]), lambda z: np.dot(z.T, z[:, 0])),
     "einsum": (lambda z: jnp.einsum("ij,kj->ik", z, jnp.conj(z)), lambda z: np.einsum("ij,kj->ik", z, np.conj(z))),
@@ -185,6 +186,9 @@ def test_dynamic_shapes():
     (lambda z: lax.atan2(z, z), "atan2 requires floating-point operands, got c128"),
     (lambda z: lax.clamp(z, z, z), "clamp requires ordered \\(not complex\\) operands, got c128"),
     (lambda z: lax.real(jnp.abs(z)), "real requires a complex operand, got f64"),
+    (lambda z: jnp.sort(z), "sort requires ordered \\(not complex\\) operands, got c128.3.; order by the real part"),
+    (lambda z: jnp.max(z), "reduce_max requires ordered \\(not complex\\) operands, got c128"),
+    (lambda z: jnp.argmin(z), "argmin requires ordered \\(not complex\\) operands, got c128"),
     (lambda z: lax.complex(z, z), "complex requires float32 or float64 operands, got c128"),
 ])
 def test_errors_name_what_has_no_complex_meaning(fn, message):
@@ -198,3 +202,15 @@ def test_errors_name_what_has_no_complex_meaning(fn, message):
 def test_operators_of_traced_complex_arrays_refuse_ordering():
     with pytest.raises(TypeError, match="sprue.numpy.greater_equal: ordering comparisons of complex numbers"):
         sprue.qjit(lambda z: z >= 1j)(rand_complex((3,), C64))
+
+
+def test_type_hints():
+    @sprue.qjit
+    def scale(z: sprue.c64["n"], c: complex):
+        return z * c
+    z = rand_complex((5,), C64)
+    check(scale(z, 2j), z * np.complex64(2j), C64)
+    check(scale(z[:2], 1.5j), z[:2] * np.complex64(1.5j), C64)
+    assert "c64[a]" in str(scale.jaxpr) and scale.compile_count == 1   # one compilation for every size
+    with pytest.raises(TypeError, match="argument 'z'"):
+        scale(np.ones(5, np.complex128), 1j)   # complex128 does not cast safely to complex64
