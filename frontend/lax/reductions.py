@@ -30,12 +30,12 @@ from sprue.lax.structural import (
     _np_reduce,
     _reduce_batch,
     _reduce_rule,
-    require_ordered,
     _reducer,
     _reduction_cost,
     broadcast_in_dim,
     broadcasted_iota,
     reduce_sum,
+    require_ordered,
 )
 
 # sprue.lax re-exports these (the package imports * from this module)

@@ -206,7 +206,7 @@ def test_operators_of_traced_complex_arrays_refuse_ordering():
 
 def test_type_hints():
     @sprue.qjit
-    def scale(z: sprue.c64["n"], c: complex):
+    def scale(z: sprue.c64["n"], c: complex):  # noqa: F821  (a size name, not a forward reference)
         return z * c
     z = rand_complex((5,), C64)
     check(scale(z, 2j), z * np.complex64(2j), C64)
