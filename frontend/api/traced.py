@@ -60,7 +60,7 @@ def trace_function(fn: Callable, args: Sequence, kwargs: dict, arg_names: Sequen
         # a size known only at run time (`x.shape[0]`) is returned as its i64 value
         out_leaves = [dim_value(o) if isinstance(o, DimExpr) else o for o in out_leaves]
         for i, o in enumerate(out_leaves):
-            if not isinstance(o, (Tracer, np.ndarray, np.generic, bool, int, float)):
+            if not isinstance(o, (Tracer, np.ndarray, np.generic, bool, int, float, complex)):
                 raise SprueTypeError(f"{getattr(fn, '__name__', 'function')} returned a {type(o).__name__} at"
                                      f" output {i}; traced functions return arrays, scalars, or"
                                      f" tuples/lists/dicts of them")
