@@ -286,11 +286,12 @@ def _check_grad_output(out, value_tree: TreeDef, fn, holomorphic: bool):
         if holomorphic:
             raise SprueTypeError(f"grad with holomorphic=True requires {_name(fn)} to return a complex scalar,"
                                  f" got {got}{_where()}")
-        hint = ("; for holomorphic differentiation pass holomorphic=True, or differentiate a real part"
-                " (jnp.real, jnp.abs)" if value_tree.kind == "leaf" and dtypes.is_complex(a.dtype)
-                else "; use jacrev or vjp for other outputs")
-        raise SprueTypeError(f"grad requires {_name(fn)} to return a real floating-point scalar, got {got}"
-                             f"{_where()}{hint}")
+        if value_tree.kind == "leaf" and dtypes.is_complex(a.dtype):
+            raise SprueTypeError(f"grad requires {_name(fn)} to return a real floating-point scalar, got {got}"
+                                 f"{_where()}; for holomorphic differentiation pass holomorphic=True, or"
+                                 f" differentiate a real part (jnp.real, jnp.abs)")
+        raise SprueTypeError(f"grad requires {_name(fn)} to return a floating-point scalar, got {got}{_where()};"
+                             f" use jacrev or vjp for other outputs")
 
 
 def grad(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
