@@ -532,12 +532,12 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = F
     return jacrev_fn
 
 
-def hessian(fn: Callable, argnums=0, has_aux: bool = False):
-    """The Hessian: jacfwd of jacrev."""
+def hessian(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Hessian: jacfwd of jacrev (holomorphic: of a complex function of complex inputs)."""
     q = _qjit_of(fn)
     if q is not None:
-        return _lazy_jit(hessian(q.fn, argnums, has_aux), q)
-    return jacfwd(jacrev(fn, argnums, has_aux), argnums, has_aux)
+        return _lazy_jit(hessian(q.fn, argnums, has_aux, holomorphic), q)
+    return jacfwd(jacrev(fn, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 jacobian = jacrev   # JAX's alias

@@ -179,3 +179,11 @@ def test_vmap_against_a_loop():
 def test_errors(call, message):
     with pytest.raises(TypeError, match=message):
         call(rand_complex((3,)))
+
+
+def test_holomorphic_hessian():
+    z = rand_complex((2,))
+    # f(z) = sum(z0^2 z1 + exp(z1)): d2f = [[2 z1, 2 z0], [2 z0, exp(z1)]]
+    want = np.array([[2 * z[1], 2 * z[0]], [2 * z[0], np.exp(z[1])]])
+    for h in both(sprue.hessian(lambda z: z[0] ** 2 * z[1] + jnp.exp(z[1]), holomorphic=True)):
+        np.testing.assert_allclose(h(z), want, rtol=1e-12)
