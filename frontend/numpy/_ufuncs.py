@@ -489,6 +489,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     F = _funcs
     x = operand("nan_to_num", x)
     dt = aval(x).dtype
+    if dtypes.is_complex(dt):   # numpy's: each part
+        parts = (nan_to_num(f(x), copy, nan, posinf, neginf) for f in (lax.real, lax.imag))
+        return as_result(lax.complex(*parts))
     if not dtypes.is_float(dt):
         return as_result(x)
     info = np.finfo(dt)

@@ -149,6 +149,12 @@ def test_reductions_and_products(name, dtype):
         check(ours(z), want, dtype)
 
 
+def test_nan_to_num_of_each_part():
+    z = np.array([complex(np.nan, 1), complex(2, np.inf), complex(-np.inf, np.nan), 1j], np.complex64)
+    check(jnp.nan_to_num(z), np.nan_to_num(z))
+    check(sprue.qjit(lambda z: jnp.nan_to_num(z, nan=-1.0))(z), np.nan_to_num(z, nan=-1.0))
+
+
 def test_large_matmul_uses_real_kernels():
     a, b = rand_complex((70, 50), C128, 4), rand_complex((50, 30), C128, 5)
     check(sprue.qjit(jnp.matmul)(a, b), a @ b)
