@@ -13,7 +13,7 @@ called through a cffi runtime with memref descriptors.
 from sprue import errors, lax, numpy, pytree, random, scipy, tree_util  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
 from sprue.api.array_type import Array
 from sprue.api.costs import cost
-from sprue.api.hints import bool_, f32, f64, i8, i16, i32, i64, u8
+from sprue.api.hints import bool_, c64, c128, f32, f64, i8, i16, i32, i64, u8
 from sprue.api.numpy_vmap import apply_along_axis as _apply_along_axis
 from sprue.api.numpy_vmap import vectorize as _vectorize
 from sprue.api.qjit import QJIT, qjit
@@ -56,7 +56,7 @@ __all__ = [
     "ShapedArray",
     "SprueError", "SprueTypeError", "SprueValueError", "ConcretizationError", "UnsupportedError",
     "SprueMemoryError", "StableHLOUnsupportedError",
-    "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "tree_flatten", "tree_unflatten", "tree_map",
+    "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "c64", "c128", "tree_flatten", "tree_unflatten", "tree_map",
     "tree_leaves", "tree_structure", "pytree", "tree_util",
     "set_num_threads", "get_num_threads", "random", "scipy", "custom_jvp", "custom_vjp", "checkpoint", "remat",
     "float0", "debug", "Array",

@@ -14,6 +14,7 @@ runs we rewrite those ops ourselves.  Each rule replaces one op in place:
   stablehlo.while    -> scf.while, or scf.for when marked counted (below)
   stablehlo.if       -> scf.if                        (below)
   stablehlo.case     -> scf.index_switch              (below)
+  stablehlo.dot_general of complex operands -> four real ones (below)
 
 Regions of sort/scatter become scalar code (mlir_util.inline_scalar_region);
 regions of control-flow ops keep their tensor ops, which the later
@@ -183,6 +184,40 @@ def lower_overwritten_broadcast(op: ir.Operation) -> None:
     op.erase()
 
 
+def lower_complex_dot(op: ir.Operation) -> None:
+    """A dot_general of complex operands as four real ones, (a+ib)(c+id) = (ac-bd) + i(ad+bc), as
+    rules_complex.py lowers sprue's own (a StableHLO module read from a file has them too): the
+    linalg.matmul that stablehlo-legalize-to-linalg makes of a complex one has a body that
+    complex-to-standard rewrites into one that linalg no longer accepts, and matmul.py tiles real
+    types only. Other dot_generals are left as they are."""
+    out_type = ir.RankedTensorType(op.results[0].type)
+    lhs, rhs = op.operands
+    if not (isinstance(out_type.element_type, ir.ComplexType)
+            and all(isinstance(ir.RankedTensorType(v.type).element_type, ir.ComplexType) for v in (lhs, rhs))):
+        return
+    attrs = {op.attributes[i].name: op.attributes[i].attr for i in range(len(op.attributes))}
+
+    def real_type(t: ir.Type) -> ir.RankedTensorType:
+        t = ir.RankedTensorType(t)
+        return ir.RankedTensorType.get(t.shape, ir.ComplexType(t.element_type).element_type)
+
+    def new(name: str, operands: list, result: ir.Type, attributes=None) -> ir.Value:
+        return ir.Operation.create(name, results=[result], operands=operands, attributes=attributes or {}).result
+
+    with ir.InsertionPoint(op), op.location:
+        a, b = (new(f"stablehlo.{k}", [lhs], real_type(lhs.type)) for k in ("real", "imag"))
+        c, d = (new(f"stablehlo.{k}", [rhs], real_type(rhs.type)) for k in ("real", "imag"))
+        part = real_type(out_type)
+
+        def dot(x: ir.Value, y: ir.Value) -> ir.Value:
+            return new(op.name, [x, y], part, attrs)
+        re = new("stablehlo.subtract", [dot(a, c), dot(b, d)], part)
+        im = new("stablehlo.add", [dot(a, d), dot(b, c)], part)
+        out = new("stablehlo.complex", [re, im], out_type)
+    op.results[0].replace_all_uses_with(out)
+    op.erase()
+
+
 # Op name -> rewrite.  sort/scatter run before control flow so their scalar
 # regions are translated wherever they sit.
 RULES: dict[str, Callable[[ir.Operation], None]] = {
@@ -198,6 +233,8 @@ RULES: dict[str, Callable[[ir.Operation], None]] = {
     "stablehlo.while": lower_while,
     "stablehlo.if": lower_if,
     "stablehlo.case": lower_case,
+    "stablehlo.dot_general": lower_complex_dot,   # complex ones only (above)
+    "stablehlo.dot": lower_complex_dot,
 }
 
 
@@ -215,7 +252,8 @@ def legalize(module: ir.Module) -> None:
         for group in (("stablehlo.scatter",), ("stablehlo.gather", "stablehlo.dynamic_gather"),
                       tuple(DYNAMIC_RULES),
                       ("stablehlo.sort", "stablehlo.reduce_window", "stablehlo.custom_call",
-                       "stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim"),
+                       "stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim",
+                       "stablehlo.dot_general", "stablehlo.dot"),
                       ("stablehlo.while", "stablehlo.if", "stablehlo.case")):
             for op in _collect(module, group):
                 RULES[op.name](op)

@@ -28,13 +28,15 @@ class LegalizeError(ValueError):
 # ---------------------------------------------------------------------------
 
 def element_kind(t: ir.Type) -> str:
-    """'f' float, 'si' signed/signless int, 'ui' unsigned int, 'i1' bool."""
+    """'f' float, 'si' signed/signless int, 'ui' unsigned int, 'i1' bool, 'c' complex."""
     if isinstance(t, ir.IntegerType):
         if t.width == 1:
             return "i1"
         return "ui" if t.is_unsigned else "si"
     if isinstance(t, ir.FloatType):
         return "f"
+    if isinstance(t, ir.ComplexType):
+        return "c"
     raise LegalizeError(f"unsupported element type {t}")
 
 
@@ -472,13 +474,20 @@ def _result_elem(op: ir.Operation) -> ir.Type:
     return signless(elem_of(op.results[0]))
 
 
-# Binary ops: (float, signed int, unsigned int, bool); None = not defined.
 A, M = arith, math
+
+
+def _complex_op(name: str) -> Callable[..., ir.Operation]:
+    """complex.<name> of operands of one complex type (a scatter's or a reduction's combiner)."""
+    return lambda *args: ir.Operation.create(f"complex.{name}", results=[args[0].type], operands=list(args))
+
+
+# Binary ops: (float, signed int, unsigned int, bool, complex); None (or missing) = not defined.
 _BINARY: dict[str, tuple] = {
-    "add": (A.AddFOp, A.AddIOp, A.AddIOp, A.OrIOp),          # bool add is OR
-    "subtract": (A.SubFOp, A.SubIOp, A.SubIOp, None),
-    "multiply": (A.MulFOp, A.MulIOp, A.MulIOp, A.AndIOp),     # bool mul is AND
-    "divide": (A.DivFOp, A.DivSIOp, A.DivUIOp, None),
+    "add": (A.AddFOp, A.AddIOp, A.AddIOp, A.OrIOp, _complex_op("add")),          # bool add is OR
+    "subtract": (A.SubFOp, A.SubIOp, A.SubIOp, None, _complex_op("sub")),
+    "multiply": (A.MulFOp, A.MulIOp, A.MulIOp, A.AndIOp, _complex_op("mul")),     # bool mul is AND
+    "divide": (A.DivFOp, A.DivSIOp, A.DivUIOp, None, _complex_op("div")),
     "remainder": (A.RemFOp, A.RemSIOp, A.RemUIOp, None),
     "maximum": (A.MaximumFOp, A.MaxSIOp, A.MaxUIOp, A.OrIOp),  # maximumf propagates NaN
     "minimum": (A.MinimumFOp, A.MinSIOp, A.MinUIOp, A.AndIOp),
@@ -488,12 +497,13 @@ _BINARY: dict[str, tuple] = {
     "power": (M.PowFOp, None, None, None),
     "atan2": (M.Atan2Op, None, None, None),
 }
-_KIND_COLUMN = {"f": 0, "si": 1, "ui": 2, "i1": 3}
+_KIND_COLUMN = {"f": 0, "si": 1, "ui": 2, "i1": 3, "c": 4}
 
 
 def _binary_rule(name: str) -> Rule:
     def rule(op: ir.Operation, args: list[ir.Value]) -> ir.Value:
-        builder = _BINARY[name][_KIND_COLUMN[_kind(op)]]
+        row = _BINARY[name]
+        builder = row[_KIND_COLUMN[_kind(op)]] if _KIND_COLUMN[_kind(op)] < len(row) else None
         if builder is None:
             raise LegalizeError(f"stablehlo.{name} is not defined on {elem_of(op.operands[0])}")
         return builder(*args).result
@@ -558,6 +568,8 @@ def _clamp(op: ir.Operation, args: list[ir.Value]) -> ir.Value:
 def _constant(op: ir.Operation, args: list[ir.Value]) -> ir.Value:
     value = ir.DenseElementsAttr(op.attributes["value"]).get_splat_value()
     t = _result_elem(op)
+    if isinstance(t, ir.ComplexType):   # (the splat value is the array [re, im])
+        return ir.Operation.create("complex.constant", results=[t], attributes={"value": value}).result
     if isinstance(t, ir.IntegerType):
         raw = ir.BoolAttr(value).value if isinstance(value, ir.BoolAttr) else ir.IntegerAttr(value).value
         value = ir.IntegerAttr.get(t, int(raw))

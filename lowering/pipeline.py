@@ -414,8 +414,17 @@ def _prepare_entry_points(module: ir.Module) -> None:
         attrs["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
-def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
-    """Runs every stage on `module` in place (it ends in the LLVM dialect)."""
+# Complex numbers: stablehlo-legalize-to-linalg leaves complex-dialect ops in the linalg bodies;
+# complex-to-standard writes all but complex.create/re/im/constant (which convert-to-llvm lowers, a
+# complex<fN> as the struct {fN, fN}) as arith and math on the parts, right after legalization, so
+# that sprue's rewrites (fusion, vectorization, the math expansions, libm calls) see float ops.
+# Only when the module has complex types: the pass walks the whole module.
+COMPLEX_TO_STANDARD = "func.func(convert-complex-to-standard)"
+
+
+def lower_module(module: ir.Module, dump: Dump | None = None, has_complex: bool = True) -> None:
+    """Runs every stage on `module` in place (it ends in the LLVM dialect). `has_complex`: whether
+    complex types may occur (when False, complex-to-standard is skipped)."""
     _prepare_entry_points(module)
     with step("legalize (Python)"):
         _legalize(module)
@@ -427,7 +436,8 @@ def lower_module(module: ir.Module, dump: Dump | None = None) -> None:
         with step(f"stage {name}"):
             _rewrite(module, PREPARE.get(name, ()))
             with step("passes"):
-                run_stage(module, name, pipeline)
+                run_stage(module, name, pipeline + (f",{COMPLEX_TO_STANDARD}" if name == "linalg" and has_complex
+                                                    else ""))
             _rewrite(module, FINISH.get(name, ()))
         if name == "linalg":
             _check_no_stablehlo_left(module)
@@ -443,7 +453,7 @@ def lower_to_llvm_ir(stablehlo_text: str, *, dump: Dump | None = None) -> str:
     with ctx, ir.Location.unknown():
         with step("parse"):
             module = parse_module(ctx, stablehlo_text)
-        lower_module(module, dump)
+        lower_module(module, dump, has_complex="complex<" in stablehlo_text)
         try:
             with step("translate to LLVM IR"):
                 return translate_module_to_llvmir(module.operation)

@@ -227,6 +227,8 @@ def element_type(dtype) -> ir.Type:
         return ir.IntegerType.get_signless(8 * dt.itemsize)
     if dt.kind == "u":
         return ir.IntegerType.get_unsigned(8 * dt.itemsize)
+    if dt.kind == "c":
+        return ir.ComplexType.get(element_type(np.dtype(f"f{dt.itemsize // 2}")))
     raise UnsupportedError(f"element type {dt} has no StableHLO lowering")
 
 
@@ -250,6 +252,8 @@ def dtype_of(v: Value) -> np.dtype:
         if t.width == 1:
             return np.dtype(np.bool_)
         return np.dtype(f"{'u' if t.is_unsigned else 'i'}{t.width // 8}")
+    if isinstance(t, ir.ComplexType):
+        return np.dtype(f"c{2 * ir.FloatType(t.element_type).width // 8}")
     return np.dtype(f"f{ir.FloatType(t).width // 8}")
 
 
@@ -282,6 +286,10 @@ def with_dtype(v: Value, dtype) -> ir.RankedTensorType:
 
 def is_float(v: Value) -> bool:
     return dtype_of(v).kind == "f"
+
+
+def is_complex(v: Value) -> bool:
+    return dtype_of(v).kind == "c"
 
 
 def is_bool(v: Value) -> bool:
@@ -367,7 +375,7 @@ def const_array(arr: np.ndarray) -> Value:
 
 def compare_type(dtype) -> str:
     dt = np.dtype(dtype)
-    return "FLOAT" if dt.kind == "f" else "SIGNED" if dt.kind == "i" else "UNSIGNED"
+    return "FLOAT" if dt.kind in "fc" else "SIGNED" if dt.kind == "i" else "UNSIGNED"
 
 
 def compare(a: Value, b: Value, direction: str) -> Value:

@@ -26,6 +26,7 @@ from sprue.lowering.rules_common import (
     int_max,
     int_min,
     is_bool,
+    is_complex,
     is_float,
     is_nan,
     is_unsigned,
@@ -136,7 +137,7 @@ def _division_guard(x: Value, y: Value) -> tuple[Value, Value, Value]:
 
 def _div(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
     x, y = _operands(x, y)
-    if is_float(x):
+    if is_float(x) or is_complex(x):
         return [ew("divide", x, y)]
     safe, zero, _ = _division_guard(x, y)
     q = ew("divide", x, safe)  # INT_MIN / 1 = INT_MIN: the wrapped quotient of INT_MIN / -1
@@ -181,7 +182,7 @@ def _int_pow_by_bits(x: Value, y: Value) -> Value:
 
 def _pow(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
     x, y = _operands(x, y)
-    if is_float(x):
+    if is_float(x) or is_complex(x):
         return [ew("power", x, y)]
     safe_y = y if is_unsigned(y) else ew("maximum", y, constant_like(0, y))
     return [_int_pow_negative(x, y, _int_pow_by_bits(x, safe_y))]
@@ -206,7 +207,7 @@ def _integer_pow(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     p = _power_by_squaring(x, abs(y))
     if y > 0:
         return [p]
-    if is_float(x):
+    if is_float(x) or is_complex(x):
         return [ew("divide", constant_like(1.0, x), p)]
     # integers: 1/x**|y| truncates to 0 except for x = +-1 (see _int_pow_negative)
     return [_int_pow_negative(x, full_like(y, x, np.int64), p)]

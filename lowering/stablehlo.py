@@ -39,6 +39,7 @@ from sprue.lowering import (  # noqa: F401
     dialects,
     rules_calls,
     rules_checks,
+    rules_complex,
     rules_control_flow,
     rules_convolution,
     rules_custom,

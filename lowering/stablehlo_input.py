@@ -338,6 +338,8 @@ def _dtype(t: ir.Type, where: str) -> str:
         return "f32"
     elif isinstance(t, ir.F16Type):
         return "f16"
+    elif isinstance(t, ir.ComplexType) and isinstance(t.element_type, (ir.F32Type, ir.F64Type)):
+        return "c64" if isinstance(t.element_type, ir.F32Type) else "c128"
     raise UnsupportedStableHLOOpError(f"element type {t}", where, "cannot cross the compiled function's boundary")
 
 

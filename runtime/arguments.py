@@ -59,7 +59,7 @@ __all__ = ["ArgumentConverter", "ROW_MAJOR_STRIDES", "c_strides"]
 # fast path.
 _PASS_BY_POINTER = 0x0001 | 0x0100 | 0x0400
 
-_NUMERIC_KINDS = frozenset("biuf")
+_NUMERIC_KINDS = frozenset("biufc")
 _ARRAY_PROTOCOLS = ("__array__", "__array_interface__", "__array_struct__")
 
 
@@ -188,7 +188,7 @@ class ArgumentConverter:
         elif isinstance(value, np.generic):
             # Checked before Python scalars: np.float64 subclasses float.
             arr, what = np.asarray(value), "a numpy scalar"
-        elif isinstance(value, (bool, int, float)):
+        elif isinstance(value, (bool, int, float, complex)):
             return self._convert_python_scalar(value, keep)
         elif any(hasattr(type(value), p) for p in _ARRAY_PROTOCOLS):
             try:
@@ -225,8 +225,10 @@ class ArgumentConverter:
 
         Raises TypeError when its type does not go into this argument.
         """
-        if isinstance(value, bool):
-            return True
+        if isinstance(value, bool) or self._dtype.kind == "c":
+            return True   # (a complex number's parts are floats: any Python number goes in, as numpy)
+        if isinstance(value, complex):
+            raise self._fail(TypeError, f"a Python complex, which does not cast safely to {self.spec.element.name}")
         if isinstance(value, int):
             if self._int_range is not None:
                 return self._int_range[0] <= value <= self._int_range[1]
@@ -238,7 +240,8 @@ class ArgumentConverter:
         raise self._fail(TypeError, f"a Python {kind}, which does not cast safely to {self.spec.element.name}")
 
     def _convert_python_scalar(self, value: bool | int | float, keep: list) -> Any:
-        kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "float"
+        kind = ("bool" if isinstance(value, bool) else "int" if isinstance(value, int)
+                else "complex" if isinstance(value, complex) else "float")
         if self._rank != 0:
             raise self._fail(ValueError, f"a Python {kind} (a scalar)")
         if not self._python_scalar_fits(value):
@@ -250,4 +253,6 @@ class ArgumentConverter:
             return self._scalar_descriptor(int(np.array(value, np.float16).view(np.uint16)), keep)
         if self.spec.dtype.kind == "f":
             return self._scalar_descriptor(float(value), keep)
+        if self.spec.dtype.kind == "c":
+            return self._scalar_descriptor(complex(value), keep)
         return self._scalar_descriptor(int(value), keep)

@@ -50,6 +50,10 @@ ELEMENT_TYPES: tuple[ElementType, ...] = (
     _et("bool", "bool", "uint8_t", "i1"),
     # C has no portable half type: f16 crosses as its 16 bits (see `scalar_from_c`)
     _et("f16", "float16", "uint16_t", "f16"),
+    # C99's complex types: the layout of numpy's complex arrays and of MLIR's complex<fN> (a
+    # struct of the real and the imaginary part), which cffi reads as Python complex numbers.
+    _et("c64", "complex64", "float _Complex", "complex<f32>"),
+    _et("c128", "complex128", "double _Complex", "complex<f64>"),
 )
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from sprue.base.eager_array import EagerArray
 from sprue.base.pytree import dict_keys, node_flattener
 
-PY_SCALARS = (float, int, bool)
+PY_SCALARS = (float, int, bool, complex)
 CONTAINERS = (dict, list, tuple)
 _ABSENT = object()
 

@@ -70,14 +70,17 @@ i16 = _DtypeHint(np.int16)
 i8 = _DtypeHint(np.int8)
 u8 = _DtypeHint(np.uint8)
 bool_ = _DtypeHint(np.bool_)
+c64 = _DtypeHint(np.complex64)
+c128 = _DtypeHint(np.complex128)
 
 _SCALAR_HINTS = {int: ShapedArray((), dtypes.int64, weak_type=True),
                  float: ShapedArray((), dtypes.float64, weak_type=True),
-                 bool: ShapedArray((), dtypes.bool_, weak_type=True)}
+                 bool: ShapedArray((), dtypes.bool_, weak_type=True),
+                 complex: ShapedArray((), dtypes.complex128, weak_type=True)}
 
 
 def is_scalar_hint(h) -> bool:
-    """`int`, `float` or `bool` (a dict hint is unhashable: `h in _SCALAR_HINTS` would raise)."""
+    """`int`, `float`, `bool` or `complex` (a dict hint is unhashable: `h in _SCALAR_HINTS` would raise)."""
     return isinstance(h, type) and h in _SCALAR_HINTS
 
 

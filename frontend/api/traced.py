@@ -24,7 +24,7 @@ def abstractify(x, path: str = "?") -> ShapedArray:
         return x.aval
     if isinstance(x, ShapedArray):
         return x
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
     if isinstance(x, (np.ndarray, np.generic)):
         try:
@@ -89,7 +89,7 @@ def trace_function(fn: Callable, args: Sequence, kwargs: dict, arg_names: Sequen
         # a size known only at run time (`x.shape[0]`) is returned as its i64 value
         out_leaves = [dim_value(o) if isinstance(o, DimExpr) else o for o in out_leaves]
         for i, o in enumerate(out_leaves):
-            if not isinstance(o, (Tracer, np.ndarray, np.generic, bool, int, float)):
+            if not isinstance(o, (Tracer, np.ndarray, np.generic, bool, int, float, complex)):
                 raise SprueTypeError(f"{getattr(fn, '__name__', 'function')} returned a {type(o).__name__} at"
                                      f" output {i}; traced functions return arrays, scalars, or"
                                      f" tuples/lists/dicts of them")

@@ -93,7 +93,7 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
         ts = [_checked_tangent(i, p, t) for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
         ts = [np.zeros(np.shape(p), aval_of(p).dtype) if t is None else t for p, t in zip(p_leaves, ts)]
         compiled = _cached_transform(q, ("jvp", has_aux), lambda: lambda p, t: _jvp_checked(
-            q.fn, p, [t if dtypes.is_float(aval_of(t).dtype) else None for t in tree_flatten(t)[0]], has_aux))
+            q.fn, p, [t if dtypes.is_inexact(aval_of(t).dtype) else None for t in tree_flatten(t)[0]], has_aux))
         return compiled(tuple(primals), tree_unflatten(t_tree, ts))
     ts = [_checked_tangent(i, p, t) for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
     return _jvp_checked(fn, primals, ts, has_aux)
@@ -114,9 +114,9 @@ def _checked_tangent(i: int, primal, tangent):
     Python int is not a tangent of a float (jax.jvp raises TypeError for `jvp(f, (1.0,), (1,))`)."""
     pa = aval_of(primal)
     t_dtype, t_shape = _dtype_and_shape(tangent)
-    want = pa.dtype if dtypes.is_float(pa.dtype) else dtypes.float0
+    want = pa.dtype if dtypes.is_inexact(pa.dtype) else dtypes.float0
     if t_dtype != want or tuple(t_shape) != tuple(pa.shape):
-        kind = "" if dtypes.is_float(pa.dtype) else " (sprue.float0 for an integer or boolean primal, as in JAX)"
+        kind = "" if dtypes.is_inexact(pa.dtype) else " (sprue.float0 for an integer or boolean primal, as in JAX)"
         raise SprueTypeError(
             f"jvp: tangent {i} has type {_type_str(t_dtype, t_shape)} but its primal is"
             f" {_type_str(pa.dtype, pa.shape)}: a tangent must"
@@ -134,7 +134,7 @@ def _type_str(dtype, shape) -> str:
 
 
 def _tangent_hint(aval: ShapedArray) -> str:
-    if not dtypes.is_float(aval.dtype):
+    if not dtypes.is_inexact(aval.dtype):
         return f"np.zeros({tuple(aval.shape)}, sprue.float0)"
     if aval.shape:
         return f"np.asarray(t, np.{aval.dtype.name})"
@@ -208,7 +208,7 @@ def _checked_cotangent(i: int, ct, out):
     of a float32); an integer or boolean output takes any cotangent of its shape (float0 in JAX)."""
     oa = aval_of(out)
     c_dtype, c_shape = _dtype_and_shape(ct)
-    if tuple(c_shape) != tuple(oa.shape) or (dtypes.is_float(oa.dtype) and c_dtype != oa.dtype):
+    if tuple(c_shape) != tuple(oa.shape) or (dtypes.is_inexact(oa.dtype) and c_dtype != oa.dtype):
         raise SprueTypeError(
             f"vjp_fn: cotangent {i} has type {_type_str(c_dtype, c_shape)} but the function's output is"
             f" {_type_str(oa.dtype, oa.shape)}: a cotangent must have its output's shape and dtype"
@@ -263,13 +263,17 @@ def _fix_untraceable(fn, args: tuple, nums: tuple, argnums):
     return partial_fn, tuple(args[i] for i in keep), new[0] if isinstance(argnums, int) else new
 
 
-def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
+def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """`value_and_grad(f)(*args)` is `(f(*args), gradient)` for a scalar-valued f; the gradient is a
-    tuple when argnums is a tuple. With has_aux, f returns (value, aux): `((value, aux), grad)`."""
+    tuple when argnums is a tuple. With has_aux, f returns (value, aux): `((value, aux), grad)`.
+
+    Complex numbers as JAX has them: a real-valued f of complex z = x + iy gets the cotangent of 1,
+    which is df/dx - i df/dy (the conjugate of the steepest-ascent direction); with holomorphic=True
+    a complex-valued f of complex inputs gets its complex derivative f'(z)."""
     _checked("value_and_grad", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
-        return _lazy_jit(value_and_grad(q.fn, argnums, has_aux), q)
+        return _lazy_jit(value_and_grad(q.fn, argnums, has_aux, holomorphic), q)
 
     @api_boundary
     @functools.wraps(fn)
@@ -277,7 +281,7 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
         nums = _check_argnums(argnums, len(args), fn)
         if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
             part, dyn, dyn_argnums = fixed
-            return value_and_grad(part, dyn_argnums, has_aux)(*dyn, **kwargs)
+            return value_and_grad(part, dyn_argnums, has_aux, holomorphic)(*dyn, **kwargs)
         names = parameter_names(fn)
         arg_trees = [tree_flatten(a)[1] for a in args]
         jaxpr, consts, leaves, out_tree = _trace(fn, args, kwargs)
@@ -285,26 +289,15 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
         for i, t in enumerate(arg_trees):
             for j in range(k, k + t.num_leaves):
                 if i in nums:
-                    a = aval_of(leaves[j])
-                    if not dtypes.is_float(a.dtype):
-                        name = names[i] if i < len(names) else f"argument {i}"
-                        raise SprueTypeError(
-                            f"grad requires floating-point inputs, but argument '{name}' of {_name(fn)} is"
-                            f" {a.str_short()}{_where()}; differentiate with respect to float arrays (convert"
-                            f" with .astype(float)) or leave integer arguments out of argnums")
+                    _check_grad_input(aval_of(leaves[j]), names[i] if i < len(names) else f"argument {i}",
+                                      fn, holomorphic)
                     active[j] = True
             k += t.num_leaves
         value_tree = out_tree
         if has_aux:
             value_tree, aux_tree = _aux_split(out_tree, fn)
         outs, backward = vjp_jaxpr(jaxpr, consts, leaves, active)
-        # Catalyst's grad takes an output that is a pytree of one scalar ([x*x], {"k": x*x}); JAX's a bare one
-        if value_tree.num_leaves != 1 or aval_of(outs[0]).shape != () or not dtypes.is_float(aval_of(outs[0]).dtype):
-            got = aval_of(outs[0]).str_short() if value_tree.kind == "leaf" else f"a structure {value_tree}"
-            if value_tree.kind != "leaf" and value_tree.num_leaves == 1:
-                got = f"{got} of {aval_of(outs[0]).str_short()}"
-            raise SprueTypeError(f"grad requires {_name(fn)} to return a floating-point scalar, got {got}{_where()};"
-                                 f" use jacrev or vjp for other outputs")
+        _check_grad_output(outs[0], value_tree, fn, holomorphic)
         one = np.ones((), aval_of(outs[0]).dtype)
         grads = backward([one] + [None] * (len(outs) - 1))
         grads = [instantiate(g, x) for g, x in zip(grads, leaves)]
@@ -317,13 +310,45 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False):
     return value_and_grad_fn
 
 
-def grad(fn: Callable, argnums=0, has_aux: bool = False):
-    """The gradient of a scalar-valued function (JAX's grad: argnums, has_aux)."""
+def _check_grad_input(a: ShapedArray, name: str, fn, holomorphic: bool):
+    """As JAX: float or complex inputs; complex ones only with holomorphic=True."""
+    if holomorphic and not dtypes.is_complex(a.dtype):
+        raise SprueTypeError(f"grad with holomorphic=True requires complex inputs, but argument '{name}' of"
+                             f" {_name(fn)} is {a.str_short()}{_where()}; convert it with .astype(complex)")
+    if not dtypes.is_inexact(a.dtype):
+        raise SprueTypeError(
+            f"grad requires floating-point inputs, but argument '{name}' of {_name(fn)} is"
+            f" {a.str_short()}{_where()}; differentiate with respect to float arrays (convert"
+            f" with .astype(float)) or leave integer arguments out of argnums")
+
+
+def _check_grad_output(out, value_tree: TreeDef, fn, holomorphic: bool):
+    """A real scalar (a complex one with holomorphic=True), as JAX's grad requires; as Catalyst's,
+    also a pytree of one such scalar ([x*x], {"k": x*x})."""
+    a = aval_of(out)
+    kind = dtypes.is_complex if holomorphic else dtypes.is_float
+    if value_tree.num_leaves != 1 or a.shape != () or not kind(a.dtype):
+        got = a.str_short() if value_tree.kind == "leaf" else f"a structure {value_tree}"
+        if value_tree.kind != "leaf" and value_tree.num_leaves == 1:
+            got = f"{got} of {a.str_short()}"
+        if holomorphic:
+            raise SprueTypeError(f"grad with holomorphic=True requires {_name(fn)} to return a complex scalar,"
+                                 f" got {got}{_where()}")
+        if value_tree.num_leaves == 1 and a.shape == () and dtypes.is_complex(a.dtype):
+            raise SprueTypeError(f"grad requires {_name(fn)} to return a real floating-point scalar, got {got}"
+                                 f"{_where()}; for holomorphic differentiation pass holomorphic=True, or"
+                                 f" differentiate a real part (jnp.real, jnp.abs)")
+        raise SprueTypeError(f"grad requires {_name(fn)} to return a floating-point scalar, got {got}{_where()};"
+                             f" use jacrev or vjp for other outputs")
+
+
+def grad(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The gradient of a scalar-valued function (JAX's grad: argnums, has_aux, holomorphic)."""
     _checked("grad", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
-        return _lazy_jit(grad(q.fn, argnums, has_aux), q)
-    vg = value_and_grad(fn, argnums, has_aux)
+        return _lazy_jit(grad(q.fn, argnums, has_aux, holomorphic), q)
+    vg = value_and_grad(fn, argnums, has_aux, holomorphic)
 
     @api_boundary
     @functools.wraps(fn)
@@ -455,10 +480,18 @@ def _dynamic(a: ShapedArray):
                           f" use jvp/vjp/grad for dynamically shaped arrays")
 
 
-def _jac_dtype(leaves):
+def _jac_dtype(leaves, holomorphic: bool, name: str, allow_complex: bool = False):
+    """The basis dtype. As JAX: holomorphic=True takes complex inputs only; otherwise jacfwd takes
+    real ones (a complex input has no real Jacobian) and jacrev real or complex ones."""
     dts = [aval_of(x).dtype for x in leaves]
     for d, x in zip(dts, leaves):
-        if not dtypes.is_float(d):
+        if holomorphic and not dtypes.is_complex(d):
+            raise SprueTypeError(f"{name} with holomorphic=True requires complex inputs, got"
+                                 f" {aval_of(x).str_short()}{_where()}")
+        if not holomorphic and dtypes.is_complex(d) and not allow_complex:
+            raise SprueTypeError(f"{name} requires real inputs, got {aval_of(x).str_short()}{_where()}; for"
+                                 f" holomorphic differentiation pass holomorphic=True, otherwise use jvp")
+        if not dtypes.is_inexact(d):
             raise SprueTypeError(f"jacobians require floating-point inputs, got {aval_of(x).str_short()}{_where()}")
     return np.result_type(*dts)
 
@@ -470,13 +503,13 @@ def _finish_jacobian(blocks_per_out: list[list], out_tree: TreeDef, in_tree: Tre
     return tree_unflatten(out_tree, per_out)
 
 
-def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
+def jacfwd(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian by forward mode: one jvp per input element, vectorized with vmap. For an output
     of shape O and an input of shape I the block has shape O + I."""
     _checked("jacfwd", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
-        return _lazy_jit(jacfwd(q.fn, argnums, has_aux), q)
+        return _lazy_jit(jacfwd(q.fn, argnums, has_aux, holomorphic), q)
 
     @api_boundary
     @functools.wraps(fn)
@@ -484,11 +517,11 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
         nums, diff = _diff_args(fn, args, argnums)
         if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
             part, dyn, dyn_argnums = fixed
-            return jacfwd(part, dyn_argnums, has_aux)(*dyn)
+            return jacfwd(part, dyn_argnums, has_aux, holomorphic)(*dyn)
         x_leaves, x_tree = tree_flatten(diff)
         sizes = _sizes(x_leaves)
         n = sum(sizes)
-        dtype = _jac_dtype(x_leaves)
+        dtype = _jac_dtype(x_leaves, holomorphic, "jacfwd")
 
         def push(t):
             ts, off = [], 0
@@ -500,7 +533,7 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
             tangents = [tree_map(zeros_like, a) for a in args]
             for k, d in zip(nums, tree_unflatten(x_tree, ts)):
                 tangents[k] = d
-            flat = [t if dtypes.is_float(aval_of(t).dtype) else None for t in tree_flatten(tuple(tangents))[0]]
+            flat = [t if dtypes.is_inexact(aval_of(t).dtype) else None for t in tree_flatten(tuple(tangents))[0]]
             res = _jvp_checked(fn, tuple(args), flat, has_aux)
             return (res[1], res[2]) if has_aux else res[1]
 
@@ -520,12 +553,12 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False):
     return jacfwd_fn
 
 
-def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
+def jacrev(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian by reverse mode: one vjp per output element, vectorized with vmap."""
     _checked("jacrev", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
-        return _lazy_jit(jacrev(q.fn, argnums, has_aux), q)
+        return _lazy_jit(jacrev(q.fn, argnums, has_aux, holomorphic), q)
 
     @api_boundary
     @functools.wraps(fn)
@@ -533,15 +566,17 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
         nums, diff = _diff_args(fn, args, argnums)
         if (fixed := _fix_untraceable(fn, args, nums, argnums)) is not None:
             part, dyn, dyn_argnums = fixed
-            return jacrev(part, dyn_argnums, has_aux)(*dyn)
+            return jacrev(part, dyn_argnums, has_aux, holomorphic)(*dyn)
         x_leaves, x_tree = tree_flatten(diff)
-        _jac_dtype(x_leaves)
+        _jac_dtype(x_leaves, holomorphic, "jacrev", allow_complex=True)
         res = vjp(fn, *args, has_aux=has_aux)   # every argument traced (see jacfwd)
         out, vjp_fn = res[0], res[1]
         o_leaves, out_tree = tree_flatten(out)
         for o in o_leaves:
-            if not dtypes.is_float(aval_of(o).dtype):
-                raise SprueTypeError(f"jacrev requires floating-point outputs, got {aval_of(o).str_short()}{_where()}")
+            if not (dtypes.is_complex if holomorphic else dtypes.is_float)(aval_of(o).dtype):
+                want = "complex" if holomorphic else "real floating-point"
+                raise SprueTypeError(f"jacrev{' with holomorphic=True' if holomorphic else ''} requires {want}"
+                                     f" outputs, got {aval_of(o).str_short()}{_where()}")
         sizes = _sizes(o_leaves)
         m = sum(sizes)
         dtype = np.result_type(*[aval_of(o).dtype for o in o_leaves])
@@ -566,13 +601,13 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False):
     return jacrev_fn
 
 
-def hessian(fn: Callable, argnums=0, has_aux: bool = False):
-    """The Hessian: jacfwd of jacrev."""
+def hessian(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Hessian: jacfwd of jacrev (holomorphic: of a complex function of complex inputs)."""
     _checked("hessian", fn, has_aux, argnums)
     q = _qjit_of(fn)
     if q is not None:
-        return _lazy_jit(hessian(q.fn, argnums, has_aux), q)
-    return jacfwd(jacrev(fn, argnums, has_aux), argnums, has_aux)
+        return _lazy_jit(hessian(q.fn, argnums, has_aux, holomorphic), q)
+    return jacfwd(jacrev(fn, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 jacobian = jacrev   # JAX's alias

@@ -69,8 +69,8 @@ def is_zero(t) -> bool:
 
 
 def differentiable(x) -> bool:
-    """Floating-point values have tangents; integers and booleans do not."""
-    return dtypes.is_float(aval_of(x).dtype)
+    """Floating-point and complex values have tangents; integers and booleans do not."""
+    return dtypes.is_inexact(aval_of(x).dtype)
 
 
 def zeros_like_aval(aval: ShapedArray):

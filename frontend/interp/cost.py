@@ -144,13 +144,13 @@ def free(in_avals, out_avals, **params) -> int:
 
 
 def per_output_element(in_avals, out_avals, **params) -> int:
-    """One operation per element of a floating-point result (elementwise arithmetic)."""
-    return sum(numel(a) for a in out_avals if dtypes.is_float(a.dtype))
+    """One operation per element of a floating-point or complex result (elementwise arithmetic)."""
+    return sum(numel(a) for a in out_avals if dtypes.is_inexact(a.dtype))
 
 
 def per_input_element(in_avals, out_avals, **params) -> int:
     """One operation per element of floating-point operands (comparisons of floats)."""
-    return numel(in_avals[0]) if in_avals and dtypes.is_float(in_avals[0].dtype) else 0
+    return numel(in_avals[0]) if in_avals and dtypes.is_inexact(in_avals[0].dtype) else 0
 
 
 __all__ = ["CostContext", "Lazy", "DataDependentCost", "ProbeNeedsValues", "free", "per_output_element",

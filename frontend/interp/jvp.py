@@ -35,7 +35,7 @@ def jvp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, tangents: Seque
         env[v] = x
     for v, x, t in zip(jaxpr.invars, primals, tangents):
         env[v] = x
-        if not is_zero(t) and dtypes.is_float(aval_of(x).dtype):
+        if not is_zero(t) and dtypes.is_inexact(aval_of(x).dtype):
             tenv[v] = t
     for eqn in jaxpr.eqns:
         ps = [read(a) for a in eqn.invars]
@@ -56,7 +56,7 @@ def jvp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, tangents: Seque
         touts = [None] * len(outs) if touts is None else (list(touts) if multiple else [touts])
         for v, x, t in zip(eqn.outvars, outs, touts):
             env[v] = x
-            if not is_zero(t) and dtypes.is_float(aval_of(x).dtype):
+            if not is_zero(t) and dtypes.is_inexact(aval_of(x).dtype):
                 tenv[v] = t
     return [read(a) for a in jaxpr.outvars], [read_tangent(a) for a in jaxpr.outvars]
 

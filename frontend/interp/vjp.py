@@ -44,7 +44,7 @@ def vjp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, active_inputs: 
         env[v] = x
     for k, (v, x) in enumerate(zip(jaxpr.invars, primals)):
         env[v] = x
-        if (active_inputs is None or active_inputs[k]) and dtypes.is_float(aval_of(x).dtype):
+        if (active_inputs is None or active_inputs[k]) and dtypes.is_inexact(aval_of(x).dtype):
             active.add(v)
     for i, eqn in enumerate(jaxpr.eqns):
         ps = [read(a) for a in eqn.invars]
@@ -57,7 +57,7 @@ def vjp_jaxpr(jaxpr: Jaxpr, consts: Sequence, primals: Sequence, active_inputs: 
         outs = list(outs) if eqn.primitive.multiple_results else [outs]
         for v, x in zip(eqn.outvars, outs):
             env[v] = x
-            if is_active and dtypes.is_float(aval_of(x).dtype):
+            if is_active and dtypes.is_inexact(aval_of(x).dtype):
                 active.add(v)
 
     def backward(cts: Sequence) -> list:

@@ -97,7 +97,8 @@ _DTYPE_NAMES = {
     "int16": "int16", "int8": "int8", "uint64": "uint64", "uint32": "uint32", "uint16": "uint16",
     "uint8": "uint8", "bool": "bool", "bool_": "bool", "f64": "float64", "f32": "float32", "f16": "float16",
     "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "u64": "uint64", "u32": "uint32",
-    "u16": "uint16", "u8": "uint8",
+    "u16": "uint16", "u8": "uint8", "complex64": "complex64", "complex128": "complex128", "c64": "complex64",
+    "c128": "complex128",
 }
 
 # params whose value is an integer, and params whose value is a tuple of integers (possibly nested:

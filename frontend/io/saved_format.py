@@ -20,7 +20,8 @@ comments that carries what JAX's printer leaves out. Any JAX jaxpr reader that s
 
 String params (a run-time check's message) are written quoted ('...'). The program itself follows
 the jaxpr language exactly; dimensions known only at run time print as the variables that hold
-them (`c:f64[a]`). Scalar literals print as JAX does (`2.0:f64[]`); a NaN literal loses its payload.
+them (`c:f64[a]`). Scalar literals print as JAX does (`2.0:f64[]`); a NaN literal loses its payload;
+a complex literal is written as `complex` of its two real parts (`c:c128[] = complex 1.0:f64[] 2.0:f64[]`).
 """
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ import numpy as np
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.io.jaxpr_lexer import JaxprError, JaxprSyntaxError
-from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr, encode_name, pp_jaxpr
+from sprue.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, encode_name, pp_jaxpr
 from sprue.ir.shapes import dim_vars_of
+from sprue.lax.complex_numbers import complex_p
 
 __all__ = ["MAGIC", "parse_saved", "read_header", "to_text"]
 
@@ -58,9 +60,25 @@ def _quote_strings(jaxpr: Jaxpr) -> Jaxpr:
         if isinstance(v, tuple):
             return tuple(param(x) for x in v)
         return v
-    eqns = [Eqn(e.primitive, e.invars, e.outvars, {k: param(v) for k, v in e.params.items()}, e.source_info)
-            for e in jaxpr.eqns]
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+    eqns = []
+    for e in jaxpr.eqns:
+        invars = [_complex_literal(a, eqns, e.source_info) for a in e.invars]
+        eqns.append(Eqn(e.primitive, invars, e.outvars, {k: param(v) for k, v in e.params.items()}, e.source_info))
+    outvars = [_complex_literal(a, eqns, None) for a in jaxpr.outvars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns)
+
+
+def _complex_literal(atom, eqns: list, source_info):
+    """A complex literal (JAX prints `(1+2j):c128[]`, which the jaxpr reader does not read yet) as
+    the result of an equation `complex re im` of its real literals, appended to eqns; others as they are."""
+    if not isinstance(atom, Literal) or not dtypes.is_complex(atom.aval.dtype):
+        return atom
+    part = dtypes.real_dtype(atom.aval.dtype)
+    value = complex(atom.val)
+    out = Var(atom.aval)
+    eqns.append(Eqn(complex_p, [Literal(np.array(value.real, part)[()], ShapedArray((), part)),
+                                Literal(np.array(value.imag, part)[()], ShapedArray((), part))], [out], {}, source_info))
+    return out
 
 
 def _implicit_count(jaxpr: Jaxpr) -> int:

@@ -88,7 +88,7 @@ class SizeAval(ShapedArray):
 
 def aval_of_value(x) -> ShapedArray:
     """The abstract value of a concrete Python/numpy value."""
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
     if is_masked_array(x):   # an operand or a captured constant: refused as qjit's arguments are
         raise SprueTypeError(f"a numpy masked array is not a valid operand (its mask would be dropped)"
@@ -419,6 +419,8 @@ def format_scalar(x) -> str:
         if math.isinf(f):
             return "inf" if f > 0 else "-inf"
         return repr(f) if x.dtype == np.float64 else str(x)
+    if isinstance(x, np.complexfloating):   # as JAX prints them: (1+2j)
+        return repr(complex(x))
     return str(int(x))
 
 

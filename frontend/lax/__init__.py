@@ -8,6 +8,7 @@ from sprue.lax import structural as _s
 from sprue.lax._rules import runtime_size_ops as _runtime_size_ops
 from sprue.lax.calls import pjit_p  # noqa: F401  (calls of functions compiled as their own)
 from sprue.lax.checks import check, check_p  # noqa: F401
+from sprue.lax.complex_numbers import *  # noqa: F401,F403  (real, imag, conj, complex; abs of complex)
 from sprue.lax.control_flow import rules as control_flow_rules  # noqa: F401  (their jvp/vjp/batching/cost rules)
 from sprue.lax.control_flow.api import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from sprue.lax.control_flow.primitives import cond_p, for_loop_p, scan_p, while_p  # noqa: F401

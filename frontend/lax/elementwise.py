@@ -51,7 +51,10 @@ __all__ = [
 ]
 
 FLOAT = "floating-point"
+INEXACT = "floating-point or complex"
 NUM = "numeric"
+REAL = "real (integer or floating-point)"     # ops with no meaning on complex numbers (ordering)
+ORDERED = "ordered (not complex)"
 INT = "integer"
 LOGIC = "integer or boolean"
 ANY = "any"
@@ -59,8 +62,9 @@ ANY = "any"
 
 # == shape rules ====================================================================================
 def _kind_ok(kind: str, dt: np.dtype) -> bool:
-    return {FLOAT: dtypes.is_float(dt), NUM: not dtypes.is_bool(dt), INT: dtypes.is_int(dt),
-            LOGIC: dtypes.is_int(dt) or dtypes.is_bool(dt), ANY: True}[kind]
+    return {FLOAT: dtypes.is_float(dt), INEXACT: dtypes.is_inexact(dt), NUM: not dtypes.is_bool(dt),
+            REAL: not dtypes.is_bool(dt) and not dtypes.is_complex(dt), ORDERED: not dtypes.is_complex(dt),
+            INT: dtypes.is_int(dt), LOGIC: dtypes.is_int(dt) or dtypes.is_bool(dt), ANY: True}[kind]
 
 
 def _unary_rule(name: str, kind: str, out_dtype=None):
@@ -193,7 +197,7 @@ def _zero_derivative(p):
 
 
 def _comparison_cost(in_avals, out_avals, **params):
-    return numel(out_avals[0]) if dtypes.is_float(in_avals[0].dtype) else 0
+    return numel(out_avals[0]) if dtypes.is_inexact(in_avals[0].dtype) else 0
 
 
 # == definitions ===================================================================================
@@ -300,29 +304,29 @@ def _logistic(x):
         return 1 / (1 + np.exp(-x))
 
 
-exp_p = _unary("exp", FLOAT, _errstate(np.exp), lambda x, y: y)
+exp_p = _unary("exp", INEXACT, _errstate(np.exp), lambda x, y: y)
 exp2_p = _unary("exp2", FLOAT, _errstate(np.exp2), lambda x, y: _mul(y, _c(x, np.log(2.0))))
-log_p = _unary("log", FLOAT, _errstate(np.log), lambda x, y: div_p.bind(_c(x, 1), x))
-log1p_p = _unary("log1p", FLOAT, _errstate(np.log1p), lambda x, y: div_p.bind(_c(x, 1), add_p.bind(x, _c(x, 1))))
-expm1_p = _unary("expm1", FLOAT, _errstate(np.expm1), lambda x, y: add_p.bind(y, _c(x, 1)))
-tanh_p = _unary("tanh", FLOAT, np.tanh, lambda x, y: sub_p.bind(_c(x, 1), _mul(y, y)))
+log_p = _unary("log", INEXACT, _errstate(np.log), lambda x, y: div_p.bind(_c(x, 1), x))
+log1p_p = _unary("log1p", INEXACT, _errstate(np.log1p), lambda x, y: div_p.bind(_c(x, 1), add_p.bind(x, _c(x, 1))))
+expm1_p = _unary("expm1", INEXACT, _errstate(np.expm1), lambda x, y: add_p.bind(y, _c(x, 1)))
+tanh_p = _unary("tanh", INEXACT, np.tanh, lambda x, y: sub_p.bind(_c(x, 1), _mul(y, y)))
 logistic_p = _unary("logistic", FLOAT, _logistic, lambda x, y: _mul(y, sub_p.bind(_c(x, 1), y)))
-sin_p = _unary("sin", FLOAT, _errstate(np.sin), lambda x, y: cos_p.bind(x))
-cos_p = _unary("cos", FLOAT, _errstate(np.cos), lambda x, y: neg_p.bind(sin_p.bind(x)))
-tan_p = _unary("tan", FLOAT, _errstate(np.tan), lambda x, y: add_p.bind(_c(x, 1), _mul(y, y)))
-asin_p = _unary("asin", FLOAT, _errstate(np.arcsin), lambda x, y: rsqrt_p.bind(sub_p.bind(_c(x, 1), _mul(x, x))))
-acos_p = _unary("acos", FLOAT, _errstate(np.arccos),
+sin_p = _unary("sin", INEXACT, _errstate(np.sin), lambda x, y: cos_p.bind(x))
+cos_p = _unary("cos", INEXACT, _errstate(np.cos), lambda x, y: neg_p.bind(sin_p.bind(x)))
+tan_p = _unary("tan", INEXACT, _errstate(np.tan), lambda x, y: add_p.bind(_c(x, 1), _mul(y, y)))
+asin_p = _unary("asin", INEXACT, _errstate(np.arcsin), lambda x, y: rsqrt_p.bind(sub_p.bind(_c(x, 1), _mul(x, x))))
+acos_p = _unary("acos", INEXACT, _errstate(np.arccos),
                 lambda x, y: neg_p.bind(rsqrt_p.bind(sub_p.bind(_c(x, 1), _mul(x, x)))))
-atan_p = _unary("atan", FLOAT, np.arctan, lambda x, y: div_p.bind(_c(x, 1), add_p.bind(_c(x, 1), _mul(x, x))))
-sinh_p = _unary("sinh", FLOAT, _errstate(np.sinh), lambda x, y: cosh_p.bind(x))
-cosh_p = _unary("cosh", FLOAT, _errstate(np.cosh), lambda x, y: sinh_p.bind(x))
-asinh_p = _unary("asinh", FLOAT, np.arcsinh, lambda x, y: rsqrt_p.bind(add_p.bind(_mul(x, x), _c(x, 1))))
-acosh_p = _unary("acosh", FLOAT, _errstate(np.arccosh),
+atan_p = _unary("atan", INEXACT, np.arctan, lambda x, y: div_p.bind(_c(x, 1), add_p.bind(_c(x, 1), _mul(x, x))))
+sinh_p = _unary("sinh", INEXACT, _errstate(np.sinh), lambda x, y: cosh_p.bind(x))
+cosh_p = _unary("cosh", INEXACT, _errstate(np.cosh), lambda x, y: sinh_p.bind(x))
+asinh_p = _unary("asinh", INEXACT, np.arcsinh, lambda x, y: rsqrt_p.bind(add_p.bind(_mul(x, x), _c(x, 1))))
+acosh_p = _unary("acosh", INEXACT, _errstate(np.arccosh),
                  lambda x, y: rsqrt_p.bind(_mul(sub_p.bind(x, _c(x, 1)), add_p.bind(x, _c(x, 1)))))
-atanh_p = _unary("atanh", FLOAT, _errstate(np.arctanh),
+atanh_p = _unary("atanh", INEXACT, _errstate(np.arctanh),
                  lambda x, y: div_p.bind(_c(x, 1), sub_p.bind(_c(x, 1), _mul(x, x))))
-sqrt_p = _unary("sqrt", FLOAT, _errstate(np.sqrt), lambda x, y: div_p.bind(_c(x, 0.5), y))
-rsqrt_p = _unary("rsqrt", FLOAT, _errstate(lambda x: 1 / np.sqrt(x)), lambda x, y: _mul(_c(x, -0.5), div_p.bind(y, x)))
+sqrt_p = _unary("sqrt", INEXACT, _errstate(np.sqrt), lambda x, y: div_p.bind(_c(x, 0.5), y))
+rsqrt_p = _unary("rsqrt", INEXACT, _errstate(lambda x: 1 / np.sqrt(x)), lambda x, y: _mul(_c(x, -0.5), div_p.bind(y, x)))
 cbrt_p = _unary("cbrt", FLOAT, np.cbrt, lambda x, y: div_p.bind(_c(x, 1 / 3), _mul(y, y)))
 abs_p = _unary("abs", NUM, np.abs, lambda x, y: sign_p.bind(x))
 square_p = _unary("square", NUM, _errstate(np.square), lambda x, y: _mul(_c(x, 2), x))
@@ -341,7 +345,7 @@ abs = _unary_function(abs_p); square = _unary_function(square_p)
 def _integer_pow_impl(x, *, y):
     if y >= 0:
         return _errstate(np.power)(x, x.dtype.type(y))
-    if dtypes.is_float(x.dtype):
+    if dtypes.is_inexact(x.dtype):
         return _errstate(np.power)(x, x.dtype.type(y))
     return _pow_impl(x, np.full_like(x, y))   # ints: 0 except for bases 1 and -1, as XLA does
 
@@ -411,7 +415,7 @@ def _int_guarded(a, b):
 
 
 def _div_impl(a, b):
-    if dtypes.is_float(a.dtype):
+    if dtypes.is_inexact(a.dtype):
         with np.errstate(all="ignore"):
             return np.true_divide(a, b)
     b1, bad = _int_guarded(a, b)
@@ -431,7 +435,7 @@ def _rem_impl(a, b):
 
 mul_p = _binary("mul", ANY, lambda a, b: np.logical_and(a, b) if a.dtype == bool else _errstate(np.multiply)(a, b))
 div_p = _binary("div", NUM, _div_impl)
-rem_p = _binary("rem", NUM, _rem_impl)
+rem_p = _binary("rem", REAL, _rem_impl)
 mul = _binary_function(mul_p); div = _binary_function(div_p); rem = _binary_function(rem_p)
 dim_arith_rules[mul_p] = _size_rule(lambda a, b: a * b)
 _binary_ad(mul_p, lambda x, y, o: y, lambda x, y, o: x)
@@ -503,8 +507,8 @@ def _minmax_weights(picks_x):
     return (lambda x, y, o: weight(x, y, True)), (lambda x, y, o: weight(x, y, False))
 
 
-max_p = _binary("max", ANY, np.maximum)
-min_p = _binary("min", ANY, np.minimum)
+max_p = _binary("max", ORDERED, np.maximum)
+min_p = _binary("min", ORDERED, np.minimum)
 max = _binary_function(max_p); min = _binary_function(min_p)
 _binary_ad(max_p, *_minmax_weights(lambda a, b: gt_p.bind(a, b)))
 _binary_ad(min_p, *_minmax_weights(lambda a, b: lt_p.bind(a, b)))
@@ -544,10 +548,10 @@ shift_right_logical = _binary_function(shift_right_logical_p)
 # -- comparisons: bool results, no derivative; a float comparison costs one operation --------------
 eq_p = _zero_derivative(_binary("eq", ANY, np.equal, out_dtype=dtypes.bool_, cost=_comparison_cost))
 ne_p = _zero_derivative(_binary("ne", ANY, np.not_equal, out_dtype=dtypes.bool_, cost=_comparison_cost))
-lt_p = _zero_derivative(_binary("lt", ANY, np.less, out_dtype=dtypes.bool_, cost=_comparison_cost))
-le_p = _zero_derivative(_binary("le", ANY, np.less_equal, out_dtype=dtypes.bool_, cost=_comparison_cost))
-gt_p = _zero_derivative(_binary("gt", ANY, np.greater, out_dtype=dtypes.bool_, cost=_comparison_cost))
-ge_p = _zero_derivative(_binary("ge", ANY, np.greater_equal, out_dtype=dtypes.bool_, cost=_comparison_cost))
+lt_p = _zero_derivative(_binary("lt", ORDERED, np.less, out_dtype=dtypes.bool_, cost=_comparison_cost))
+le_p = _zero_derivative(_binary("le", ORDERED, np.less_equal, out_dtype=dtypes.bool_, cost=_comparison_cost))
+gt_p = _zero_derivative(_binary("gt", ORDERED, np.greater, out_dtype=dtypes.bool_, cost=_comparison_cost))
+ge_p = _zero_derivative(_binary("ge", ORDERED, np.greater_equal, out_dtype=dtypes.bool_, cost=_comparison_cost))
 eq = _binary_function(eq_p); ne = _binary_function(ne_p); lt = _binary_function(lt_p); le = _binary_function(le_p)
 gt = _binary_function(gt_p); ge = _binary_function(ge_p)
 
@@ -613,6 +617,8 @@ cost_rules[select_n_p] = free
 # -- clamp(lo, x, hi) ------------------------------------------------------------------------------
 def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray):
     same_dtypes("clamp", lo, x, hi)
+    if dtypes.is_complex(x.dtype):
+        raise SprueTypeError(f"clamp requires ordered (not complex) operands, got {x.str_short()}")
     for b in (lo, hi):
         if b.ndim and not shapes_equal(b.shape, x.shape):
             _require_same_shape("clamp bounds", b, x)
@@ -676,6 +682,8 @@ def _convert_impl(x, *, new_dtype, weak_type=False, sharding=None):
         return np.where(too_small, np.array(info.min, new_dtype), out).astype(new_dtype)
     if dtypes.is_bool(new_dtype):
         return x != 0
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
+        return _convert_impl(np.real(x), new_dtype=new_dtype)   # the real part, as JAX (and numpy)
     return x.astype(new_dtype)
 
 
@@ -688,14 +696,14 @@ def convert_element_type(x, new_dtype):
 
 def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False, sharding=None):
     out = convert_element_type_p.bind(*primals, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
-    if not dtypes.is_float(aval_of(out).dtype) or is_zero(tangents[0]):
+    if not dtypes.is_inexact(aval_of(out).dtype) or is_zero(tangents[0]):
         return out, zero_of(out)
     return out, convert_element_type_p.bind(tangents[0], new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
 
 
 def _convert_vjp(cts, primals, outs, *, new_dtype, weak_type=False, sharding=None):
     x = primals[0]
-    if not dtypes.is_float(aval_of(outs[0]).dtype):
+    if not dtypes.is_inexact(aval_of(outs[0]).dtype):
         return [None]
     return [convert_element_type_p.bind(cts[0], new_dtype=aval_of(x).dtype, weak_type=False, sharding=None)]
 

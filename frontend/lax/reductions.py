@@ -35,6 +35,7 @@ from sprue.lax.structural import (
     broadcast_in_dim,
     broadcasted_iota,
     reduce_sum,
+    require_ordered,
 )
 
 # sprue.lax re-exports these (the package imports * from this module)
@@ -195,6 +196,7 @@ _no_derivative(reduce_or_p)
 # -- argmax / argmin: index results, no derivative -------------------------------------------------------
 def _arg_rule(name: str):
     def rule(x: ShapedArray, *, axes, index_dtype):
+        require_ordered(name, x)
         (ax,) = check_axes(axes, x.ndim, name)
         if prove_equal(x.shape[ax], 0):
             raise SprueValueError(f"{name} of an empty axis (axis {ax} of {x.str_short()})")
@@ -233,6 +235,8 @@ for _p in (argmax_p, argmin_p):
 # -- cumulative ops: shared definitions ------------------------------------------------------------------
 def _cum_rule(name: str):
     def rule(x: ShapedArray, *, axis, reverse=False):
+        if name in ("cummax", "cummin"):
+            require_ordered(name, x)
         check_axes((axis,), x.ndim, name)
         return x
     return rule

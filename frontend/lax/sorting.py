@@ -10,7 +10,7 @@ from sprue.interp.ad_util import aval_of, batch_rules, cost_rules, instantiate, 
 from sprue.interp.batching import batched_all
 from sprue.interp.cost import free
 from sprue.lax._rules import check_axes, define, require_equal
-from sprue.lax.structural import broadcasted_iota
+from sprue.lax.structural import broadcasted_iota, require_ordered
 
 
 def _sort_rule(*xs, dimension, is_stable=True, num_keys=1):
@@ -22,6 +22,8 @@ def _sort_rule(*xs, dimension, is_stable=True, num_keys=1):
         for d, e in zip(xs[0].shape, x.shape):
             require_equal(d, e, "sort: operands must share one shape, got " + ", ".join(x.str_short() for x in xs))
     check_axes((dimension,), xs[0].ndim, "sort")
+    for k in xs[:num_keys]:
+        require_ordered("sort", k)
     if not 1 <= num_keys <= len(xs):
         raise SprueValueError(f"sort: num_keys={num_keys} must be between 1 and {len(xs)}")
     return list(xs)

@@ -129,8 +129,18 @@ cost_rules[broadcast_in_dim_p] = free
 
 
 # -- reduce_sum, and the helpers of every reduction over axes (the others are in reductions.py) -----
+def require_ordered(name: str, x: ShapedArray):
+    """Maxima, minima and sorting need an order: complex numbers have none (JAX's lax refuses them;
+    numpy and jax.numpy order them lexicographically, sprue does not)."""
+    if dtypes.is_complex(x.dtype):
+        raise SprueTypeError(f"{name} requires ordered (not complex) operands, got {x.str_short()}; order by"
+                             f" the real part (real(z)) or the magnitude (abs(z))")
+
+
 def _reduce_rule(name: str, logical: bool = False):
     def rule(x: ShapedArray, *, axes, out_sharding=None):
+        if name in ("reduce_max", "reduce_min"):
+            require_ordered(name, x)
         ax = check_axes(axes, x.ndim, name) if x.ndim else ()
         if axes and not x.ndim:
             raise SprueValueError(f"{name}: axes {tuple(axes)} out of bounds for a rank-0 operand")

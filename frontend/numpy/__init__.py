@@ -53,6 +53,8 @@ signedinteger = _np.signedinteger
 unsignedinteger = _np.unsignedinteger
 number = _np.number
 inexact = _np.inexact
+complexfloating = _np.complexfloating
+complex_ = _SCALAR_TYPES["complex128"]
 bool_ = _SCALAR_TYPES["bool_"]
 
 
@@ -66,7 +68,7 @@ def can_cast(from_, to, casting="safe"):
     src = _avals.aval(from_).dtype if not isinstance(from_, (_np.dtype, type, str)) else from_
     return _np.can_cast(_np.dtype(src), _np.dtype(to), casting)
 
-from sprue.numpy import linalg  # noqa: E402,F401  (last: it builds on the names above)
+from sprue.numpy import fft, linalg  # noqa: E402,F401  (last: they build on the names above)
 from sprue.numpy._more import *  # noqa: E402,F401,F403  (compositions of the names above)
 from sprue.numpy._more_stats import *  # noqa: E402,F401,F403
 from sprue.numpy._numpy_dispatch import install_numpy_dispatch as _install_numpy_dispatch  # noqa: E402

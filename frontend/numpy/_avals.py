@@ -12,7 +12,7 @@ from sprue.base.source_info import user_frame_summary
 from sprue.ir.core import ShapedArray
 from sprue.trace.tracing import Tracer
 
-PY_SCALARS = (bool, int, float)
+PY_SCALARS = (bool, int, float, complex)
 
 
 class SprueIndexError(SprueError, IndexError):

@@ -162,14 +162,14 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         raise value_error("linspace", f"number of samples, {num}, must be non-negative")
     start, stop = operands("linspace", start, stop)
     dt, _ = result_type(start, stop)
-    dt = dt if dtypes.is_float(dt) else dtypes.float64
+    dt = dt if dtypes.is_inexact(dt) else dtypes.float64
     out_dt = check_dtype("linspace", dtype) if dtype is not None else dt
     shape = broadcast_shapes("linspace", start, stop)
     start, stop = (_bcast(convert(v, dt), shape) for v in (start, stop))  # numpy broadcasts them together
     div = num - 1 if endpoint else num
     delta = F["subtract"](stop, start)
     full_shape = (num,) + shape
-    y = lax.broadcasted_iota(dt, full_shape, 0)
+    y = lax.broadcasted_iota(dtypes.real_dtype(dt), full_shape, 0)   # (complex: a real ramp times the step)
     bdims = tuple(range(1, len(full_shape)))
     if div > 0:
         step = F["divide"](delta, div)
@@ -266,5 +266,5 @@ def _scalar_type(name: str, np_type) -> type:
 
 SCALAR_TYPES = {name: _scalar_type(name, getattr(np, name)) for name in
                 ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
-                 "uint64", "uint32", "uint16", "uint8", "bool_")}
+                 "uint64", "uint32", "uint16", "uint8", "bool_", "complex64", "complex128")}
 SCALAR_TYPES["bool"] = SCALAR_TYPES["bool_"]

@@ -107,7 +107,7 @@ def linspace(start, stop, num, endpoint, retstep, dtype, axis):
     _d.check_allocation("linspace", (n,), np.float64)
     start, stop = operands("linspace", start, stop)
     dt, _ = result_type(start, stop)
-    dt = dt if dtypes.is_float(dt) else dtypes.float64
+    dt = dt if dtypes.is_inexact(dt) else dtypes.float64
     out_dt = check_dtype("linspace", dtype) if dtype is not None else dt
     shape = broadcast_shapes("linspace", start, stop)
     start, stop = (broadcast_to(convert(v, dt), shape) for v in (start, stop))
@@ -121,7 +121,7 @@ def linspace(start, stop, num, endpoint, retstep, dtype, axis):
         return lax.broadcast_in_dim(v, full_shape, bdims)
 
     delta = F["subtract"](stop, start)
-    y = lax.broadcasted_iota(dt, full_shape, 0)
+    y = lax.broadcasted_iota(dtypes.real_dtype(dt), full_shape, 0)
     step = F["divide"](delta, divf)
     step_zero = F["equal"](step, 0)
     any_zero = lax.reduce_or(step_zero, tuple(range(len(shape)))) if shape else step_zero

@@ -97,16 +97,20 @@ def matmul(x1, x2, /):
     return as_result(_dg(a, b, ((nd + 1,), (nd,)), (range(nd), range(nd))))
 
 
+def _conj(x):
+    return lax.conj(x) if dtypes.is_complex(aval(x).dtype) else x
+
+
 def vdot(a, b, /):
     a, b, av, bv = _arrays("vdot", a, b)
     a, b = reshape(a, (av.size,)), reshape(b, (bv.size,))
     a, b = _contract("vdot", a, b, [(0, 0)], f"operands {describe(a, b)} have different sizes")
-    return as_result(_dg(a, b, ((0,), (0,))))
+    return as_result(_dg(_conj(a), b, ((0,), (0,))))   # numpy's vdot conjugates a
 
 
 def vecdot(x1, x2, /, *, axis=-1):
     a, b = promote("vecdot", x1, x2, shape=False)
-    return _sum(F["multiply"](a, b), axis=axis)
+    return _sum(F["multiply"](_conj(a), b), axis=axis)   # numpy's vecdot conjugates x1
 
 
 def inner(a, b, /):

@@ -42,7 +42,7 @@ def operand(fname: str, x):
     if isinstance(x, (list, tuple)):
         return array(x, fname=fname)
     raise type_error(fname, f"{type(x).__name__} object is not a valid array operand; expected an array, a"
-                            f" Python or numpy scalar (bool, int, float), or a traced array")
+                            f" Python or numpy scalar (bool, int, float, complex), or a traced array")
 
 
 def operands(fname: str, *xs) -> list:
@@ -113,8 +113,8 @@ def convert(x, dtype, weak: bool = False, strip_weak: bool = False):
             _check_weak_int_fits(x, dtype)
         return _e.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak, sharding=None)
     if is_py_scalar(x):
-        if weak and dtype in (dtypes.bool_, dtypes.int64, dtypes.float64):  # a weak literal of its kind
-            return {"b": bool, "i": int, "f": float}[dtype.kind](x)
+        if weak and dtype in (dtypes.bool_, dtypes.int64, dtypes.float64, dtypes.complex128):  # a weak literal
+            return {"b": bool, "i": int, "f": float, "c": complex}[dtype.kind](x)
         if dtypes.is_int(dtype) and isinstance(x, int) and not isinstance(x, bool):
             info = np.iinfo(dtype)
             if not info.min <= x <= info.max:

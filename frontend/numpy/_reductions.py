@@ -166,7 +166,7 @@ def _float_acc(fname, a, dtype, upcast_f16: bool):
     if dtype is not None:
         dt = check_dtype(fname, dtype)
         return dt, dt
-    dt = in_dt if dtypes.is_float(in_dt) else dtypes.float64
+    dt = in_dt if dtypes.is_inexact(in_dt) else dtypes.float64
     return (dtypes.float32 if upcast_f16 and dt == np.float16 else dt), dt
 
 
@@ -215,11 +215,16 @@ def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean_, correction, s
     d = F["subtract"](x, m)
     if where is not None:
         d, _ = _mask(fname, d, where, 0)
+    if dtypes.is_complex(comp):   # numpy's: the mean of |x - mean|^2, a real number
+        comp, dt = dtypes.real_dtype(comp), dtypes.real_dtype(dt)
+        n, square = (np.real(n) if isinstance(n, np.generic) else lax.real(n)), lax.real(lax.mul(d, lax.conj(d)))
+    else:
+        square = lax.mul(d, d)
     if isinstance(n, np.generic):  # a static count
         dof = const(comp, builtins.max(n - ddof, 0))
     else:
         dof = F["maximum"](F["subtract"](n, ddof), const(comp, 0))
-    r = lax.div(lax_reduce("sum", lax.mul(d, d), axes), dof)
+    r = lax.div(lax_reduce("sum", square, axes), dof)
     if sqrt:
         r = lax.sqrt(r)
     return _keep(convert(r, dt), av.shape, axes, keepdims)

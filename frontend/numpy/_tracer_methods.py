@@ -15,7 +15,7 @@ from sprue.numpy._avals import loc, type_error
 from sprue.trace.tracing import Tracer
 
 F = _ufuncs._funcs
-_OPERAND_TYPES = (Tracer, DimExpr, np.ndarray, np.generic, bool, int, float, list, tuple)
+_OPERAND_TYPES = (Tracer, DimExpr, np.ndarray, np.generic, bool, int, float, complex, list, tuple)
 
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
@@ -79,6 +79,11 @@ def _method(f):
     return m
 
 
+def _conj(self):
+    """ndarray.conj: the conjugate of a complex array; any other array unchanged (bool stays bool)."""
+    return _ufuncs.conjugate(self) if self.dtype.kind == "c" else self
+
+
 _METHODS = {
     "astype": _creation.astype, "reshape": _reshape, "transpose": _transpose, "swapaxes": _shape.swapaxes,
     "squeeze": _shape.squeeze, "flatten": lambda self, order="C": _shape.ravel(self, order),
@@ -88,7 +93,7 @@ _METHODS = {
     "std": _reductions.std, "argmax": _reductions.argmax, "argmin": _reductions.argmin, "any": _reductions.any,
     "all": _reductions.all, "cumsum": _reductions.cumsum, "cumprod": _reductions.cumprod, "ptp": _reductions.ptp,
     "diagonal": _shape.diagonal, "trace": _shape.trace, "take": _indexing.take, "repeat": _shape.repeat,
-    "conj": lambda self: self, "conjugate": lambda self: self, "copy": lambda self: self,  # real dtypes only
+    "conj": _conj, "conjugate": _conj, "copy": lambda self: self,
     "nonzero": lambda self, **kw: _nonzero_mod.nonzero(self, **kw),
     "compress": lambda self, condition, axis=None, **kw: _nonzero_mod.compress(condition, self, axis, **kw),
 }

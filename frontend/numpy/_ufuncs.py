@@ -20,14 +20,14 @@ from sprue.lax import RoundingMethod
 from sprue.numpy._avals import aval, const, describe, is_py_scalar, type_error, value_error
 from sprue.numpy._promote import as_result, broadcast_shapes, broadcast_to, convert, operand, operands, promote
 
-_DEFAULTS = (dtypes.bool_, dtypes.int64, dtypes.float64)
+_DEFAULTS = (dtypes.bool_, dtypes.int64, dtypes.float64, dtypes.complex128)
 
 
 # -- numpy's loop selection --------------------------------------------------------------------
 def _np_key(a: ShapedArray):
     """How numpy's type resolution sees an operand: weak scalars as the Python types int/float."""
     if a.weak_type and a.dtype in _DEFAULTS and a.dtype.kind != "b":
-        return {"i": int, "f": float}[a.dtype.kind]
+        return {"i": int, "f": float, "c": complex}[a.dtype.kind]
     return a.dtype
 
 
@@ -78,7 +78,7 @@ def like(x, v):
     """The constant v typed like x: a weak Python scalar beside a weak x, else a numpy scalar."""
     a = aval(x)
     if a.weak_type and a.dtype in _DEFAULTS:
-        return {"b": bool, "i": int, "f": float}[a.dtype.kind](v)
+        return {"b": bool, "i": int, "f": float, "c": complex}[a.dtype.kind](v)
     return const(a.dtype, v)
 
 
@@ -126,6 +126,15 @@ def _reciprocal(x):
     return lax.div(like(x, 1), x)
 
 
+def _is_complex(x):
+    return dtypes.is_complex(dtype_of(x))
+
+
+def _by_parts(combine, f):
+    """A complex number's test from its parts' (numpy's: isnan if either part is NaN, ...)."""
+    return lambda x: combine(f(lax.real(x)), f(lax.imag(x))) if _is_complex(x) else f(x)
+
+
 def _isnan(x):
     return lax.ne(x, x) if _is_float(x) else full_like_shape(x, False, dtypes.bool_)
 
@@ -136,6 +145,25 @@ def _isinf(x):
 
 def _isfinite(x):
     return lax.is_finite(x) if _is_float(x) else full_like_shape(x, True, dtypes.bool_)
+
+
+def _conjugate(x):
+    return lax.conj(x) if _is_complex(x) else x
+
+
+def _exp2(x):
+    return lax.exp(lax.mul(x, like(x, np.log(2.0)))) if _is_complex(x) else lax.exp2(x)
+
+
+def _ordered(name, impl):
+    """Ordering has no meaning on complex numbers: JAX's lax refuses them, and so does sprue (numpy
+    orders them lexicographically)."""
+    def f(*xs):
+        if _is_complex(xs[0]):
+            raise type_error(name, f"ordering comparisons of complex numbers are not supported (as in JAX's"
+                                   f" lax), got {describe(*xs)}; compare real parts (real(z)) or magnitudes (abs(z))")
+        return impl(*xs)
+    return f
 
 
 def _signbit(x):
@@ -239,7 +267,7 @@ UNARY = {
     "absolute": (np.absolute, _abs),
     "sign": (np.sign, lax.sign),
     "exp": (np.exp, lax.exp),
-    "exp2": (np.exp2, lax.exp2),
+    "exp2": (np.exp2, _exp2),
     "expm1": (np.expm1, lax.expm1),
     "log": (np.log, lax.log),
     "log2": (np.log2, _log_base(2)),
@@ -267,13 +295,13 @@ UNARY = {
     "rint": (np.rint, _rint),
     "deg2rad": (np.deg2rad, _scale(np.pi / 180)),
     "rad2deg": (np.rad2deg, _scale(180 / np.pi)),
-    "isfinite": (np.isfinite, _isfinite),
-    "isnan": (np.isnan, _isnan),
-    "isinf": (np.isinf, _isinf),
+    "isfinite": (np.isfinite, _by_parts(lax.bitwise_and, _isfinite)),
+    "isnan": (np.isnan, _by_parts(lax.bitwise_or, _isnan)),
+    "isinf": (np.isinf, _by_parts(lax.bitwise_or, _isinf)),
     "signbit": (np.signbit, _signbit),
     "logical_not": (np.logical_not, _logical(lax.bitwise_not)),
     "invert": (np.invert, lax.bitwise_not),
-    "conjugate": (np.conjugate, _identity),
+    "conjugate": (np.conjugate, _conjugate),
 }
 
 BINARY = {
@@ -285,10 +313,10 @@ BINARY = {
     "remainder": (np.remainder, _remainder),
     "fmod": (np.fmod, lax.rem),
     "float_power": (np.float_power, lax.pow),
-    "maximum": (np.maximum, lax.max),
-    "minimum": (np.minimum, lax.min),
-    "fmax": (np.fmax, _fmax_fmin(lax.max), True),
-    "fmin": (np.fmin, _fmax_fmin(lax.min), True),
+    "maximum": (np.maximum, _ordered("maximum", lax.max)),
+    "minimum": (np.minimum, _ordered("minimum", lax.min)),
+    "fmax": (np.fmax, _ordered("fmax", _fmax_fmin(lax.max)), True),
+    "fmin": (np.fmin, _ordered("fmin", _fmax_fmin(lax.min)), True),
     "arctan2": (np.arctan2, lax.atan2),
     "hypot": (np.hypot, _hypot, True),
     "copysign": (np.copysign, _copysign, True),
@@ -296,10 +324,10 @@ BINARY = {
     "logaddexp": (np.logaddexp, _logaddexp, True),
     "equal": (np.equal, lax.eq),
     "not_equal": (np.not_equal, lax.ne),
-    "less": (np.less, lax.lt),
-    "less_equal": (np.less_equal, lax.le),
-    "greater": (np.greater, lax.gt),
-    "greater_equal": (np.greater_equal, lax.ge),
+    "less": (np.less, _ordered("less", lax.lt)),
+    "less_equal": (np.less_equal, _ordered("less_equal", lax.le)),
+    "greater": (np.greater, _ordered("greater", lax.gt)),
+    "greater_equal": (np.greater_equal, _ordered("greater_equal", lax.ge)),
     "logical_and": (np.logical_and, _logical(lax.bitwise_and)),
     "logical_or": (np.logical_or, _logical(lax.bitwise_or)),
     "logical_xor": (np.logical_xor, _logical(lax.bitwise_xor)),
@@ -344,7 +372,8 @@ for _a, _n in ALIASES.items():
     _funcs[_a] = _funcs[_n]
 globals().update(_funcs)
 __all__ = sorted(_funcs) + ["power", "pow", "divmod", "round", "around", "clip", "isclose",
-                            "fix", "nan_to_num", "real", "imag"]
+                            "fix", "nan_to_num", "real", "imag", "angle", "iscomplexobj", "isrealobj",
+                            "iscomplex", "isreal"]
 
 
 # -- the functions that are not a plain table row -------------------------------------------------
@@ -390,6 +419,8 @@ def round(a, decimals: int = 0, out=None):
         raise type_error("round", f"decimals must be a static int, got {type(decimals).__name__}")
     decimals = int(decimals)
     dt = aval(a).dtype
+    if dtypes.is_complex(dt):   # numpy rounds each part
+        return as_result(lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals)))
     if dtypes.is_int(dt) and decimals >= 0:
         return as_result(a, dt)
     if decimals == 0:
@@ -458,6 +489,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     F = _funcs
     x = operand("nan_to_num", x)
     dt = aval(x).dtype
+    if dtypes.is_complex(dt):   # numpy's: each part
+        parts = (nan_to_num(f(x), copy, nan, posinf, neginf) for f in (lax.real, lax.imag))
+        return as_result(lax.complex(*parts))
     if not dtypes.is_float(dt):
         return as_result(x)
     info = np.finfo(dt)
@@ -467,10 +501,38 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def real(x, /):
-    return as_result(operand("real", x))
+    x = operand("real", x)
+    return as_result(lax.real(x) if _is_complex(x) else x)
 
 
 def imag(x, /):
     x = operand("imag", x)
-    a = aval(x)
-    return as_result(full_like_shape(x, 0, a.dtype))
+    if _is_complex(x):
+        return as_result(lax.imag(x))
+    return as_result(full_like_shape(x, 0, aval(x).dtype))
+
+
+def angle(z, deg: bool = False):
+    """numpy.angle: atan2(imag z, real z), in radians (degrees with deg=True); float64 for integers."""
+    z = operand("angle", z)
+    dt = aval(z).dtype
+    if not dtypes.is_inexact(dt):
+        z = convert(z, dtypes.float64)
+    a = _funcs["arctan2"](imag(z), real(z))
+    return _funcs["multiply"](a, 180 / np.pi) if deg else a
+
+
+def iscomplexobj(x):
+    return dtypes.is_complex(aval(operand("iscomplexobj", x)).dtype)
+
+
+def isrealobj(x):
+    return not iscomplexobj(x)
+
+
+def iscomplex(x):
+    return _funcs["not_equal"](imag(x), 0)
+
+
+def isreal(x):
+    return _funcs["equal"](imag(x), 0)

@@ -164,7 +164,7 @@ class JaxprBuilder:
                 entry = (Var(x.aval), x)
                 self.captures[id(x)] = entry
             return entry[0]
-        if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
             return literal(x)
         if isinstance(x, (np.ndarray, np.generic)):
             if np.ndim(x) == 0:

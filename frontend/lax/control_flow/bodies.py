@@ -40,7 +40,7 @@ from sprue.ir.shapes import Dim, DimVar, dim
 from sprue.lax.control_flow import primitives as cf
 from sprue.trace.tracing import Tracer, dim_value, trace_scope
 
-_PY_SCALARS = (bool, int, float)
+_PY_SCALARS = (bool, int, float, complex)
 
 
 def where() -> str:

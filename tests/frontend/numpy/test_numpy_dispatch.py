@@ -33,7 +33,7 @@ def test_numpy_function_inside_qjit_gives_numpys_result(name):
 
 
 @pytest.mark.parametrize("f,message", [
-    (lambda a: np.fft.fft(a), "numpy.fft.fft on a traced array: sprue.numpy has no fft yet"),
+    (lambda a: np.roots(a[0]), "numpy.roots on a traced array: sprue.numpy has no roots yet"),
     (lambda a: np.exp(a, out=a), "numpy.exp(..., out=...) on a traced array: traced arrays are immutable"),
     (lambda a: np.add.outer(a, a), "numpy.add.outer on a traced array: sprue.numpy has no equivalent"),
     (lambda a: np.spacing(a), "numpy.spacing on a traced array"),
