@@ -23,12 +23,16 @@ from torch_mlir.dialects import math as math_dialect
 
 from sprue import lax
 from sprue.ir.core import Eqn
+from sprue.trace.tracing import trace_flat
 from sprue.lax.special import ERF_INV_LARGE, ERF_INV_SMALL, LANCZOS, LANCZOS_G
+from sprue.lax.special_gamma import bessel_lowered, gamma_lowered, random_gamma_grad_lowered
+from sprue.lowering.emit import emit_jaxpr, numpy_consts
 from sprue.lowering.rules_common import (
     LoweringContext,
     Value,
     aval_type,
     compare,
+    const_array,
     constant_like,
     convert,
     dtype_of,
@@ -147,6 +151,14 @@ def _digamma(x: Value) -> Value:
     return select(_is_pole(x), _c(np.nan, x), out)
 
 
+def _traced(fn):
+    """A rule emitting fn (sprue operations) traced at the equation's operand types, inline."""
+    def rule(ctx: LoweringContext, eqn: Eqn, *args: Value) -> list[Value]:
+        closed = trace_flat(lambda *xs: [fn(*xs)], [v.aval for v in eqn.invars])
+        return emit_jaxpr(ctx, closed.jaxpr, [const_array(c) for c in numpy_consts(closed)], list(args))
+    return rule
+
+
 def _bitcast(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     return [op1("stablehlo.bitcast_convert", [x], aval_type(eqn.outvars[0].aval))]
 
@@ -185,4 +197,9 @@ lowering_rules.update({
     lax.clz_p: lambda ctx, eqn, x: [ew("count_leading_zeros", x)],
     lax.population_count_p: lambda ctx, eqn, x: [ew("popcnt", x)],
     lax.bitcast_convert_type_p: _bitcast, lax.nextafter_p: _nextafter,
+    # sprue.lax.special_gamma: float64 algorithms written in sprue's operations, traced
+    lax.igamma_p: _traced(gamma_lowered(False, False)), lax.igammac_p: _traced(gamma_lowered(True, False)),
+    lax.igamma_grad_a_p: _traced(gamma_lowered(False, True)),
+    lax.random_gamma_grad_p: _traced(random_gamma_grad_lowered),
+    lax.bessel_i0e_p: _traced(bessel_lowered(0)), lax.bessel_i1e_p: _traced(bessel_lowered(1)),
 })
