@@ -17,10 +17,11 @@ import re
 from typing import Callable
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, math, tensor
+from torch_mlir.dialects import arith, func, math, tensor
 
 from sprue.base.errors import UnsupportedError
 from sprue.lowering.mlir_util import ops_where
+from sprue.lowering.rules_special import CHLO_BINARY, CHLO_UNARY
 
 
 class UnsupportedStableHLOOpError(UnsupportedError):
@@ -39,7 +40,9 @@ _PRETTY_CHLO_HEAD = re.compile(
     r"(?P<indent>[ \t]*)(?P<res>%[\w#:]+(?:[ \t]*,[ \t]*%[\w#:]+)*[ \t]*=[ \t]*)?chlo\.(?P<name>\w+)\s+"
     r"(?P<operands>%[\w#.]+(?:\s*,\s*%[\w#.]+)*)\s*")
 _LOC = re.compile(r"\s+loc\(")
-_ANY_CHLO = re.compile(r"\bchlo\.(\w+)")
+# a chlo op's name, not a symbol (`@chlo.asin.impl`, a composite's decomposition) or a quoted name
+# (`stablehlo.composite "chlo.asin"`, or an op already in generic form)
+_ANY_CHLO = re.compile(r"(?<![@\"\w.])chlo\.(\w+)")
 
 
 def _split_tail(tail: str) -> tuple[str, str, str] | None:
@@ -73,9 +76,29 @@ def _function_type(types: str, n_operands: int) -> str | None:
         return types if "->" in types else None
     if "->" in types:
         operand, result = (t.strip() for t in types.split("->", 1))
-        return f"({', '.join([operand] * n_operands)}) -> {result}"
+        listed = _top_level_split(operand)
+        operands = listed if len(listed) == n_operands else [operand] * n_operands   # `T, T -> T` or `T -> T`
+        return f"({', '.join(operands)}) -> {result}"
     # One type for every operand and the result (the SameOperandsAndResultType form).
     return f"({', '.join([types] * n_operands)}) -> {types}"
+
+
+def _top_level_split(types: str) -> list[str]:
+    """`tensor<4x5xf32>, tensor<4x5xf32>` -> its types (commas inside <...> do not split)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(types):
+        depth += ch in "<([{"
+        depth -= ch in ">)]}"
+        if ch == "," and depth == 0:
+            out.append(types[start:i].strip())
+            start = i + 1
+    return out + [types[start:].strip()]
+
+
+# `%values, %indices = chlo.top_k(%x, k = 3) : T -> (T1, T2)`: its own syntax
+_TOP_K = re.compile(r"(?P<indent>[ \t]*)(?P<res>%[\w#]+[ \t]*,[ \t]*%[\w#]+)[ \t]*=[ \t]*chlo\.top_k\((?P<x>%[\w#.]+),"
+                    r"[ \t]*k[ \t]*=[ \t]*(?P<k>\d+)\)[ \t]*:[ \t]*(?P<in>tensor<[^>]*>)[ \t]*->[ \t]*(?P<out>\([^)]*\))"
+                    r"(?P<loc>.*)$")
 
 
 def to_generic_form(text: str) -> str:
@@ -86,8 +109,13 @@ def to_generic_form(text: str) -> str:
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
         found = _ANY_CHLO.search(line)
-        if found is None or f'"chlo.{found.group(1)}"' in line:
-            continue    # no chlo op, or already in generic form
+        if found is None:
+            continue    # no chlo op, or only in generic form
+        top_k = _TOP_K.match(line) if found.group(1) == "top_k" else None
+        if top_k is not None:
+            lines[number - 1] = (f"{top_k['indent']}{top_k['res']} = \"chlo.top_k\"({top_k['x']}) {{k = {top_k['k']} : i64}}"
+                                 f" : ({top_k['in']}) -> {top_k['out']}{top_k['loc']}")
+            continue
         m = _PRETTY_CHLO_HEAD.match(line)
         tail = _split_tail(line[m.end():]) if m else None
         operands = [o.strip() for o in m.group("operands").split(",")] if m else []
@@ -130,24 +158,25 @@ def _math(name: str) -> Callable[[ir.Operation], ir.Value]:
     return rule
 
 
-def _stablehlo(text_of: Callable[[list[str], list[str], str], str]) -> Callable[[ir.Operation], ir.Value]:
+def _stablehlo(text_of: Callable, multiple: bool = False) -> Callable[[ir.Operation], ir.Value | list[ir.Value]]:
     """A rewrite given as generic-form StableHLO text (operands %a0.., types), parsed in a scratch
-    function and moved before the op: the simplest way to build ops the Python bindings lack."""
-    def rule(op: ir.Operation) -> ir.Value:
+    function and moved before the op: the simplest way to build ops the Python bindings lack. With
+    `multiple`, text_of is given every result type and the rule gives every result."""
+    def rule(op: ir.Operation) -> ir.Value | list[ir.Value]:
         in_types = [str(v.type) for v in op.operands]
         names = [f"%a{i}" for i in range(len(in_types))]
-        out_type = str(op.results[0].type)
+        out_types = [str(r.type) for r in op.results]
         args = ", ".join(f"{n}: {t}" for n, t in zip(names, in_types))
-        body = text_of(names, in_types, out_type)
-        scratch = ir.Module.parse(f"func.func @f({args}) -> {out_type} {{\n{body}\n}}", op.context)
+        body = text_of(names, in_types, out_types if multiple else out_types[0])
+        scratch = ir.Module.parse(f"func.func @f({args}) -> ({', '.join(out_types)}) {{\n{body}\n}}", op.context)
         block = scratch.body.operations[0].regions[0].blocks[0]
         for arg, value in zip(block.arguments, op.operands):
             arg.replace_all_uses_with(value)
         new_ops = list(block.operations)
-        result = new_ops[-1].operands[0]
+        results = list(new_ops[-1].operands)
         for o in new_ops[:-1]:
             o.move_before(op)
-        return result
+        return results if multiple else results[0]
     return rule
 
 
@@ -188,7 +217,40 @@ def _binary(stablehlo_name: str) -> Callable[[list[str], list[str], str], str]:
     return text
 
 
+def _builder(build: Callable[..., ir.Value]) -> Callable[[ir.Operation], ir.Value]:
+    """A rule from one of sprue's own lowering builders (Values -> Value, rules_special)."""
+    def rule(op: ir.Operation) -> ir.Value:
+        if not isinstance(ir.RankedTensorType(op.operands[0].type).element_type, ir.FloatType):
+            raise UnsupportedStableHLOOpError(op.name, str(op.location), "on a non-float tensor is not supported")
+        with ir.InsertionPoint(op), op.location:
+            return build(*op.operands)
+    return rule
+
+
+def _top_k(names: list[str], types: list[str], outs: list[str]) -> str:
+    """The k largest along the last axis, in descending order, and their indices: a stable sort of
+    (x, iota) by x descending (NaN above every number, as XLA's TopK), then the first k."""
+    t = ir.RankedTensorType(ir.Type.parse(types[0]))
+    rank, elem = t.rank, _elem(types[0])
+    shape = [t.get_dim_size(d) for d in range(rank)]
+    k = ir.RankedTensorType(ir.Type.parse(outs[0])).get_dim_size(rank - 1)
+    it = "tensor<" + "x".join(map(str, shape)) + "xi32>"
+    limits = ", ".join(f"0:{n}" for n in shape[:-1] + [k])
+    return "\n".join([
+        f"%i = stablehlo.iota dim = {rank - 1} : {it}",
+        f'%s:2 = "stablehlo.sort"({names[0]}, %i) <{{dimension = {rank - 1} : i64, is_stable = true}}> ({{',
+        f"^bb0(%x: tensor<{elem}>, %y: tensor<{elem}>, %p: tensor<i32>, %q: tensor<i32>):",
+        f"  %c = stablehlo.compare GT, %x, %y, TOTALORDER : (tensor<{elem}>, tensor<{elem}>) -> tensor<i1>",
+        "  stablehlo.return %c : tensor<i1>",
+        f"}}) : ({types[0]}, {it}) -> ({types[0]}, {it})",
+        f"%v = stablehlo.slice %s#0 [{limits}] : ({types[0]}) -> {outs[0]}",
+        f"%j = stablehlo.slice %s#1 [{limits}] : ({it}) -> {outs[1]}",
+        f"return %v, %j : {outs[0]}, {outs[1]}"])
+
+
 RULES: dict[str, Callable[[ir.Operation], ir.Value]] = {
+    **{name: _builder(b) for name, b in {**CHLO_UNARY, **CHLO_BINARY}.items()},
+    "chlo.top_k": _stablehlo(_top_k, multiple=True),
     **{f"chlo.{n}": _math(n) for n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan",
                                          "erf", "erfc")},
     "chlo.is_inf": _stablehlo(_is_inf("abs")),
@@ -199,6 +261,21 @@ RULES: dict[str, Callable[[ir.Operation], ir.Value]] = {
         "add", "subtract", "multiply", "divide", "maximum", "minimum", "remainder", "power", "atan2", "and",
         "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical")},
 }
+
+
+def call_decompositions(module: ir.Module) -> None:
+    """Every stablehlo.composite (JAX >= 0.7 wraps chlo ops in them in jax.export artifacts:
+    `stablehlo.composite "chlo.asin" %x {decomposition = @chlo.asin.impl}`) becomes a call of its
+    decomposition, which inline_calls then inlines: the StableHLO spec defines a composite's meaning
+    as its decomposition's."""
+    with module.context:
+        for op in ops_where(module.operation, lambda op: op.name == "stablehlo.composite"):
+            callee = ir.FlatSymbolRefAttr(op.attributes["decomposition"])
+            with ir.InsertionPoint(op), op.location:
+                call = func.CallOp([r.type for r in op.results], callee, list(op.operands))
+            for old, new in zip(op.results, call.results):
+                old.replace_all_uses_with(new)
+            op.erase()
 
 
 def lower_chlo(module: ir.Module) -> None:
@@ -212,8 +289,9 @@ def lower_chlo(module: ir.Module) -> None:
             if rule is None:
                 raise UnsupportedStableHLOOpError(op.name, str(op.location))
             new = rule(op)
-            op.results[0].replace_all_uses_with(new)
+            for old, value in zip(op.results, new if isinstance(new, list) else [new]):
+                old.replace_all_uses_with(value)
             op.erase()
 
 
-__all__ = ["RULES", "UnsupportedStableHLOOpError", "lower_chlo", "to_generic_form"]
+__all__ = ["RULES", "UnsupportedStableHLOOpError", "call_decompositions", "lower_chlo", "to_generic_form"]

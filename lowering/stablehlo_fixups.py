@@ -9,6 +9,9 @@
                               export broadcasts every scalar this way); the upstream pass only
                               lowers static results
   dynamic_pad              -> pad, when its low/high/interior operands are constants
+  reduce_window padded     -> pad (by the init value; base dilation as interior padding), then the
+                              reduce_window unpadded: the upstream pass lowers only windows with no
+                              padding and no base dilation (JAX's cumsum, pooling with SAME)
 
 Run on the parsed input before the pipeline (stablehlo_input.prepare).
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from torch_mlir import ir
 from torch_mlir.dialects import arith, tensor
 
@@ -167,7 +171,42 @@ def _dynamic_pad(op: ir.Operation) -> None:
     op.erase()
 
 
+def _dims(t: ir.RankedTensorType) -> list[int | None]:
+    return [None if t.is_dynamic_dim(d) else t.get_dim_size(d) for d in range(t.rank)]
+
+
+def _reduce_window_padding(op: ir.Operation) -> None:
+    attrs = op.attributes
+    n = len(op.operands) // 2
+    rank = ir.RankedTensorType(op.operands[0].type).rank
+    padding = _pairs(ir.DenseIntElementsAttr(attrs["padding"]), rank) if "padding" in attrs else [[0, 0]] * rank
+    base = list(ir.DenseI64ArrayAttr(attrs["base_dilations"])) if "base_dilations" in attrs else [1] * rank
+    if all(p == [0, 0] for p in padding) and all(b == 1 for b in base):
+        return
+    low, high, interior = [p[0] for p in padding], [p[1] for p in padding], [b - 1 for b in base]
+    with ir.InsertionPoint(op), op.location:
+        for k in range(n):
+            x, init = op.operands[k], op.operands[n + k]
+            t = ir.RankedTensorType(x.type)
+            out = [ir.ShapedType.get_dynamic_size() if d is None else lo + hi + d + max(d - 1, 0) * i
+                   for d, lo, hi, i in zip(_dims(t), low, high, interior)]
+            pad_attrs = {key: ir.DenseI64ArrayAttr.get(v) for key, v in
+                         (("edge_padding_low", low), ("edge_padding_high", high), ("interior_padding", interior))}
+            op.operands[k] = ir.Operation.create("stablehlo.pad", results=[ir.RankedTensorType.get(out, t.element_type)],
+                                                 operands=[x, init], attributes=pad_attrs).result
+        i64 = ir.IntegerType.get_signless(64)
+        attrs["padding"] = ir.DenseIntElementsAttr.get(
+            np.zeros((rank, 2), np.int64), type=ir.RankedTensorType.get([rank, 2], i64))
+        attrs["base_dilations"] = ir.DenseI64ArrayAttr.get([1] * rank)
+
+
+def _pairs(attr: ir.DenseIntElementsAttr, rank: int) -> list[list[int]]:
+    flat = [int(v) for v in attr]
+    return [flat[2 * d:2 * d + 2] for d in range(rank)]
+
+
 RULES: dict[str, Callable[[ir.Operation], None]] = {
+    "stablehlo.reduce_window": _reduce_window_padding,
     "stablehlo.add": _bool_arith,
     "stablehlo.multiply": _bool_arith,
     "stablehlo.dot_general": _drop_algorithm,

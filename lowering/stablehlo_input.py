@@ -34,7 +34,7 @@ from sprue.base.errors import ParseError, SprueMemoryError
 from sprue.lowering import shape_assertions
 from sprue.lowering.mlir_util import ops_where
 from sprue.lowering.pipeline import LoweringError, make_pipeline_context
-from sprue.lowering.stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
+from sprue.lowering.stablehlo_chlo import UnsupportedStableHLOOpError, call_decompositions, lower_chlo, to_generic_form
 from sprue.lowering.stablehlo_fixups import apply_fixups
 from sprue.lowering.stablehlo_validate import (
     BYTECODE_MAGIC,
@@ -391,6 +391,7 @@ def prepare(path_or_text: str | os.PathLike, rename_to: str | None = None) -> Pr
         strip_attributes(module)
         drop_dialect_attributes(module)
         remove_identity_ops(module)
+        call_decompositions(module)
         lower_chlo(module)
         apply_fixups(module)
         inline_calls(module, entry)

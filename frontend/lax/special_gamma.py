@@ -4,8 +4,10 @@ random_gamma_grad (jax.random.gamma's derivative), bessel_i0e (i0e), bessel_i1e 
 
 Each is written once in sprue's own operations, in float64 whatever the operands' float type (then
 rounded once): `incomplete_gamma` and `bessel_ie` below. They are these primitives' numpy
-references (run eagerly, every operation is numpy's) and their lowerings (traced and emitted inline
-by sprue.lowering.rules_special, as the convolution's lowering traces conv_as_matmul); the tests
+references (run eagerly, every operation is numpy's); the incomplete gamma's is also its lowering
+(traced and emitted inline by sprue.lowering.rules_special, as the convolution's lowering traces
+conv_as_matmul), while the Bessel functions' few lines are written again there as StableHLO (JAX's
+chlo.bessel_i1e in foreign StableHLO is lowered by them too, outside any jaxpr); the tests
 compare them with closed forms (P(n, x) for integer n, P(1/2, x) = erf(sqrt x), numpy's i0, I1's
 power series) and finite differences.
 
@@ -39,7 +41,6 @@ from sprue.lax.elementwise import (
     div,
     eq,
     exp,
-    ge,
     gt,
     le,
     log,
@@ -236,13 +237,19 @@ random_gamma_grad = _binary_function(random_gamma_grad_p)
 
 def _no_second_derivative(p):
     """igamma_grad_a and random_gamma_grad are the end of the chain (as in JAX: they have no jvp)."""
+    def refuse():
+        raise SprueTypeError(f"{p.name} has no derivative (JAX defines none either): igamma and igammac can be"
+                             f" differentiated once in their first argument a")
+
     def jvp(primals, tangents, **params):
         if all(is_zero(t) for t in tangents):
             out = p.bind(*primals)
             return out, zero_of(out)
-        raise SprueTypeError(f"{p.name} has no derivative (JAX defines none): differentiate igamma once")
-    jvp_rules[p] = jvp
-    vjp_rules[p] = lambda cts, primals, outs, **params: [None] * len(primals)
+        refuse()
+
+    def vjp(cts, primals, outs, **params):
+        refuse()
+    jvp_rules[p], vjp_rules[p] = jvp, vjp
 
 
 _no_second_derivative(igamma_grad_a_p)
@@ -319,10 +326,6 @@ def _bessel_impl(order: int):
         x = np.asarray(x)
         return np.asarray(bessel_ie(x.astype(np.float64), order=order)).astype(x.dtype)
     return impl
-
-
-def bessel_lowered(order: int):
-    return lambda x: _in_f64(lambda x: bessel_ie(x, order=order), x)
 
 
 def _i1e_derivative(x, y):

@@ -337,6 +337,37 @@ def pytree_out(a, b):
     return {"s": a + b, "d": (a - b, a * b)}
 
 
+# -- pooling in every form JAX prints: dilations, any computation, max pooling's jvp and vjp
+#    (select_and_gather_add, select_and_scatter_add). A second generator: the cases above keep their inputs.
+rng_pool = np.random.RandomState(1)
+
+
+def _pool_input():
+    return rng_pool.uniform(-2, 2, (5, 6)).astype(np.float32)
+
+
+def _max_pool(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (1, 1), "VALID")
+
+
+_POOLING = {
+    "max_pool_grad": lambda x: jax.grad(lambda x: (_max_pool(x) * jnp.arange(20.0).reshape(4, 5)).sum())(x),
+    "max_pool_jvp": lambda x: jax.jvp(_max_pool, (x,), (jnp.cos(x),))[1],
+    "max_pool_dilated": lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (2, 1), "SAME", window_dilation=(2, 1)),
+    "min_pool_strided_grad": lambda x: jax.grad(
+        lambda x: jnp.sum(lax.reduce_window(x, jnp.inf, lax.min, (3, 2), (2, 2), "SAME") ** 2))(x),
+    "prod_pool": lambda x: lax.reduce_window(x, 1.0, lax.mul, (2, 2), (1, 1), "VALID"),
+    "custom_pool": lambda x: lax.reduce_window(x, 0.0, lambda a, b: a + b * 2, (2, 2), (1, 1), "VALID"),
+    "sum_pool_base_dilated_grad": lambda x: jax.grad(lambda x: jnp.sum(jnp.sin(
+        lax.reduce_window(x, 0.0, lax.add, (2, 3), (2, 1), "SAME", base_dilation=(2, 1)))))(x),
+    "avg_pool_vmap": jax.vmap(lambda r: lax.reduce_window(r, 0.0, lax.add, (3,), (2,), "VALID") / 3.0),
+    "max_pool_vmap_grad": jax.vmap(jax.grad(lambda r: jnp.sum(lax.reduce_window(r, -jnp.inf, lax.max, (2,), (1,),
+                                                                               "SAME") ** 2))),
+}
+for _n, _f in _POOLING.items():
+    CASES.append((f"pool_{_n}", _f, (_pool_input(),)))
+
+
 # -- jax.export artifacts: (name, function, argument specs with symbolic sizes, sizes to run at) ---
 EXPORTS = [
     ("mlp_batch", lambda x, w, b: jax.nn.relu(x @ w + b).sum(-1), ["b, 8", "8, 4", "4"], [1, 3, 16]),
