@@ -158,7 +158,7 @@ def _math(name: str) -> Callable[[ir.Operation], ir.Value]:
     return rule
 
 
-def _stablehlo(text_of: Callable, multiple: bool = False) -> Callable[[ir.Operation], ir.Value | list[ir.Value]]:
+def rewrite_by_text(text_of: Callable, multiple: bool = False) -> Callable[[ir.Operation], ir.Value | list[ir.Value]]:
     """A rewrite given as generic-form StableHLO text (operands %a0.., types), parsed in a scratch
     function and moved before the op: the simplest way to build ops the Python bindings lack. With
     `multiple`, text_of is given every result type and the rule gives every result."""
@@ -186,8 +186,8 @@ def _elem(t: str) -> str:
 
 
 # The bit patterns of +inf and -inf per float type, as StableHLO's dense<0x...> literals read them.
-_POS_INF = {"f64": "0x7FF0000000000000", "f32": "0x7F800000", "f16": "0x7C00", "bf16": "0x7F80"}
-_NEG_INF = {"f64": "0xFFF0000000000000", "f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}
+POS_INF = {"f64": "0x7FF0000000000000", "f32": "0x7F800000", "f16": "0x7C00", "bf16": "0x7F80"}
+NEG_INF = {"f64": "0xFFF0000000000000", "f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}
 
 
 def _is_inf(sign: str) -> Callable[[list[str], list[str], str], str]:
@@ -198,7 +198,7 @@ def _is_inf(sign: str) -> Callable[[list[str], list[str], str], str]:
         if sign == "abs":
             lines.append(f"%m = stablehlo.abs {operand} : {t}")
             operand = "%m"
-        inf = (_NEG_INF if sign == "-" else _POS_INF)[elem]
+        inf = (NEG_INF if sign == "-" else POS_INF)[elem]
         lines.append(f"%s = stablehlo.constant dense<{inf}> : tensor<{elem}>")
         lines.append(f"%b = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<{elem}>) -> {t}")
         lines.append(f"%r = stablehlo.compare EQ, {operand}, %b : ({t}, {t}) -> {out}")
@@ -229,35 +229,43 @@ def _builder(build: Callable[..., ir.Value]) -> Callable[[ir.Operation], ir.Valu
 
 def _top_k(names: list[str], types: list[str], outs: list[str]) -> str:
     """The k largest along the last axis, in descending order, and their indices: a stable sort of
-    (x, iota) by x descending (NaN above every number, as XLA's TopK), then the first k."""
+    (x, iota) by x descending (NaN above every number, as XLA's TopK), then the first k. Sizes may be
+    `?` (a shape-polymorphic export): the iota and the slices read them at run time."""
     t = ir.RankedTensorType(ir.Type.parse(types[0]))
     rank, elem = t.rank, _elem(types[0])
-    shape = [t.get_dim_size(d) for d in range(rank)]
     k = ir.RankedTensorType(ir.Type.parse(outs[0])).get_dim_size(rank - 1)
-    it = "tensor<" + "x".join(map(str, shape)) + "xi32>"
-    limits = ", ".join(f"0:{n}" for n in shape[:-1] + [k])
-    return "\n".join([
-        f"%i = stablehlo.iota dim = {rank - 1} : {it}",
-        f'%s:2 = "stablehlo.sort"({names[0]}, %i) <{{dimension = {rank - 1} : i64, is_stable = true}}> ({{',
-        f"^bb0(%x: tensor<{elem}>, %y: tensor<{elem}>, %p: tensor<i32>, %q: tensor<i32>):",
-        f"  %c = stablehlo.compare GT, %x, %y, TOTALORDER : (tensor<{elem}>, tensor<{elem}>) -> tensor<i1>",
-        "  stablehlo.return %c : tensor<i1>",
-        f"}}) : ({types[0]}, {it}) -> ({types[0]}, {it})",
-        f"%v = stablehlo.slice %s#0 [{limits}] : ({types[0]}) -> {outs[0]}",
-        f"%j = stablehlo.slice %s#1 [{limits}] : ({it}) -> {outs[1]}",
-        f"return %v, %j : {outs[0]}, {outs[1]}"])
+    it = "tensor<" + "".join("?x" if t.is_dynamic_dim(d) else f"{t.get_dim_size(d)}x" for d in range(rank)) + "i32>"
+    lines = []
+    sizes = []
+    for d in range(rank):
+        lines += [f"%c{d} = arith.constant {d} : index", f"%n{d} = tensor.dim {names[0]}, %c{d} : {types[0]}",
+                  f"%m{d} = arith.index_cast %n{d} : index to i32"]
+        sizes.append(f"%n{d}" if t.is_dynamic_dim(d) else str(t.get_dim_size(d)))
+    lines += [f"%shape = tensor.from_elements {', '.join(f'%m{d}' for d in range(rank))} : tensor<{rank}xi32>",
+              f'%i = "stablehlo.dynamic_iota"(%shape) <{{iota_dimension = {rank - 1} : i64}}> : (tensor<{rank}xi32>) -> {it}',
+              f'%s:2 = "stablehlo.sort"({names[0]}, %i) <{{dimension = {rank - 1} : i64, is_stable = true}}> ({{',
+              f"^bb0(%x: tensor<{elem}>, %y: tensor<{elem}>, %p: tensor<i32>, %q: tensor<i32>):",
+              f"  %c = stablehlo.compare GT, %x, %y, TOTALORDER : (tensor<{elem}>, tensor<{elem}>) -> tensor<i1>",
+              "  stablehlo.return %c : tensor<i1>",
+              f"}}) : ({types[0]}, {it}) -> ({types[0]}, {it})"]
+    offsets, strides = ", ".join(["0"] * rank), ", ".join(["1"] * rank)
+    kept = ", ".join(sizes[:-1] + [str(k)])
+    lines += [f"%v = tensor.extract_slice %s#0[{offsets}] [{kept}] [{strides}] : {types[0]} to {outs[0]}",
+              f"%j = tensor.extract_slice %s#1[{offsets}] [{kept}] [{strides}] : {it} to {outs[1]}",
+              f"return %v, %j : {outs[0]}, {outs[1]}"]
+    return "\n".join(lines)
 
 
 RULES: dict[str, Callable[[ir.Operation], ir.Value]] = {
     **{name: _builder(b) for name, b in {**CHLO_UNARY, **CHLO_BINARY}.items()},
-    "chlo.top_k": _stablehlo(_top_k, multiple=True),
+    "chlo.top_k": rewrite_by_text(_top_k, multiple=True),
     **{f"chlo.{n}": _math(n) for n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan",
                                          "erf", "erfc")},
-    "chlo.is_inf": _stablehlo(_is_inf("abs")),
-    "chlo.is_pos_inf": _stablehlo(_is_inf("+")),
-    "chlo.is_neg_inf": _stablehlo(_is_inf("-")),
-    "chlo.square": _stablehlo(lambda n, t, o: f"%r = stablehlo.multiply {n[0]}, {n[0]} : {o}\nreturn %r : {o}"),
-    **{f"chlo.broadcast_{n}": _stablehlo(_binary(n)) for n in (
+    "chlo.is_inf": rewrite_by_text(_is_inf("abs")),
+    "chlo.is_pos_inf": rewrite_by_text(_is_inf("+")),
+    "chlo.is_neg_inf": rewrite_by_text(_is_inf("-")),
+    "chlo.square": rewrite_by_text(lambda n, t, o: f"%r = stablehlo.multiply {n[0]}, {n[0]} : {o}\nreturn %r : {o}"),
+    **{f"chlo.broadcast_{n}": rewrite_by_text(_binary(n)) for n in (
         "add", "subtract", "multiply", "divide", "maximum", "minimum", "remainder", "power", "atan2", "and",
         "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical")},
 }
@@ -278,14 +286,27 @@ def call_decompositions(module: ir.Module) -> None:
             op.erase()
 
 
+def mhlo_target(op: ir.Operation) -> str | None:
+    """The chlo op an older JAX's export spells as `stablehlo.custom_call @mhlo.erf(...)` (JAX 0.4,
+    0.7: chlo ops that StableHLO's portable artifacts could not hold then), or None."""
+    if op.name != "stablehlo.custom_call" or "call_target_name" not in op.attributes:
+        return None
+    target = ir.StringAttr(op.attributes["call_target_name"]).value
+    if not target.startswith("mhlo."):
+        return None
+    name = "chlo." + {"topk": "top_k"}.get(target[5:], target[5:])
+    expected = (1, 2) if name == "chlo.top_k" else (2, 1) if name in CHLO_BINARY else (1, 1)
+    return name if name in RULES and (len(op.operands), len(op.results)) == expected else None
+
+
 def lower_chlo(module: ir.Module) -> None:
     """Replaces every known chlo op by StableHLO/tensor/math ops; any other op outside the
     registered dialects raises UnsupportedStableHLOOpError naming it and its location."""
     found = ops_where(module.operation, lambda op: op.name.split(".", 1)[0] in ("chlo", "sdy", "mhlo")
-                      or not op.context.is_registered_operation(op.name))
+                      or not op.context.is_registered_operation(op.name) or mhlo_target(op) is not None)
     with module.context:
         for op in found:
-            rule = RULES.get(op.name)
+            rule = RULES.get(mhlo_target(op) or op.name)
             if rule is None:
                 raise UnsupportedStableHLOOpError(op.name, str(op.location))
             new = rule(op)
@@ -294,4 +315,5 @@ def lower_chlo(module: ir.Module) -> None:
             op.erase()
 
 
-__all__ = ["RULES", "UnsupportedStableHLOOpError", "call_decompositions", "lower_chlo", "to_generic_form"]
+__all__ = ["NEG_INF", "POS_INF", "RULES", "UnsupportedStableHLOOpError", "call_decompositions", "lower_chlo",
+           "mhlo_target", "rewrite_by_text", "to_generic_form"]

@@ -173,16 +173,25 @@ def test_sprue_compile_of_bytecode_and_exports(suffix, tmp_path):
 # -- every case in JAX's other forms (forms.zip, tests/jax_corpus/make.py's make_forms) -----------------
 # StableHLO text (`.mlir`), StableHLO bytecode (`.mlirbc`; not JAX 0.4's, MLIRBC_UNREADABLE), a static
 # jax.export artifact, and one with a symbolic leading size `b` (where JAX can export one), run at the
-# case's sizes and at two others from the one compilation. `make test` runs a fixed sample of
-# FAST_FORMS_SAMPLE cases per version (spread over the corpus); `make corpus` (SPRUE_FULL_CORPUS=1) runs all.
+# case's sizes and at two others from the one compilation. `make test` runs a fixed sample per version:
+# FAST_FORMS_SAMPLE cases spread over the corpus and FAST_FORMS, the ones that exercise a rewrite of the
+# foreign StableHLO path; `make corpus` (SPRUE_FULL_CORPUS=1) runs all of them.
 FULL = os.environ.get("SPRUE_FULL_CORPUS", "").strip() not in ("", "0")
 FAST_FORMS_SAMPLE = 12
+FAST_FORMS = {
+    "jnp_arcsin",          # a stablehlo.composite (JAX >= 0.7's export): its decomposition inlined
+    "special_i1e", "special_erfinv", "special_digamma", "jnp_nextafter", "array_top_k",   # chlo ops
+    "array_cumsum",        # a padded stablehlo.reduce_window
+    "pool_max_pool_grad",  # stablehlo.select_and_scatter
+    "array_take", "special_ndtri",   # constvars: the jaxpr is refused, these forms carry the values
+}
 
 
 def _forms():
     for version in VERSIONS:
         listed = [e for e in _listed(version).get("forms", []) if "skipped" not in e]
-        chosen = listed if FULL else listed[::max(1, len(listed) // FAST_FORMS_SAMPLE)]
+        sample = {e["name"] for e in listed[::max(1, len(listed) // FAST_FORMS_SAMPLE)]} | FAST_FORMS
+        chosen = listed if FULL else [e for e in listed if e["name"] in sample]
         for entry in chosen:
             yield pytest.param(version, entry, id=f"{version}/{entry['name']}")
 
