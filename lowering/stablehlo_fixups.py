@@ -21,8 +21,9 @@
   reduce_window padded     -> pad (by the init value; base dilation as interior padding), then the
                               reduce_window unpadded: the upstream pass lowers only windows with no
                               padding and no base dilation (JAX's cumsum, pooling with SAME)
-  reduce_window with `?`   -> a linalg.generic over (output, window) (the upstream pass lowers static
-                              windows only; JAX's shape-polymorphic cumsum and pooling)
+  reduce_window            -> a linalg.generic over (output, window) (the upstream pass lowers neither
+                              run-time sizes, window dilation, nor bodies of several ops: JAX's
+                              shape-polymorphic cumsum and pooling, dilated pools, logaddexp windows)
 
 Run on the parsed input before the pipeline (stablehlo_input.prepare).
 """
@@ -222,16 +223,16 @@ _ARITH = {("stablehlo.maximum", "f"): "arith.maximumf", ("stablehlo.minimum", "f
 
 
 def _reduce_window_dynamic(op: ir.Operation) -> None:
-    """An unpadded one-operand reduce_window whose result has `?` sizes: a linalg.generic over
-    (output, window) positions, the input read at output * stride + window * dilation."""
+    """An unpadded one-operand reduce_window: a linalg.generic over (output, window) positions, the
+    input read at output * stride + window * dilation (upstream's lowering takes neither run-time
+    sizes, nor window dilation, nor a body of more than one op)."""
     result = ir.RankedTensorType(op.results[0].type)
+    if len(op.operands) != 2:
+        return
     body = _region_op(op, 0)
-    if None not in _dims(result) or len(op.operands) != 2 or body is None:
-        return
     elem = str(result.element_type)
-    combine = _ARITH.get((body.name, "f" if elem.startswith(("f", "bf")) else "i"))
-    if combine is None:
-        return
+    # one arith op for a one-op body; else the body's own ops on rank-0 tensors, cloned in
+    combine = _ARITH.get((body.name, "f" if elem.startswith(("f", "bf")) else "i")) if body is not None else None
     attrs, rank = op.attributes, result.rank
     window = list(ir.DenseI64ArrayAttr(attrs["window_dimensions"]))
     strides = list(ir.DenseI64ArrayAttr(attrs["window_strides"])) if "window_strides" in attrs else [1] * rank
@@ -239,8 +240,28 @@ def _reduce_window_dynamic(op: ir.Operation) -> None:
     rule = rewrite_by_text(_reduce_window_text(result, window, strides, dilation, elem, combine))
     with ir.InsertionPoint(op), op.location:
         new = rule(op)
+        if combine is None:
+            _clone_body(op.regions[0].blocks[0], new.owner)
     op.results[0].replace_all_uses_with(new)
     op.erase()
+
+
+def _clone_body(body: ir.Block, generic: ir.Operation) -> None:
+    """The reduce_window's body cloned into the linalg.generic's placeholder: its two arguments are
+    the generic's accumulator and element as rank-0 tensors, its result is what the generic yields."""
+    block = generic.regions[0].blocks[0]
+    acc, element, result = list(block.operations)[:3]     # from_elements x2, then the extract to yield
+    mapped = [(body.arguments[0], acc.result), (body.arguments[1], element.result)]
+
+    def lookup(v: ir.Value) -> ir.Value:
+        return next((new for old, new in mapped if old == v), v)
+    ops = list(body.operations)
+    for original in ops[:-1]:
+        clone = original.clone(ir.InsertionPoint(result))
+        for i in range(len(clone.operands)):
+            clone.operands[i] = lookup(clone.operands[i])
+        mapped += list(zip(original.results, clone.results))
+    result.operands[0] = lookup(ops[-1].operands[0])
 
 
 def _reduce_window_text(result: ir.RankedTensorType, window, strides, dilation, elem: str, combine: str):
@@ -270,7 +291,10 @@ def _reduce_window_text(result: ir.RankedTensorType, window, strides, dilation, 
                   f" ({wins})>, affine_map<({dims}) -> ({outs})>], iterator_types = [{kinds}]}} ins({x}, %w :"
                   f" {types[0]}, {wt}) outs(%f : {out}) {{",
                   f"^bb0(%a: {elem}, %u: {elem}, %acc: {elem}):",
-                  f"  %y = {combine} %acc, %a : {elem}",
+                  *([f"  %y = {combine} %acc, %a : {elem}"] if combine else [
+                      f"  %ta = tensor.from_elements %acc : tensor<{elem}>",   # the body's ops go here
+                      f"  %tb = tensor.from_elements %a : tensor<{elem}>",
+                      f"  %y = tensor.extract %ta[] : tensor<{elem}>"]),
                   f"  linalg.yield %y : {elem}",
                   f"}} -> {out}",
                   f"return %g : {out}"]
