@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench bench-threads bench-programs bench-compile venv clean example fuzz
+.PHONY: run test corpus bench bench-threads bench-programs bench-compile venv clean example fuzz
 
 # The runtime's C objects (lowering/c_toolchain.py), built at installation and again when the
 # modules holding their sources change (an object no longer prebuilt is compiled at first use).
@@ -42,6 +42,12 @@ test: $(PREBUILT)
 	    || echo "the conformance runner printed no summary"; \
 	else echo "no $(CONFORMANCE): StableHLO conformance cases skipped"; fi
 	$(PY) -m pytest -q -n auto tests
+
+# The whole JAX corpus in JAX's other forms (tests/jax_corpus/forms.zip: StableHLO text and bytecode,
+# static and symbolic-size jax.export artifacts of every case of every JAX version); `make test`
+# runs a fixed sample of them (test_corpus.FAST_FORMS_SAMPLE per version). About 25 minutes on 2 cores.
+corpus: $(PREBUILT)
+	SPRUE_FULL_CORPUS=1 $(PY) -m pytest -q -n auto tests/jax_corpus
 
 # The long fuzzing campaign over the jaxpr reader and the StableHLO input (tests/fuzz/campaign.py):
 # FUZZ_EXAMPLES cases per reader, each in a child process, then FUZZ_CLASS_EXAMPLES of each class

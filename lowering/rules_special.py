@@ -24,11 +24,14 @@ from torch_mlir.dialects import math as math_dialect
 from sprue import lax
 from sprue.ir.core import Eqn
 from sprue.lax.special import ERF_INV_LARGE, ERF_INV_SMALL, LANCZOS, LANCZOS_G
+from sprue.lax.special_gamma import I0E_A, I0E_B, I1E_A, I1E_B, gamma_lowered, random_gamma_grad_lowered
+from sprue.lowering.emit import emit_jaxpr, numpy_consts
 from sprue.lowering.rules_common import (
     LoweringContext,
     Value,
     aval_type,
     compare,
+    const_array,
     constant_like,
     convert,
     dtype_of,
@@ -39,6 +42,7 @@ from sprue.lowering.rules_common import (
     op1,
     select,
 )
+from sprue.trace.tracing import trace_flat
 
 
 def _c(value: float, x: Value) -> Value:
@@ -147,6 +151,41 @@ def _digamma(x: Value) -> Value:
     return select(_is_pole(x), _c(np.nan, x), out)
 
 
+def _traced(fn):
+    """A rule emitting fn (sprue operations) traced at the equation's operand types, inline."""
+    def rule(ctx: LoweringContext, eqn: Eqn, *args: Value) -> list[Value]:
+        closed = trace_flat(lambda *xs: [fn(*xs)], [v.aval for v in eqn.invars])
+        return emit_jaxpr(ctx, closed.jaxpr, [const_array(c) for c in numpy_consts(closed)], list(args))
+    return rule
+
+
+def _chebyshev(t: Value, coeffs) -> Value:
+    """Cephes' chbevl (Clenshaw's recurrence): 0.5 (b0 - b2)."""
+    b0, b1, b2 = _c(0.0, t), _c(0.0, t), _c(0.0, t)
+    for c in coeffs:
+        b2, b1 = b1, b0
+        b0 = ew("add", ew("subtract", ew("multiply", t, b1), b2), _c(c, t))
+    return ew("multiply", _c(0.5, t), ew("subtract", b0, b2))
+
+
+def _bessel_ie(order: int):
+    """exp(-|x|) I0(x) or I1(x): sprue.lax.special_gamma.bessel_ie's expansions, here as StableHLO."""
+    near_coeffs, far_coeffs = (I0E_A, I0E_B) if order == 0 else (I1E_A, I1E_B)
+
+    def compute(x: Value) -> Value:
+        z = ew("abs", x)
+        near = compare(z, _c(8.0, z), "LE")
+        far_z = select(near, _c(8.0, z), z)
+        small = _chebyshev(ew("subtract", ew("multiply", _c(0.5, z), z), _c(2.0, z)), near_coeffs)
+        large = ew("divide", _chebyshev(ew("subtract", ew("divide", _c(32.0, z), far_z), _c(2.0, z)), far_coeffs),
+                   ew("sqrt", far_z))
+        if order == 1:
+            small = ew("multiply", z, small)
+        out = select(near, small, large)
+        return ew("multiply", ew("sign", x), out) if order == 1 else out
+    return compute
+
+
 def _bitcast(ctx: LoweringContext, eqn: Eqn, x: Value) -> list[Value]:
     return [op1("stablehlo.bitcast_convert", [x], aval_type(eqn.outvars[0].aval))]
 
@@ -179,10 +218,26 @@ def _int_type(it) -> ir.Type:
     return ir.IntegerType.get_signless(np.dtype(it).itemsize * 8)
 
 
+def _float64(compute):
+    """compute(x) in float64, rounded to x's type (for a value outside a jaxpr: foreign chlo ops)."""
+    return lambda x: convert(compute(convert(x, np.float64)), dtype_of(x))
+
+
+# JAX's chlo ops in foreign StableHLO (sprue.lowering.stablehlo_chlo) by the same builders
+CHLO_UNARY = {"chlo.lgamma": _float64(_lgamma), "chlo.digamma": _float64(_digamma),
+              "chlo.erf_inv": _float64(_erf_inv), "chlo.bessel_i0e": _float64(_bessel_ie(0)),
+              "chlo.bessel_i1e": _float64(_bessel_ie(1))}
+CHLO_BINARY = {"chlo.next_after": lambda x, y: _nextafter(None, None, x, y)[0]}
+
 lowering_rules.update({
     lax.erf_p: _libm(math_dialect.ErfOp), lax.erfc_p: _libm(math_dialect.ErfcOp),
     lax.erf_inv_p: _in_float64(_erf_inv), lax.lgamma_p: _in_float64(_lgamma), lax.digamma_p: _in_float64(_digamma),
     lax.clz_p: lambda ctx, eqn, x: [ew("count_leading_zeros", x)],
     lax.population_count_p: lambda ctx, eqn, x: [ew("popcnt", x)],
     lax.bitcast_convert_type_p: _bitcast, lax.nextafter_p: _nextafter,
+    # sprue.lax.special_gamma: float64 algorithms written in sprue's operations, traced
+    lax.igamma_p: _traced(gamma_lowered(False, False)), lax.igammac_p: _traced(gamma_lowered(True, False)),
+    lax.igamma_grad_a_p: _traced(gamma_lowered(False, True)),
+    lax.random_gamma_grad_p: _traced(random_gamma_grad_lowered),
+    lax.bessel_i0e_p: _in_float64(_bessel_ie(0)), lax.bessel_i1e_p: _in_float64(_bessel_ie(1)),
 })

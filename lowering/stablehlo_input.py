@@ -34,7 +34,13 @@ from sprue.base.errors import ParseError, SprueMemoryError
 from sprue.lowering import shape_assertions
 from sprue.lowering.mlir_util import ops_where
 from sprue.lowering.pipeline import LoweringError, make_pipeline_context
-from sprue.lowering.stablehlo_chlo import UnsupportedStableHLOOpError, lower_chlo, to_generic_form
+from sprue.lowering.stablehlo_chlo import (
+    UnsupportedStableHLOOpError,
+    call_decompositions,
+    lower_chlo,
+    mhlo_target,
+    to_generic_form,
+)
 from sprue.lowering.stablehlo_fixups import apply_fixups
 from sprue.lowering.stablehlo_validate import (
     BYTECODE_MAGIC,
@@ -277,6 +283,8 @@ def remove_identity_ops(module: ir.Module) -> None:
                       lambda op: op.name in ("stablehlo.custom_call", "stablehlo.optimization_barrier"))
     for op in found:
         if op.name == "stablehlo.custom_call":
+            if mhlo_target(op) is not None:
+                continue   # a chlo op in older JAX's spelling: lower_chlo lowers it
             target = _custom_call_target(op)
             if target not in IDENTITY_CUSTOM_CALLS or len(op.operands) != len(op.results):
                 raise UnsupportedStableHLOOpError(f"stablehlo.custom_call @{target}", str(op.location))
@@ -393,6 +401,7 @@ def prepare(path_or_text: str | os.PathLike, rename_to: str | None = None) -> Pr
         strip_attributes(module)
         drop_dialect_attributes(module)
         remove_identity_ops(module)
+        call_decompositions(module)
         lower_chlo(module)
         apply_fixups(module)
         inline_calls(module, entry)

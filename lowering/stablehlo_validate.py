@@ -48,6 +48,7 @@ from torch_mlir._mlir_libs._mlir import register_type_caster
 
 from sprue.base.errors import ParseError, StableHLOUnsupportedError
 from sprue.lowering.legalize import COUNTED
+from sprue.lowering.rules_special import CHLO_BINARY
 from sprue.lowering.stablehlo_chlo import RULES as CHLO_RULES
 
 # Ops outside stablehlo/chlo that sprue's own StableHLO stage emits (rules_common.size_value,
@@ -443,15 +444,22 @@ class _Checker:
         result type that disagrees with the operand would make the rewrite read out of bounds."""
         if op.name not in CHLO_RULES:
             return          # lower_chlo names it as unsupported
-        n = 2 if op.name.startswith("chlo.broadcast_") else 1
+        n = 2 if op.name.startswith("chlo.broadcast_") or op.name in CHLO_BINARY else 1
+        n_results = 2 if op.name == "chlo.top_k" else 1
         types = [v.type for v in op.operands] + [r.type for r in op.results]
-        if (len(op.operands) != n or len(op.results) != 1 or len(op.regions) or len(op.successors)
+        if (len(op.operands) != n or len(op.results) != n_results or len(op.regions) or len(op.successors)
                 or not all(isinstance(t.maybe_downcast(), ir.RankedTensorType) for t in types)):
-            raise refuse(op, self.name, f"{op.name} must have {n} tensor operand{'s' if n > 1 else ''}, one tensor"
-                                        f" result and no regions")
-        x, r = ir.RankedTensorType(types[0]), ir.RankedTensorType(types[-1])
-        if n == 1 and (x.shape != r.shape or (op.name in _CHLO_PREDICATES) != (str(r.element_type) == "i1")
-                       or (op.name not in _CHLO_PREDICATES and x.element_type != r.element_type)):
+            raise refuse(op, self.name, f"{op.name} must have {n} tensor operand{'s' if n > 1 else ''},"
+                                        f" {'two tensor results' if n_results == 2 else 'one tensor result'}"
+                                        f" and no regions")
+        x, r = ir.RankedTensorType(types[0]), ir.RankedTensorType(types[n])
+        if op.name == "chlo.top_k":
+            i = ir.RankedTensorType(types[-1])
+            if (r.rank != x.rank or r.rank == 0 or r.shape[:-1] != x.shape[:-1] or r.shape[-1] > x.shape[-1]
+                    or r.element_type != x.element_type or i.shape != r.shape or str(i.element_type) != "i32"):
+                raise refuse(op, self.name, f"chlo.top_k: the result types {r}, {i} do not fit the operand type {x}")
+        elif n == 1 and (x.shape != r.shape or (op.name in _CHLO_PREDICATES) != (str(r.element_type) == "i1")
+                         or (op.name not in _CHLO_PREDICATES and x.element_type != r.element_type)):
             raise refuse(op, self.name, f"{op.name}: the result type {r} does not fit the operand type {x}")
 
     def dim_index(self, op: ir.Operation) -> None:

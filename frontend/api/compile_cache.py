@@ -236,7 +236,9 @@ _SOURCES = {   # package -> modules whose text is part of every key ("*": all of
     "sprue.lowering": ("*",),
     "sprue.api": ("driver.py", "shape_functions.py", "compile_cache.py"),
     "sprue.runtime": ("kernel_signature.py", "shape_function.py"),
-    "sprue.lax": ("convolution.py",),   # conv_as_matmul: the lowering of conv_general_dilated traces it
+    # the lowerings of conv_general_dilated and of the incomplete gamma and Bessel functions trace
+    # conv_as_matmul and special_gamma's float64 algorithms
+    "sprue.lax": ("convolution.py", "special_gamma.py"),
 }
 _compiler: dict | None = None
 _compiler_lock = threading.Lock()

@@ -18,7 +18,7 @@ import numpy as np
 from sprue import lax
 from sprue.ir.core import ShapedArray
 from sprue.lax.dimension_numbers import GatherDimensionNumbers, ScatterDimensionNumbers
-from sprue.trace.tracing import Tracer
+from sprue.trace.tracing import Tracer, eval_jaxpr
 
 
 def _shape(x) -> tuple:
@@ -91,26 +91,61 @@ def _static(x, what: str) -> tuple:
     return shape
 
 
+def _window_params(params, keys=("window_dimensions", "window_strides", "padding", "base_dilation",
+                                   "window_dilation")) -> dict:
+    return {k: params[k] for k in keys if k in params}
+
+
 def _reduce_window(combine, init):
-    """`reduce_window_{sum,max,min}` (pooling): the operand padded with the reduction's identity,
-    then each window offset's strided slice combined (prod(window) slices: pooling windows are small)."""
+    """`reduce_window_{sum,max,min}` (pooling): sprue.lax.reduce_window with the reduction's identity
+    (pad once, one strided slice per window offset, dilations included)."""
     def rule(args, params, outs):
         x, = args
-        if any(d != 1 for d in (*params.get("base_dilation", ()), *params.get("window_dilation", ()))):
-            raise NotImplementedError("reduce_window with base or window dilation")
-        shape, dt = _static(x, "reduce_window"), np.dtype(_dtype(x))
-        window, strides = tuple(params["window_dimensions"]), tuple(params["window_strides"])
-        padding = tuple(tuple(p) for p in params.get("padding", ((0, 0),) * len(shape)))
-        x = lax.pad(x, np.asarray(init(dt), dt)[()], [(lo, hi, 0) for lo, hi in padding])
-        padded = _shape(x)
-        out_shape = tuple((n - w) // s + 1 for n, w, s in zip(padded, window, strides))
-        acc = None
-        for offset in np.ndindex(*window):
-            limit = [o + (m - 1) * s + 1 for o, m, s in zip(offset, out_shape, strides)]
-            piece = lax.slice(x, list(offset), limit, list(strides))
-            acc = piece if acc is None else combine(acc, piece)
-        return [acc]
+        _static(x, "reduce_window")
+        dt = np.dtype(_dtype(x))
+        w = _window_params(params)
+        return [lax.reduce_window(x, np.asarray(init(dt), dt)[()], combine, w["window_dimensions"],
+                                  w["window_strides"], w.get("padding", "VALID"), w.get("base_dilation"),
+                                  w.get("window_dilation"))]
     return rule
+
+
+def reduce_window(args, params, outs):
+    """`reduce_window[jaxpr=... consts=...]` (any computation): its operands, then as many inits,
+    folded by the printed jaxpr."""
+    n = len(args) // 2
+    closed, consts = params["jaxpr"], list(params.get("consts") or ())
+    for x in args[:n]:
+        _static(x, "reduce_window")
+
+    def computation(acc, piece):
+        acc, piece = (acc, piece) if n > 1 else ((acc,), (piece,))
+        out = eval_jaxpr(closed.jaxpr, list(closed.consts) + consts, *acc, *piece)
+        return tuple(out) if n > 1 else out[0]
+    w = _window_params(params)
+    operand = tuple(args[:n]) if n > 1 else args[0]
+    init = tuple(args[n:]) if n > 1 else args[n]
+    out = lax.reduce_window(operand, init, computation, w["window_dimensions"], w["window_strides"],
+                            w.get("padding", "VALID"), w.get("base_dilation"), w.get("window_dilation"))
+    return list(out) if n > 1 else [out]
+
+
+def select_and_scatter_add(args, params, outs):
+    """The cotangent of max (min) pooling: each window's value added at its first maximum."""
+    source, operand = args
+    _static(operand, "select_and_scatter_add")
+    return [lax.select_and_scatter_add(source, operand, params["select_prim"], params["window_dimensions"],
+                                       params["window_strides"], params["padding"])]
+
+
+def select_and_gather_add(args, params, outs):
+    """The tangent of max (min) pooling: each window's tangent at its first maximum."""
+    tangents, operand = args
+    _static(operand, "select_and_gather_add")
+    w = _window_params(params)
+    return [lax.select_and_gather_add(tangents, operand, params["select_prim"], w["window_dimensions"],
+                                      w["window_strides"], w["padding"], w.get("base_dilation"),
+                                      w.get("window_dilation"))]
 
 
 def _lowest(dt):
@@ -220,6 +255,8 @@ REWRITES = {"split": split, "expand_dims": expand_dims, "stack": stack, "tile": 
             "reduce_window_sum": _reduce_window(lax.add, lambda dt: 0),
             "reduce_window_max": _reduce_window(lax.max, _lowest),
             "reduce_window_min": _reduce_window(lax.min, _highest),
+            "reduce_window": reduce_window, "select_and_scatter_add": select_and_scatter_add,
+            "select_and_gather_add": select_and_gather_add,
             "eq_to": _total_order(lax.eq), "lt_to": _total_order(lax.lt), "le_to": _total_order(lax.le),
             "top_k": top_k, "cumlogsumexp": cumlogsumexp, "reduce_precision": reduce_precision}
 

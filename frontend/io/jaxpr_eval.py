@@ -538,6 +538,14 @@ def _implicit_names(ast: JaxprAST) -> list[str]:
     return out
 
 
+def _type_text(t) -> str:
+    """A binder's type as printed (f32[3,n]); sizes that are expressions print as `?`."""
+    if t is None:
+        return "?"
+    dims = [str(d[1]) if d[0] in ("int", "name") else "?" for d in t.dims]
+    return f"{t.dtype}[{','.join(dims)}]"
+
+
 def build(prog: Program, consts=None, implicit=None):
     """The program's main jaxpr as a ClosedJaxpr and its number of implicit size arguments.
 
@@ -546,12 +554,15 @@ def build(prog: Program, consts=None, implicit=None):
     ev = Evaluator(prog)
     ast = prog.main
     if ast.constvars and consts is None:
-        names = ", ".join(b.name or "_" for b in ast.constvars)
+        names = ", ".join(f"{b.name or '_'}:{_type_text(b.type)}" for b in ast.constvars)
         raise ev.error(
             f"the jaxpr has constvars ({names}) but the text carries no values for them: JAX's printer drops"
-            f" the values of constants. Save the program with sprue.save (which stores them), or make the"
-            f" constants arguments of the function (pass them in instead of closing over them) before"
-            f" printing its jaxpr", ast.tok)
+            f" the values of constants (JAX >= 0.7 hoists array constants such as index arrays and"
+            f" polynomial coefficients into constvars). Give sprue a form that keeps them: export the function"
+            f" with jax.export (open(path, 'wb').write(jax.export.export(jax.jit(f))(*args).serialize()),"
+            f" then sprue.load or `sprue compile` the .jax_exported file), or its StableHLO text"
+            f" (jax.jit(f).lower(*args).as_text()); or save it with sprue.save, or pass the constants in as"
+            f" arguments before printing the jaxpr", ast.tok)
     consts = list(consts or [])
     if len(consts) != len(ast.constvars):
         raise ev.error(f"the jaxpr has {len(ast.constvars)} constvars but {len(consts)} values were given", ast.tok)

@@ -12,15 +12,16 @@ import numpy as np
 from sprue import lax
 from sprue.numpy import _indexing
 from sprue.numpy._avals import aval, value_error
-from sprue.numpy._more import _axis_len, _float_type, diff, histogram, jnp, searchsorted
+from sprue.numpy._more import _axis_len, _float_type, diff, histogram, jnp, searchsorted, vander
 from sprue.numpy._promote import normalize_axis, operand, static_int
+from sprue.numpy.linalg import lstsq
 
 __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian", "nanargmax",
            "nanargmin", "nancumsum", "nancumprod", "nanvar", "nanstd", "partition", "argpartition", "lexsort",
            "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all", "union1d", "intersect1d",
            "setdiff1d", "setxor1d", "bitwise_count", "packbits", "unpackbits", "apply_over_axes", "histogram2d",
            "histogramdd", "array_str", "array_repr", "trim_zeros", "einsum_path", "ComplexWarning", "mgrid",
-           "ogrid"]
+           "ogrid", "polyfit"]
 
 ComplexWarning = np.exceptions.ComplexWarning
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
@@ -364,3 +365,23 @@ class _Grid:
 
 
 mgrid, ogrid = _Grid(False), _Grid(True)
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """numpy.polyfit by least squares on the Vandermonde matrix, its columns scaled to unit norm
+    first as numpy scales them (the coefficients, highest power first; y may hold several columns)."""
+    if full or cov:
+        raise value_error("polyfit", "full=True and cov=True are not supported; the coefficients are")
+    deg = static_int("polyfit", deg, "deg")
+    x, y = operand("polyfit", x), operand("polyfit", y)
+    dt = _float_type(x, y)
+    lhs = vander(x.astype(dt), deg + 1)
+    rhs = y.astype(dt)
+    if w is not None:
+        w = operand("polyfit", w).astype(dt)
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if aval(rhs).ndim == 2 else w)
+    scale = jnp.sqrt(jnp.sum(lhs * lhs, axis=0))
+    scale = jnp.where(scale == 0, 1.0, scale)
+    c = lstsq(lhs / scale, rhs, rcond)[0]
+    return (c.T / scale).T

@@ -8,14 +8,18 @@ Run by hand, in a throwaway venv holding one JAX version (never in sprue's .venv
 
 Each case `<name>` gives `<name>.jaxpr` (str(jax.make_jaxpr(f)(*args)), as JAX prints it) and
 `<name>.npz` (in0, in1, ...: the flattened arguments in the jaxpr's invar order; out0, ...: JAX's
-flattened results). `cases.json` lists the cases with the version that made them. A function whose
-jaxpr has constvars is listed as skipped (JAX's printer drops their values). JAX runs in float32,
-its default.
+flattened results). `cases.json` lists the cases with the version that made them; a case whose jaxpr
+has constvars is marked so (JAX's printer drops their values: sprue refuses the text, its other forms
+carry them). Every case also comes in JAX's other forms, in `forms.zip` (see make_forms): StableHLO
+text and bytecode, a static `jax.export` artifact and one with a symbolic leading size. JAX runs in
+float32, its default.
 """
 from __future__ import annotations
 
+import io
 import json
 import sys
+import zipfile
 from pathlib import Path
 
 import jax
@@ -333,6 +337,37 @@ def pytree_out(a, b):
     return {"s": a + b, "d": (a - b, a * b)}
 
 
+# -- pooling in every form JAX prints: dilations, any computation, max pooling's jvp and vjp
+#    (select_and_gather_add, select_and_scatter_add). A second generator: the cases above keep their inputs.
+rng_pool = np.random.RandomState(1)
+
+
+def _pool_input():
+    return rng_pool.uniform(-2, 2, (5, 6)).astype(np.float32)
+
+
+def _max_pool(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (1, 1), "VALID")
+
+
+_POOLING = {
+    "max_pool_grad": lambda x: jax.grad(lambda x: (_max_pool(x) * jnp.arange(20.0).reshape(4, 5)).sum())(x),
+    "max_pool_jvp": lambda x: jax.jvp(_max_pool, (x,), (jnp.cos(x),))[1],
+    "max_pool_dilated": lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (2, 1), "SAME", window_dilation=(2, 1)),
+    "min_pool_strided_grad": lambda x: jax.grad(
+        lambda x: jnp.sum(lax.reduce_window(x, jnp.inf, lax.min, (3, 2), (2, 2), "SAME") ** 2))(x),
+    "prod_pool": lambda x: lax.reduce_window(x, 1.0, lax.mul, (2, 2), (1, 1), "VALID"),
+    "custom_pool": lambda x: lax.reduce_window(x, 0.0, lambda a, b: a + b * 2, (2, 2), (1, 1), "VALID"),
+    "sum_pool_base_dilated_grad": lambda x: jax.grad(lambda x: jnp.sum(jnp.sin(
+        lax.reduce_window(x, 0.0, lax.add, (2, 3), (2, 1), "SAME", base_dilation=(2, 1)))))(x),
+    "avg_pool_vmap": jax.vmap(lambda r: lax.reduce_window(r, 0.0, lax.add, (3,), (2,), "VALID") / 3.0),
+    "max_pool_vmap_grad": jax.vmap(jax.grad(lambda r: jnp.sum(lax.reduce_window(r, -jnp.inf, lax.max, (2,), (1,),
+                                                                               "SAME") ** 2))),
+}
+for _n, _f in _POOLING.items():
+    CASES.append((f"pool_{_n}", _f, (_pool_input(),)))
+
+
 # -- jax.export artifacts: (name, function, argument specs with symbolic sizes, sizes to run at) ---
 EXPORTS = [
     ("mlp_batch", lambda x, w, b: jax.nn.relu(x @ w + b).sum(-1), ["b, 8", "8, 4", "4"], [1, 3, 16]),
@@ -388,15 +423,93 @@ def _flat(tree):
 
 def make_case(out_dir: Path, name: str, fn, args) -> dict | None:
     closed = jax.make_jaxpr(fn)(*args)
-    if closed.consts:
-        return {"name": name, "skipped": f"the jaxpr has {len(closed.consts)} constvars"}
     text = str(closed)
     outs = _flat(jax.jit(fn)(*args))
     ins = _flat(args)
     (out_dir / f"{name}.jaxpr").write_text(text + "\n")
     np.savez(out_dir / f"{name}.npz", **{f"in{i}": a for i, a in enumerate(ins)},
              **{f"out{i}": a for i, a in enumerate(outs)})
-    return {"name": name, "n_in": len(ins), "n_out": len(outs)}
+    entry = {"name": name, "n_in": len(ins), "n_out": len(outs)}
+    if closed.consts:   # JAX's printer drops their values: the other forms of the case carry them
+        entry["constvars"] = len(closed.consts)
+    return entry
+
+
+# -- every case in the other forms JAX gives: StableHLO text and bytecode, jax.export artifacts -----
+def _resized(a: np.ndarray, n: int) -> np.ndarray:
+    """a with n rows along axis 0, made of a's own rows (so the values keep their domain)."""
+    reps = -(-n // a.shape[0])
+    return np.concatenate([a[::-1] if k % 2 else a for k in range(reps)])[:n]
+
+
+def _symbolic(fn, args):
+    """(the leaves whose leading size is exported as `b`, the export) for the first choice JAX accepts:
+    every leaf sharing the first array leaf's leading size, only the first array leaf, only the last;
+    None when JAX refuses all (a function whose shapes are fixed: a reshape to (3, 10), a scalar)."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    ranked = [i for i, a in enumerate(leaves) if np.ndim(a) >= 1]
+    if not ranked:
+        return None
+    lead = np.shape(leaves[ranked[0]])[0]
+    choices = [[i for i in ranked if np.shape(leaves[i])[0] == lead], ranked[:1], ranked[-1:]]
+    for chosen in dict.fromkeys(tuple(c) for c in choices):
+        b, = export.symbolic_shape("b")
+        specs = [jax.ShapeDtypeStruct((b, *np.shape(a)[1:]) if i in chosen else np.shape(a), np.asarray(a).dtype)
+                 for i, a in enumerate(leaves)]
+        try:
+            exp = export.export(jax.jit(fn), platforms=["cpu"])(*jax.tree_util.tree_unflatten(tree, specs))
+            sizes = []
+            for n in (max(1, lead - 1), 2 * lead + 1):
+                ins = [_resized(np.asarray(a), n) if i in chosen else np.asarray(a) for i, a in enumerate(leaves)]
+                sizes.append((ins, _flat(jax.jit(fn)(*jax.tree_util.tree_unflatten(tree, ins)))))
+        except Exception:   # JAX refuses this choice (shapes that must be fixed): try the next
+            continue
+        return list(chosen), exp, sizes
+    return None
+
+
+def make_forms(name: str, fn, args, members: dict[str, bytes], bytecode: bool) -> dict:
+    """The case's StableHLO text (`<name>.mlir`), bytecode (`<name>.mlirbc`, with `bytecode`), a static
+    export (`<name>.jax_exported`) and, where JAX accepts one, an export with a symbolic leading size
+    `b` (`<name>.b.jax_exported`, its inputs and JAX's outputs at two other sizes in `<name>.b.npz`)."""
+    specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), args)
+    lowered = jax.jit(fn).lower(*args)
+    members[f"{name}.mlir"] = lowered.as_text().encode()
+    if bytecode:
+        buf = io.BytesIO()
+        lowered.compiler_ir("stablehlo").operation.write_bytecode(buf)
+        members[f"{name}.mlirbc"] = buf.getvalue()
+    members[f"{name}.jax_exported"] = bytes(export.export(jax.jit(fn), platforms=["cpu"])(*specs).serialize())
+    forms = {"name": name, "mlirbc": bytecode}
+    symbolic = _symbolic(fn, args)
+    if symbolic is not None:
+        chosen, exp, sizes = symbolic
+        members[f"{name}.b.jax_exported"] = bytes(exp.serialize())
+        buf = io.BytesIO()
+        arrays = {}
+        for k, (ins, outs) in enumerate(sizes):
+            arrays.update({f"s{k}_in{i}": a for i, a in enumerate(ins)})
+            arrays.update({f"s{k}_out{i}": a for i, a in enumerate(outs)})
+        np.savez(buf, **arrays)
+        members[f"{name}.b.npz"] = buf.getvalue()
+        forms["symbolic"] = chosen
+    return forms
+
+
+def write_forms(out_dir: Path, bytecode: bool) -> list[dict]:
+    """All cases' forms in one deflated zip (`forms.zip`): ~1,000 small files, a tenth of their size."""
+    members: dict[str, bytes] = {}
+    listed = []
+    for name, fn, args in CASES:
+        try:
+            listed.append(make_forms(name, fn, args, members, bytecode))
+        except Exception as e:   # listed with why (a function this JAX version lacks)
+            listed.append({"name": name, "skipped": f"{type(e).__name__}: {str(e)[:200]}"})
+    with zipfile.ZipFile(out_dir / "forms.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for member, data in sorted(members.items()):
+            info = zipfile.ZipInfo(member, date_time=(2026, 1, 1, 0, 0, 0))   # reproducible bytes
+            z.writestr(info, data, zipfile.ZIP_DEFLATED)
+    return listed
 
 
 def main() -> None:
@@ -408,7 +521,7 @@ def main() -> None:
             entries.append(make_case(out_dir, name, fn, args))
         except Exception as e:   # a function this JAX version lacks: listed as skipped, with why
             entries.append({"name": name, "skipped": f"{type(e).__name__}: {str(e)[:200]}"})
-    exports = []
+    exports, forms = [], []
     try:
         import flatbuffers  # noqa: F401  (jax.export's serialize() needs it)
     except ImportError:
@@ -417,8 +530,10 @@ def main() -> None:
         export_dir = out_dir / "exported"
         export_dir.mkdir(exist_ok=True)
         exports = make_exports(export_dir)
-    (out_dir / "cases.json").write_text(json.dumps({"jax": jax.__version__, "cases": entries, "exports": exports},
-                                                   indent=1) + "\n")
+        # JAX 0.4's stablehlo bytecode is not readable by a later MLIR (see test_corpus.MLIRBC_UNREADABLE)
+        forms = write_forms(out_dir, bytecode=not jax.__version__.startswith("0.4."))
+    (out_dir / "cases.json").write_text(json.dumps({"jax": jax.__version__, "cases": entries, "exports": exports,
+                                                    "forms": forms}, indent=1) + "\n")
     made = sum("skipped" not in e for e in entries)
     print(f"jax {jax.__version__}: {made} cases in {out_dir}, {len(entries) - made} skipped", file=sys.stderr)
     for e in entries:

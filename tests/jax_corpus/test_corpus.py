@@ -7,7 +7,9 @@ file:line:col -- so the list shrinks as sprue learns, and a case that starts pas
 from __future__ import annotations
 
 import json
+import os
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,9 @@ import pytest
 
 import sprue
 from sprue.errors import RuntimeCheckError
-from sprue.io.jaxpr_lexer import JaxprUnsupportedError
+from sprue.io.jaxpr_lexer import JaxprError, JaxprUnsupportedError
+from sprue.lowering.pipeline import LoweringError
+from sprue.lowering.stablehlo_chlo import UnsupportedStableHLOOpError
 from sprue.lowering.stablehlo_input import StableHLOInputError
 from sprue.runtime import load as load_library
 from sprue.tools.cli import main
@@ -24,13 +28,9 @@ from sprue.tools.compile import read_kernel
 HERE = Path(__file__).parent
 VERSIONS = sorted(p.name for p in HERE.glob("jax-*") if p.is_dir())
 
-# case -> (what the error names, why): the forms and primitives sprue does not compile yet
-UNSUPPORTED = {
-    "special_gammainc": ("igamma", "the incomplete gamma function is not a sprue primitive yet"),
-    "special_gammaincc": ("igammac", "the incomplete gamma function is not a sprue primitive yet"),
-    "special_i0e": ("bessel_i0e", "Bessel functions are not sprue primitives yet"),
-    "special_i1e": ("bessel_i1e", "Bessel functions are not sprue primitives yet"),
-}
+# case -> (what the error names, why): the forms and primitives sprue does not compile yet (none today;
+# a case listed here must fail with JaxprUnsupportedError naming it, so the list shrinks as sprue learns)
+UNSUPPORTED: dict[str, tuple[str, str]] = {}
 
 # MLIR bytecode is stable across versions only as a StableHLO portable artifact (VHLO, what jax.export
 # stores); `write_bytecode` of the stablehlo dialect ties it to one MLIR version
@@ -42,10 +42,13 @@ MLIRBC_UNREADABLE = {"jax-0.4.35": "JAX 0.4.35's MLIR writes stablehlo bytecode 
 TOLERANCE = {"default": (2e-5, 2e-6), "special": (2e-4, 1e-5)}
 
 
+def _listed(version: str) -> dict:
+    return json.loads((HERE / version / "cases.json").read_text())
+
+
 def _cases():
     for version in VERSIONS:
-        listed = json.loads((HERE / version / "cases.json").read_text())["cases"]
-        for entry in listed:
+        for entry in _listed(version)["cases"]:
             if "skipped" not in entry:
                 yield pytest.param(version, entry["name"], id=f"{version}/{entry['name']}")
 
@@ -76,6 +79,17 @@ def test_the_corpus_holds_every_version():
 def test_load_and_compare(version, name):
     path = HERE / version / f"{name}.jaxpr"
     ins, want = _data(version, name)
+    constvars = {e["name"]: e.get("constvars") for e in _listed(version)["cases"]}[name]
+    if constvars:
+        # JAX's printer dropped the constants' values: refused, pointing to the forms that keep them
+        # (the same function's jax.export artifact and StableHLO text pass in test_forms below)
+        print(f"{version}/{name}: expected to be refused: its {constvars} constvars have no values in the text")
+        with pytest.raises(JaxprError) as e:
+            sprue.load(path)
+        assert re.match(rf"{re.escape(str(path))}:\d+:1: the jaxpr has constvars \(\w+:\w+\[[\d,]*\]", str(e.value))
+        assert "JAX's printer drops the values of constants" in str(e.value)
+        assert "export the function with jax.export" in str(e.value) and ".jax_exported" in str(e.value)
+        return
     if name in UNSUPPORTED:
         prim, why = UNSUPPORTED[name]
         print(f"{version}/{name}: expected to be refused: {why}")
@@ -156,3 +170,85 @@ def test_sprue_compile_of_bytecode_and_exports(suffix, tmp_path):
     data = np.load(folder / "softmax_rows.npz")
     _compare("softmax_rows", load_library(tmp_path / "libkernel.so", "kernel", signature)(*_sized(data, 0, "in")),
              _sized(data, 0, "out"))
+
+
+# -- every case in JAX's other forms (forms.zip, tests/jax_corpus/make.py's make_forms) -----------------
+# StableHLO text (`.mlir`), StableHLO bytecode (`.mlirbc`; not JAX 0.4's, MLIRBC_UNREADABLE), a static
+# jax.export artifact, and one with a symbolic leading size `b` (where JAX can export one), run at the
+# case's sizes and at two others from the one compilation. `make test` runs a fixed sample per version:
+# FAST_FORMS_SAMPLE cases spread over the corpus and FAST_FORMS, the ones that exercise a rewrite of the
+# foreign StableHLO path; `make corpus` (SPRUE_FULL_CORPUS=1) runs all of them.
+FULL = os.environ.get("SPRUE_FULL_CORPUS", "").strip() not in ("", "0")
+
+# case -> (what the error names, why): symbolic-size exports sprue refuses (the other forms of these cases
+# pass). Each must fail naming the op, so that the list shrinks as sprue learns.
+_RUN_TIME_WINDOW = ("JAX exports a window whose size or padding depends on the symbolic size as"
+                    " stablehlo.dynamic_reduce_window (its operands computed at run time); sprue lowers only"
+                    " windows it knows when compiling")
+SYMBOLIC_GAPS = {
+    "array_cumprod": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),     # a cumulative op along `b`
+    "jacrev": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),
+    "pool_max_pool_dilated": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),   # SAME padding of `b`
+    "pool_min_pool_strided_grad": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),
+    "pool_sum_pool_base_dilated_grad": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),
+    "pool_max_pool_jvp": ("stablehlo.reduce_window", "select_and_gather_add lowers to a reduce_window of two"
+                          " operands; with a run-time size only one-operand windows are lowered"),
+    "pool_max_pool_vmap_grad": ("stablehlo.select_and_scatter", "select_and_scatter is unrolled over its window"
+                                " only when every size is known when compiling"),
+}
+FAST_FORMS_SAMPLE = 12
+FAST_FORMS = {
+    "jnp_arcsin",          # a stablehlo.composite (JAX >= 0.7's export): its decomposition inlined
+    "special_i1e", "special_erfinv", "special_digamma", "jnp_nextafter", "array_top_k",   # chlo ops
+    "array_cumsum",        # a padded stablehlo.reduce_window; with run-time sizes, a linalg.generic
+    "array_cumlogsumexp",  # ... whose body (logaddexp) is cloned in
+    "array_ravel", "array_reduce_precision",   # dynamic_reshape, reduce_precision with run-time sizes
+    "pool_max_pool_grad",  # stablehlo.select_and_scatter
+    "array_take", "special_ndtri",   # constvars: the jaxpr is refused, these forms carry the values
+    "pool_max_pool_jvp",   # SYMBOLIC_GAPS
+}
+
+
+def _forms():
+    for version in VERSIONS:
+        listed = [e for e in _listed(version).get("forms", []) if "skipped" not in e]
+        sample = {e["name"] for e in listed[::max(1, len(listed) // FAST_FORMS_SAMPLE)]} | FAST_FORMS
+        chosen = listed if FULL else [e for e in listed if e["name"] in sample]
+        for entry in chosen:
+            yield pytest.param(version, entry, id=f"{version}/{entry['name']}")
+
+
+def test_every_case_comes_in_every_form():
+    """At least 150 functions per version in each form; a symbolic export for all but the few whose
+    shapes JAX itself cannot make symbolic (fixed reshapes, scalars)."""
+    for version in VERSIONS:
+        forms = _listed(version)["forms"]
+        made = [e for e in forms if "skipped" not in e]
+        assert len(made) >= 150, (version, len(made))
+        assert sum("symbolic" in e for e in made) >= 150, version
+        with zipfile.ZipFile(HERE / version / "forms.zip") as z:
+            names = set(z.namelist())
+        for e in made:
+            assert {f"{e['name']}.mlir", f"{e['name']}.jax_exported"} <= names, (version, e["name"])
+
+
+@pytest.mark.parametrize("version,entry", list(_forms()))
+def test_forms(version, entry, tmp_path):
+    name = entry["name"]
+    ins, want = _data(version, name)
+    with zipfile.ZipFile(HERE / version / "forms.zip") as z:
+        z.extractall(tmp_path, [m for m in z.namelist() if m.startswith(f"{name}.")])
+    kinds = [".mlir", ".jax_exported"] + ([".mlirbc"] if entry["mlirbc"] else [])
+    for kind in kinds:
+        _compare(name, sprue.load(tmp_path / f"{name}{kind}")(*ins), want)
+    if "symbolic" in entry and name in SYMBOLIC_GAPS:
+        op, why = SYMBOLIC_GAPS[name]
+        print(f"{version}/{name}.b.jax_exported: expected to be refused: {why}")
+        with pytest.raises((UnsupportedStableHLOOpError, LoweringError), match=re.escape(op)):
+            sprue.load(tmp_path / f"{name}.b.jax_exported")
+    elif "symbolic" in entry:
+        f = sprue.load(tmp_path / f"{name}.b.jax_exported")
+        _compare(name, f(*ins), want)
+        data = np.load(tmp_path / f"{name}.b.npz")
+        for k in range(2):
+            _compare(name, f(*_sized(data, k, "in")), _sized(data, k, "out"))

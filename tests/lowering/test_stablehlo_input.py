@@ -194,9 +194,9 @@ def test_unknown_custom_call_names_its_target() -> None:
 
 def test_unsupported_chlo_op_names_it() -> None:
     text = _module("(%arg0: tensor<3xf32>) -> tensor<3xf32>",
-                   "    %0 = chlo.lgamma %arg0 : tensor<3xf32> -> tensor<3xf32>\n"
+                   "    %0 = chlo.polygamma %arg0, %arg0 : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>\n"
                    "    return %0 : tensor<3xf32>")
-    with pytest.raises(UnsupportedError, match=r"chlo\.lgamma at loc\(\"-\":3"):
+    with pytest.raises(UnsupportedError, match=r"chlo\.polygamma at loc\(\"-\":3"):
         load_stablehlo(text)
     text = _module("(%arg0: tensor<3xf32>) -> (tensor<2xf32>, tensor<2xi32>)",
                    "    %0:2 = chlo.top_k(%arg0, k = 2) : tensor<3xf32> -> (tensor<2xf32>, tensor<2xi32>)\n"

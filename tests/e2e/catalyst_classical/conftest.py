@@ -9,20 +9,9 @@ def capture_mode():
     return False
 
 
-COMPLEX = "complex numbers (complex128 arrays and Python complex values) are not in sprue yet: another engineer's part of issue 22"
 TEXT = "sprue's error says the same thing in its own words (this test matches Catalyst's message text)"
 UPFRONT = ("sprue checks static_argnums when qjit is applied (issue 22: validated up front); Catalyst raises at the first call, outside this test's pytest.raises")
 KNOWN: dict[str, str] = {
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_classical_tracing_unary_ops[sin]': COMPLEX,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_classical_tracing_unary_ops[cos]': COMPLEX,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_classical_tracing_unary_ops[absolute]': COMPLEX,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_classical_tracing_binary_ops[<lambda>0]': COMPLEX,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_classical_tracing_binary_ops[<lambda>1]': COMPLEX,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_classical_tracing_binary_ops[<lambda>2]': COMPLEX,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_classical_tracing_binary_ops[<lambda>3]': COMPLEX,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_classical_tracing_binary_ops_3D': COMPLEX,
-    'test_catalyst_switch.py::TestInterpreted::test_branch_args': COMPLEX,
-    'test_catalyst_switch.py::TestClassicalCompiled::test_return_type_promotion': COMPLEX,
     'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_invalid_shapes[bad_shape0]': TEXT,
     'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_invalid_shapes[bad_shape1]': TEXT,
     'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_invalid_shapes[bad_shape2]': TEXT,
@@ -35,8 +24,6 @@ KNOWN: dict[str, str] = {
     'test_catalyst_static_arguments.py::TestStaticArguments::test_unsopported_type_static_argument[1.0]': UPFRONT,
     'test_catalyst_static_arguments.py::TestStaticArguments::test_unsopported_type_static_argument[argnums1]': UPFRONT,
     'test_catalyst_static_arguments.py::TestStaticArguments::test_unsopported_type_static_argument[argnums2]': UPFRONT,
-    'test_catalyst_polyfit.py::test_polyfit[x0-y0-2]': "sprue.numpy.polyfit is missing (it needs lstsq, which sprue.numpy.linalg does not have yet)",
-    'test_catalyst_polyfit.py::test_polyfit[x1-y1-3]': "sprue.numpy.polyfit is missing (it needs lstsq, which sprue.numpy.linalg does not have yet)",
     'test_catalyst_jax_numerical.py::TestExpmAndSolve::test_expm_and_solve': "sprue.scipy.linalg.expm is missing",
     'test_catalyst_switch.py::TestInterpreted::test_1_branch': "outside qjit a Catalyst switch runs its branches as Python, so they may return strings; sprue runs control flow eagerly through its trace, whose values are arrays",
     'test_catalyst_jit_behaviour.py::TestSignatureErrors::test_incompatible_type_reachable_from_user_code': "sprue compiles at decoration only when every annotation is a sprue type hint; a parameter annotated `str` (or np.ndarray, for documentation) is compiled at the call, without a warning",

@@ -101,3 +101,12 @@ def test_eager_only_helpers():
     assert jnp.array_str(m) == np.array_str(m) and jnp.array_repr(m) == np.array_repr(m)
     assert jnp.einsum_path("ij,jk->ik", m, m.T)[0] == np.einsum_path("ij,jk->ik", m, m.T)[0]
     assert jnp.ComplexWarning is np.exceptions.ComplexWarning
+
+
+def test_polyfit_matches_numpy():
+    x = np.linspace(-1, 2, 12)
+    y = 1.5 * x ** 3 - x + 0.25 + 0.01 * rng.normal(size=12)
+    for deg in (1, 3):
+        _check(sprue.qjit(lambda a, b: jnp.polyfit(a, b, deg))(x, y), np.polyfit(x, y, deg))
+    w = rng.uniform(0.5, 2.0, 12)
+    _check(jnp.polyfit(x, np.stack([y, 2 * y], axis=1), 2, w=w), np.polyfit(x, np.stack([y, 2 * y], axis=1), 2, w=w))
