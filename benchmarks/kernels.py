@@ -12,6 +12,7 @@
                     transposed either side, matvec, vecmat, small, odd, f32, run-time sizes, in a loop
     <fn>_<dt>_<n>   tanh, exp and log of 2^15 and 2^20 float32/float64 elements, against numpy's
                     (issue 13's "within 1.0x of numpy"; their ulp bounds: tests/lowering/test_vector_math.py)
+    fft_<n>         complex128 FFT of 2^16 (issue 18: within 3x of numpy's pocketfft), 1000 and the prime 1009
 
 (e) logistic map, (f) Newton sqrt are in control_flow.py, (g) dynamic sizes in dynamic_shapes.py.
 """
@@ -181,7 +182,7 @@ def benchmarks() -> list[Benchmark]:
     ]
     for b in out:
         b.impls.update(_optional_impls(b.name))
-    return out + matmul_classes(rng) + transcendentals(rng)
+    return out + matmul_classes(rng) + transcendentals(rng) + ffts(rng)
 
 
 # -- (i) matmul shape classes (issue 13: each within 1.2x of single-threaded BLAS) ---------------------
@@ -263,4 +264,14 @@ def transcendentals(rng) -> list[Benchmark]:
                 out.append(Benchmark(f"{name}_{tag}_2^{log2n}", (x,), {"numpy": ref, "sprue": fn},
                                      rtol=2e-6 if dtype == np.float32 else 1e-14, atol=0.0,
                                      min_bytes=2 * x.nbytes))
+    return out
+
+
+# -- sprue.numpy.fft against numpy's pocketfft (issue 18 item 3) --------------------------------------
+def ffts(rng) -> list[Benchmark]:
+    out = []
+    for n in (1 << 16, 1000, 1009):
+        z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+        out.append(Benchmark(f"fft_{n}", (z,), {"numpy": np.fft.fft, "sprue": sprue.qjit(lambda v: snp.fft.fft(v))},
+                             rtol=1e-11, atol=1e-9, min_bytes=2 * z.nbytes))
     return out

@@ -22,14 +22,18 @@ DIRECT_MAX = 16
 
 
 def _mm(re, im, wr, wi):
-    """(re + i im) @ (wr + i wi) over the last axis (wr, wi: numpy constants)."""
+    """(re + i im) @ (wr + i wi) over the last axis (wr, wi: numpy constants), as one real product
+    [re im] @ [[wr, wi], [-wi, wr]]: one matmul of twice the size runs faster on the matmul
+    kernels than four small ones."""
     dt = aval(re).dtype
-    wr, wi = lax.convert_element_type(np.asarray(wr), dt), lax.convert_element_type(np.asarray(wi), dt)
+    n, m = np.shape(wr)
+    w = lax.convert_element_type(np.block([[np.asarray(wr), np.asarray(wi)], [-np.asarray(wi), np.asarray(wr)]]), dt)
     nd = aval(re).ndim
-    dims = (((nd - 1,), (0,)), ((), ()))
-    rr, ii = lax.dot_general(re, wr, dims), lax.dot_general(im, wi, dims)
-    ri, ir = lax.dot_general(re, wi, dims), lax.dot_general(im, wr, dims)
-    return lax.sub(rr, ii), lax.add(ri, ir)
+    x = lax.concatenate([re, im], nd - 1)
+    y = lax.dot_general(x, w, (((nd - 1,), (0,)), ((), ())))
+    lead = tuple(aval(y).shape[:-1])
+    lo = (0,) * nd
+    return lax.slice(y, lo, lead + (m,)), lax.slice(y, lo[:-1] + (m,), lead + (2 * m,))
 
 
 def _cmul_const(re, im, cr, ci):
