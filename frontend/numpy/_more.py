@@ -75,7 +75,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         if extra is None:
             parts.append(None)
             continue
-        e = operand("diff", extra)
+        e = jnp.asarray(extra)   # (as numpy: an array, a Python number's float64 too)
         if aval(e).ndim == 0:
             shape = list(aval(a).shape)
             shape[axis] = 1
@@ -168,7 +168,7 @@ def sinc(x):
 
 
 def logaddexp2(x1, x2):
-    ln2 = np.log(2.0)
+    ln2 = float(np.log(2.0))   # (a Python float: weak, float32 stays float32)
     return jnp.logaddexp(jnp.multiply(x1, ln2), jnp.multiply(x2, ln2)) / ln2
 
 
@@ -353,7 +353,8 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     if not isinstance(bins, (int, np.integer)):
         return operand("histogram", bins)
     lo, hi = (jnp.min(a), jnp.max(a)) if range is None else range
-    lo, hi = jnp.asarray(lo).astype(np.float64), jnp.asarray(hi).astype(np.float64)
+    dt = _float_type(a)   # (numpy's edges: the data's float type)
+    lo, hi = jnp.asarray(lo).astype(dt), jnp.asarray(hi).astype(dt)
     same = lo == hi
     lo, hi = jnp.where(same, lo - 0.5, lo), jnp.where(same, hi + 0.5, hi)
     return jnp.linspace(lo, hi, int(bins) + 1)
@@ -369,6 +370,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
     w = jnp.ones(aval(a).shape, np.int64) if weights is None else jnp.ravel(operand("histogram", weights))
     counts = _at(jnp.zeros((nb,), aval(w).dtype))[jnp.where(inside, i, nb)].add(w, mode="drop")
     if density:
+        counts = counts.astype(aval(edges).dtype)
         counts = counts / diff(edges) / jnp.sum(counts)
     return counts, edges
 

@@ -164,3 +164,39 @@ def test_apply_along_axis_and_vectorize_map_with_vmap():
     _check(sprue.qjit(matvec)(M, V), np.einsum("bij,j->bi", M, V))
     with pytest.raises(sprue.SprueValueError, match="not a valid gufunc signature"):
         jnp.vectorize(lambda v: v, signature="(n->()")
+
+
+def _f32(x):
+    return x.astype(np.float32) if isinstance(x, np.ndarray) and x.dtype == np.float64 else x
+
+
+FLOAT_CASES = [n for n, (_, args) in CASES.items() if any(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in args)]
+
+
+# where numpy computes in float64 whatever the input (its C loops), sprue keeps float32 as jax.numpy does
+JAX_DTYPE = {"cov", "cov_cols_bias", "corrcoef", "interp", "interp_left_right", "bincount_weights", "vander",
+             "vander_increasing", "histogram_density"}
+
+
+@pytest.mark.parametrize("name", FLOAT_CASES)
+def test_float32_against_numpy(name):
+    """The same calls on float32 data: numpy's values to float32 rounding, and numpy's result dtype
+    (jax.numpy's float32 where numpy's C code computes in float64: JAX_DTYPE)."""
+    f, args = CASES[name]
+    args = tuple(_f32(a) for a in args)
+    want = _numpy_reference(name, f, args)
+    got = sprue.qjit(lambda *a: f(jnp, *a))(*args)
+
+    def close(g, w):
+        if isinstance(w, (tuple, list)):
+            for gi, wi in zip(g, w):
+                close(gi, wi)
+            return
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape, (g.shape, w.shape)
+        assert g.dtype == (np.float32 if name in JAX_DTYPE and w.dtype == np.float64 else w.dtype), (g.dtype, w.dtype)
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5 * max(1.0, float(np.abs(w).max(initial=0))))
+        else:
+            np.testing.assert_array_equal(g, w)
+    close(got, want)
