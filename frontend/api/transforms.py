@@ -190,6 +190,8 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != value_tree:
             raise SprueTypeError(f"vjp_fn: the cotangent's structure {ct_tree} differs from the output's {value_tree}"
+                                 f" (the number of cotangent and number of function output parameters in vjp_fn"
+                                 f" must agree)"
                                  f"{_where()}")
         cts = [_checked_cotangent(i, c, o) for i, (c, o) in enumerate(zip(ct_leaves, outs))]
         grads = backward(cts + [None] * (len(outs) - n))
@@ -372,8 +374,11 @@ def _broadcast_prefix(spec, tree: TreeDef, what: str, fn) -> list:
         children = tree_flatten(spec, is_leaf=lambda v: v is None or v is not spec)[0]
         if len(children) == len(tree.children):
             return [a for s, c in zip(children, tree.children) for a in _broadcast_prefix(s, c, what, fn)]
-    raise SprueValueError(f"vmap({_name(fn)}): {what} {spec!r} does not match the structure {tree}; give an int,"
-                          f" None, or a tuple/list/dict matching it")
+    catalyst = {"in_axes": "it must be an int or match the length of positional arguments",
+                "out_axes": "it must be an int or match the number of function results"}.get(what)
+    said = f" (Invalid '{what}'; {catalyst})" if catalyst else ""
+    raise SprueValueError(f"vmap({_name(fn)}): {what} {spec!r} does not match the structure {tree}{said}; give an"
+                          f" int, None, or a tuple/list/dict matching it")
 
 
 def vmap(fn: Callable, in_axes=0, out_axes=0, axis_size: int | None = None):
@@ -424,7 +429,8 @@ def vmap(fn: Callable, in_axes=0, out_axes=0, axis_size: int | None = None):
                     raise SprueValueError(f"vmap({_name(fn)}): axis_size={axis_size} but argument {_pretty(path, names)}"
                                           f" of type {a.str_short()} has size {n} along axis {ax}{_where()}")
                 raise SprueValueError(
-                    f"vmap({_name(fn)}) got inconsistent sizes for the mapped axis: argument {_pretty(p0, names)}"
+                    f"vmap({_name(fn)}) got inconsistent sizes for the mapped axis (Invalid batch sizes; expected the"
+                    f" batch size to be the same for all arguments): argument {_pretty(p0, names)}"
                     f" of type {a0.str_short()} has size {size} along axis {ax0}, argument {_pretty(path, names)}"
                     f" of type {a.str_short()} has size {n} along axis {ax}{_where()}")
             moved.append(move_batch_axis(x, ax, n, 0))

@@ -283,12 +283,14 @@ def size_arg(fname: str, v, what: str = "a shape dimension") -> Dim:
                   f"sprue.numpy.{fname}: negative dimensions are not allowed (a size given at run time is"
                   f" negative){loc()}", key=("nonneg", d))
         return d
+    # (Catalyst's and JAX's words for a shape, which their users' code matches)
+    said = " (Shapes must be 1D sequences of integer scalars)" if what == "a shape dimension" else ""
     if isinstance(v, (bool, np.bool_)):
-        raise type_error(fname, f"{what} must be an int, got {type(v).__name__} {v!r}")
+        raise type_error(fname, f"{what} must be an int, got {type(v).__name__} {v!r}{said}")
     try:
         n = int(v.__index__())
     except (AttributeError, TypeError):
-        raise type_error(fname, f"{what} must be an int, got {type(v).__name__} {v!r}") from None
+        raise type_error(fname, f"{what} must be an int, got {type(v).__name__} {v!r}{said}") from None
     return n
 
 

@@ -9,16 +9,8 @@ def capture_mode():
     return False
 
 
-TEXT = "sprue's error says the same thing in its own words (this test matches Catalyst's message text)"
 UPFRONT = ("sprue checks static_argnums when qjit is applied (issue 22: validated up front); Catalyst raises at the first call, outside this test's pytest.raises")
 KNOWN: dict[str, str] = {
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_invalid_shapes[bad_shape0]': TEXT,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_invalid_shapes[bad_shape1]': TEXT,
-    'test_catalyst_jax_dynamic_api.py::TestBasicArrayCreation::test_invalid_shapes[bad_shape2]': TEXT,
-    'test_catalyst_jvpvjp.py::test_vjp_argument_type_checks_incompatible_n_inputs[auto]': TEXT,
-    'test_catalyst_jvpvjp.py::test_vjp_argument_type_checks_incompatible_n_inputs[fd]': TEXT,
-    'test_catalyst_vmap.py::TestVectorizeMap::test_vmap_incomp_in_axes_pytree': TEXT,
-    'test_catalyst_vmap.py::TestVectorizeMap::test_vmap_incomp_out_axes_pytree': TEXT,
     'test_catalyst_static_arguments.py::TestStaticArguments::test_out_of_bounds_static_argument[-2]': UPFRONT,
     'test_catalyst_static_arguments.py::TestStaticArguments::test_out_of_bounds_static_argument[100]': UPFRONT,
     'test_catalyst_static_arguments.py::TestStaticArguments::test_unsopported_type_static_argument[1.0]': UPFRONT,

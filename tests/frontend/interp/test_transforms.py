@@ -575,7 +575,8 @@ def test_argnums_out_of_range():
 
 
 def test_vmap_inconsistent_sizes_name_both_arguments():
-    with pytest.raises(sprue.SprueValueError, match=r"vmap\(f\) got inconsistent sizes for the mapped axis: argument"
+    with pytest.raises(sprue.SprueValueError, match=r"vmap\(f\) got inconsistent sizes for the mapped axis \(Invalid"
+                       r" batch sizes; expected the batch size to be the same for all arguments\): argument"
                        r" 'a' of type f64\[3\] has size 3 along axis 0, argument 'b' of type f64\[4,2\] has size 4"
                        r" along axis 0"):
         def f(a, b):
