@@ -87,3 +87,20 @@ def test_errors():
         jnp.fft.fft(c, norm="bad")
     with pytest.raises(sprue.SprueValueError, match="rfft takes a real input; use fft for complex ones"):
         jnp.fft.rfft(c)
+
+
+def test_run_time_batch_sizes_compile_once():
+    f = sprue.qjit(lambda v: jnp.fft.rfft(v), abstracted_axes={0: "b"})
+    for b in (1, 3, 7):
+        x = rng.normal(size=(b, 24))
+        np.testing.assert_allclose(f(x), np.fft.rfft(x), rtol=1e-12, atol=1e-12)
+    assert f.compile_count == 1
+    g = sprue.qjit(lambda v: jnp.fft.fft(v, axis=0), abstracted_axes={1: "b"})
+    x = rng.normal(size=(12, 5)) + 1j * rng.normal(size=(12, 5))
+    np.testing.assert_allclose(g(x), np.fft.fft(x, axis=0), rtol=1e-12, atol=1e-12)
+
+
+def test_run_time_transform_length_is_a_clear_error():
+    f = sprue.qjit(lambda v: jnp.fft.fft(v), abstracted_axes={0: "n"})
+    with pytest.raises(sprue.SprueValueError, match="a transform's length must be static"):
+        f(np.ones(8))
