@@ -21,7 +21,7 @@ __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "
            "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all", "union1d", "intersect1d",
            "setdiff1d", "setxor1d", "bitwise_count", "packbits", "unpackbits", "apply_over_axes", "histogram2d",
            "histogramdd", "array_str", "array_repr", "trim_zeros", "einsum_path", "ComplexWarning", "mgrid",
-           "ogrid", "polyfit"]
+           "ogrid", "polyfit", "pad"]
 
 ComplexWarning = np.exceptions.ComplexWarning
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
@@ -385,3 +385,113 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     scale = jnp.where(scale == 0, 1.0, scale)
     c = lstsq(lhs / scale, rhs, rcond)[0]
     return (c.T / scale).T
+
+
+# -- pad --------------------------------------------------------------------------------------------
+_PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric", "linear_ramp", "maximum", "minimum", "mean",
+              "median", "empty")
+
+
+def _per_axis(value, nd: int, what: str):
+    """numpy's per-axis (before, after) pairs of a pad argument (a number, a pair, or one per axis)."""
+    try:
+        return np.broadcast_to(np.asarray(value, dtype=object), (nd, 2))
+    except ValueError:
+        raise value_error("pad", f"{what} {value!r} does not broadcast to ({nd}, 2)") from None
+
+
+def _index_pad(x, axis, before, after, kind):
+    """The padded axis read through indices: wrap, reflect or symmetric (numpy's, for any width)."""
+    n = _axis_len("pad", x, axis)
+    i = np.arange(-before, n + after)
+    if kind == "wrap":
+        idx = i % n
+    elif kind == "reflect":
+        period = 2 * (n - 1)
+        j = i % period if period else np.zeros_like(i)
+        idx = np.where(j < n, j, period - j)
+    else:
+        j = i % (2 * n)
+        idx = np.where(j < n, j, 2 * n - 1 - j)
+    return jnp.take(x, idx, axis=axis)
+
+
+def _block(x, axis, width, value):
+    shape = list(aval(x).shape)
+    shape[axis] = width
+    return jnp.broadcast_to(jnp.asarray(value).astype(aval(x).dtype), tuple(shape)) if aval(jnp.asarray(value)).ndim == 0 \
+        else jnp.broadcast_to(value, tuple(shape))
+
+
+def _edge_slice(x, axis, first: bool, length=None):
+    n = _axis_len("pad", x, axis)
+    k = n if length is None else builtins.max(1, builtins.min(int(length), n))
+    lo, hi = [0] * aval(x).ndim, list(aval(x).shape)
+    if first:
+        hi[axis] = k
+    else:
+        lo[axis] = n - k
+    return lax.slice(x, lo, hi)
+
+
+def _pad_axis(x, axis, before, after, mode, kw):
+    if before == 0 and after == 0:
+        return x
+    if mode in ("wrap", "reflect", "symmetric"):
+        out = _index_pad(x, axis, before, after, mode)
+        if mode in ("reflect", "symmetric") and kw.get("reflect_type", "even") == "odd":
+            n = _axis_len("pad", x, axis)
+            first, last = _edge_slice(x, axis, True, 1), _edge_slice(x, axis, False, 1)
+            pos = np.arange(-before, n + after)
+            edge = jnp.where(jnp.reshape(jnp.asarray(pos < 0), (-1,) + (1,) * (aval(x).ndim - axis - 1)), first, last)
+            inside = jnp.reshape(jnp.asarray((pos >= 0) & (pos < n)), (-1,) + (1,) * (aval(x).ndim - axis - 1))
+            out = jnp.where(inside, out, 2 * edge - out)
+        return out
+    if mode == "edge":
+        parts = [_block(x, axis, before, _edge_slice(x, axis, True, 1)), x, _block(x, axis, after, _edge_slice(x, axis, False, 1))]
+    elif mode in ("constant", "empty"):
+        cb, ca = kw["values"] if mode == "constant" else (0, 0)
+        parts = [_block(x, axis, before, cb), x, _block(x, axis, after, ca)]
+    elif mode == "linear_ramp":
+        eb, ea = kw["values"]
+        first, last = _edge_slice(x, axis, True, 1), _edge_slice(x, axis, False, 1)
+        shape = (-1,) + (1,) * (aval(x).ndim - axis - 1)
+        rb = jnp.reshape(jnp.asarray(np.arange(before) / builtins.max(before, 1)), shape)
+        ra = jnp.reshape(jnp.asarray(np.arange(after - 1, -1, -1) / builtins.max(after, 1)), shape)
+        lo = (eb + (first - eb) * rb) if before else _block(x, axis, 0, 0)
+        hi = (ea + (last - ea) * ra) if after else _block(x, axis, 0, 0)
+        cast = (lambda v: jnp.floor(v).astype(aval(x).dtype)) if aval(x).dtype.kind in "iu" else \
+            (lambda v: v.astype(aval(x).dtype))   # (numpy 2's integer linspace rounds toward -inf)
+        parts = [cast(lo) if before else lo, x, cast(hi) if after else hi]
+    else:   # maximum, minimum, mean, median over stat_length elements at each end
+        sb, sa = kw["stat"]
+        stat = {"maximum": jnp.max, "minimum": jnp.min, "mean": jnp.mean, "median": median}[mode]
+
+        def edge_stat(first, length):
+            v = stat(_edge_slice(x, axis, first, length), axis=axis, keepdims=True)
+            if mode in ("mean", "median") and aval(x).dtype.kind in "iu":
+                v = jnp.round(v)
+            return v.astype(aval(x).dtype)
+        parts = [_block(x, axis, before, edge_stat(True, sb)), x, _block(x, axis, after, edge_stat(False, sa))]
+    return jnp.concatenate(parts, axis=axis)
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """numpy.pad with static widths: every mode but a callable one, per axis in numpy's order (each
+    axis padded from the array the earlier axes' padding made)."""
+    x = operand("pad", array)
+    if callable(mode) or mode not in _PAD_MODES:
+        raise value_error("pad", f"mode {mode!r} is not supported; choose one of {', '.join(_PAD_MODES)}")
+    nd = aval(x).ndim
+    widths = _per_axis(pad_width, nd, "pad_width")
+    if any(not isinstance(w, (int, np.integer)) or w < 0 for w in widths.ravel()):
+        raise value_error("pad", f"pad_width must be non-negative static ints, got {pad_width!r}")
+    values = _per_axis(kwargs.get("constant_values", 0) if mode == "constant" else kwargs.get("end_values", 0), nd,
+                       "constant_values" if mode == "constant" else "end_values")
+    stats = _per_axis(kwargs.get("stat_length", None), nd, "stat_length") if "stat_length" in kwargs \
+        else np.full((nd, 2), None, dtype=object)
+    for axis in range(nd):
+        b, a = int(widths[axis, 0]), int(widths[axis, 1])
+        kw = {"values": tuple(values[axis]), "stat": tuple(stats[axis]), "reflect_type": kwargs.get("reflect_type", "even")}
+        x = _pad_axis(x, axis, b, a, mode, kw)
+    return x

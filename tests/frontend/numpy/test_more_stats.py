@@ -110,3 +110,28 @@ def test_polyfit_matches_numpy():
         _check(sprue.qjit(lambda a, b: jnp.polyfit(a, b, deg))(x, y), np.polyfit(x, y, deg))
     w = rng.uniform(0.5, 2.0, 12)
     _check(jnp.polyfit(x, np.stack([y, 2 * y], axis=1), 2, w=w), np.polyfit(x, np.stack([y, 2 * y], axis=1), 2, w=w))
+
+
+PAD_CASES = [((2, 3), "constant", {}), (((1, 2), (0, 3)), "constant", {"constant_values": ((7, 8), (9, 1))}),
+             (2, "edge", {}), (5, "wrap", {}), (5, "reflect", {}), (2, "reflect", {"reflect_type": "odd"}),
+             (5, "symmetric", {}), (3, "symmetric", {"reflect_type": "odd"}),
+             ((2, 3), "linear_ramp", {"end_values": (5, -2)}), (2, "maximum", {}), (2, "mean", {"stat_length": 2}),
+             (2, "median", {}), (1, "minimum", {"stat_length": ((1, 2), (3, 1))})]
+
+
+@pytest.mark.parametrize("width,mode,kwargs", PAD_CASES, ids=[f"{m}{i}" for i, (_, m, _) in enumerate(PAD_CASES)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_pad_every_mode_against_numpy(width, mode, kwargs, dtype):
+    a = (np.arange(12) * 1.5 - 4).reshape(3, 4).astype(dtype)
+    want = np.pad(a, width, mode, **kwargs)
+    for got in (jnp.pad(a, width, mode, **kwargs), sprue.qjit(lambda v: jnp.pad(v, width, mode, **kwargs))(a)):
+        got = np.asarray(got)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-12, atol=0)
+
+
+def test_pad_refuses_what_it_cannot_do():
+    with pytest.raises(sprue.SprueValueError, match="mode 'foo' is not supported"):
+        jnp.pad(np.ones(3), 1, "foo")
+    with pytest.raises(sprue.SprueValueError, match="pad_width must be non-negative static ints"):
+        jnp.pad(np.ones(3), -1)
