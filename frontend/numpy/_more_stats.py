@@ -10,7 +10,7 @@ import builtins
 import numpy as np
 
 from sprue import lax
-from sprue.numpy import _indexing
+from sprue.numpy import _creation, _indexing
 from sprue.numpy._avals import aval, value_error
 from sprue.numpy._more import _axis_len, _float_type, diff, histogram, jnp, searchsorted, vander
 from sprue.numpy._promote import normalize_axis, operand, static_int
@@ -21,9 +21,11 @@ __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "
            "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all", "union1d", "intersect1d",
            "setdiff1d", "setxor1d", "bitwise_count", "packbits", "unpackbits", "apply_over_axes", "histogram2d",
            "histogramdd", "array_str", "array_repr", "trim_zeros", "einsum_path", "ComplexWarning", "mgrid",
-           "ogrid", "polyfit", "pad"]
+           "ogrid", "polyfit", "pad", "i0", "kaiser", "nextafter", "spacing", "poly", "sort_complex", "mask_indices",
+           "cdouble", "csingle"]
 
 ComplexWarning = np.exceptions.ComplexWarning
+cdouble, csingle = _creation.SCALAR_TYPES["complex128"], _creation.SCALAR_TYPES["complex64"]
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
@@ -495,3 +497,62 @@ def pad(array, pad_width, mode="constant", **kwargs):
         kw = {"values": tuple(values[axis]), "stat": tuple(stats[axis]), "reflect_type": kwargs.get("reflect_type", "even")}
         x = _pad_axis(x, axis, b, a, mode, kw)
     return x
+
+
+# -- the last few of jax.numpy's names ------------------------------------------------------------
+def i0(x):
+    """The modified Bessel function of the first kind, order 0: exp(|x|) * i0e(x) (lax.bessel_i0e)."""
+    x = operand("i0", x)
+    x = x.astype(_float_type(x))
+    return jnp.exp(jnp.abs(x)) * lax.bessel_i0e(x)
+
+
+def kaiser(M, beta):
+    M = static_int("kaiser", M, "M")
+    if M < 1:
+        return jnp.zeros((0,), np.float64)
+    if M == 1:
+        return jnp.ones((1,), np.float64)
+    n = np.arange(M)
+    alpha = (M - 1) / 2.0
+    arg = beta * np.sqrt(1 - ((n - alpha) / alpha) ** 2)
+    return i0(jnp.asarray(arg)) / i0(jnp.asarray(float(beta)))
+
+
+def nextafter(x1, x2, /):
+    x1, x2 = jnp.broadcast_arrays(operand("nextafter", x1), operand("nextafter", x2))
+    dt = np.result_type(aval(x1).dtype, aval(x2).dtype)
+    return lax.nextafter(x1.astype(dt), x2.astype(dt))
+
+
+def spacing(x, /):
+    """numpy.spacing: the distance from x to the next float away from zero (negative for x < 0)."""
+    x = operand("spacing", x)
+    x = x.astype(_float_type(x))
+    away = jnp.where(jnp.signbit(x), -np.inf, np.inf).astype(aval(x).dtype)
+    return nextafter(x, away) - x
+
+
+def poly(seq_of_zeros):
+    """The coefficients of the polynomial with these roots (a 1-d array), highest power first."""
+    r = operand("poly", seq_of_zeros)
+    if aval(r).ndim == 2 and aval(r).shape[0] == aval(r).shape[1] and aval(r).shape[0] > 0:
+        raise value_error("poly", "the characteristic polynomial of a matrix needs eigvals, which sprue lacks yet")
+    r = jnp.ravel(r)
+    c = jnp.ones((1,), _float_type(r))
+    for k in range(_axis_len("poly", r, 0)):
+        c = jnp.convolve(c, jnp.stack([jnp.ones((), aval(c).dtype), -r[k].astype(aval(c).dtype)]))
+    return c
+
+
+def sort_complex(a):
+    """Sorted by real part, then imaginary part (numpy's order for complex numbers), as complex."""
+    a = operand("sort_complex", a)
+    z = a if aval(a).dtype.kind == "c" else a.astype(np.complex128 if aval(a).dtype != np.float32 else np.complex64)
+    order = lexsort((jnp.imag(z), jnp.real(z)), axis=-1)
+    return jnp.take_along_axis(z, order, axis=-1)
+
+
+def mask_indices(n, mask_func, k=0):
+    return tuple(jnp.asarray(i) for i in np.mask_indices(static_int("mask_indices", n, "n"),
+                                                          lambda m, kk: np.asarray(mask_func(m, kk)), k))

@@ -135,3 +135,20 @@ def test_pad_refuses_what_it_cannot_do():
         jnp.pad(np.ones(3), 1, "foo")
     with pytest.raises(sprue.SprueValueError, match="pad_width must be non-negative static ints"):
         jnp.pad(np.ones(3), -1)
+
+
+def test_bessel_window_spacing_poly_and_complex_sort():
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 4.0, 1e-300])
+    for got in (jnp.i0(x), sprue.qjit(lambda v: jnp.i0(v))(x)):
+        np.testing.assert_allclose(got, np.i0(x), rtol=1e-13)
+    np.testing.assert_allclose(jnp.kaiser(9, 5.0), np.kaiser(9, 5.0), rtol=1e-13)
+    np.testing.assert_array_equal(sprue.qjit(lambda v: jnp.nextafter(v, 10.0))(x), np.nextafter(x, 10.0))
+    np.testing.assert_array_equal(sprue.qjit(lambda v: jnp.spacing(v))(x), np.spacing(x))
+    np.testing.assert_array_equal(jnp.spacing(np.float32([1.0, -2.0])), np.spacing(np.float32([1.0, -2.0])))
+    np.testing.assert_allclose(sprue.qjit(lambda r: jnp.poly(r))(np.array([1.0, 2.0, -3.0])), np.poly([1.0, 2.0, -3.0]))
+    z = np.array([1 + 2j, 1 - 1j, -1 + 0j, 1 + 0j, -1 - 5j])
+    np.testing.assert_array_equal(sprue.qjit(lambda v: jnp.sort_complex(v))(z), np.sort_complex(z))
+    np.testing.assert_array_equal(jnp.sort_complex(np.array([3.0, 1.0, 2.0])), np.sort_complex(np.array([3.0, 1.0, 2.0])))
+    for a, b in zip(jnp.mask_indices(4, np.triu, 1), np.mask_indices(4, np.triu, 1)):
+        np.testing.assert_array_equal(a, b)
+    assert jnp.cdouble is jnp.complex128 and jnp.csingle is jnp.complex64
