@@ -56,15 +56,12 @@ def enabled() -> bool:
 
 
 def _field_value(name: str, args: tuple, kwargs: dict, auto: list[int], fmt: str):
+    if (name == "" and auto[0] < 0) or (name.isdigit() and auto[0] > 0):
+        raise SprueValueError(f"sprue.debug.print: the format {fmt!r} mixes automatic ({{}}) and numbered"
+                              f" ({{0}}) fields; use one kind{at(user_frame_summary())}")
     if name == "":
-        if auto[0] < 0:
-            raise SprueValueError(f"sprue.debug.print: the format {fmt!r} mixes automatic ({{}}) and numbered"
-                                  f" ({{0}}) fields; use one kind{at(user_frame_summary())}")
         name, auto[0] = str(auto[0]), auto[0] + 1
     elif name.isdigit():
-        if auto[0] > 0:
-            raise SprueValueError(f"sprue.debug.print: the format {fmt!r} mixes automatic ({{}}) and numbered"
-                                  f" ({{0}}) fields; use one kind{at(user_frame_summary())}")
         auto[0] = -1
     if name.isdigit():
         if int(name) >= len(args):

@@ -48,10 +48,6 @@ def _slice_axis(x, axis, start, stop):
     return lax.slice(x, lo, hi)
 
 
-def _slice_axis_kw(x, start, stop, axis):
-    return _slice_axis(x, axis, start, stop)
-
-
 def _at(x):
     """x.at, for traced and eager (numpy) arrays alike."""
     return _indexing.IndexUpdateHelper(x)
@@ -264,7 +260,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     y = operand("trapezoid", y)
     axis = normalize_axis("trapezoid", axis, aval(y).ndim, y)
     n = aval(y).shape[axis]
-    mid = (_slice_axis_kw(y, 1, n, axis=axis) + _slice_axis_kw(y, 0, n - 1, axis=axis)) / 2.0
+    mid = (_slice_axis(y, axis, 1, n) + _slice_axis(y, axis, 0, n - 1)) / 2.0
     if x is None:
         return jnp.sum(mid, axis=axis) * dx
     d = diff(operand("trapezoid", x), axis=-1 if aval(operand("trapezoid", x)).ndim == 1 else axis)
@@ -657,7 +653,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         n = _axis_len("gradient", f, ax)
         if n < 2:
             raise value_error("gradient", "Shape of array too small to calculate a numerical gradient")
-        sl = lambda a, b: _slice_axis_kw(f, a, b, axis=ax)   # noqa: E731
+        sl = lambda a, b: _slice_axis(f, ax, a, b)   # noqa: E731
         inner = (sl(2, n) - sl(0, n - 2)) / (2.0 * h)
         first = (sl(1, 2) - sl(0, 1)) / h
         last = (sl(n - 1, n) - sl(n - 2, n - 1)) / h
@@ -675,8 +671,8 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     ddmod = jnp.mod(dd + half, period) - half
     ddmod = jnp.where((ddmod == -half) & (dd > 0), half, ddmod)
     correct = jnp.where(jnp.abs(dd) < discont, 0.0, ddmod - dd)
-    first = _slice_axis_kw(p, 0, 1, axis=axis)
-    return jnp.concatenate([first, _slice_axis_kw(p, 1, None, axis=axis) + jnp.cumsum(correct, axis=axis)], axis=axis)
+    first = _slice_axis(p, axis, 0, 1)
+    return jnp.concatenate([first, _slice_axis(p, axis, 1, None) + jnp.cumsum(correct, axis=axis)], axis=axis)
 
 
 def insert(arr, obj, values, axis=None):
@@ -692,7 +688,7 @@ def insert(arr, obj, values, axis=None):
     shape[axis] = 1 if aval(v).ndim < aval(arr).ndim else aval(v).shape[axis]
     v = jnp.broadcast_to(v if aval(v).ndim == aval(arr).ndim else jnp.expand_dims(v, axis)
                          if aval(v).ndim == aval(arr).ndim - 1 else v, tuple(shape))
-    return jnp.concatenate([_slice_axis_kw(arr, 0, i, axis=axis), v, _slice_axis_kw(arr, i, n, axis=axis)],
+    return jnp.concatenate([_slice_axis(arr, axis, 0, i), v, _slice_axis(arr, axis, i, n)],
                            axis=axis)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from sprue import lax
 from sprue.numpy import _creation, _indexing
 from sprue.numpy._avals import aval, value_error
-from sprue.numpy._more import _axis_len, _float_type, diff, histogram, jnp, searchsorted, vander
+from sprue.numpy._more import _axis_len, _float_type, _slice_axis, diff, histogram, jnp, searchsorted, vander
 from sprue.numpy._promote import normalize_axis, operand, static_int
 from sprue.numpy.linalg import lstsq
 
@@ -428,12 +428,7 @@ def _block(x, axis, width, value):
 def _edge_slice(x, axis, first: bool, length=None):
     n = _axis_len("pad", x, axis)
     k = n if length is None else builtins.max(1, builtins.min(int(length), n))
-    lo, hi = [0] * aval(x).ndim, list(aval(x).shape)
-    if first:
-        hi[axis] = k
-    else:
-        lo[axis] = n - k
-    return lax.slice(x, lo, hi)
+    return _slice_axis(x, axis, 0, k) if first else _slice_axis(x, axis, n - k, n)
 
 
 def _pad_axis(x, axis, before, after, mode, kw):

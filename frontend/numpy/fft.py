@@ -17,6 +17,8 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rf
            "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 _NORMS = ("backward", "ortho", "forward", None)
+# hfft and ihfft are the real transforms of the other direction, their norms swapped (numpy's)
+_SWAPPED_NORM = {"backward": "forward", "forward": "backward", "ortho": "ortho", None: "forward"}
 
 
 def _complex_of(x):
@@ -109,13 +111,11 @@ def hfft(a, n=None, axis=-1, norm=None):
     a = _complex_of(operand("hfft", a))
     m = aval(a).shape[axis]
     n = 2 * (m - 1) if n is None else static_int("hfft", n, "n")
-    flipped = {"backward": "forward", "forward": "backward", "ortho": "ortho", None: "forward"}[norm]
-    return irfft(jnp.conj(a), n, axis, flipped)
+    return irfft(jnp.conj(a), n, axis, _SWAPPED_NORM[norm])
 
 
 def ihfft(a, n=None, axis=-1, norm=None):
-    flipped = {"backward": "forward", "forward": "backward", "ortho": "ortho", None: "forward"}[norm]
-    return jnp.conj(rfft(a, n, axis, flipped))
+    return jnp.conj(rfft(a, n, axis, _SWAPPED_NORM[norm]))
 
 
 def _axes_and_sizes(fname, a, s, axes):
