@@ -17,6 +17,7 @@ only, at the first compilation (_lowering): loading it takes ~150 ms that a comp
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import shutil
 from dataclasses import dataclass
@@ -50,10 +51,24 @@ __all__ = ["ImplicitDim", "StableHLOFunction", "check_build_options", "compile_c
 def _lowering() -> SimpleNamespace:
     """The lowering's modules the driver calls, imported at the first compilation, while a fork
     waits (sprue.base.forks)."""
-    with forks.loading, step("import the compiler"):
-        # deferred: MLIR and llvmlite load with these (~150 ms), never on a cache hit, at import or for `sprue --help`
+    with forks.loading, step("import the compiler"), _collector_paused():
+        # deferred: MLIR and llvmlite load with these (~100 ms), never on a cache hit, at import or for `sprue --help`
         from sprue.lowering import backend, stablehlo, stablehlo_input, targets
     return SimpleNamespace(backend=backend, stablehlo=stablehlo, stablehlo_input=stablehlo_input, targets=targets)
+
+
+class _collector_paused:
+    """Python's cyclic collector off while the compiler's modules load (under forks.loading, one
+    thread at a time): their ~40,000 new objects, none of them garbage, set off full collections
+    that walked the whole heap, 10-20 ms of a ~100 ms import."""
+
+    def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc) -> None:
+        if self.was_enabled:
+            gc.enable()
 
 
 def toolchain() -> ModuleType:
