@@ -10,7 +10,7 @@
 Python function -> jaxpr -> StableHLO -> MLIR pipelines -> LLVM IR -> object -> shared library,
 called through a cffi runtime with memref descriptors.
 """
-from sprue import errors, lax, numpy, pytree, random, scipy, tree_util  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
+from sprue import errors, lax, nn, numpy, pytree, random, scipy, tree_util  # noqa: F401  (public modules; sprue.numpy also attaches the array methods to tracers)
 from sprue.api.array_type import Array
 from sprue.api.costs import cost
 from sprue.api.hints import bool_, c64, c128, f32, f64, i8, i16, i32, i64, u8
@@ -58,7 +58,7 @@ __all__ = [
     "SprueMemoryError", "StableHLOUnsupportedError",
     "f64", "f32", "i64", "i32", "i16", "i8", "u8", "bool_", "c64", "c128", "tree_flatten", "tree_unflatten", "tree_map",
     "tree_leaves", "tree_structure", "pytree", "tree_util",
-    "set_num_threads", "get_num_threads", "random", "scipy", "custom_jvp", "custom_vjp", "checkpoint", "remat",
+    "set_num_threads", "get_num_threads", "random", "scipy", "nn", "custom_jvp", "custom_vjp", "checkpoint", "remat",
     "float0", "debug", "Array",
 ]
 

@@ -5,6 +5,7 @@ from typing import Any, Callable, Generic, ParamSpec, Sequence, TypeAlias, TypeV
 
 from sprue import errors as errors
 from sprue import lax as lax
+from sprue import nn as nn
 from sprue import numpy as numpy
 from sprue import random as random
 from sprue import scipy as scipy

@@ -1,6 +1,6 @@
 """The layers of sprue, kept by an AST walk over every module (imports inside functions count).
 
-    base < runtime < ir < trace < interp < lax < numpy < scipy < random < io < lowering < api < (sprue, sprue.errors, sprue.pytree, sprue.tree_util) < tools
+    base < runtime < ir < trace < interp < lax < numpy < scipy < nn < random < io < lowering < api < (sprue, sprue.errors, sprue.pytree, sprue.tree_util) < tools
 
 A module may import its own layer and the layers below it, never one above; no two modules import
 each other, even through a chain, even from inside a function; an import inside a function is a
@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # folder -> package, as pyproject.toml maps them
 PACKAGES = {"frontend": "sprue", "lowering": "sprue.lowering", "runtime": "sprue.runtime", "tools": "sprue.tools"}
-LAYERS = ["base", "runtime", "ir", "trace", "interp", "lax", "numpy", "scipy", "random", "io", "lowering", "api", "sprue", "tools"]
+LAYERS = ["base", "runtime", "ir", "trace", "interp", "lax", "numpy", "scipy", "nn", "random", "io", "lowering", "api", "sprue", "tools"]
 MAX_FUNCTION_IMPORTS = 40
 MAX_LINES = 800
 # Imports a layer may never make, whatever their position (the runtime loads without the compiler).

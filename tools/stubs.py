@@ -1,7 +1,7 @@
 """Type stubs (`.pyi`) of sprue's public modules, for type checkers and IDEs (issue 23): the package
 ships `py.typed`, a hand-written stub of `sprue` itself (qjit keeps the wrapped function's
 parameters through ParamSpec: STUB_HEAD below), and
-stubs of sprue.numpy, sprue.lax, sprue.random and sprue.scipy generated from the modules: every
+stubs of sprue.numpy, sprue.lax, sprue.random, sprue.scipy and sprue.nn generated from the modules: every
 public function with its parameters (typed Any: numpy's array-likes) returning `sprue.Array`.
 `python -m sprue.tools.stubs` rewrites them; tests/tools/test_stubs.py checks they are current
 and that `mypy --strict` accepts a user's program."""
@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 GENERATED = {"sprue.numpy": "frontend/numpy/__init__.pyi", "sprue.numpy.linalg": "frontend/numpy/linalg.pyi",
              "sprue.lax": "frontend/lax/__init__.pyi", "sprue.lax.debugging": "frontend/lax/debugging.pyi",
              "sprue.random": "frontend/random/__init__.pyi", "sprue.scipy": "frontend/scipy/__init__.pyi",
-             "sprue.scipy.linalg": "frontend/scipy/linalg.pyi"}
+             "sprue.scipy.linalg": "frontend/scipy/linalg.pyi", "sprue.scipy.special": "frontend/scipy/special.pyi",
+             "sprue.nn": "frontend/nn.pyi"}
 TOP_STUB = "frontend/__init__.pyi"
 # functions that give something other than one array (tuples, lists, sizes, dtypes, flags)
 NOT_ONE_ARRAY = frozenset({
@@ -33,7 +34,7 @@ NOT_ONE_ARRAY = frozenset({
     "cond", "switch", "sort_key_val", "top_k", "linalg", "iinfo", "finfo", "dtype", "tree_map", "print",
     "custom_root", "associative_scan", "reduce", "map", "check", "unravel_index", "indices", "tril_indices",
     "triu_indices", "diag_indices", "mask_indices", "tril_indices_from", "triu_indices_from", "diag_indices_from",
-    "save", "load", "reduce_precision", "optimization_barrier", "platform_dependent", "cumlogsumexp_and_max"})
+    "save", "load", "reduce_precision", "dot_product_attention", "optimization_barrier", "platform_dependent", "cumlogsumexp_and_max"})
 
 
 def _param(p: inspect.Parameter) -> str:
@@ -107,6 +108,7 @@ from typing import Any, Callable, Generic, ParamSpec, Sequence, TypeAlias, TypeV
 
 from sprue import errors as errors
 from sprue import lax as lax
+from sprue import nn as nn
 from sprue import numpy as numpy
 from sprue import random as random
 from sprue import scipy as scipy

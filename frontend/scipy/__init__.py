@@ -1,4 +1,4 @@
-"""sprue.scipy: the parts of scipy's API that jax.scipy has, over sprue.numpy (so far: linalg)."""
+"""sprue.scipy: the parts of scipy's API that jax.scipy has, over sprue.numpy (linalg, special)."""
 from __future__ import annotations
 
-from sprue.scipy import linalg  # noqa: F401
+from sprue.scipy import linalg, special  # noqa: F401
