@@ -91,11 +91,19 @@ def _dilate(n: int, d: int) -> int:
     return 0 if n == 0 else 1 + d * (n - 1)
 
 
-def _static(name, *avals: ShapedArray):
-    for a in avals:
-        if not all(isinstance(d, int) for d in a.shape):
-            raise SprueValueError(f"{name}: operand {a.str_short()} has a size known only at run time; sprue's"
-                                  f" convolution needs static sizes (its windows are unrolled at compile time)")
+def _static(name, lhs: ShapedArray, rhs: ShapedArray, dimension_numbers, groups: int = 1):
+    """The spatial sizes (and, with feature or batch groups, every size) must be static: the windows
+    are unrolled at compile time. The batch and feature sizes may be run-time ones: they are a
+    matmul's rows and contraction (a CNN with a run-time batch; its kernel's gradient contracts
+    over the batch)."""
+    ls, rs, _ = dimension_numbers
+    for a, spec in ((lhs, ls), (rhs, rs)):
+        dims = range(a.ndim) if groups > 1 else spec[2:]
+        if not all(isinstance(a.shape[d], int) for d in dims):
+            what = "size" if groups > 1 else "spatial size"
+            raise SprueValueError(f"{name}: operand {a.str_short()} has a {what} known only at run time; sprue's"
+                                  f" convolution needs static spatial sizes (its windows are unrolled at compile"
+                                  f" time){', and static sizes with feature or batch groups' if groups > 1 else ''}")
 
 
 # -- the primitive ---------------------------------------------------------------------------------
@@ -104,9 +112,9 @@ def _conv_rule(lhs: ShapedArray, rhs: ShapedArray, *, window_strides, padding, l
                preferred_element_type=None, out_sharding=None):
     name = "conv_general_dilated"
     same_dtypes(name, lhs, rhs)
-    _static(name, lhs, rhs)
     if lhs.ndim != rhs.ndim or lhs.ndim < 2:
         raise SprueValueError(f"{name}: lhs {lhs.str_short()} and rhs {rhs.str_short()} must have one rank, at least 2")
+    _static(name, lhs, rhs, dimension_numbers, feature_group_count * batch_group_count)
     ls, rs, os_ = dimension_numbers
     nsp = lhs.ndim - 2
     for what, v in (("window_strides", window_strides), ("padding", padding), ("lhs_dilation", lhs_dilation),
@@ -121,10 +129,10 @@ def _conv_rule(lhs: ShapedArray, rhs: ShapedArray, *, window_strides, padding, l
         raise SprueValueError(f"{name}: feature_group_count={fg} and batch_group_count={bg} must be positive, at"
                               f" most one of them > 1")
     n, c, o, i = lhs.shape[ls[0]], lhs.shape[ls[1]], rhs.shape[rs[0]], rhs.shape[rs[1]]
-    if c % fg or c // fg != i:
+    if (fg > 1 and c % fg) or (c // fg if fg > 1 else c) != i:   # (sizes are static where fg or bg > 1)
         raise SprueValueError(f"{name}: lhs {lhs.str_short()} has {c} features; with feature_group_count={fg} the"
                               f" rhs {rhs.str_short()} needs {c}/{fg} input features, it has {i}")
-    if o % fg or o % bg or n % bg:
+    if fg * bg > 1 and (o % fg or o % bg or n % bg):
         raise SprueValueError(f"{name}: the rhs's {o} output features must be a multiple of feature_group_count="
                               f"{fg} and batch_group_count={bg}, and the lhs's batch {n} of batch_group_count")
     spatial = []
@@ -134,7 +142,7 @@ def _conv_rule(lhs: ShapedArray, rhs: ShapedArray, *, window_strides, padding, l
         if size < 0:
             raise SprueValueError(f"{name}: padding {tuple(padding)} removes more than lhs {lhs.str_short()} has")
         spatial.append(max((size - window) // window_strides[k] + 1, 0))
-    canonical = (n // bg, o, *spatial)
+    canonical = (n // bg if bg > 1 else n, o, *spatial)
     shape = [0] * lhs.ndim
     for dim, size in zip(os_, canonical):
         shape[dim] = size
@@ -214,17 +222,26 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
             raise SprueValueError("conv_general_dilated: string padding with lhs_dilation (a transposed convolution)"
                                   " is not defined; give (low, high) pairs")
         try:
-            _static("conv_general_dilated", la, ra)
+            _static("conv_general_dilated", la, ra, dn, int(feature_group_count) * int(batch_group_count))
         except SprueValueError as e:   # raised before bind, which would name the user's line
             raise SprueValueError(f"{e}{at(user_frame_summary())}") from None
         window = [_dilate(ra.shape[d], r) for d, r in zip(dn.rhs_spec[2:], rhs_dilation)]
         padding = padtype_to_pads([la.shape[d] for d in dn.lhs_spec[2:]], window, window_strides, padding)
-    return conv_general_dilated_p.bind(
-        lhs, rhs, window_strides=window_strides, padding=_pairs(padding), lhs_dilation=lhs_dilation,
-        rhs_dilation=rhs_dilation, dimension_numbers=dn, feature_group_count=int(feature_group_count),
-        batch_group_count=int(batch_group_count), precision=None,
-        preferred_element_type=None if preferred_element_type is None else np.dtype(preferred_element_type),
-        out_sharding=None)
+    params = dict(window_strides=window_strides, padding=_pairs(padding), lhs_dilation=lhs_dilation,
+                  rhs_dilation=rhs_dilation, dimension_numbers=dn, feature_group_count=int(feature_group_count),
+                  batch_group_count=int(batch_group_count),
+                  preferred_element_type=None if preferred_element_type is None else np.dtype(preferred_element_type))
+    if not all(isinstance(d, int) for d in (*la.shape, *ra.shape)):
+        # A run-time batch or feature size: the im2col decomposition traced here, into the caller's
+        # program (pads, strided slices, dot_generals over the run-time rows), whose primitives
+        # carry the run-time size and their own derivatives; the lowering's im2col re-traces with
+        # static avals only.
+        try:
+            _conv_rule(la, ra, **params)   # (the primitive's checks, at the user's line)
+        except SprueValueError as e:
+            raise SprueValueError(f"{e}{at(user_frame_summary())}") from None
+        return conv_as_matmul(lhs, rhs, **params)
+    return conv_general_dilated_p.bind(lhs, rhs, precision=None, out_sharding=None, **params)
 
 
 # -- im2col: the convolution as pads, strided slices and one dot_general ------------------------------

@@ -204,8 +204,36 @@ def test_errors(call, message):
     assert message in str(e.value)
 
 
-def test_run_time_sizes_are_refused_at_the_users_line():
-    f = sprue.qjit(lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"), abstracted_axes=({0: "n"}, None))
-    with pytest.raises(sprue.SprueValueError, match=r"operand f64\[n,3,9\] has a size known only at run time;"
-                                                    r" sprue's convolution needs static sizes .*test_convolution.py"):
+def test_run_time_spatial_sizes_are_refused_at_the_users_line():
+    f = sprue.qjit(lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"), abstracted_axes=({2: "w"}, None))
+    with pytest.raises(sprue.SprueValueError, match=r"operand f64\[2,3,w\] has a spatial size known only at run"
+                                                    r" time; sprue's convolution needs static spatial sizes"
+                                                    r" .*test_convolution.py"):
         f(np.ones((2, 3, 9)), np.ones((4, 3, 2)))
+    g = sprue.qjit(lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID", feature_group_count=3),
+                   abstracted_axes=({0: "n"}, None))
+    with pytest.raises(sprue.SprueValueError, match=r"and static sizes with feature or batch groups"):
+        g(np.ones((2, 3, 9)), np.ones((3, 1, 2)))
+
+
+@pytest.mark.parametrize("layout, strides, padding", [(("NCHW", "OIHW", "NCHW"), (1, 1), "SAME"),
+                                                      (("NHWC", "HWIO", "NHWC"), (2, 1), ((1, 0), (2, 1)))])
+def test_run_time_batch(layout, strides, padding):
+    """A CNN layer compiled once for every batch size, with its gradients (the kernel's contracts
+    over the run-time batch), equal to the static compilation's."""
+    r = np.random.default_rng(4)
+    nchw = layout[0] == "NCHW"
+    x = r.standard_normal((6, 3, 7, 8) if nchw else (6, 7, 8, 3))
+    w = r.standard_normal((5, 3, 3, 2) if nchw else (3, 2, 3, 5)) * 0.3
+
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, strides, padding, dimension_numbers=layout)
+        return jnp.sum(jnp.tanh(y) ** 2)
+    dyn = sprue.qjit(sprue.value_and_grad(loss, argnums=(0, 1)), abstracted_axes=({0: "n"}, None))
+    for batch in (6, 1, 4):
+        value, (gx, gw) = dyn(x[:batch], w)
+        want_value, (want_gx, want_gw) = sprue.value_and_grad(loss, argnums=(0, 1))(x[:batch], w)
+        np.testing.assert_allclose(value, want_value, rtol=1e-12)
+        np.testing.assert_allclose(gx, want_gx, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(gw, want_gw, rtol=1e-11, atol=1e-13)
+    assert dyn.compile_count == 1
