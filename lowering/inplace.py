@@ -42,7 +42,16 @@ def _carried_position(v: ir.Value) -> tuple[ir.Block, int] | None:
     if loop is None:
         return None
     if loop.name == "scf.while" and block == loop.regions[1].blocks[0]:
-        return block, v.arg_number
+        # The body's argument j is what the condition region forwards at j (scf.condition's operand
+        # j + 1); the body's yield feeds the condition region's arguments. Where the condition
+        # forwards its own argument k, argument j is the carry the yield's operand k becomes (a
+        # while whose condition was computed at the end of the body forwards them shifted by its
+        # flag: the run-time-size Newton iteration's carry was copied into a new buffer each trip).
+        before = loop.regions[0].blocks[0]
+        forwarded = list(before.operations)[-1].operands[1 + v.arg_number]
+        if isinstance(forwarded, ir.BlockArgument) and forwarded.owner == before:
+            return block, forwarded.arg_number
+        return None
     if loop.name == "scf.for" and v.arg_number > 0:      # argument 0 is the induction variable
         return block, v.arg_number - 1
     return None

@@ -213,8 +213,12 @@ def _unless_failed(pred: Value, status: Value) -> Value:
 
 def _rotated_while(ctx: LoweringContext, eqn: Eqn, cconsts: Sequence[Value], bconsts: Sequence[Value],
                    init: list[Value]) -> list[Value]:
-    """A while whose cond function has checks: (pred, status, carries...) carried, the cond run
-    before the loop and after each trip, so that its checks update the status."""
+    """A while whose cond function has checks: (status, carries..., pred) carried, the cond run
+    before the loop and after each trip, so that its checks update the status. The predicate goes
+    last: the scf.while's condition region then forwards every other carry at its own position
+    (canonicalization drops the predicate the body does not read), which one-shot bufferization
+    needs to update the carries in place; first, it shifted them, and every trip copied each one
+    (a run-time-size Newton iteration: 8 MB allocated and copied per trip)."""
     p = eqn.params
     types = [v.type for v in init]
 
@@ -223,15 +227,15 @@ def _rotated_while(ctx: LoweringContext, eqn: Eqn, cconsts: Sequence[Value], bco
         return _unless_failed(pred, status), status
 
     def body(args: list[Value]) -> list[Value]:
-        outs, status = _region(ctx, p["body_jaxpr"], bconsts, args[2:], args[1])
+        outs, status = _region(ctx, p["body_jaxpr"], bconsts, args[1:-1], args[0])
         outs = _casts(outs, types)
         pred, status = test(outs, status)
-        return [pred, status, *outs]
+        return [status, *outs, pred]
 
     pred, status = test(init, ctx.status)
-    results = _while([pred, status, *init], lambda args: [args[0]], body)
-    ctx.status = results[1]
-    return results[2:]
+    results = _while([status, *init, pred], lambda args: [args[-1]], body)
+    ctx.status = results[0]
+    return results[1:-1]
 
 
 def _cond(ctx: LoweringContext, eqn: Eqn, index: Value, *operands: Value) -> list[Value]:

@@ -152,3 +152,31 @@ def test_products_sharing_their_zeros_each_fill_their_own_buffer(tmp_path, dynam
     np.testing.assert_allclose(f(x, a, b, c), np.tanh(np.tanh(x @ a) @ b) @ c, rtol=1e-12, atol=1e-12)
     text = stage_text(tmp_path, "loops")
     assert copies_outside_loops(text) == 0
+
+
+def _newton_cube_roots(a):
+    # its cond reads `a` beside the carry: a run-time size check, so the while is rotated (the
+    # cond's predicate carried: rules_control_flow._rotated_while)
+    def cond(s):
+        return (s[1] < 60) & (jnp.max(jnp.abs(s[0] ** 3 - a)) > 1e-12)
+
+    def body(s):
+        x, i = s
+        return x - (x ** 3 - a) / (3 * x * x), i + 1
+    return lax.while_loop(cond, body, (jnp.maximum(a, 1.0), 0))
+
+
+def test_dynamic_while_with_checks_updates_its_carry_in_place(tmp_path):
+    """A while whose cond holds run-time checks carries its predicate; the carries keep their
+    positions through the condition region, so one-shot bufferization updates them in place
+    instead of allocating and copying each per trip."""
+    compiled = sprue.qjit(_newton_cube_roots, abstracted_axes=({0: "n"},), keep_intermediate=tmp_path)
+    rng = np.random.default_rng(5)
+    for n in (1, 7, 1000):
+        a = rng.uniform(0.1, 100.0, n)
+        x, trips = compiled(a)
+        np.testing.assert_allclose(x, np.cbrt(a), rtol=1e-12)
+        assert 0 < trips < 60
+    # (a scalar's cell may be copied per trip: the reduction's; no array is)
+    in_loops = buffer_ops_in_loops(stage_text(tmp_path, "bufferized"))
+    assert all(size == 1 for _, size in in_loops), in_loops
