@@ -579,6 +579,65 @@ def _conv1d_args(scale):
     return r.standard_normal((256, 4096) if scale == "full" else (2, 9)), r.standard_normal(5)
 
 
+def newton(m, a):
+    """Cube roots by Newton's method in a while_loop until the residual is small (a cond that reads
+    an array beside the carry: with run-time sizes, a loop whose cond holds size checks)."""
+    def cond(state):
+        x, i = state
+        return (i < 50) & (m.np.max(m.np.abs(x ** 3 - a) / a) > 1e-6)
+
+    def body(state):
+        x, i = state
+        return x - (x ** 3 - a) / (3 * x * x), i + 1
+    return m.lax.while_loop(cond, body, (m.np.maximum(a, 1.0), 0))[0]
+
+
+def _newton_args(scale):
+    return (_rng(28).uniform(0.1, 100.0, 1_000_000 if scale == "full" else 7),)
+
+
+def conv2d(m, x, k1, k2):
+    """Two convolutions (lax.conv_general_dilated, NCHW; the second strided) with relu and a global
+    average pool: a CNN's feature extractor, its batch a run-time size in the dynamic version."""
+    dn = ("NCHW", "OIHW", "NCHW")
+    y = m.nn.relu(m.lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=dn))
+    y = m.lax.conv_general_dilated(y, k2, (2, 2), "SAME", dimension_numbers=dn)
+    return m.np.mean(m.nn.relu(y), axis=(2, 3))
+
+
+def _conv2d_args(scale):
+    r = _rng(29)
+    n, c, hw, o1, o2 = (8, 16, 32, 32, 32) if scale == "full" else (2, 3, 6, 4, 5)
+    return r.standard_normal((n, c, hw, hw)), r.standard_normal((o1, c, 3, 3)) * 0.1, \
+        r.standard_normal((o2, o1, 3, 3)) * 0.1
+
+
+def _conv2d_flops(x, k1, k2):
+    n, c, h, w = x.shape
+    return 2 * n * h * w * k1.shape[0] * c * 9 + 2 * n * (h // 2) * (w // 2) * k2.shape[0] * k2.shape[1] * 9
+
+
+def classifier(m, x, w, b, labels):
+    """A classifier's loss and its gradient: layernorm, a dense layer, log_softmax and a one-hot
+    cross-entropy (jax.nn's log_softmax and one_hot)."""
+    def loss(w, b):
+        h = (x - m.np.mean(x, -1, keepdims=True)) / m.np.sqrt(m.np.var(x, -1, keepdims=True) + 1e-5)
+        logp = m.nn.log_softmax(h @ w + b)
+        return -m.np.mean(m.np.sum(logp * m.nn.one_hot(labels, w.shape[1]), axis=-1))
+    value, (gw, gb) = m.value_and_grad(loss, argnums=(0, 1))(w, b)
+    return value, gw, gb
+
+
+def _classifier_args(scale):
+    r = _rng(30)
+    n, d, k = (1024, 256, 100) if scale == "full" else (5, 4, 3)
+    return r.standard_normal((n, d)), r.standard_normal((d, k)) * 0.1, r.standard_normal(k), r.integers(0, k, n)
+
+
+def _classifier_flops(x, w, b, labels):
+    return 3 * 2 * x.shape[0] * w.shape[0] * w.shape[1]
+
+
 def _ffn_flops(x, g, w1, w2):
     return 2 * 2 * x.shape[0] * w1.shape[0] * w1.shape[1]
 
@@ -636,6 +695,12 @@ PROGRAMS = [
             _power_args, ({0: "n", 1: "n"}, {0: "n"}), _power_flops),
     Program("mandel", "Mandelbrot escape counts, 50 iterations on 512x512 (where, shared masks)", mandel,
             _mandel_args, ({0: "h", 1: "w"}, {0: "h", 1: "w"})),
+    Program("newton", "Newton cube roots of 1e6 values, while_loop to a relative residual of 1e-6", newton,
+            _newton_args, ({0: "n"},)),
+    Program("conv2d", "two conv_general_dilated layers (NCHW, 8x16x32x32, 3x3, relu, stride 2), mean pool", conv2d,
+            _conv2d_args, ({0: "n"}, None, None), _conv2d_flops),
+    Program("classifier", "layernorm, dense 1024x256 @ 256x100, log_softmax, one-hot cross-entropy and its grad",
+            classifier, _classifier_args, ({0: "n"}, None, None, {0: "n"}), _classifier_flops),
     Program("batchnorm", "batch normalization + relu, 32x64x32x32 NCHW (reductions over three axes)", batchnorm,
             _bn_args, ({0: "n", 2: "h", 3: "w"}, None, None)),
     Program("conv1d", "5-tap filter from shifted slices, then a running sum, 256x4096", conv1d, _conv1d_args,

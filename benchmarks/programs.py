@@ -61,9 +61,10 @@ def _add_at_eager(x, index, values):
 def sprue_namespace():
     import sprue
     import sprue.lax
+    import sprue.nn
     import sprue.numpy
-    return SimpleNamespace(np=sprue.numpy, lax=sprue.lax, grad=sprue.grad, vmap=sprue.vmap,
-                           add_at=_add_at_eager)
+    return SimpleNamespace(np=sprue.numpy, lax=sprue.lax, nn=sprue.nn, grad=sprue.grad,
+                           value_and_grad=sprue.value_and_grad, vmap=sprue.vmap, add_at=_add_at_eager)
 
 
 def jax_namespace(x64: bool = True):
@@ -73,9 +74,10 @@ def jax_namespace(x64: bool = True):
     except ImportError:
         return None
     jax.config.update("jax_enable_x64", x64)
+    import jax.nn
     import jax.numpy as jnp
-    return SimpleNamespace(np=jnp, lax=jax.lax, grad=jax.grad, vmap=jax.vmap, add_at=_add_at_traced,
-                           jax=jax)
+    return SimpleNamespace(np=jnp, lax=jax.lax, nn=jax.nn, grad=jax.grad, value_and_grad=jax.value_and_grad,
+                           vmap=jax.vmap, add_at=_add_at_traced, jax=jax)
 
 
 def reference(prog, args):
