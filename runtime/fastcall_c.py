@@ -439,7 +439,8 @@ static PyObject *make(PyObject *mod, PyObject *a) {
     }
     s->value = value;
     if (descr != Py_None) { Py_INCREF(descr); s->descr = (PyArray_Descr *)descr; }
-    if (obj != Py_None) { Py_INCREF(obj); s->obj = obj; }
+    /* (a skipped argument's value may be None itself: K_SKIP_EQ reads its type) */
+    if (obj != Py_None || s->kind >= K_SKIP_IS) { Py_INCREF(obj); s->obj = obj; }
     if (shape != Py_None) {
       s->rank = (int)PyTuple_GET_SIZE(shape);
       if (s->rank > MAX_RANK) { Py_DECREF(c); return PyErr_Format(PyExc_ValueError, "rank above %d", MAX_RANK); }

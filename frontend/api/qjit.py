@@ -73,6 +73,9 @@ from sprue.trace.tracing import _state as _trace_state
 from sprue.trace.tracing import current_builder
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_KEYWORD_ONLY = (inspect.Parameter.KEYWORD_ONLY,)
+_NONE: frozenset = frozenset()
+_DEFAULTED = "<the parameter's default>"   # a left-out parameter's static key: the default object is fixed
 _MAX_PLANS = 1024   # fast-path entries per function (one per distinct argument shapes); then start over
 
 
@@ -111,6 +114,17 @@ def _unhashable_part(value):
             except TypeError:
                 return _unhashable_part(v)
     return value
+
+
+def _same_static(value, default) -> bool:
+    """Whether a static value is a parameter's default: the object itself, or an equal static key
+    (a default rebuilt by unpickling a compiled function)."""
+    if value is default:
+        return True
+    try:
+        return static_key(value) == static_key(default)
+    except TypeError:   # unhashable, and not the default object
+        return False
 
 
 def _static_matcher(value):
@@ -238,6 +252,15 @@ class QJIT(_CallBase):
         self._static_pos = frozenset(i for i, p in enumerate(params) if p.name in self.static_names)
         self._by_keyword = tuple(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
         self._defaults = tuple(p.default for p in params)
+        # Parameters a call leaves out keep their default as a Python value, static, as under
+        # jax.jit (`def f(x, axis=-1)`: axis is an int in the trace), unless the function compiles
+        # from type hints (its parameters are all arguments then).
+        self._default_of = {p.name: p.default for p in params
+                            if p.default is not inspect.Parameter.empty and p.kind in _POSITIONAL + _KEYWORD_ONLY}
+        # _complete's common case, a positional call leaving out trailing parameters: per count of
+        # arguments, the defaults that follow (None where some parameter there has none)
+        self._tails = [tuple(self._defaults[i:]) if all(d is not inspect.Parameter.empty for d in self._defaults[i:])
+                       else None for i in range(len(params) + 1)]
         self.fsig = None
         self._hint_avals = self._hints()   # every parameter's hinted abstract value, or None
         self._aot_failure: str | None = None
@@ -294,10 +317,12 @@ class QJIT(_CallBase):
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise SprueTypeError(f"{self.name}(): {e}") from None
+        passed = set(bound.arguments)
         bound.apply_defaults()
+        defaulted = set(bound.arguments) - passed if self._hint_avals is None else set()
         dynamic, static = {}, {}
         for k, v in bound.arguments.items():
-            (static if k in self.static_names else dynamic)[k] = v
+            (static if k in self.static_names or k in defaulted and k in self._default_of else dynamic)[k] = v
         if self._static_varargs:
             name = self._varargs_name
             values = dynamic.get(name, ())
@@ -309,6 +334,9 @@ class QJIT(_CallBase):
     def _static_key(self, static: dict):
         key = []
         for k in sorted(static):
+            if k in self._default_of and _same_static(static[k], self._default_of[k]):
+                key.append((k, _DEFAULTED))   # (the default: hashable or not; also as unpickled)
+                continue
             try:
                 hash(static[k])
             except TypeError as e:
@@ -441,12 +469,13 @@ class QJIT(_CallBase):
         # descriptors; the implicit sizes are constants of the shapes. Anything else, or MISS,
         # takes the general path, which raises every error it always did.
         if not _trace_state.stack:
-            full = args if not kwargs and len(args) == self._nparams else self._complete(args, kwargs)
+            full, defaulted = (args, _NONE) if not kwargs and len(args) == self._nparams \
+                else self._complete(args, kwargs)
             if full is not None:
                 res = self._mono(full)
                 if res is not MISS:
                     return res
-                key = self._fast_key(full)
+                key = self._fast_key(full, defaulted)
                 if key is not None:
                     try:
                         plan = self._plans.get(key)
@@ -459,27 +488,31 @@ class QJIT(_CallBase):
                             return res
         return self._call(args, kwargs)
 
-    def _complete(self, args: tuple, kwargs: dict) -> tuple | None:
+    def _complete(self, args: tuple, kwargs: dict) -> tuple[tuple | None, frozenset]:
         """Every parameter's value in order, as signature.bind + apply_defaults would find them,
-        when all parameters are positional; None otherwise (and for any call bind refuses)."""
+        with the positions filled from defaults (static: _bind), when all parameters are
+        positional; (None, _) otherwise (and for any call bind refuses)."""
         n = self._nparams
         if not self._positional or len(args) > n or ("out" in kwargs and "out" not in self._param_names):
-            return None
-        rest, used = [], 0
+            return None, _NONE
+        if not kwargs and (tail := self._tails[len(args)]) is not None:
+            return args + tail, frozenset(range(len(args), n)) if self._hint_avals is None else _NONE
+        rest, used, defaulted = [], 0, []
         for i in range(len(args), n):
             name = self._param_names[i]
             if name in kwargs:
                 if not self._by_keyword[i]:
-                    return None
+                    return None, _NONE
                 rest.append(kwargs[name])
                 used += 1
             elif self._defaults[i] is not inspect.Parameter.empty:
                 rest.append(self._defaults[i])
+                defaulted.append(i)
             else:
-                return None
+                return None, _NONE
         if used != len(kwargs):   # unknown names, or a parameter passed twice
-            return None
-        return args + tuple(rest)
+            return None, _NONE
+        return args + tuple(rest), frozenset(defaulted) if defaulted and self._hint_avals is None else _NONE
 
     def _call(self, args, kwargs):
         """The general path of a call."""
@@ -492,14 +525,15 @@ class QJIT(_CallBase):
         compiled, leaves = self._lookup(dynamic, static)
         self._last = compiled
         self._mono = _no_plan
-        full = None
+        full, defaulted = None, _NONE
         if out is None:
-            full = args if not kwargs and len(args) == self._nparams else self._complete(args, kwargs)
+            full, defaulted = (args, _NONE) if not kwargs and len(args) == self._nparams \
+                else self._complete(args, kwargs)
         if full is not None:
-            key = self._fast_key(full)
+            key = self._fast_key(full, defaulted)
             if key is not None:
                 args_list = compiled.flat_args(leaves, compiled.traced.in_paths, self.name)
-                plan = self._plan(full, key, compiled, args_list)
+                plan = self._plan(full, key, compiled, args_list, defaulted)
                 if plan is not None:
                     self._mono = plan
                 outs = compiled.function(*args_list)
@@ -507,15 +541,15 @@ class QJIT(_CallBase):
         outs = compiled.call(leaves, compiled.traced.in_paths, self.name, out)
         return tree_unflatten(compiled.traced.out_tree, outs)
 
-    def _fast_key(self, args) -> tuple | None:
+    def _fast_key(self, args, defaulted: frozenset = _NONE) -> tuple | None:
         """The fast path's key of a positional call: per argument its static value's key
-        (static_key: type and value), or (dtype, shape) of an ndarray, or the type of a
-        Python/numpy scalar; None when some argument is anything else (a pytree, an array-like,
-        an ndarray subclass)."""
+        (static_key: type and value; also for the `defaulted` positions, left out by the call),
+        or (dtype, shape) of an ndarray, or the type of a Python/numpy scalar; None when some
+        argument is anything else (a pytree, an array-like, an ndarray subclass)."""
         if len(args) != self._nparams or not self._positional:
             return None
         key = []
-        static = self._static_pos
+        static = self._static_pos | defaulted if defaulted else self._static_pos
         for i, a in enumerate(args):
             t = type(a)
             if i in static:
@@ -527,22 +561,24 @@ class QJIT(_CallBase):
                 return None
         return tuple(key)
 
-    def _plan(self, args, key: tuple, compiled: Compiled, flat: list):
+    def _plan(self, args, key: tuple, compiled: Compiled, flat: list, defaulted: frozenset = _NONE):
         """Make and remember the fast caller for calls with this key (after the general path found
-        `compiled` and its flat arguments `flat` for `args`); None when the runtime has none."""
+        `compiled` and its flat arguments `flat` for `args`, whose `defaulted` positions the call
+        left out); None when the runtime has none."""
         try:
             hash(key)
         except TypeError:
             return None
+        static = self._static_pos | defaulted if defaulted else self._static_pos
         # a container argument (container_args.py): its entries, flattened by the plan
-        layout = [key[i] if i not in self._static_pos and is_container(type(a)) else None for i, a in enumerate(args)]
+        layout = [key[i] if i not in static and is_container(type(a)) else None for i, a in enumerate(args)]
         leaves = [leaves_of(a, lay) if lay is not None else [a] for a, lay in zip(args, layout)]
-        n_implicit = len(flat) - sum(len(v) for i, v in enumerate(leaves) if i not in self._static_pos)
+        n_implicit = len(flat) - sum(len(v) for i, v in enumerate(leaves) if i not in static)
         if not all(type(v) is int or isinstance(v, np.integer) for v in flat[:n_implicit]):
             return None
         kinds = [Const(int(v)) for v in flat[:n_implicit]]
         for i, a in enumerate(args):
-            if i in self._static_pos:
+            if i in static:
                 kinds.append(Skip(a, _static_matcher(a)))
             else:
                 kinds += [Array(v.dtype, v.shape) if isinstance(v, np.ndarray) else Scalar(type(v)) for v in leaves[i]]

@@ -228,7 +228,9 @@ def test_static_arguments_kwargs_and_defaults():
     same(gq(x, 5.0), x + 5.0)
     same(gq(x, y=5.0), x + 5.0)
     same(gq(y=5.0, x=x), x + 5.0)
-    assert gq.compile_count == 1 and gq._mono is not _no_plan   # defaults and keywords: the fast path too
+    # a left-out y is its default, static (as jax.jit), a passed one an argument: two compilations,
+    # both on the fast path
+    assert gq.compile_count == 2 and gq._mono is not _no_plan
     same_error(gq, x, 1.0, 2.0)
     same_error(gq, x, z=1.0)
     same_error(gq, x, x=1.0)
@@ -441,3 +443,21 @@ def test_specialize_refuses_kinds_that_do_not_fit():
     same(ok((np.ones(4, np.float32), 3.0)), np.full(4, 3.0, np.float32))
     assert ok((np.ones(4), 3.0)) is fastcall.MISS and ok((np.ones(4, np.float32),)) is fastcall.MISS
     assert f._mono is not _no_plan
+
+
+def test_a_static_none_on_the_fast_path():
+    """A static argument whose value is None (static_argnums, or a left-out parameter whose default
+    is None): its fast caller compares by value. It once kept no reference to None and read the
+    type of a null pointer: the second call crashed the interpreter."""
+    f = sprue.qjit(lambda x, mask: x if mask is None else x * mask, static_argnums=1)
+    x = np.arange(3.0)
+    for _ in range(3):
+        same(f(x, None), x)
+    same(f(x, 2.0), x * 2)
+    same_error(f, x, np.ones(3))                   # unhashable static value: the general path's error
+    g = sprue.qjit(lambda x, mask=None: x if mask is None else x * mask)
+    for _ in range(3):
+        same(g(x), x)
+    same(g(x, np.full(3, 3.0)), x * 3)             # passed: an argument, compiled apart
+    same(g(x), x)
+    assert g.compile_count == 2

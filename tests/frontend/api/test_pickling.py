@@ -316,7 +316,9 @@ def test_one_payload_is_rebuilt_once_per_process(kernels):
     payload, objects = _payload_of(first)
     from sprue.api.qjit import unpickle_qjit
     other = list(objects)
-    other[[i for i, o in enumerate(objects) if o == {"power": 2}][0]] = {"power": 2.0}   # same bytes, other objects
+    # same bytes, other objects (the left-out shift is static too: its default, as under jax.jit)
+    i = next(i for i, o in enumerate(objects) if isinstance(o, dict) and o.get("power") == 2)
+    other[i] = {**objects[i], "power": 2.0}
     assert unpickle_qjit(payload, tuple(other)) is not first
 
 
