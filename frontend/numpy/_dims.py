@@ -25,6 +25,7 @@ from sprue.ir.shapes import DimExpr, DimVar, dim, format_dim, prove_equal
 from sprue.lax import GatherDimensionNumbers, GatherScatterMode, gather_p
 from sprue.numpy._avals import aval, const, describe, loc, type_error, value_error
 from sprue.runtime.results import MEMORY_CHECK
+from sprue.trace.rows import check_broadcast
 from sprue.trace.tracing import Tracer, as_dim, current_builder, dim_value
 
 Dim = int | DimExpr
@@ -459,6 +460,7 @@ def _broadcast_pair(fname, a, b, xs) -> Dim:
         return a
     if p is False and not maybe_one(a) and not maybe_one(b):
         raise value_error(fname, f"operands could not be broadcast together: {describe(*xs)}")
+    check_broadcast(fname, a, b)   # (a row's axes cannot be lined up with another size's: OCANNL's rows)
     ok = any_of(eq_value(a, b), eq_value(a, 1), eq_value(b, 1))
     check(ok, f"sprue.numpy.{fname}: operands {describe(*xs)} do not broadcast{loc()}",
           key=("bcast",) + tuple(sorted((a, b), key=str)))

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 from sprue.base.errors import SprueTypeError, at
 from sprue.ir.shapes import DimExpr, DimVar, dim_vars_of
 
-__all__ = ["check_rows", "row_name_of", "ELEMENTWISE", "row_rules", "RowShape", "user_reads_row"]
+__all__ = ["check_broadcast", "check_rows", "row_name_of", "ELEMENTWISE", "row_rules", "RowShape", "user_reads_row"]
 
 _ROW_PREFIXES = ("*", "...")   # (sprue.runtime.kernel_signature's row names)
 
@@ -128,6 +128,19 @@ def _iota(params, ins, outs):
     return "counting along the row" if _has_row(outs[0]) and params["dimension"] == 0 else None
 
 
+def _gather(params, ins, outs):
+    """The row carried whole: not indexed (start_index_map), not collapsed, sliced entire."""
+    if _has_row(ins[1]):
+        return "indexing with an index array that has a row (gather)"
+    if not _has_row(ins[0]):
+        return None
+    dn = params["dimension_numbers"]
+    if 0 in dn.start_index_map or 0 in dn.collapsed_slice_dims or 0 in dn.operand_batching_dims \
+            or params["slice_sizes"][0] != ins[0].shape[0]:
+        return "indexing into the row's axes (gather)"
+    return None
+
+
 def _refuse(what: str):
     return lambda params, ins, outs: what
 
@@ -151,7 +164,7 @@ row_rules: dict[str, Callable[[dict, Sequence, Sequence], str | None]] = {
     "dynamic_update_slice": _whole_row(lambda p, ins: ins[1].shape[0], "updating a slice of the row's axes"),
     "pad": _pad,
     "iota": _iota,
-    "gather": _refuse("indexing with an index array into an array with a row (gather)"),
+    "gather": _gather,
     **{s: _refuse(f"scattering into an array with a row ({s})") for s in
        ("scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max")},
     "conv_general_dilated": _refuse("a convolution of an array with a row"),
@@ -184,6 +197,19 @@ def check_rows(prim_name: str, in_avals: Sequence, out_avals: Sequence, params: 
     why = "it needs the row's rank" if rule is None else rule(params, list(in_avals), list(out_avals))
     if why is not None:
         _fail(prim_name, row, why, where)
+
+
+def check_broadcast(fname: str, a, b) -> None:
+    """numpy's broadcasting of two sizes that only run time can compare (equal, or one is 1),
+    where one is a row: the row's axes would have to be lined up with the other's, one by one."""
+    row = row_name_of(a) or row_name_of(b) if _mentions_row(a) or _mentions_row(b) else None
+    if row is None:
+        return
+    from sprue.base.source_info import user_frame_summary  # deferred: only for this error
+    other = b if row_name_of(a) == row else a
+    why = (f"it combines the rows {_text(row)} and {_text(row_name_of(other))}, of ranks not known"
+           if row_name_of(other) else f"it broadcasts the row against a size that may be 1 or not ({other!r})")
+    _fail(f"sprue.numpy.{fname}", row, why, user_frame_summary())
 
 
 def _fail(prim_name: str, row: str, why: str, where: str | None):
