@@ -23,12 +23,12 @@ def layer_np(x, w):
 
 
 @sprue.qjit
-def layer(x: sprue.f64["*b", "n"], w: sprue.f64["n", "h"]) -> sprue.f64["*b", "h"]:  # noqa: F821
+def layer(x: sprue.f64["*b", "n"], w: sprue.f64["n", "h"]) -> sprue.f64["*b", "h"]:  # noqa: F821, F722
     return jnp.tanh(x @ w) + x.sum(axis=-1, keepdims=True)
 
 
 @sprue.qjit
-def last_sum(x: sprue.f64[..., "n"]):  # noqa: F821
+def last_sum(x: sprue.f64[..., "n"]):  # noqa: F821, F722
     return jnp.sum(x * x, axis=-1)
 
 
@@ -69,7 +69,7 @@ def test_contiguous_arguments_are_not_copied_and_strided_ones_are():
 
 def test_elementwise_broadcasting_slicing_and_reshaping_after_the_row():
     @sprue.qjit
-    def f(x: sprue.f64["*b", 4], y: sprue.f64["*b", 4], s: sprue.f64[4]):  # noqa: F821
+    def f(x: sprue.f64["*b", 4], y: sprue.f64["*b", 4], s: sprue.f64[4]):  # noqa: F821, F722
         z = jnp.where(x > 0, x * s, y)[..., None] + x[..., ::-1][..., :, None] * y[..., None, :]
         pairs = z.reshape(*z.shape[:-1], 2, -1)
         return jnp.cumsum(pairs, axis=-1), z.mean(), jnp.concatenate([x, y], axis=-1)
@@ -79,7 +79,7 @@ def test_elementwise_broadcasting_slicing_and_reshaping_after_the_row():
         return np.cumsum(z.reshape(*z.shape[:-1], 2, -1), axis=-1), z.mean(), np.concatenate([x, y], axis=-1)
 
     @sprue.qjit
-    def pick(x: sprue.f64["*b", "n"], i: sprue.i64["k"]):  # noqa: F821
+    def pick(x: sprue.f64["*b", "n"], i: sprue.i64["k"]):  # noqa: F821, F722
         return x[..., i] * 2.0, x[..., ::-1]
 
     s = RNG.standard_normal(4)
@@ -96,7 +96,7 @@ def test_elementwise_broadcasting_slicing_and_reshaping_after_the_row():
 
 def test_matmul_with_the_row_as_batch_axis():
     @sprue.qjit
-    def bmm(a: sprue.f64["*b", "m", "k"], c: sprue.f64["*b", "k", "n"]) -> sprue.f64["*b", "m", "n"]:  # noqa: F821
+    def bmm(a: sprue.f64["*b", "m", "k"], c: sprue.f64["*b", "k", "n"]) -> sprue.f64["*b", "m", "n"]:  # noqa: F821, F722
         return a @ c
 
     for row in ROWS:
@@ -107,7 +107,7 @@ def test_matmul_with_the_row_as_batch_axis():
 
 def test_results_without_a_return_annotation_get_their_row_back():
     @sprue.qjit
-    def f(x: sprue.f64["*b", 3]):
+    def f(x: sprue.f64["*b", 3]):  # noqa: F722
         return x * 2.0, x.sum()
 
     x = RNG.standard_normal((2, 2, 3))
@@ -132,7 +132,7 @@ NEEDS_RANK = [
 
 @pytest.mark.parametrize("what,body,message", NEEDS_RANK, ids=[c[0] for c in NEEDS_RANK])
 def test_operations_that_need_the_rank_are_compile_time_errors(what, body, message):
-    def f(x: sprue.f64["*b", 4]):  # noqa: F821
+    def f(x: sprue.f64["*b", 4]):  # noqa: F821, F722
         return body(x)
 
     with warnings.catch_warnings(record=True) as caught:
@@ -144,7 +144,7 @@ def test_operations_that_need_the_rank_are_compile_time_errors(what, body, messa
 
 
 def test_two_rows_in_one_operation_are_an_error():
-    def f(x: sprue.f64["*a", 4], y: sprue.f64["*b", 4]):  # noqa: F821
+    def f(x: sprue.f64["*a", 4], y: sprue.f64["*b", 4]):  # noqa: F821, F722
         return x + y
 
     with pytest.warns(AheadOfTimeWarning, match=f"`sprue.numpy.add` needs the rank of the row \\*a: it combines the"
@@ -153,7 +153,7 @@ def test_two_rows_in_one_operation_are_an_error():
 
 
 def test_a_size_that_may_not_be_1_against_the_row_is_an_error():
-    def f(x: sprue.f64[..., 4], y: sprue.f64["m", 4]):  # noqa: F821
+    def f(x: sprue.f64[..., 4], y: sprue.f64["m", 4]):  # noqa: F821, F722
         return x + y
 
     with pytest.warns(AheadOfTimeWarning, match=f"needs the rank of the row `...` of argument 'x'.*{HERE}"):
@@ -162,7 +162,7 @@ def test_a_size_that_may_not_be_1_against_the_row_is_an_error():
 
 def test_a_static_1_against_the_row_broadcasts():
     @sprue.qjit
-    def f(x: sprue.f64[..., 4], y: sprue.f64[1, 4]):  # noqa: F821
+    def f(x: sprue.f64[..., 4], y: sprue.f64[1, 4]):  # noqa: F821, F722
         return x + y
 
     x, y = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((1, 4))
@@ -172,7 +172,7 @@ def test_a_static_1_against_the_row_broadcasts():
 # -- the boundary's errors ---------------------------------------------------------------------------
 def test_a_named_row_must_be_the_same_axes_in_every_argument():
     @sprue.qjit
-    def f(x: sprue.f64["*b", 2], y: sprue.f64["*b", 2]):  # noqa: F821
+    def f(x: sprue.f64["*b", 2], y: sprue.f64["*b", 2]):  # noqa: F821, F722
         return x + y
 
     with pytest.raises(SprueValueError, match=r"the row \*b is \(2, 3\) in argument 'x' but \(3, 2\) in argument 'y'"):
@@ -185,7 +185,7 @@ def test_an_argument_needs_the_axes_after_its_row():
 
 
 @sprue.qjit
-def layer_bmm(a: sprue.f64["*b", "m", "k"]):  # noqa: F821
+def layer_bmm(a: sprue.f64["*b", "m", "k"]):  # noqa: F821, F722
     return a * 2.0
 
 
@@ -199,7 +199,7 @@ def test_a_row_must_come_first_and_be_well_formed():
 
 
 def test_a_result_row_must_be_a_parameters():
-    def f(x: sprue.f64["*b", 2]) -> sprue.f64["*c", 2]:  # noqa: F821
+    def f(x: sprue.f64["*b", 2]) -> sprue.f64["*c", 2]:  # noqa: F821, F722
         return x
 
     with pytest.raises(SprueTypeError, match=r"f: the row \*c in the result \(f64\[\*c, 2\]\) is not a parameter's"):
@@ -209,7 +209,7 @@ def test_a_result_row_must_be_a_parameters():
 # -- transformations, saving ------------------------------------------------------------------------
 def test_grad_through_a_row_function():
     @sprue.qjit
-    def energy(x: sprue.f64["*b", "n"], w: sprue.f64["n"]) -> sprue.f64["*b"]:  # noqa: F821
+    def energy(x: sprue.f64["*b", "n"], w: sprue.f64["n"]) -> sprue.f64["*b"]:  # noqa: F821, F722
         return jnp.sum(jnp.tanh(x * w), axis=-1)
 
     w = RNG.standard_normal(4)
@@ -224,7 +224,7 @@ def test_grad_through_a_row_function():
 
 def test_grad_inside_a_row_function():
     @sprue.qjit
-    def force(x: sprue.f64["*b", "n"]) -> sprue.f64["*b", "n"]:  # noqa: F821
+    def force(x: sprue.f64["*b", "n"]) -> sprue.f64["*b", "n"]:  # noqa: F821, F722
         return sprue.grad(lambda y: jnp.sum(jnp.sin(y) * y))(x)
 
     for row in ROWS:
