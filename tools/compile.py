@@ -146,4 +146,8 @@ def header_text(kernel: Kernel) -> str:
         i for i, v in enumerate(kernel.closed_jaxpr.jaxpr.invars) if v.dim is not None and is_row_name(v.dim.name)]
     return c_header(HeaderSpec(kernel.name, sig, kernel.arg_names, source=kernel.source.name,
                                kernel_checks_sizes=kernel.closed_jaxpr is not None, into_entry=kernel.into is not None,
-                               extra_checks=[a.c_check(kernel.arg_names) for a in kernel.assertions], rows=rows))
+                               extra_checks=[a.c_check(kernel.arg_names) for a in kernel.assertions], rows=rows,
+                               arg_types=None if kernel.closed_jaxpr is None else [
+                                   v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.invars],
+                               result_types=None if kernel.closed_jaxpr is None else [
+                                   v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.outvars]))

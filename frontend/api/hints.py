@@ -38,7 +38,7 @@ class ArrayHint:
         return ShapedArray(self.shape, self.dtype)
 
     def __repr__(self):
-        return f"sprue.{dtypes.short_name(self.dtype)}[{', '.join(str(d) for d in self.shape)}]"
+        return f"sprue.{dtypes.short_name(self.dtype)}[{', '.join(repr(d) for d in self.shape)}]"
 
 
 class _DtypeHint:
@@ -61,6 +61,8 @@ class _DtypeHint:
                 if d.strip() != "...":   # "...x": the name a signature gives an anonymous row, not the user's
                     parse_dim_pattern(d, where, user_frame_summary())
                 continue
+            if d is None:   # an open size: inferred from the function's use of it (api/shape_inference.py)
+                continue
             if isinstance(d, str):   # the hint is made where it is written: name the user's line
                 parse_dim_pattern(d, f"sprue.{dtypes.short_name(self.dtype)}[...]", user_frame_summary())
                 continue
@@ -73,7 +75,8 @@ class _DtypeHint:
                 raise SprueTypeError(
                     f"sprue.{dtypes.short_name(self.dtype)}[...]: dimension {d} does not fit in int64 (sizes are at"
                     f" most 2**63-1){at(user_frame_summary())}")
-        return ArrayHint(self.dtype, tuple(d.strip() if isinstance(d, str) else int(d) for d in dims))
+        return ArrayHint(self.dtype, tuple(d.strip() if isinstance(d, str) else d if d is None else int(d)
+                                           for d in dims))
 
     def __repr__(self):
         return f"sprue.{dtypes.short_name(self.dtype)}"
@@ -102,8 +105,11 @@ def is_scalar_hint(h) -> bool:
 
 
 def is_hint(h) -> bool:
-    """A usable hint: an ArrayHint, int/float/bool, or a tuple/list/dict of them."""
-    if isinstance(h, ArrayHint) or is_scalar_hint(h):
+    """A usable hint: an ArrayHint of a whole shape, int/float/bool, or a tuple/list/dict of them
+    (a shape with open sizes, `sprue.f64["b", None]`, is inferred: api/shape_inference.py)."""
+    if isinstance(h, ArrayHint):
+        return None not in h.shape
+    if is_scalar_hint(h):
         return True
     if isinstance(h, (tuple, list, dict)):
         leaves, _ = tree_flatten(h)

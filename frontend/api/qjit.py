@@ -59,7 +59,15 @@ from sprue.api.pickle_format import dumps as dump_payload
 from sprue.api.pickle_format import loads as load_payload
 from sprue.api.row_boundary import RowBoundary
 from sprue.api.shape_functions import flat_destinations
-from sprue.api.shape_signatures import Binding, FunctionSignature, check_results, function_signature, match
+from sprue.api.shape_inference import infer_hints, needs_inference
+from sprue.api.shape_signatures import (
+    Binding,
+    FunctionSignature,
+    check_results,
+    function_signature,
+    match,
+    signature_of_hints,
+)
 from sprue.api.traced import TracedFunction, abstractify, as_array_argument, trace_function
 from sprue.base import timing
 from sprue.base.errors import AheadOfTimeWarning, ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
@@ -255,11 +263,33 @@ class QJIT(_CallBase):
         self.fsig = None
         self._hint_avals = self._hints()   # every parameter's hinted abstract value, or None
         self._aot_failure: str | None = None
+        self._inference_error: Exception | None = None
+        self.inferred_hints: dict | None = None   # the hints inferred from use (api/shape_inference.py)
         if self._hint_avals is not None:
             self.fsig = function_signature(fn, self.name)
             options.check_axes_against_hints(self.abstracted_axes, self._hint_avals, self.name)
+        elif _ahead_of_time and not self.static_names and not _trace_state.stack and needs_inference(self.signature):
+            self._infer_shapes()
         if _ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack:
             self._compile_ahead()
+
+    def _infer_shapes(self) -> None:
+        """OCANNL's shape inference: the shapes of parameters with partial hints or none, from the
+        program's constraints (api/shape_inference.py); a failure is the AOT warning, and the error
+        of every call."""
+        try:
+            hints = infer_hints(self.fn, self.name, self.signature)
+        except Exception as e:   # reported now as a warning, raised again by every call
+            self._inference_error = e
+            code = getattr(self.fn, "__code__", None)
+            warnings.warn_explicit(
+                f"qjit({self.name}): inferring the shapes of its parameters failed: {e}. Calling {self.name} raises"
+                f" the error", AheadOfTimeWarning, code.co_filename if code else "<unknown>",
+                code.co_firstlineno if code else 0)
+            return
+        self.inferred_hints = hints
+        self._hint_avals = {n: hint_to_avals(named_rows(h, n)) for n, h in hints.items()}
+        self.fsig = signature_of_hints(self.fn, self.name, hints)
 
     def _compile_ahead(self) -> None:
         """Catalyst's ahead-of-time compilation: a function whose parameters are all annotated (or
@@ -401,6 +431,8 @@ class QJIT(_CallBase):
         return out_dir_for(self.name, self.keep_intermediate)
 
     def _lookup(self, dynamic: dict, static: dict) -> tuple[Compiled, list]:
+        if self._inference_error is not None:
+            raise self._inference_error
         names = list(dynamic)
         leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
         paths = [_named_path(p, names) for p in paths]

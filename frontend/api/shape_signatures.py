@@ -206,11 +206,18 @@ def function_signature(fn, fn_name: str) -> FunctionSignature | None:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
+    if any(p.annotation is inspect.Parameter.empty or not is_hint(p.annotation) for p in sig.parameters.values()):
+        return None
+    return signature_of_hints(fn, fn_name, {p.name: p.annotation for p in sig.parameters.values()})
+
+
+def signature_of_hints(fn, fn_name: str, hints: dict) -> FunctionSignature:
+    """The signature of fn with these hints (by parameter name; inferred ones too) and fn's return
+    annotation."""
+    sig = inspect.signature(fn)
     params = []
-    for p in sig.parameters.values():
-        if p.annotation is inspect.Parameter.empty or not is_hint(p.annotation):
-            return None
-        params += flat_specs(f"argument '{p.name}'", named_rows(p.annotation, p.name))
+    for name, hint in hints.items():
+        params += flat_specs(f"argument '{name}'", named_rows(hint, name))
     results = None
     if sig.return_annotation is not inspect.Signature.empty and is_hint(sig.return_annotation):
         results = flat_specs("the result", sig.return_annotation)
