@@ -105,6 +105,20 @@ def test_matmul_with_the_row_as_batch_axis():
     assert bmm.compile_count == 1
 
 
+def test_einsum_with_ellipsis_over_a_row():
+    @sprue.qjit
+    def f(x: sprue.f64["*b", "n"], w: sprue.f64["n", "h"]):  # noqa: F821, F722
+        return jnp.einsum("...n,nh->...h", x, w), jnp.einsum("...n,...n->...", x, x)
+
+    w = RNG.standard_normal((4, 5))
+    for row in ROWS:
+        x = RNG.standard_normal((*row, 4))
+        got, norms = f(x, w)
+        np.testing.assert_allclose(got, np.einsum("...n,nh->...h", x, w), rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(norms, np.einsum("...n,...n->...", x, x), rtol=1e-13)
+    assert f.compile_count == 1
+
+
 def test_results_without_a_return_annotation_get_their_row_back():
     @sprue.qjit
     def f(x: sprue.f64["*b", 3]):  # noqa: F722
