@@ -43,9 +43,11 @@ def call_in_trace(q, args, kwargs):
         rows = q._fixed.rows
         shapes = [a.shape for a in avals]
         if rows is not None:   # each row collapsed into one axis, as the callee was traced (row_boundary.py)
-            shapes, row_dims = collapse_traced(q.name, q.fsig.params, shapes, where)
+            shapes, row_dims, row_checks = collapse_traced(q.name, q.fsig.params, shapes, where)
             leaves = [x if tuple(a.shape) == s else lax.reshape(x, s) for x, a, s in zip(leaves, avals, shapes)]
         b = match(q.name, q.fsig.params, shapes, [a.dtype for a in avals], where=where)
+        if rows is not None:
+            b.runtime = row_checks + b.runtime
         emit_runtime_checks(b)
         sizes = [dim_value(b.env[n]) for n in q.fsig.names]
     else:

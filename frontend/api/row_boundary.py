@@ -111,12 +111,14 @@ class RowBoundary:
                 for o, row in zip(outs, self.results)]
 
 
-def collapse_traced(fn_name: str, specs, shapes: list, where: str | None) -> tuple[list, dict]:
+def collapse_traced(fn_name: str, specs, shapes: list, where: str | None) -> tuple[list, dict, list]:
     """For a call inside a trace: each argument's shape with its row (by the signature's specs)
-    collapsed, and each row's dims (by name). Named rows must agree axis by axis, provably."""
+    collapsed, each row's dims (by name), and the run-time checks (shape_signatures.Binding's
+    ("eq", a, b, message)) of a named row's dims that only run time can compare across arguments;
+    provably different ones raise now."""
     sizes: dict[str, tuple] = {}
     first: dict[str, str] = {}
-    out = []
+    out, runtime = [], []
     for spec, shape in zip(specs, shapes):
         row = spec.patterns[0].row if spec.patterns else None
         if row is None:
@@ -129,15 +131,16 @@ def collapse_traced(fn_name: str, specs, shapes: list, where: str | None) -> tup
         row_dims, rest = tuple(shape[:len(shape) - trailing]), tuple(shape[len(shape) - trailing:])
         if row in sizes:
             before = sizes[row]
-            same = len(before) == len(row_dims) and all(prove_equal(a, b) is not False for a, b in zip(before, row_dims))
-            if not same:
-                fmt = lambda dims: "(" + ", ".join(format_dim(d) for d in dims) + ")"   # noqa: E731
-                raise SprueValueError(
-                    f"{fn_name}(): the row {row} is {fmt(before)} in {first[row]} but {fmt(row_dims)} in {spec.label}:"
-                    f" a named row is the same leading axes in every argument it types{at(where)}")
-        sizes[row], first[row] = row_dims, spec.label
+            fmt = lambda dims: "(" + ", ".join(format_dim(d) for d in dims) + ")"   # noqa: E731
+            message = (f"{fn_name}(): the row {row} is {fmt(before)} in {first[row]} but {fmt(row_dims)} in"
+                       f" {spec.label}: a named row is the same leading axes in every argument it types{at(where)}")
+            if len(before) != len(row_dims) or any(prove_equal(a, b) is False for a, b in zip(before, row_dims)):
+                raise SprueValueError(message)
+            runtime += [("eq", b, a, message) for a, b in zip(before, row_dims) if prove_equal(a, b) is None]
+        sizes.setdefault(row, row_dims)   # (the first argument's dims name the results' row)
+        first.setdefault(row, spec.label)
         total = 1
         for d in row_dims:
             total = total * d
         out.append((total, *rest))
-    return out, sizes
+    return out, sizes, runtime

@@ -193,6 +193,21 @@ def test_a_named_row_must_be_the_same_axes_in_every_argument():
         f(np.ones((2, 3, 2)), np.ones((3, 2, 2)))
 
 
+def test_a_named_row_is_checked_at_run_time_in_a_traced_call():
+    @sprue.qjit
+    def add(x: sprue.f64["*b", 2], y: sprue.f64["*b", 2]):  # noqa: F821, F722
+        return x + y
+
+    caller = sprue.qjit(lambda x, y: add(x, y) * 2.0, abstracted_axes=({0: "m", 1: "k"}, {0: "p", 1: "q"}))
+    x = RNG.standard_normal((2, 3, 2))
+    np.testing.assert_allclose(caller(x, x), 4 * x)
+    with pytest.raises(SprueValueError, match=r"add\(\): the row \*b is \(m, k\) in argument 'x' but \(p, q\) in"
+                                              r" argument 'y'"):
+        caller(np.ones((2, 3, 2)), np.ones((3, 2, 2)))
+    with pytest.raises(SprueValueError, match=r"the row \*b is \(2, 3\) in argument 'x' but \(3, 2\) in argument 'y'"):
+        sprue.qjit(lambda x, y: add(x, y))(np.ones((2, 3, 2)), np.ones((3, 2, 2)))
+
+
 def test_an_argument_needs_the_axes_after_its_row():
     with pytest.raises(SprueValueError, match=r"argument 'a' has shape \(3,\), but its type has 2 axes after the row"):
         layer_bmm(np.ones(3))
@@ -256,6 +271,21 @@ def test_vmap_of_a_row_function():
     inner = sprue.qjit(lambda xs: sprue.vmap(lambda x: last_sum(x))(xs))
     xs = RNG.standard_normal((5, 2, 3))
     np.testing.assert_allclose(inner(xs), np.sum(xs * xs, axis=-1), rtol=1e-13)
+
+
+def test_qjit_of_grad_and_vmap_of_a_row_annotated_function():
+    def loss(x: sprue.f64["*b", "n"], w: sprue.f64["n"]):  # noqa: F821, F722
+        return jnp.sum(jnp.tanh(x * w))
+
+    g = sprue.qjit(sprue.grad(loss))
+    v = sprue.qjit(sprue.vmap(loss, in_axes=(0, None)))   # vmap's examples are not rows: hints dropped
+    w = RNG.standard_normal(3)
+    for row in ROWS:
+        x = RNG.standard_normal((*row, 3))
+        np.testing.assert_allclose(g(x, w), (1 - np.tanh(x * w) ** 2) * w, rtol=1e-12)
+        xs = RNG.standard_normal((4, *row, 3))
+        np.testing.assert_allclose(v(xs, w), np.tanh(xs * w).reshape(4, -1).sum(1), rtol=1e-12)
+    assert g.compile_count == 1
 
 
 def test_save_and_load_keep_the_rows(tmp_path):
