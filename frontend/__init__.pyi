@@ -32,6 +32,7 @@ class QJIT(Generic[_P, _R]):
     fn: Callable[_P, _R]
     name: str
     compile_count: int
+    inferred_hints: dict[str, Any] | None   # the parameters' hints inferred from use, or None
     @property
     def jaxpr(self) -> Any: ...
     @property

@@ -115,7 +115,13 @@ class HeaderSpec:
     in destinations the caller passes (after the arguments: the status's cell first when the
     kernel has one), allocating none: `<name>_into` calls it where the destinations allow.
     extra_checks: more checks of the wrapper, after the descriptors' (a jax.export module's shape
-    assertions, as C conditions over `<arg>->sizes[k]`)."""
+    assertions, as C conditions over `<arg>->sizes[k]`).
+    rows: the indices of the size arguments that are rows (`sprue.f64["*b", "n"]`): the kernel
+    takes a row collapsed into one axis, of size the product of the row's sizes; the wrappers take
+    the row as its rank and its sizes (`int64_t b_rank, const int64_t *b_sizes`) and compute that
+    product (sprue_row_size), and the arrays it types are passed with the row as their first axis.
+    arg_types: the arguments' types with their sizes named (`f64[784,w1_1]`: a jaxpr's, inferred
+    or annotated), for the header's first comment; default: the signature's (`f64[784,?]`)."""
     name: str
     signature: Signature
     arg_names: Sequence[str] | None = None
@@ -126,16 +132,37 @@ class HeaderSpec:
     kernel_checks_sizes: bool = False
     into_entry: bool = False
     extra_checks: Sequence[tuple[str, str]] = ()   # (C condition of a failure, message): JAX's shape assertions
+    rows: Sequence[int] = ()   # the size arguments that are rows (OCANNL's row variables): see below
+    arg_types: Sequence[str] | None = None   # each argument's type over the size arguments: `f64[784,h]`
+    result_types: Sequence[str] | None = None   # ... and each result's
 
 
 @dataclass(frozen=True)
 class _Param:
     name: str
     spec: TensorSpec
+    row: bool = False   # a row's size, which the wrappers take as `<name>_rank, <name>_sizes`
 
     @property
     def by_value(self) -> bool:
         return self.spec.rank == 0
+
+    @property
+    def c_params(self) -> str:
+        """The wrappers' parameter(s) for this argument."""
+        if self.row:
+            return f"int64_t {self.name}_rank, const int64_t *{self.name}_sizes"
+        return _param_decl(self)
+
+    @property
+    def c_args(self) -> str:
+        """What a wrapper passes on to another for this argument."""
+        return f"{self.name}_rank, {self.name}_sizes" if self.row else self.name
+
+
+def _row_sizes(params: Sequence[_Param], indent: str = "  ") -> list[str]:
+    """The statements that compute each row's size (the product of its sizes) under its name."""
+    return [f"{indent}int64_t {p.name} = sprue_row_size({p.name}_rank, {p.name}_sizes);" for p in params if p.row]
 
 
 def _names(spec: HeaderSpec) -> tuple[list[_Param], list[_Param]]:
@@ -150,8 +177,10 @@ def _names(spec: HeaderSpec) -> tuple[list[_Param], list[_Param]]:
     # A name must also not be a local the wrappers derive from another: `<a>_value`, `<a>_d` for a
     # rank-0 argument (`<a>_d` for an array too), `<r>_expected`, `<r>_shape` for a result (the _into
     # and _result_shapes bodies).
-    args = [_Param(_fresh(c_identifier(n), taken, ("_value", "_d") if s.rank == 0 else ("_d",)), s)
-            for n, s in zip(arg_names, sig.args)]
+    rows = set(spec.rows)
+    args = [_Param(_fresh(c_identifier(n), taken, (("_value", "_d") + (("_rank", "_sizes") if i in rows else ()))
+                          if s.rank == 0 else ("_d",)), s, i in rows)
+            for i, (n, s) in enumerate(zip(arg_names, sig.args))]
     results = [_Param(_fresh(c_identifier(n), taken, ("_expected", "_shape")), s) for n, s in zip(res_names, sig.results)]
     if sig.has_status:
         results.insert(0, _Param("status", STATUS_SPEC))
@@ -198,6 +227,18 @@ static inline int64_t sprue_floordiv(int64_t a, int64_t b) {
 }
 static inline int64_t sprue_mod(int64_t a, int64_t b) { return a - sprue_floordiv(a, b) * b; }
 static inline int64_t sprue_max(int64_t a, int64_t b) { return a > b ? a : b; }
+/* The size a row (OCANNL's row variable: any number of leading axes) is passed as: the product of
+   its sizes; -1 (which no array's axis has: the kernel's checks refuse it) for a negative rank or
+   size, or a product beyond int64. */
+static inline int64_t sprue_row_size(int64_t rank, const int64_t *sizes) {
+  int64_t i, n = 1;
+  if (rank < 0) return -1;
+  for (i = 0; i < rank; ++i) {
+    if (sizes[i] < 0 || (sizes[i] > 0 && n > INT64_MAX / sizes[i])) return -1;
+    n *= sizes[i];
+  }
+  return n;
+}
 static inline int64_t sprue_min(int64_t a, int64_t b) { return a < b ? a : b; }
 /* Whether the byte ranges [a, a + na) and [b, b + nb) meet (an empty one meets nothing). */
 static inline int sprue_overlap(const char *a, int64_t na, const char *b, int64_t nb) {
@@ -273,7 +314,7 @@ def _call_body(name: str, args: list[_Param], has_status: bool, out: str,
     """Statements that check each array's descriptor (`wrapper_checks`: C condition of a failure,
     status code), pass it on with its offset folded into `aligned` (the kernel's code assumes
     offset 0), wrap rank-0 arguments in descriptors, call the kernel and return its status."""
-    lines = []
+    lines = _row_sizes(args)
     arrays = [a for a in args if not a.by_value]
     for failed, code in wrapper_checks:
         lines.append(f"  if ({failed}) {{ memset({out}, 0, sizeof *{out}); return {code}; }}")
@@ -299,7 +340,7 @@ def _entry_points(name: str, args: list[_Param], results: list[_Param], has_stat
                   wrapper_checks: Sequence[tuple[str, int]]) -> str:
     ciface_params = ", ".join([f"{name}_results *out"] + [
         f"const {descriptor_type(a.spec.element, a.spec.rank)} *{a.name}" for a in args])
-    params = ", ".join([f"{name}_results *out"] + [_param_decl(a) for a in args])
+    params = ", ".join([f"{name}_results *out"] + [a.c_params for a in args])
     status_doc = (f"Returns the status: 0 when every run-time check held, else the 1-based code of the first\n"
                   f"   that failed (its message: {name}_status_message(code)); *out is to be freed either way."
                   if has_status or wrapper_checks else "Returns 0 (this kernel has no run-time checks).")
@@ -315,9 +356,21 @@ def _entry_points(name: str, args: list[_Param], results: list[_Param], has_stat
             f"   it wrote nothing to *out, and _sprue_error_{name}() is this thread's message about it). */\n"
             f"int64_t _mlir_ciface_{name}({ciface_params});\n"
             f"const char *_sprue_error_{name}(void);\n\n"
-            f"/* Calls the kernel; rank-0 arguments are passed by value, arrays as descriptors.\n"
+            f"/* Calls the kernel; rank-0 arguments are passed by value, arrays as descriptors{_rows_doc(args)}.\n"
             f"   Fills *out; free it with {name}_free_results(out).\n   {status_doc} */\n"
             f"static inline int64_t {name}({params}) {{\n{body}\n}}\n")
+
+
+def _arg_type(a: _Param, symbolic: str | None) -> str:
+    return "row (rank, sizes)" if a.row else symbolic or a.spec.type_str
+
+
+def _rows_doc(args: list[_Param]) -> str:
+    rows = [a.name for a in args if a.row]
+    if not rows:
+        return ""
+    return (f";\n   a row ({', '.join(rows)}: any number of leading axes) as its rank and sizes, the arrays it types\n"
+            f"   with the row as their first axis (sizes[0] the product of the row's sizes)")
 
 
 def _free_results(name: str, results: list[_Param]) -> str:
@@ -415,26 +468,29 @@ def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param]
     data = results[int(spec.signature.has_status):]
     ranked = [(r, dims) for r, dims in zip(data, spec.result_shapes) if r.spec.rank]
     out = ""
+    by_name = {a.name: a for a in args}
+    shape_args = [by_name.get(p, _Param(p, STATUS_SPEC)) for p in spec.shape_params]
     if ranked:
-        params = [f"int64_t {p}" for p in spec.shape_params] + [f"int64_t {r.name}_shape[{r.spec.rank}]"
-                                                                 for r, _ in ranked]
-        body = [f"  (void){p};" for p in spec.shape_params]   # a size may bind only input dims
+        params = [p.c_params if p.row else f"int64_t {p.name}" for p in shape_args] + [
+            f"int64_t {r.name}_shape[{r.spec.rank}]" for r, _ in ranked]
+        body = _row_sizes(shape_args)
+        body += [f"  (void){p};" for p in spec.shape_params]   # a size may bind only input dims
         body += [f"  {r.name}_shape[{i}] = {d};" for r, dims in ranked for i, d in enumerate(dims)]
         out += (f"/* The shape half of the kernel (no data needed): each result's sizes from the sizes it\n"
                 f"   was given. */\n"
                 f"static inline void {name}_result_shapes({', '.join(params)}) {{\n" + "\n".join(body) + "\n}\n\n")
     dest = [f"{descriptor_type(r.spec.element, r.spec.rank)} *{r.name}" for r in data]
-    lines = [f"  {name}_results res;", "  int64_t status;"]
+    lines = (_row_sizes(args) if spec.into_entry else []) + [f"  {name}_results res;", "  int64_t status;"]
     if ranked:
         lines += [f"  int64_t {r.name}_expected[{r.spec.rank}];" for r, _ in ranked]
-        call = ", ".join(list(spec.shape_params) + [f"{r.name}_expected" for r, _ in ranked])
+        call = ", ".join([p.c_args for p in shape_args] + [f"{r.name}_expected" for r, _ in ranked])
         lines.append(f"  {name}_result_shapes({call});")
         checks = " ||\n      ".join(
             f"{r.name}->sizes[{i}] != {r.name}_expected[{i}]" for r, _ in ranked for i in range(r.spec.rank))
         lines.append(f"  if ({checks})\n    return SPRUE_SHAPE_MISMATCH;")
     if spec.into_entry:
         lines += _in_place(spec, args, data, wrapper_checks)
-    lines.append(f"  status = {name}({', '.join(['&res'] + [a.name for a in args])});")
+    lines.append(f"  status = {name}({', '.join(['&res'] + [a.c_args for a in args])});")
     lines.append("  if (status == 0) {   /* else the results may be empty, or not even allocated */")
     for r in data:
         strided = r.spec.rank > 0
@@ -444,7 +500,7 @@ def _shape_functions(spec: HeaderSpec, args: list[_Param], results: list[_Param]
                      f"                       (const char *)(res.{r.name}.aligned + res.{r.name}.offset),"
                      f" {src_strides}, {sizes}, {r.spec.rank}, sizeof({r.spec.element.ctype}));")
     lines += ["  }", f"  {name}_free_results(&res);", "  return status;"]
-    params = ", ".join(dest + [_param_decl(a) for a in args])
+    params = ", ".join(dest + [a.c_params for a in args])
     how = ("Row-major contiguous destinations that share no byte with an array\n"
            "   argument or with each other are written by the kernel itself, which allocates no result\n"
            "   (the library's _into entry); others (any strides) get the kernel's results copied in.\n"
@@ -478,10 +534,12 @@ def c_header(spec: HeaderSpec) -> str:
     types = sorted({(p.spec.element.name, p.spec.rank, p.spec.element) for p in args + results},
                    key=lambda t: (t[0], t[1]))
     guard = f"SPRUE_KERNEL_{spec.name}_H"   # not upper(): kernels `k` and `K` may be included together
+    arg_types = list(spec.arg_types) if spec.arg_types is not None else [None] * len(args)
+    result_types = list(spec.result_types) if spec.result_types is not None else [None] * len(sig.results)
     parts = [
         f"/* {spec.name}.h: generated by sprue{' from ' + spec.source if spec.source else ''}. Do not edit.\n"
-        f"   Signature: ({', '.join(f'{a.name}: {a.spec.type_str}' for a in args)})"
-        f" -> ({', '.join(r.spec.type_str for r in results[int(sig.has_status):])})\n"
+        f"   Signature: ({', '.join(f'{a.name}: {_arg_type(a, t)}' for a, t in zip(args, arg_types))})"
+        f" -> ({', '.join(t or r.spec.type_str for r, t in zip(results[int(sig.has_status):], result_types))})\n"
         f"   Link with lib{spec.name}.so (it needs only the C library: libc, libm, libmvec, libpthread;\n"
         f"   lib{spec.name}.a: add -lm -lpthread). Calls are thread-safe: the kernel keeps no state between\n"
         f"   calls. */\n",

@@ -40,11 +40,28 @@ import numpy as np
 from sprue.runtime.element_types import ElementType, element_type, element_type_of
 from sprue.runtime.shape_function import ShapeFunction
 
-__all__ = ["TensorSpec", "Signature", "SIGNATURE_VERSION", "STATUS_SPEC"]
+__all__ = ["TensorSpec", "Signature", "SIGNATURE_VERSION", "STATUS_SPEC", "is_row_name", "row_c_name"]
 
 SIGNATURE_VERSION = 1
 
 Dim = int | None
+
+# OCANNL's row variables (`sprue.f64["*b", "n"]`, `sprue.f64[..., "n"]`): a row is passed to the
+# kernel collapsed into one axis, whose size is an implicit size argument named after the row:
+# `*b` for a named row, `...x` for the anonymous row of argument x. The name is all that marks
+# such a size in a Signature, a saved program's `# implicit` line and a C header.
+ROW_PREFIXES = ("*", "...")
+
+
+def is_row_name(name: str) -> bool:
+    """Whether an implicit size argument named `name` is a row collapsed into one axis."""
+    return isinstance(name, str) and name.startswith(ROW_PREFIXES)
+
+
+def row_c_name(name: str) -> str:
+    """The row's name without its marker (`*b` -> `b`, `...x` -> `x`): its C parameters are
+    `<that>_rank` and `<that>_sizes`."""
+    return name[3:] if name.startswith("...") else name[1:]
 
 
 def _normalize_shape(shape: object, where: str) -> tuple[Dim, ...]:

@@ -16,6 +16,7 @@ from typing import Callable
 from sprue.api import driver
 from sprue.api.shape_functions import shape_function_of
 from sprue.runtime.header import HeaderSpec, c_header
+from sprue.runtime.kernel_signature import is_row_name
 from sprue.tools.inputs import Kernel, kernel_from_jaxpr, kernel_name, read_kernel
 
 # --emit kind -> file name (for kernel `k`). Stage kinds name the text after that pipeline stage.
@@ -140,6 +141,13 @@ def header_text(kernel: Kernel) -> str:
             sig = sig.with_shape_function(sig.result_shape_function())
     # a kernel lowered from a jaxpr checks its descriptors' sizes itself (lowering/rules_checks.py);
     # for StableHLO input the header's wrapper checks the static ones
+    # a size named `*b` or `...x` is a row (sprue.f64["*b", "n"]): the header takes its rank and sizes
+    rows = [] if kernel.closed_jaxpr is None else [
+        i for i, v in enumerate(kernel.closed_jaxpr.jaxpr.invars) if v.dim is not None and is_row_name(v.dim.name)]
     return c_header(HeaderSpec(kernel.name, sig, kernel.arg_names, source=kernel.source.name,
                                kernel_checks_sizes=kernel.closed_jaxpr is not None, into_entry=kernel.into is not None,
-                               extra_checks=[a.c_check(kernel.arg_names) for a in kernel.assertions]))
+                               extra_checks=[a.c_check(kernel.arg_names) for a in kernel.assertions], rows=rows,
+                               arg_types=None if kernel.closed_jaxpr is None else [
+                                   v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.invars],
+                               result_types=None if kernel.closed_jaxpr is None else [
+                                   v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.outvars]))

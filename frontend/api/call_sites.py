@@ -14,6 +14,8 @@ The result types are the callee's with the caller's sizes substituted (Relax's s
 """
 from __future__ import annotations
 
+from sprue import lax
+from sprue.api.row_boundary import collapse_traced, row_of
 from sprue.api.shape_signatures import emit_runtime_checks, match
 from sprue.api.traced import abstractify, trace_function
 from sprue.base.errors import SprueTypeError, at
@@ -26,7 +28,9 @@ from sprue.trace.tracing import Tracer, dim_value
 
 
 def call_in_trace(q, args, kwargs):
-    """q(*args, **kwargs) inside a trace, as a pjit equation."""
+    """q(*args, **kwargs) inside a trace, as a pjit equation (a parameter's row reshaped into one
+    axis before it, each result's row back after it)."""
+    rows = None
     dynamic, static = q._bind(args, kwargs)
     leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
     avals = [abstractify(x, p) for x, p in zip(leaves, paths)]
@@ -36,7 +40,14 @@ def call_in_trace(q, args, kwargs):
         hinted = traced.in_tree.children[0]
         if tree != hinted:
             raise SprueTypeError(f"{q.name}(): arguments {tree} do not match the signature's {hinted}{at(where)}")
-        b = match(q.name, q.fsig.params, [a.shape for a in avals], [a.dtype for a in avals], where=where)
+        rows = q._fixed.rows
+        shapes = [a.shape for a in avals]
+        if rows is not None:   # each row collapsed into one axis, as the callee was traced (row_boundary.py)
+            shapes, row_dims, row_checks = collapse_traced(q.name, q.fsig.params, shapes, where)
+            leaves = [x if tuple(a.shape) == s else lax.reshape(x, s) for x, a, s in zip(leaves, avals, shapes)]
+        b = match(q.name, q.fsig.params, shapes, [a.dtype for a in avals], where=where)
+        if rows is not None:
+            b.runtime = row_checks + b.runtime
         emit_runtime_checks(b)
         sizes = [dim_value(b.env[n]) for n in q.fsig.names]
     else:
@@ -45,8 +56,8 @@ def call_in_trace(q, args, kwargs):
         for a in avals:
             shape = []
             for d in a.shape:
-                if isinstance(d, DimExpr):
-                    names.setdefault(d, f"_s{len(names)}")
+                if isinstance(d, DimExpr):   # (a row keeps its name: the callee is checked for it too)
+                    names.setdefault(d, row_of(d) or f"_s{len(names)}")
                     shape.append(names[d])
                 else:
                     shape.append(d)
@@ -65,6 +76,9 @@ def call_in_trace(q, args, kwargs):
         return q.fn(*args, **kwargs)
     callee, consts = _hoisted(q, closed)
     outs = pjit_p.bind(*consts, *sizes, *leaves, jaxpr=callee, name=q.name)
+    if q.fsig is not None and rows is not None:   # each result's row back in place
+        outs = [o if row is None or row not in row_dims else lax.reshape(o, (*row_dims[row], *o.shape[1:]))
+                for o, row in zip(outs, rows.results)]
     return tree_unflatten(traced.out_tree, outs)
 
 

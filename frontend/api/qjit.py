@@ -38,7 +38,7 @@ from sprue.api.container_args import (
     leaves_of,
 )
 from sprue.api.driver import ImplicitDim, compile_closed_jaxpr, out_dir_for, size_of
-from sprue.api.hints import hint_to_avals, is_hint
+from sprue.api.hints import hint_to_avals, is_hint, named_rows
 from sprue.api.pickle_format import (
     decode_aval,
     decode_signature,
@@ -57,8 +57,17 @@ from sprue.api.pickle_format import (
 )
 from sprue.api.pickle_format import dumps as dump_payload
 from sprue.api.pickle_format import loads as load_payload
+from sprue.api.row_boundary import RowBoundary
 from sprue.api.shape_functions import flat_destinations
-from sprue.api.shape_signatures import Binding, FunctionSignature, check_results, function_signature, match
+from sprue.api.shape_inference import infer_hints, needs_inference
+from sprue.api.shape_signatures import (
+    Binding,
+    FunctionSignature,
+    check_results,
+    function_signature,
+    match,
+    signature_of_hints,
+)
 from sprue.api.traced import TracedFunction, abstractify, as_array_argument, trace_function
 from sprue.base import timing
 from sprue.base.errors import AheadOfTimeWarning, ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
@@ -158,19 +167,32 @@ class Compiled:
     implicit: list[ImplicitDim]
     signature: FunctionSignature | None = None   # from type hints with size expressions
     static: dict = field(default_factory=dict)    # the static arguments' values, by name (for pickling)
+    rows: RowBoundary | None = None   # parameters with rows: collapsed on the way in, restored on the way out
 
     def call(self, leaves: list, paths: list[str], fn_name: str, out=None) -> list:
+        if self.rows is not None:
+            leaves, sizes = self.rows.collapse(leaves, paths, fn_name)
         args = self.flat_args(leaves, paths, fn_name)
         if out is None:
-            return self.function(*args)
-        return self.function(*args, out=flat_destinations(out, self.traced.out_tree, fn_name))
+            outs = self.function(*args)
+        else:
+            dests = flat_destinations(out, self.traced.out_tree, fn_name)
+            if self.rows is not None:
+                dests = self.rows.collapse_destinations(dests, sizes, fn_name)
+            outs = self.function(*args, out=dests)
+        return outs if self.rows is None else self.rows.restore(list(outs), sizes)
 
     def result_shapes(self, leaves: list, paths: list[str], fn_name: str) -> list:
         """The flat results' shapes for these leaves, from the shape function (no kernel run)."""
+        if self.rows is not None:
+            leaves, sizes = self.rows.collapse(leaves, paths, fn_name)
+            return self.rows.restore_shapes(self.function.result_shapes(*self.flat_args(leaves, paths, fn_name)),
+                                            sizes)
         return self.function.result_shapes(*self.flat_args(leaves, paths, fn_name))
 
     def flat_args(self, leaves: list, paths: list[str], fn_name: str) -> list:
-        """The compiled function's flat arguments: the implicit sizes, then the leaves."""
+        """The compiled function's flat arguments: the implicit sizes, then the leaves (with any
+        rows collapsed already: call)."""
         if self.signature is not None:
             return [*_sizes_from_signature(self.signature, leaves), *leaves]
         if not self.implicit:
@@ -264,11 +286,33 @@ class QJIT(_CallBase):
         self.fsig = None
         self._hint_avals = self._hints()   # every parameter's hinted abstract value, or None
         self._aot_failure: str | None = None
+        self._inference_error: Exception | None = None
+        self.inferred_hints: dict | None = None   # the hints inferred from use (api/shape_inference.py)
         if self._hint_avals is not None:
             self.fsig = function_signature(fn, self.name)
             options.check_axes_against_hints(self.abstracted_axes, self._hint_avals, self.name)
+        elif _ahead_of_time and not self.static_names and not _trace_state.stack and needs_inference(self.signature):
+            self._infer_shapes()
         if _ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack:
             self._compile_ahead()
+
+    def _infer_shapes(self) -> None:
+        """OCANNL's shape inference: the shapes of parameters with partial hints or none, from the
+        program's constraints (api/shape_inference.py); a failure is the AOT warning, and the error
+        of every call."""
+        try:
+            hints = infer_hints(self.fn, self.name, self.signature)
+        except Exception as e:   # reported now as a warning, raised again by every call
+            self._inference_error = e
+            code = getattr(self.fn, "__code__", None)
+            warnings.warn_explicit(
+                f"qjit({self.name}): inferring the shapes of its parameters failed: {e}. Calling {self.name} raises"
+                f" the error", AheadOfTimeWarning, code.co_filename if code else "<unknown>",
+                code.co_firstlineno if code else 0)
+            return
+        self.inferred_hints = hints
+        self._hint_avals = {n: hint_to_avals(named_rows(h, n)) for n, h in hints.items()}
+        self.fsig = signature_of_hints(self.fn, self.name, hints)
 
     def _compile_ahead(self) -> None:
         """Catalyst's ahead-of-time compilation: a function whose parameters are all annotated (or
@@ -303,7 +347,7 @@ class QJIT(_CallBase):
         for p in params:
             if p.kind not in _POSITIONAL or p.annotation is inspect.Parameter.empty or not is_hint(p.annotation):
                 return None
-            out[p.name] = hint_to_avals(p.annotation)
+            out[p.name] = hint_to_avals(named_rows(p.annotation, p.name))
         return out
 
     def _bind(self, args, kwargs) -> tuple[dict, dict]:
@@ -375,7 +419,7 @@ class QJIT(_CallBase):
         text, library, function, implicit = compile_closed_jaxpr(
             traced.closed_jaxpr, n_implicit, list(traced.in_paths), out_dir, stem, bool(self.keep_intermediate))
         return Compiled(traced, text, library, function, implicit, self.fsig if self.fsig and self.fsig.names else None,
-                        dict(static))
+                        dict(static), RowBoundary.of(traced.closed_jaxpr.jaxpr, n_implicit))
 
     def _call_user(self, dyn: dict, static: dict):
         """The user's function on traced dynamic arguments and the static ones, by name."""
@@ -415,6 +459,8 @@ class QJIT(_CallBase):
         return out_dir_for(self.name, self.keep_intermediate)
 
     def _lookup(self, dynamic: dict, static: dict) -> tuple[Compiled, list]:
+        if self._inference_error is not None:
+            raise self._inference_error
         names = list(dynamic)
         leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
         paths = [_named_path(p, names) for p in paths]
@@ -529,7 +575,7 @@ class QJIT(_CallBase):
         if out is None:
             full, defaulted = (args, _NONE) if not kwargs and len(args) == self._nparams \
                 else self._complete(args, kwargs)
-        if full is not None:
+        if full is not None and compiled.rows is None:   # (rows: reshaped on each call, by the general path)
             key = self._fast_key(full, defaulted)
             if key is not None:
                 args_list = compiled.flat_args(leaves, compiled.traced.in_paths, self.name)

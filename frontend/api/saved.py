@@ -11,6 +11,7 @@ from sprue.api.pickle_format import dumps as dump_payload
 from sprue.api.pickle_format import loads as load_payload
 from sprue.api.pickle_format import malformed, program_entry, read_program, remember, remembered
 from sprue.api.qjit import QJIT, check_argument_dtypes
+from sprue.api.row_boundary import RowBoundary
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.io.jax_exported import read_exported
@@ -57,6 +58,7 @@ class LoadedProgram:
         out_dir = driver.out_dir_for(stem, keep_intermediate)
         self.mlir, self.library, self._function, self._implicit = driver.compile_closed_jaxpr(
             closed, n_implicit, self.arg_names, out_dir, stem, bool(keep_intermediate))
+        self._rows = RowBoundary.of(closed.jaxpr, n_implicit)   # sizes named `*b`, `...x`: rows
         self.compile_count = 1
 
     def __call__(self, *args, **kwargs):
@@ -80,8 +82,12 @@ class LoadedProgram:
             check_argument_dtypes(self.name, leaves, self.arg_names, self._avals,
                                   [f"declared {dtypes.short_name(a.dtype)} by the saved program" for a in self._avals],
                                   "or load with sprue.load(path, cast_arguments=True) to convert")
+        if self._rows is not None:
+            leaves, rows = self._rows.collapse(leaves, self.arg_names, self.name)
         sizes = [driver.size_of(d, leaves, self.arg_names, self.name) for d in self._implicit]
         outs = self._function(*sizes, *leaves)
+        if self._rows is not None:
+            outs = self._rows.restore(list(outs), rows)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __repr__(self):

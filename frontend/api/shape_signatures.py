@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from sprue import lax
-from sprue.api.hints import ArrayHint, is_hint, is_scalar_hint
+from sprue.api.hints import ArrayHint, is_hint, is_scalar_hint, named_rows
 from sprue.base import dtypes
 from sprue.base.errors import ShapeError, SprueTypeError, at
 from sprue.base.source_info import user_frame_summary
@@ -113,7 +113,7 @@ def match(fn_name: str, specs: Sequence[ArraySpec], shapes: Sequence[tuple], dty
     # pass 2: every other axis is an equality
     for k, (spec, shape, dt) in enumerate(zip(specs, shapes, dtypes_)):
         for axis, (p, d) in enumerate(zip(spec.patterns, shape)):
-            if (k, axis) in binders:
+            if (k, axis) in binders or p.row == "...":   # (an anonymous row of a result: any leading axes)
                 continue
             unbound = [n for n in p.names if n not in b.env]
             if unbound:
@@ -206,11 +206,18 @@ def function_signature(fn, fn_name: str) -> FunctionSignature | None:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
+    if any(p.annotation is inspect.Parameter.empty or not is_hint(p.annotation) for p in sig.parameters.values()):
+        return None
+    return signature_of_hints(fn, fn_name, {p.name: p.annotation for p in sig.parameters.values()})
+
+
+def signature_of_hints(fn, fn_name: str, hints: dict) -> FunctionSignature:
+    """The signature of fn with these hints (by parameter name; inferred ones too) and fn's return
+    annotation."""
+    sig = inspect.signature(fn)
     params = []
-    for p in sig.parameters.values():
-        if p.annotation is inspect.Parameter.empty or not is_hint(p.annotation):
-            return None
-        params += flat_specs(f"argument '{p.name}'", p.annotation)
+    for name, hint in hints.items():
+        params += flat_specs(f"argument '{name}'", named_rows(hint, name))
     results = None
     if sig.return_annotation is not inspect.Signature.empty and is_hint(sig.return_annotation):
         results = flat_specs("the result", sig.return_annotation)
@@ -219,6 +226,12 @@ def function_signature(fn, fn_name: str) -> FunctionSignature | None:
         for p in spec.patterns:
             if p.binder is not None and p.binder[1] not in names:
                 names.append(p.binder[1])
+    for spec in results or ():
+        for p in spec.patterns:
+            if p.row is not None and p.row != "..." and p.row not in names:
+                raise SprueTypeError(
+                    f"{fn_name}: the row {p.row} in {spec.label} ({spec.type_text}) is not a parameter's: a result's"
+                    f" named row must be the leading axes of some parameter, whose sizes it takes")
     for spec in params:
         for p in spec.patterns:
             for n in p.names:

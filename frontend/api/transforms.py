@@ -11,6 +11,7 @@ result is compiled: `grad(qjit(f))` is `qjit(grad(f))`.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Callable, Sequence
 
 import numpy as np
@@ -459,7 +460,21 @@ def vmap(fn: Callable, in_axes=0, out_axes=0, axis_size: int | None = None):
                                       f" {nd}{_where()}")
             results.append(move_batch_axis(o, 0, size, ax))
         return tree_unflatten(traced.out_tree, results)
+    _per_example_hints_dropped(vmapped, fn)
     return vmapped
+
+
+def _per_example_hints_dropped(vmapped: Callable, fn: Callable) -> None:
+    """vmap(fn)'s signature: fn's parameters without their type hints, which describe one example
+    (functools.wraps would hand them on, and qjit of the vmapped function would compile for them:
+    with a row, `f64["*b", "n"]`, the batch axis would be taken for the row's)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    vmapped.__signature__ = sig.replace(
+        parameters=[p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()],
+        return_annotation=inspect.Signature.empty)
 
 
 def _same_size(a, b) -> bool:

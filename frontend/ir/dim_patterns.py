@@ -12,6 +12,12 @@ Matching a pattern against a dimension follows Relax: a name standing alone, or
 multiplied by a constant (`m*4`, `4*m`), *binds* the name — by exact division for `c*m`, which
 has no solution when the size is not a multiple of c; every other occurrence of a name is an
 equality constraint checked once all names are bound (whatever the order they appear in).
+
+A pattern may also be a row (OCANNL's row variable), only as the first entry of a shape:
+`"*b"` (a named row: every `*b` of a signature is the same axes) or `"..."` (an anonymous row,
+its own for each parameter; a signature renames it `...x` after the parameter). A row stands for
+any number of leading axes; sprue passes it collapsed into one axis, so as a pattern it binds
+one size, the product of the row's sizes, named as the row is.
 """
 from __future__ import annotations
 
@@ -35,7 +41,14 @@ class DimPattern:
     tree: object
 
     @property
+    def row(self) -> str | None:
+        """The row's name (`*b`, `...`, `...x`) when this pattern is a row, else None."""
+        return self.tree[1] if self.tree[0] == "row" else None
+
+    @property
     def names(self) -> list[str]:
+        if self.tree[0] == "row":
+            return [] if self.tree[1] == "..." else [self.tree[1]]
         out: list[str] = []
         stack = [self.tree]
         while stack:
@@ -57,7 +70,7 @@ class DimPattern:
     def binder(self) -> tuple[int, str] | None:
         """(c, name) when the pattern is `name` or `c*name` / `name*c` (c > 0): it binds name."""
         t = self.tree
-        if t[0] == "name":
+        if t[0] == "name" or t[0] == "row" and t[1] != "...":
             return 1, t[1]
         if t[0] == "term" and len(t[2]) == 1 and t[2][0][0] == "*":
             a, b = t[1], t[2][0][1]
@@ -78,7 +91,7 @@ class DimPattern:
             kind = t[0]
             if kind == "int":
                 return t[1]
-            if kind == "name":
+            if kind in ("name", "row"):
                 return env[t[1]]
             if kind == "neg":
                 return -ev(t[1])
@@ -137,6 +150,9 @@ def parse_dim_pattern(text: str, where: str = "a size", loc: str | None = None) 
                               f" or an expression over names and ints with + - * // % such as \"m*4\" or"
                               f" \"(n+3)//4\"")
     src = text.strip()
+    row = _row_pattern(src, fail)
+    if row is not None:
+        return row
     stack = [_Frame()]
     want_operand, pos = True, 0
     while True:
@@ -161,6 +177,21 @@ def parse_dim_pattern(text: str, where: str = "a size", loc: str | None = None) 
     tree = stack[0].result()
     _check_divisors(tree, fail)
     return DimPattern(src, tree)
+
+
+_ROW_NAME = re.compile(r"\*([^\W\d]\w*)")
+
+
+def _row_pattern(src: str, fail) -> DimPattern | None:
+    """`*b` (a named row), `...` (an anonymous one) or `...x` (the anonymous row of parameter x,
+    as a signature renames it) as a row pattern; None for anything else."""
+    if src.startswith("..."):
+        return DimPattern(src, ("row", src))
+    if src.startswith("*") and not src.startswith("**"):
+        if not _ROW_NAME.fullmatch(src):
+            raise fail("a row is '*' and a name, such as \"*b\"")
+        return DimPattern(src, ("row", src))
+    return None
 
 
 def _read_operand(stack: list[_Frame], num: str | None, name: str | None, punct: str | None, fail) -> bool:
@@ -230,9 +261,11 @@ def _check_divisors(tree, fail) -> None:
 
 
 def pattern_of(d) -> DimPattern:
-    """An annotation entry (an int or a string) as a DimPattern."""
+    """An annotation entry (an int, a string, or `...`) as a DimPattern."""
     if isinstance(d, DimPattern):
         return d
+    if d is Ellipsis:
+        return DimPattern("...", ("row", "..."))
     if isinstance(d, str):
         return parse_dim_pattern(d)
     return DimPattern(str(int(d)), ("int", int(d)))

@@ -25,6 +25,8 @@ from sprue.ir.shapes import DimExpr, DimVar, dim, format_dim, prove_equal
 from sprue.lax import GatherDimensionNumbers, GatherScatterMode, gather_p
 from sprue.numpy._avals import aval, const, describe, loc, type_error, value_error
 from sprue.runtime.results import MEMORY_CHECK
+from sprue.trace.inference import assume_broadcast, assume_equal
+from sprue.trace.rows import check_broadcast
 from sprue.trace.tracing import Tracer, as_dim, current_builder, dim_value
 
 Dim = int | DimExpr
@@ -459,6 +461,10 @@ def _broadcast_pair(fname, a, b, xs) -> Dim:
         return a
     if p is False and not maybe_one(a) and not maybe_one(b):
         raise value_error(fname, f"operands could not be broadcast together: {describe(*xs)}")
+    check_broadcast(fname, a, b)   # (a row's axes cannot be lined up with another size's: OCANNL's rows)
+    assumed = assume_broadcast(fname, a, b)   # (a size nobody gave, while shapes are inferred)
+    if assumed is not None:
+        return assumed
     ok = any_of(eq_value(a, b), eq_value(a, 1), eq_value(b, 1))
     check(ok, f"sprue.numpy.{fname}: operands {describe(*xs)} do not broadcast{loc()}",
           key=("bcast",) + tuple(sorted((a, b), key=str)))
@@ -477,7 +483,11 @@ def _broadcast_pair(fname, a, b, xs) -> Dim:
 def unify_equal(fname: str, dims: list, message: str) -> Dim:
     """One size for dims numpy requires equal (concatenated arrays' other axes, contracted axes):
     provably equal dims need nothing; others get a check and the result is the first static one,
-    else the smallest (so resizing to it only ever cuts)."""
+    else the smallest (so resizing to it only ever cuts). While shapes are inferred
+    (sprue.trace.inference), a size nobody gave is recorded equal instead."""
+    assumed = assume_equal(fname, dims)
+    if assumed is not None:
+        return assumed
     out = dims[0]
     for d in dims[1:]:
         p = prove_equal(out, d)

@@ -35,11 +35,13 @@ from sprue.ir.core import (
 from sprue.ir.dim_patterns import parse_dim_pattern
 from sprue.ir.shapes import Dim, DimVar, check_dims_fit, dim_out_of_range, dim_vars_of
 from sprue.ir.shapes import dim as dim_of
+from sprue.trace.rows import RowShape, check_rows, rank_error, user_reads_row
 
 
 class _TraceState(threading.local):
     def __init__(self):
         self.stack: list[JaxprBuilder] = []
+        self.rows = 0   # traces under way whose arguments have rows: their equations are checked (rows.py)
 
 
 _state = _TraceState()
@@ -64,16 +66,30 @@ class Tracer:
         # for an integer scalar that is a size: its symbolic value (see as_dim)
         self.dim_expr = None
 
-    shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
-    ndim = property(lambda self: self.aval.ndim)
     size = property(lambda self: self.aval.size)
     weak_type = property(lambda self: self.aval.weak_type)
 
+    @property
+    def shape(self):
+        shape = self.aval.shape
+        if _state.rows and user_reads_row(shape):   # (the user's code sees the row as one entry)
+            return RowShape(shape)
+        return shape
+
+    @property
+    def ndim(self):
+        if _state.rows and (row := user_reads_row(self.aval.shape)):
+            raise rank_error("x.ndim", row)
+        return self.aval.ndim
+
     def __len__(self):
-        if not self.shape:
+        shape = self.aval.shape
+        if not shape:
             raise SprueTypeError("len() of a 0-d array")
-        return self.shape[0]
+        if _state.rows and (row := user_reads_row(shape)):
+            raise rank_error("len(x)", row)
+        return shape[0]
 
     def _concrete(self, what: str):
         raise ConcretizationError(
@@ -192,6 +208,8 @@ class JaxprBuilder:
         where = user_frame_summary()
         for a in out_avals:   # every array an equation makes (every op, every trace) must fit in memory
             check_fits_in_memory(a, prim.name, where)
+        if _state.rows:
+            check_rows(prim.name, data_avals, out_avals, rule_params, where)
         # a SizeAval output binds the fresh dimension variable the other outputs' types mention
         outvars = [Var(ShapedArray((), a.dtype), dim=a.binds) if isinstance(a, SizeAval) else Var(a)
                    for a in out_avals]
@@ -446,7 +464,9 @@ def trace_flat(fn: Callable, in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
     (`i8["n", "m*4"]`, dim_patterns.py). Each name bound somewhere (standing alone or as `c*name`)
     becomes a dimension variable whose size is an implicit i64 argument, placed before the explicit
     ones (the seed's expanded argument list: `{ lambda ; a:i64[] b:f64[a,3]. ... }`); the axes are
-    typed by the expressions (`i8[a,4*b]`). The names stay known to the trace (sprue.assert_shape)."""
+    typed by the expressions (`i8[a,4*b]`). The names stay known to the trace (sprue.assert_shape).
+    A row (`"*b"`, `"...x"`: OCANNL's row variables) is one such size, the product of the row's
+    sizes; while a function with rows is traced, every equation is checked (rows.py)."""
     with trace_scope() as b:
         names: dict[str, DimVar] = {}
         for aval in in_avals:
@@ -471,7 +491,12 @@ def trace_flat(fn: Callable, in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
         b.named_dims.update(env)
         b.named_where.update({n: "the function's argument types" for n in env})
         args = [b.new_arg(a.update(shape=tuple(resolve(d) for d in a.shape))) for a in in_avals]
-        outs = fn(*args)
+        rows = any(n.startswith(("*", "...")) for n in names)
+        _state.rows += rows
+        try:
+            outs = fn(*args)
+        finally:
+            _state.rows -= rows
         return b.finish(outs)
 
 
