@@ -215,9 +215,15 @@ class QJIT(_CallBase):
         self.name = getattr(fn, "__name__", "function")
         self.signature = inspect.signature(fn)
         params = list(self.signature.parameters.values())
-        self.static_names, self._static_varargs = options.static_arguments(
-            self.signature, options.int_tuple(static_argnums, f"qjit({self.name})", "static_argnums"),
-            options.str_tuple(static_argnames, f"qjit({self.name})", "static_argnames"), self.name)
+        self.static_names = options.static_argnames(self.signature, static_argnames, self.name)
+        # An invalid static_argnums is raised by the first call, as Catalyst raises it (its users'
+        # code expects it there); the function is not compiled at decoration then.
+        self._static_error: SprueError | None = None
+        try:
+            numbered, self._static_varargs = options.static_argnums(self.signature, static_argnums, self.name)
+        except SprueError as e:
+            self._static_error, numbered, self._static_varargs = e, set(), frozenset()
+        self.static_names |= numbered
         self.keep_intermediate = options.check_intermediate(keep_intermediate, self.name)
         self.cast_arguments = options.check_flag(cast_arguments, f"qjit({self.name})", "cast_arguments")
         self.abstracted_axes = options.check_abstracted_axes(abstracted_axes, f"qjit({self.name})")
@@ -244,7 +250,8 @@ class QJIT(_CallBase):
         if self._hint_avals is not None:
             self.fsig = function_signature(fn, self.name)
             options.check_axes_against_hints(self.abstracted_axes, self._hint_avals, self.name)
-        if _ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack:
+        if (_ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack
+                and self._static_error is None):
             self._compile_ahead()
 
     def _compile_ahead(self) -> None:
@@ -274,7 +281,7 @@ class QJIT(_CallBase):
     def _hints(self) -> dict | None:
         """Per-parameter abstract values when every parameter has a sprue type hint."""
         params = self.signature.parameters.values()
-        if self.static_names or self._static_varargs or not params:
+        if self.static_names or self._static_varargs or self._static_error or not params:
             return None
         out = {}
         for p in params:
@@ -285,6 +292,8 @@ class QJIT(_CallBase):
 
     def _bind(self, args, kwargs) -> tuple[dict, dict]:
         """Split a call's arguments into (dynamic by name, static by name)."""
+        if self._static_error is not None:   # (a new exception each call: its traceback is this call's)
+            raise type(self._static_error)(str(self._static_error))
         if not kwargs and self._positional and len(args) == self._nparams:   # what bind() would do
             dynamic, static = {}, {}
             for name, v in zip(self._param_names, args):
@@ -737,8 +746,7 @@ def qjit(fn: Callable | None = None, *, static_argnums: Sequence[int] = (), stat
     `cast_arguments=True` converts those whose dtype casts safely (f32 or i32 into f64), on each
     call. Without hints there is no conversion: another dtype is another compilation.
     `f.compile_count` counts the compilations."""
-    if fn is None:   # the options are checked now, where they are written
-        options.int_tuple(static_argnums, "qjit", "static_argnums")
+    if fn is None:   # the options are checked now, where they are written (static_argnums: at the call)
         options.str_tuple(static_argnames, "qjit", "static_argnames")
         options.check_abstracted_axes(abstracted_axes, "qjit")
         return functools.partial(qjit, static_argnums=static_argnums, static_argnames=static_argnames,
