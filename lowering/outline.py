@@ -173,8 +173,20 @@ def extract_function(ops: list[ir.Operation], module: ir.Module, name: str, seen
     call_equal_function(fn, call, name, seen)
 
 
+# Views that are copied in like the value they view, when that is copied: a view of a constant.
+# Passed instead, a run returning `collapse_shape` of a constant returned its allocated pointer as
+# a bare pointer (MLIR's func-to-llvm returns that one, not the aligned one), which for a
+# memref.get_global is the dead value 0xdeadbeef: its caller read through it and crashed (the
+# gradient of sprue.scipy.linalg.expm).
+_VIEWS = frozenset({"memref.collapse_shape", "memref.expand_shape", "memref.cast", "memref.reinterpret_cast",
+                    "memref.subview", "memref.transpose"})
+
+
 def _copied(op: ir.Operation) -> bool:
-    return op.name in _COPIED
+    if op.name in _COPIED:
+        return True
+    return op.name in _VIEWS and all(not isinstance(v.owner, ir.Block) and _copied(defining_op(v))
+                                     for v in op.operands)
 
 
 _CONSTANTS = frozenset({"stablehlo.constant", "arith.constant"})
