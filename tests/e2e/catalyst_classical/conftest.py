@@ -10,7 +10,6 @@ def capture_mode():
 
 
 KNOWN: dict[str, str] = {
-    'test_catalyst_switch.py::TestInterpreted::test_1_branch': "outside qjit a Catalyst switch runs its branches as Python, so they may return strings; sprue runs control flow eagerly through its trace, whose values are arrays",
     'test_catalyst_jit_behaviour.py::TestSignatureErrors::test_incompatible_type_reachable_from_user_code': "sprue compiles at decoration only when every annotation is a sprue type hint; a parameter annotated `str` (or np.ndarray, for documentation) is compiled at the call, without a warning",
 }
 
