@@ -253,6 +253,8 @@ class QJIT(_CallBase):
         if (_ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack
                 and self._static_error is None):
             self._compile_ahead()
+        elif _ahead_of_time and self._hint_avals is None:
+            self._refuse_ahead()
 
     def _compile_ahead(self) -> None:
         """Catalyst's ahead-of-time compilation: a function whose parameters are all annotated (or
@@ -269,13 +271,33 @@ class QJIT(_CallBase):
             where = user_frame_of(e.__traceback__)
             text = str(e) if isinstance(e, SprueError) or not where else f"{type(e).__name__}: {e}{at(where)}"
             self._aot_failure = text
-            code = getattr(self.fn, "__code__", None)
             why = "every parameter is annotated" if self._nparams else "it takes no parameters"
-            warnings.warn_explicit(
-                f"qjit({self.name}): ahead-of-time (AOT) compilation at decoration failed ({why}, so it is compiled"
-                f" when decorated):"
-                f" {text}. Calling {self.name} compiles it again and raises the error", AheadOfTimeWarning,
-                code.co_filename if code else "<unknown>", code.co_firstlineno if code else 0)
+            self._warn_ahead(f"({why}, so it is compiled when decorated): {text}. Calling {self.name} compiles it"
+                             f" again and raises the error")
+
+    def _refuse_ahead(self) -> None:
+        """Catalyst compiles a function whose every parameter is annotated with a type, and warns
+        that it failed when one of them cannot be traced (`x: str`). sprue compiles at decoration
+        only from its own type hints; a function annotated for documentation (`x: np.ndarray`) is
+        compiled at the call, without a warning. It warns as Catalyst does where an annotation
+        says the parameter cannot be an argument at all (a string, bytes): the call will fail."""
+        params = list(self.signature.parameters.values())
+        if self.static_names or self._static_varargs or self._static_error or not params or any(
+                p.annotation is inspect.Parameter.empty for p in params):
+            return
+        bad = next((p for p in params if isinstance(p.annotation, type)
+                    and issubclass(p.annotation, (str, bytes, bytearray))), None)
+        if bad is not None:
+            self._warn_ahead(f"(every parameter is annotated, so it is compiled when decorated): parameter"
+                             f" '{bad.name}' is annotated {bad.annotation.__name__}, which a compiled function cannot"
+                             f" take (it takes arrays, scalars and pytrees of them): mark it static"
+                             f" (static_argnames='{bad.name}') or annotate it with an array type (sprue.f64[3])")
+
+    def _warn_ahead(self, text: str) -> None:
+        code = getattr(self.fn, "__code__", None)
+        warnings.warn_explicit(f"qjit({self.name}): ahead-of-time (AOT) compilation at decoration failed {text}",
+                               AheadOfTimeWarning, code.co_filename if code else "<unknown>",
+                               code.co_firstlineno if code else 0)
 
     # -- signatures -------------------------------------------------------------------------
     def _hints(self) -> dict | None:

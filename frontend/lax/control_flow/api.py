@@ -12,7 +12,8 @@ Two spellings build the same four primitives (sprue.lax.control_flow.primitives)
 A body is traced with abstract arguments (once, however many trips run); what it closes over —
 numpy arrays and tracers of enclosing traces — is hoisted into leading parameters of its jaxpr and
 passed as operands. Binding the primitive outside any trace runs its numpy reference rule, so
-everything also works eagerly.
+everything also works eagerly; Catalyst's cond and switch (Cond, Switch) outside any trace run the
+branch taken as plain Python instead, as Catalyst does.
 
 Typing follows numpy's weak scalars: a carry started as a Python scalar takes the type the body
 gives it within its kind (`fori_loop(0, n, body, 0.0)` with a float32 body carries float32), but a

@@ -10,7 +10,6 @@ def capture_mode():
 
 
 KNOWN: dict[str, str] = {
-    'test_catalyst_jit_behaviour.py::TestSignatureErrors::test_incompatible_type_reachable_from_user_code': "sprue compiles at decoration only when every annotation is a sprue type hint; a parameter annotated `str` (or np.ndarray, for documentation) is compiled at the call, without a warning",
 }
 
 
