@@ -254,7 +254,7 @@ class QJIT(_CallBase):
                 and self._static_error is None):
             self._compile_ahead()
         elif _ahead_of_time and self._hint_avals is None:
-            self._refuse_ahead()
+            self._warn_unusable_annotation()
 
     def _compile_ahead(self) -> None:
         """Catalyst's ahead-of-time compilation: a function whose parameters are all annotated (or
@@ -275,7 +275,7 @@ class QJIT(_CallBase):
             self._warn_ahead(f"({why}, so it is compiled when decorated): {text}. Calling {self.name} compiles it"
                              f" again and raises the error")
 
-    def _refuse_ahead(self) -> None:
+    def _warn_unusable_annotation(self) -> None:
         """Catalyst compiles a function whose every parameter is annotated with a type, and warns
         that it failed when one of them cannot be traced (`x: str`). sprue compiles at decoration
         only from its own type hints; a function annotated for documentation (`x: np.ndarray`) is
