@@ -177,6 +177,23 @@ def _copied(op: ir.Operation) -> bool:
     return op.name in _COPIED
 
 
+# Views of a constant stay out of the runs (split_long_bodies) and are copied into those that read
+# them, like the constant. Inside a run, one read after it was returned: as a bare pointer, and
+# MLIR's func-to-llvm returns a buffer's allocated pointer, not its aligned one, which for a
+# memref.get_global is the dead value 0xdeadbeef; the next run read through it and crashed (the
+# gradient of sprue.scipy.linalg.expm). (A nest takes them as arguments, which are passed aligned:
+# nests over different constants still print the same.)
+_VIEWS = frozenset({"memref.collapse_shape", "memref.expand_shape", "memref.cast", "memref.reinterpret_cast",
+                    "memref.subview", "memref.transpose"})
+
+
+def _copied_into_runs(op: ir.Operation) -> bool:
+    if op.name in _COPIED:
+        return True
+    return op.name in _VIEWS and all(not isinstance(v.owner, ir.Block) and _copied_into_runs(defining_op(v))
+                                     for v in op.operands)
+
+
 _CONSTANTS = frozenset({"stablehlo.constant", "arith.constant"})
 
 
@@ -296,7 +313,7 @@ def split_long_bodies(module: ir.Module) -> None:
     becomes calls of private functions of about SPLIT_OPS ops each, cut where the body repeats;
     equal ones share one (module doc). Stack buffers (memref.alloca) stay where they are, between
     two runs: they live in their function's frame."""
-    split_bodies(module, _CHUNK_PREFIX, _copied, _long_body_runs)
+    split_bodies(module, _CHUNK_PREFIX, _copied_into_runs, _long_body_runs)
 
 
 def pass_bare_pointers(module: ir.Module) -> None:

@@ -70,33 +70,47 @@ def str_tuple(value, api: str, name: str) -> tuple[str, ...]:
     raise SprueTypeError(f"{api}: {name} must be a parameter name or a tuple of names, got {_shown(value)}{_where()}")
 
 
-def static_arguments(signature: inspect.Signature, nums: tuple[int, ...], names: tuple[str, ...],
-                     fn_name: str) -> tuple[set[str], frozenset[int]]:
-    """(the static parameters' names, the static positions inside *args) of qjit's static_argnums
-    and static_argnames: a number names a positional parameter, or, past them, a position of the
-    function's *args (JAX's static_argnums count the arguments as passed)."""
-    params = list(signature.parameters.values())
-    positional = [p for p in params if p.kind in _POSITIONAL]
-    varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
-    static, in_varargs = set(), set()
-    for n in nums:
-        if 0 <= n < len(positional) or (n < 0 and not varargs and n >= -len(positional)):
-            static.add(positional[n].name)
-        elif varargs and n >= len(positional):
-            in_varargs.add(n - len(positional))
-        else:
-            where = ("; with *args a negative number is ambiguous: count from the first argument" if varargs and n < 0
-                     else "")
-            raise SprueValueError(f"qjit({fn_name}): static_argnums {n} is not a positional parameter ({fn_name} has"
-                                  f" {len(positional)}{' and *args' if varargs else ''}){where}{_where()}")
-    keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    for n in names:
+def static_argnames(signature: inspect.Signature, names, fn_name: str) -> set[str]:
+    """The parameters qjit's static_argnames name, checked when qjit is applied (as Catalyst and JAX
+    check them)."""
+    keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    static = set()
+    for n in str_tuple(names, f"qjit({fn_name})", "static_argnames"):
         p = signature.parameters.get(n)
         if p is None or p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             hint = " (**kwargs entries cannot be static)" if keywords else ""
             raise SprueValueError(f"qjit({fn_name}): static_argnames '{n}' is not a parameter of {fn_name}"
                                   f" ({', '.join(signature.parameters) or 'it has none'}){hint}{_where()}")
         static.add(n)
+    return static
+
+
+def static_argnums(signature: inspect.Signature, value, fn_name: str) -> tuple[set[str], frozenset[int]]:
+    """(the static parameters' names, the static positions inside *args) of qjit's static_argnums:
+    a number names a positional parameter, or, past them, a position of the function's *args
+    (JAX's static_argnums count the arguments as passed). qjit raises these errors at the first
+    call, as Catalyst does (its tests expect them there); their messages also carry Catalyst's
+    words, which its users' code matches."""
+    if not (_is_int(value) or isinstance(value, (tuple, list)) and all(_is_int(n) for n in value)):
+        raise SprueTypeError(f"qjit({fn_name}): static_argnums must be an int or a tuple of ints, got {_shown(value)}"
+                             f" (The `static_argnums` argument to `qjit` must be an int or convertible to a tuple of"
+                             f" ints){_where()}")
+    params = list(signature.parameters.values())
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    static, in_varargs = set(), set()
+    for n in int_tuple(value, f"qjit({fn_name})", "static_argnums"):
+        if 0 <= n < len(positional) or (n < 0 and not varargs and n >= -len(positional)):
+            static.add(positional[n].name)
+        elif varargs and n >= len(positional):
+            in_varargs.add(n - len(positional))
+        elif varargs:
+            raise SprueValueError(f"qjit({fn_name}): static_argnums {n} is negative, which with *args is ambiguous:"
+                                  f" count from the first argument{_where()}")
+        else:
+            k = len(positional)
+            raise SprueValueError(f"qjit({fn_name}): static_argnums {n} is beyond the valid range [{-k}, {k}) of"
+                                  f" {fn_name}'s {k} positional parameter{'' if k == 1 else 's'}{_where()}")
     return static, frozenset(in_varargs)
 
 
@@ -191,6 +205,6 @@ def check_axis_size(value, api: str):
     return value
 
 
-__all__ = ["check_function", "check_flag", "int_tuple", "argnums", "str_tuple", "static_arguments",
+__all__ = ["check_function", "check_flag", "int_tuple", "argnums", "str_tuple", "static_argnames", "static_argnums",
            "check_abstracted_axes", "abstract_axes", "check_axes_against_hints", "check_axes_spec",
            "check_axis_size", "check_intermediate"]

@@ -251,9 +251,15 @@ class QJIT(_CallBase):
         self.name = getattr(fn, "__name__", "function")
         self.signature = inspect.signature(fn)
         params = list(self.signature.parameters.values())
-        self.static_names, self._static_varargs = options.static_arguments(
-            self.signature, options.int_tuple(static_argnums, f"qjit({self.name})", "static_argnums"),
-            options.str_tuple(static_argnames, f"qjit({self.name})", "static_argnames"), self.name)
+        self.static_names = options.static_argnames(self.signature, static_argnames, self.name)
+        # An invalid static_argnums is raised by the first call, as Catalyst raises it (its users'
+        # code expects it there); the function is not compiled at decoration then.
+        self._static_error: SprueError | None = None
+        try:
+            numbered, self._static_varargs = options.static_argnums(self.signature, static_argnums, self.name)
+        except SprueError as e:
+            self._static_error, numbered, self._static_varargs = e, set(), frozenset()
+        self.static_names |= numbered
         self.keep_intermediate = options.check_intermediate(keep_intermediate, self.name)
         self.cast_arguments = options.check_flag(cast_arguments, f"qjit({self.name})", "cast_arguments")
         self.abstracted_axes = options.check_abstracted_axes(abstracted_axes, f"qjit({self.name})")
@@ -291,10 +297,14 @@ class QJIT(_CallBase):
         if self._hint_avals is not None:
             self.fsig = function_signature(fn, self.name)
             options.check_axes_against_hints(self.abstracted_axes, self._hint_avals, self.name)
-        elif _ahead_of_time and not self.static_names and not _trace_state.stack and needs_inference(self.signature):
+        elif (_ahead_of_time and not self.static_names and self._static_error is None and not _trace_state.stack
+              and needs_inference(self.signature)):
             self._infer_shapes()
-        if _ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack:
+        if (_ahead_of_time and (self._hint_avals is not None or not params) and not _trace_state.stack
+                and self._static_error is None):
             self._compile_ahead()
+        elif _ahead_of_time and self._hint_avals is None:
+            self._warn_unusable_annotation()
 
     def _infer_shapes(self) -> None:
         """OCANNL's shape inference: the shapes of parameters with partial hints or none, from the
@@ -329,19 +339,39 @@ class QJIT(_CallBase):
             where = user_frame_of(e.__traceback__)
             text = str(e) if isinstance(e, SprueError) or not where else f"{type(e).__name__}: {e}{at(where)}"
             self._aot_failure = text
-            code = getattr(self.fn, "__code__", None)
             why = "every parameter is annotated" if self._nparams else "it takes no parameters"
-            warnings.warn_explicit(
-                f"qjit({self.name}): ahead-of-time (AOT) compilation at decoration failed ({why}, so it is compiled"
-                f" when decorated):"
-                f" {text}. Calling {self.name} compiles it again and raises the error", AheadOfTimeWarning,
-                code.co_filename if code else "<unknown>", code.co_firstlineno if code else 0)
+            self._warn_ahead(f"({why}, so it is compiled when decorated): {text}. Calling {self.name} compiles it"
+                             f" again and raises the error")
+
+    def _warn_unusable_annotation(self) -> None:
+        """Catalyst compiles a function whose every parameter is annotated with a type, and warns
+        that it failed when one of them cannot be traced (`x: str`). sprue compiles at decoration
+        only from its own type hints; a function annotated for documentation (`x: np.ndarray`) is
+        compiled at the call, without a warning. It warns as Catalyst does where an annotation
+        says the parameter cannot be an argument at all (a string, bytes): the call will fail."""
+        params = list(self.signature.parameters.values())
+        if self.static_names or self._static_varargs or self._static_error or not params or any(
+                p.annotation is inspect.Parameter.empty for p in params):
+            return
+        bad = next((p for p in params if isinstance(p.annotation, type)
+                    and issubclass(p.annotation, (str, bytes, bytearray))), None)
+        if bad is not None:
+            self._warn_ahead(f"(every parameter is annotated, so it is compiled when decorated): parameter"
+                             f" '{bad.name}' is annotated {bad.annotation.__name__}, which a compiled function cannot"
+                             f" take (it takes arrays, scalars and pytrees of them): mark it static"
+                             f" (static_argnames='{bad.name}') or annotate it with an array type (sprue.f64[3])")
+
+    def _warn_ahead(self, text: str) -> None:
+        code = getattr(self.fn, "__code__", None)
+        warnings.warn_explicit(f"qjit({self.name}): ahead-of-time (AOT) compilation at decoration failed {text}",
+                               AheadOfTimeWarning, code.co_filename if code else "<unknown>",
+                               code.co_firstlineno if code else 0)
 
     # -- signatures -------------------------------------------------------------------------
     def _hints(self) -> dict | None:
         """Per-parameter abstract values when every parameter has a sprue type hint."""
         params = self.signature.parameters.values()
-        if self.static_names or self._static_varargs or not params:
+        if self.static_names or self._static_varargs or self._static_error or not params:
             return None
         out = {}
         for p in params:
@@ -352,6 +382,8 @@ class QJIT(_CallBase):
 
     def _bind(self, args, kwargs) -> tuple[dict, dict]:
         """Split a call's arguments into (dynamic by name, static by name)."""
+        if self._static_error is not None:   # (a new exception each call: its traceback is this call's)
+            raise type(self._static_error)(str(self._static_error))
         if not kwargs and self._positional and len(args) == self._nparams:   # what bind() would do
             dynamic, static = {}, {}
             for name, v in zip(self._param_names, args):
@@ -819,8 +851,7 @@ def qjit(fn: Callable | None = None, *, static_argnums: Sequence[int] = (), stat
     `cast_arguments=True` converts those whose dtype casts safely (f32 or i32 into f64), on each
     call. Without hints there is no conversion: another dtype is another compilation.
     `f.compile_count` counts the compilations."""
-    if fn is None:   # the options are checked now, where they are written
-        options.int_tuple(static_argnums, "qjit", "static_argnums")
+    if fn is None:   # the options are checked now, where they are written (static_argnums: at the call)
         options.str_tuple(static_argnames, "qjit", "static_argnames")
         options.check_abstracted_axes(abstracted_axes, "qjit")
         return functools.partial(qjit, static_argnums=static_argnums, static_argnames=static_argnames,

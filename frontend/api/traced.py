@@ -35,7 +35,7 @@ def abstractify(x, path: str = "?") -> ShapedArray:
         return abstractify(np.asarray(x), path)
     raise SprueTypeError(f"argument '{path}': {type(x).__name__} is not a valid argument; expected an array (numpy's,"
                          f" or any object with __dlpack__, __array__, __array_interface__ or the buffer protocol),"
-                         f" a Python or numpy scalar, or a tuple/list/dict of them")
+                         f" a Python or numpy scalar, or a tuple/list/dict of them ({type(x)} is not a valid JAX type)")
 
 
 # Arguments numpy takes without a conversion of ours; anything else that holds an array is read

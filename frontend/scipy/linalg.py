@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
+import sprue.numpy as jnp
 from sprue import lax
-from sprue.base.errors import UnsupportedError
+from sprue.base.errors import SprueValueError, UnsupportedError
 from sprue.numpy import _linalg_kernels as K
 from sprue.numpy import linalg as _linalg
 from sprue.numpy._avals import aval, describe, loc, value_error
-from sprue.numpy._linalg_spectral import jnp
 from sprue.numpy.linalg import det, inv, norm, pinv, solve_triangular  # noqa: F401
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "det", "inv", "norm", "pinv", "solve", "solve_triangular", "qr",
-           "eigh", "svd", "lu", "lu_factor", "lu_solve"]
+           "eigh", "svd", "lu", "lu_factor", "lu_solve", "expm"]
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
@@ -164,3 +164,80 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
         w = solve_triangular(packed, z, trans=1, lower=True, unit_diagonal=True)
         x = K.take_along(w, jnp.argsort(perm, axis=-1)[..., :, None], -2)
     return x[..., 0] if vector else x
+
+
+# ---- expm --------------------------------------------------------------------------------------
+# Scaling and squaring with a diagonal Padé approximant (Higham, "The scaling and squaring method
+# for the matrix exponential revisited", 2005), as scipy and JAX compute it: the degree m is the
+# lowest whose bound theta_m holds the 1-norm of A, and past the largest A is divided by 2^s to fit
+# it, the result squared s times. Each row: (theta_m, the coefficients b_0..b_m of p_m). Degree 13
+# is float64's largest; float32 stops at 7, as in JAX.
+_PADE = {
+    3: (120., 60., 12., 1.),
+    5: (30240., 15120., 3360., 420., 30., 1.),
+    7: (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.),
+    9: (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880., 3960., 90., 1.),
+    13: (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800., 129060195264000.,
+         10559470521600., 670442572800., 33522128640., 1323241920., 40840800., 960960., 16380., 182., 1.),
+}
+_THETA = {np.dtype(np.float64): {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1,
+                                 9: 2.097847961257068e0, 13: 5.371920351148152e0},
+          np.dtype(np.float32): {3: 4.258730016922831e-1, 5: 1.880152677804762e0, 7: 3.925724783138660e0}}
+
+
+def _pade_uv(a, degree: int, powers: dict):
+    """(U, V) of the degree-m Padé approximant r_m(A) = (V - U)^-1 (V + U): U holds A's odd powers,
+    V the even ones. powers maps k to A^k (k even), shared between the degrees."""
+    b = _PADE[degree]
+    ident = powers[0]
+    if degree == 13:   # Higham's evaluation: A^8..A^12 through A^6, so only A^2, A^4, A^6 are formed
+        a6 = powers[6]
+        u = a @ (a6 @ (b[13] * a6 + b[11] * powers[4] + b[9] * powers[2])
+                 + b[7] * a6 + b[5] * powers[4] + b[3] * powers[2] + b[1] * ident)
+        v = a6 @ (b[12] * a6 + b[10] * powers[4] + b[8] * powers[2]) + b[6] * a6 + b[4] * powers[4] \
+            + b[2] * powers[2] + b[0] * ident
+        return u, v
+    u = a @ sum(b[k + 1] * powers[k] for k in range(0, degree, 2))
+    v = sum(b[k] * powers[k] for k in range(0, degree, 2))
+    return u, v
+
+
+def expm(A, *, upper_triangular=False, max_squarings=16):
+    """scipy.linalg.expm: the matrix exponential of A (..., n, n) by scaling and squaring with a Padé
+    approximant (degrees 3 to 13 in float64, 3 to 7 in float32; integers become float64). As in JAX,
+    a matrix that needs more than max_squarings squarings gives NaNs, and upper_triangular=True
+    solves the Padé quotient as triangular. Batches are computed together; differentiable (the
+    scaling's power of two is piecewise constant: its derivative is zero)."""
+    if not isinstance(max_squarings, (int, np.integer)) or isinstance(max_squarings, bool) or max_squarings < 0:
+        raise SprueValueError(f"sprue.scipy.linalg.expm: max_squarings must be a non-negative Python int (the"
+                              f" number of squarings compiled), got {max_squarings!r}{loc()}")
+    a = _linalg._square("expm", A)
+    dtype = aval(a).dtype
+    theta = _THETA.get(dtype)
+    if theta is None:
+        raise UnsupportedError(f"sprue.scipy.linalg.expm: {dtype} matrices are not supported (float32 and float64"
+                               f" are){loc()}")
+    n = aval(a).shape[-1]
+    norm = jnp.max(jnp.sum(jnp.abs(a), axis=-2), axis=-1)            # the 1-norm, per matrix
+    degrees = sorted(theta)
+    top = theta[degrees[-1]]
+    # scaled so that the norm is at most theta of the largest degree (scipy's ceil: JAX's floor lets
+    # the scaled norm reach twice the bound); the lower degrees are chosen only where s is 0
+    s = jnp.maximum(0.0, jnp.ceil(jnp.log2(norm / top)))
+    scaled = a / jnp.astype(2.0 ** s, dtype)[..., None, None]
+    powers = {0: jnp.broadcast_to(jnp.eye(n, dtype=dtype), aval(a).shape), 2: scaled @ scaled}
+    for k in range(4, min(degrees[-1], 9), 2):
+        powers[k] = powers[k - 2] @ powers[2]
+    u, v = _pade_uv(scaled, degrees[-1], powers)
+    for degree in reversed(degrees[:-1]):   # the lowest degree whose bound holds the norm
+        u_m, v_m = _pade_uv(scaled, degree, powers)
+        fits = (norm <= theta[degree])[..., None, None]
+        u, v = jnp.where(fits, u_m, u), jnp.where(fits, v_m, v)
+    r = solve_triangular(v - u, v + u) if upper_triangular else _linalg.solve(v - u, v + u)
+    s = jnp.astype(s, np.int32)
+    last = jnp.max(s)
+
+    def square(i, r):   # r @ r where i < s, for the batch's largest s only
+        return lax.cond(i < last, lambda m: jnp.where((i < s)[..., None, None], m @ m, m), lambda m: m, r)
+    r = lax.fori_loop(0, max_squarings, square, r)
+    return jnp.where((s > max_squarings)[..., None, None], jnp.nan, r)

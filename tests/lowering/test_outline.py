@@ -150,6 +150,31 @@ def test_a_long_gradient_tape_runs_as_a_chain_of_shared_functions(tmp_path, monk
     assert re.findall(r"llvm\.call @(\w+)\(", main) == calls, re.findall(r"llvm\.call @(\w+)\(", main)
 
 
+def test_a_run_returning_a_view_of_a_constant(tmp_path, monkeypatch):
+    """A run (split_long_bodies) that reshapes a constant for a product the next run computes: the
+    view is copied into the runs that read it, not returned. Returned as a bare pointer, it was the
+    constant's allocated pointer, MLIR's dead 0xdeadbeef for a global, and the next run crashed
+    reading it (the gradient of sprue.scipy.linalg.expm)."""
+    from sprue.lowering import outline
+    monkeypatch.setattr(partition, "PARTITION_MIN_OPS", 10 ** 6)
+    monkeypatch.setattr(partition, "PERIODIC_MIN_OPS", 10 ** 6)
+    monkeypatch.setattr(outline, "SPLIT_MIN_OPS", 16)   # a short body is cut into runs of ~8 ops
+    monkeypatch.setattr(outline, "SPLIT_OPS", 8)
+    a = np.random.default_rng(0).standard_normal((4, 4))
+
+    def power_series(np_, t):
+        m = t * a
+        r = m
+        for _ in range(6):
+            r = r @ m + m
+        return np_.sum(r)
+    f = sprue.qjit(sprue.grad(lambda t: power_series(jnp, t)), keep_intermediate=str(tmp_path))
+    eps = 1e-6
+    want = (power_series(np, 0.3 + eps) - power_series(np, 0.3 - eps)) / (2 * eps)
+    np.testing.assert_allclose(f(0.3), want, rtol=1e-7)
+    assert len(set(re.findall(r"llvm\.call @(__sprue_run_\d+)\(", _stage(tmp_path, ".05_llvm.mlir")))) >= 2
+
+
 def test_the_nests_of_every_part_are_functions_shared_across_parts(tmp_path):
     """A training step through 30 layers is cut into parts of fewer than OUTLINE_MIN_NESTS nests
     each; their nests are outlined all the same, and the parts' equal nests are one function."""

@@ -12,7 +12,8 @@ Two spellings build the same four primitives (sprue.lax.control_flow.primitives)
 A body is traced with abstract arguments (once, however many trips run); what it closes over —
 numpy arrays and tracers of enclosing traces — is hoisted into leading parameters of its jaxpr and
 passed as operands. Binding the primitive outside any trace runs its numpy reference rule, so
-everything also works eagerly.
+everything also works eagerly; Catalyst's cond and switch (Cond, Switch) outside any trace run the
+branch taken as plain Python instead, as Catalyst does.
 
 Typing follows numpy's weak scalars: a carry started as a Python scalar takes the type the body
 gives it within its kind (`fori_loop(0, n, body, 0.0)` with a float32 body carries float32), but a
@@ -43,7 +44,7 @@ from sprue.lax.control_flow.bodies import Body, Carries, is_py_scalar, settle_ca
 from sprue.lax.control_flow.bodies import kind as _kind
 from sprue.lax.control_flow.bodies import leaf_aval as _aval
 from sprue.lax.control_flow.bodies import where as _where
-from sprue.trace.tracing import Tracer, dim_value
+from sprue.trace.tracing import Tracer, current_builder, dim_value
 
 
 def _convert(x, dtype: np.dtype):
@@ -494,10 +495,22 @@ class Cond:
         return index
 
     def __call__(self, *operands):
+        if _interpreted(self._preds):   # Catalyst's cond outside qjit: the branch runs as Python
+            fn = next((f for p, f in zip(self._preds, self._fns) if p), self._otherwise)
+            return None if fn is None else fn(*operands)
         otherwise = self._otherwise or (lambda *_: None)
         order = [*range(1, len(self._fns) + 1), 0]
         missing = getattr(self, "__name__", "cond") if self._otherwise is None else None
         return cond_branches("cond", self._index(), [otherwise, *self._fns], operands, order, missing, promote=True)
+
+
+def _interpreted(scalars: Sequence) -> bool:
+    """Whether a Catalyst cond or switch runs its branch as plain Python: called outside any trace
+    (no qjit, no transformation) with concrete predicates or index, as Catalyst's
+    `_call_during_interpretation` runs it there. Its branches may then return anything (a string),
+    and only the branch taken runs; inside a trace every branch is traced and their results
+    promoted, whatever the index."""
+    return current_builder() is None and not any(isinstance(x, Tracer) for x in scalars)
 
 
 def _fn_name(fn) -> str:
@@ -585,6 +598,8 @@ class Switch:
 
     def __call__(self, *args, **kwargs):
         cases, fns, none = self._table()
+        if _interpreted([self._index]):   # Catalyst's switch outside qjit: the branch runs as Python
+            return fns[int(self._branch_index(cases, none))](*args, **kwargs)
         return cond_branches("switch", self._branch_index(cases, none),
                              [lambda a, kw, f=f: f(*a, **kw) for f in fns], (args, kwargs), promote=True)
 

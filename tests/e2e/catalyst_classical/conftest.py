@@ -9,16 +9,7 @@ def capture_mode():
     return False
 
 
-UPFRONT = ("sprue checks static_argnums when qjit is applied (issue 22: validated up front); Catalyst raises at the first call, outside this test's pytest.raises")
 KNOWN: dict[str, str] = {
-    'test_catalyst_static_arguments.py::TestStaticArguments::test_out_of_bounds_static_argument[-2]': UPFRONT,
-    'test_catalyst_static_arguments.py::TestStaticArguments::test_out_of_bounds_static_argument[100]': UPFRONT,
-    'test_catalyst_static_arguments.py::TestStaticArguments::test_unsopported_type_static_argument[1.0]': UPFRONT,
-    'test_catalyst_static_arguments.py::TestStaticArguments::test_unsopported_type_static_argument[argnums1]': UPFRONT,
-    'test_catalyst_static_arguments.py::TestStaticArguments::test_unsopported_type_static_argument[argnums2]': UPFRONT,
-    'test_catalyst_jax_numerical.py::TestExpmAndSolve::test_expm_and_solve': "sprue.scipy.linalg.expm is missing",
-    'test_catalyst_switch.py::TestInterpreted::test_1_branch': "outside qjit a Catalyst switch runs its branches as Python, so they may return strings; sprue runs control flow eagerly through its trace, whose values are arrays",
-    'test_catalyst_jit_behaviour.py::TestSignatureErrors::test_incompatible_type_reachable_from_user_code': "sprue compiles at decoration only when every annotation is a sprue type hint; a parameter annotated `str` (or np.ndarray, for documentation) is compiled at the call, without a warning",
 }
 
 

@@ -111,7 +111,9 @@ _CATALYST = {
     "qjit": qjit, "for_loop": sprue.for_loop, "while_loop": sprue.while_loop, "cond": sprue.cond,
     "switch": sprue.switch, "Switch": Switch, "SwitchCallable": Switch, "grad": grad,
     "value_and_grad": value_and_grad, "jacobian": jacobian, "jvp": jvp, "vjp": vjp, "vmap": vmap,
-    "CompileError": sprue.errors.CompileError, "DifferentiableCompileError": sprue.SprueTypeError,
+    # Catalyst's CompileError is also what it raises for the arguments it checks while compiling (a
+    # static_argnums past the arguments), which sprue raises as SprueValueErrors: either is caught
+    "CompileError": (sprue.errors.CompileError, sprue.SprueValueError), "DifferentiableCompileError": sprue.SprueTypeError,
     "PlxprCaptureCFCompatibilityError": type("PlxprCaptureCFCompatibilityError", (Exception,), {}),
 }
 catalyst = types.SimpleNamespace(**_CATALYST)

@@ -84,6 +84,35 @@ def test_unannotated_and_static_functions_compile_nothing_when_decorated():
         f.jaxpr
 
 
+def test_a_parameter_annotated_as_a_string_warns_and_one_annotated_for_documentation_does_not(recwarn):
+    """Catalyst tries every fully annotated function at decoration and warns when it fails
+    (`x: str`); sprue compiles only its own hints then, warns where an annotation says the parameter
+    cannot be an argument at all, and raises at the call with JAX's words too."""
+    with pytest.warns(AheadOfTimeWarning, match=r"qjit\(label\): ahead-of-time \(AOT\) compilation at decoration"
+                                                r" failed .*parameter 'name' is annotated str, which a compiled"
+                                                r" function cannot take .*static_argnames='name'"):
+        @sprue.qjit
+        def label(name: str, x: float):
+            return x
+    assert label.compile_count == 0
+    with pytest.raises(sprue.SprueTypeError, match=r"argument 'name': str is not a valid argument; expected an array"
+                                                   r" .*\(<class 'str'> is not a valid JAX type\)"):
+        label("abc", 1.0)
+
+    recwarn.clear()
+
+    @sprue.qjit
+    def documented(x: np.ndarray, k: int):   # annotated for readers: compiled at the call, silently
+        return x * k
+
+    @sprue.qjit(static_argnames="name")
+    def static_label(name: str, x: float):   # a static string is fine
+        return x * len(name)
+    assert not recwarn.list and documented.compile_count == 0
+    np.testing.assert_allclose(documented(np.arange(3.0), 2), np.arange(3.0) * 2)
+    assert static_label("abc", 2.0) == 6.0
+
+
 def test_inside_a_trace_compilation_waits_for_the_call():
     @sprue.qjit
     def outer(x):

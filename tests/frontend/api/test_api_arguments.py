@@ -1,7 +1,9 @@
 """Invalid arguments to sprue's own API are sprue errors naming what was wrong, raised when the
 decorator or transformation is applied (issue 22: `qjit(static_argnums=1.0)` and `grad("string!")`
-were Python's own errors from inside sprue). Also: static_argnums pointing into *args, and
+were Python's own errors from inside sprue), except qjit's static_argnums, raised at the first call
+as Catalyst raises it. Also: static_argnums pointing into *args, and
 abstracted_axes beside type hints."""
+import inspect
 import re
 
 import numpy as np
@@ -18,18 +20,11 @@ def f2(x, y):
 
 
 @pytest.mark.parametrize("make, exc, pattern", [
-    (lambda: sprue.qjit(static_argnums=1.0), sprue.SprueTypeError,
-     r"qjit: static_argnums must be an int or a tuple of ints, got float 1\.0"),
-    (lambda: sprue.qjit(static_argnums=(0, "1")), sprue.SprueTypeError,
-     r"qjit: static_argnums must be an int or a tuple of ints, got tuple \(0, '1'\)"),
-    (lambda: sprue.qjit(static_argnums=True), sprue.SprueTypeError, r"static_argnums must be an int"),
     (lambda: sprue.qjit(static_argnames=3), sprue.SprueTypeError,
      r"qjit: static_argnames must be a parameter name or a tuple of names, got int 3"),
     (lambda: sprue.qjit(abstracted_axes=[0]), sprue.SprueTypeError,
      r"qjit: abstracted_axes entries must be dicts \{axis: \"name\"\} \(or None\), got 0"),
     (lambda: sprue.qjit(abstracted_axes={0: "not a name"}), sprue.SprueTypeError, r"abstracted_axes entries"),
-    (lambda: sprue.qjit(f2, static_argnums=2), sprue.SprueValueError,
-     r"qjit\(f2\): static_argnums 2 is not a positional parameter \(f2 has 2\)"),
     (lambda: sprue.qjit(f2, static_argnames="z"), sprue.SprueValueError,
      r"qjit\(f2\): static_argnames 'z' is not a parameter of f2 \(x, y\)"),
     (lambda: sprue.qjit(f2, cast_arguments="yes"), sprue.SprueTypeError,
@@ -67,6 +62,48 @@ def test_invalid_api_arguments_raise_sprue_errors_at_the_users_line(make, exc, p
         make()
     assert re.search(pattern, str(info.value)), str(info.value)
     assert re.search(HERE, str(info.value)), str(info.value)
+
+
+def _added(x, y):
+    return x + y
+
+
+def _hinted(x: float, y: float):
+    return x + y
+
+
+def _without_parameters():
+    return 1.0
+
+
+# qjit's static_argnums: checked when qjit is applied, raised by the first call (Catalyst's timing),
+# also for functions that would compile at decoration (fully annotated, or without parameters)
+@pytest.mark.parametrize("fn, argnums, exc, pattern", [
+    (_added, 1.0, sprue.SprueTypeError, r"qjit\(_added\): static_argnums must be an int or a tuple of ints, got float"
+                                        r" 1\.0 \(The `static_argnums` argument to `qjit` must be an int"),
+    (_added, (0, "1"), sprue.SprueTypeError, r"static_argnums must be an int or a tuple of ints, got tuple \(0, '1'\)"),
+    (_added, True, sprue.SprueTypeError, r"static_argnums must be an int or a tuple of ints, got bool True"),
+    (_added, 2, sprue.SprueValueError, r"qjit\(_added\): static_argnums 2 is beyond the valid range \[-2, 2\) of"
+                                       r" _added's 2 positional parameters"),
+    (_added, -3, sprue.SprueValueError, r"static_argnums -3 is beyond the valid range \[-2, 2\)"),
+    (_hinted, 5, sprue.SprueValueError, r"qjit\(_hinted\): static_argnums 5 is beyond the valid range \[-2, 2\)"),
+    (_hinted, [1.0], sprue.SprueTypeError, r"qjit\(_hinted\): static_argnums must be an int or a tuple of ints"),
+    (_without_parameters, 0, sprue.SprueValueError, r"static_argnums 0 is beyond the valid range \[0, 0\) of"
+                                                    r" _without_parameters's 0 positional parameters"),
+])
+def test_invalid_static_argnums_raise_at_the_first_call(fn, argnums, exc, pattern, recwarn):
+    for apply in (lambda: sprue.qjit(fn, static_argnums=argnums), lambda: sprue.qjit(static_argnums=argnums)(fn)):
+        f = apply()                          # nothing raised, nothing compiled, no warning
+        assert f.compile_count == 0 and not recwarn.list
+        args = (1.0, 2.0)[:len(inspect.signature(fn).parameters)]
+        for _ in range(2):                   # every call raises it, naming the line qjit was applied at
+            with pytest.raises(exc) as info:
+                f(*args)
+            assert re.search(pattern, str(info.value)), str(info.value)
+            assert re.search(HERE, str(info.value)), str(info.value)
+        with pytest.raises(exc, match=pattern):     # also where it is called from another trace
+            sprue.qjit(lambda *a: f(*a))(*args)
+        assert f.compile_count == 0
 
 
 @pytest.mark.parametrize("make, pattern", [
@@ -137,9 +174,10 @@ def _tiled(x, *rest):
 
 
 def test_negative_static_argnums_with_varargs_are_refused():
-    with pytest.raises(sprue.SprueValueError, match=r"static_argnums -1 is not a positional parameter .*with \*args a"
-                                                    r" negative number is ambiguous"):
-        sprue.qjit(_tiled, static_argnums=-1)
+    f = sprue.qjit(_tiled, static_argnums=-1)
+    with pytest.raises(sprue.SprueValueError, match=r"qjit\(_tiled\): static_argnums -1 is negative, which with \*args"
+                                                    r" is ambiguous: count from the first argument"):
+        f(np.arange(3.0), 2)
 
 
 # -- abstracted_axes beside type hints ------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Catalyst's `sprue.cond` (issue 22): branches returning int and bool, or bool and float, are
 promoted to their common type; a float predicate means `pred != 0` (Catalyst's `astype(bool)`: NaN
-is true), a one-element array is a scalar. Eager and compiled, under grad and vmap; shapes and
-structures that differ still raise with both types at the user's line."""
+is true), a one-element array is a scalar. Compiled and under grad and vmap; shapes and structures
+that differ still raise with both types at the user's line. Outside any trace the branch taken runs
+as plain Python (Catalyst's interpretation), so its value is returned as it is."""
 import numpy as np
 import pytest
 
@@ -27,10 +28,12 @@ def pick(pred, a, b):
                                          (lambda: np.int32(7), lambda: np.True_, np.int32),
                                          (lambda: np.float32(1.5), lambda: np.int64(4), np.float64)])
 def test_branches_of_different_kinds_are_promoted(p, a, b, dtype):
-    want = np.asarray(a() if p else b()).astype(dtype)
-    for run in (lambda p: pick(p, a, b), sprue.qjit(lambda p: pick(p, a, b))):
-        got = run(p)
-        assert np.asarray(got).dtype == dtype and got == want
+    taken = a() if p else b()
+    want = np.asarray(taken).astype(dtype)
+    got = sprue.qjit(lambda p: pick(p, a, b))(p)
+    assert np.asarray(got).dtype == dtype and got == want
+    interpreted = pick(p, a, b)      # outside any trace: the branch's own value, as Catalyst returns it
+    assert type(interpreted) is type(taken) and interpreted == taken
 
 
 def test_catalysts_documented_example():
@@ -96,14 +99,14 @@ def test_no_promotion_for_shapes_or_structures():
         return pick(x[0] > 0, lambda: (x, x), lambda: x)
 
     x = np.ones(3)
-    for run in (shapes, sprue.qjit(shapes)):
-        with pytest.raises(sprue.SprueTypeError, match=r"cond branches return different types: output 0: f64\[3\] vs"
-                                                       r" i64\[\].*test_control_flow_cond_promotion\.py:\d+"):
-            run(x)
-    for run in (structures, sprue.qjit(structures)):
-        with pytest.raises(sprue.SprueTypeError, match=r"cond branches return different pytree structures: \(\*, \*\)"
-                                                       r" vs \*.*test_control_flow_cond_promotion\.py:\d+"):
-            run(x)
+    with pytest.raises(sprue.SprueTypeError, match=r"cond branches return different types: output 0: f64\[3\] vs"
+                                                   r" i64\[\].*test_control_flow_cond_promotion\.py:\d+"):
+        sprue.qjit(shapes)(x)
+    with pytest.raises(sprue.SprueTypeError, match=r"cond branches return different pytree structures: \(\*, \*\)"
+                                                   r" vs \*.*test_control_flow_cond_promotion\.py:\d+"):
+        sprue.qjit(structures)(x)
+    np.testing.assert_array_equal(shapes(x), x)   # outside a trace only the branch taken runs: nothing to compare
+    assert shapes(-x) == 1 and len(structures(x)) == 2
     with pytest.raises(sprue.SprueTypeError, match=r"cond: the predicate must be a scalar, got f64\[2\]"):
         pick(np.zeros(2), lambda: 1, lambda: 2)
 

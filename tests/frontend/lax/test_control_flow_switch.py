@@ -130,9 +130,11 @@ def test_outputs_are_promoted_to_a_common_type():
             return True
         return s()
 
-    for i, want in ((0, 1.0), (3, 1.2), (7, 1.0)):
-        for got in (f(i), sprue.qjit(f)(i)):
-            assert np.asarray(got).dtype == np.float64 and got == want
+    for i, want, interpreted in ((0, 1.0, 1), (3, 1.2, 1.2), (7, 1.0, True)):
+        got = sprue.qjit(f)(i)
+        assert np.asarray(got).dtype == np.float64 and got == want
+        # outside a trace the branch runs as plain Python (Catalyst's interpretation): its own value
+        assert type(f(i)) is type(interpreted) and f(i) == interpreted
 
     def g(i, x):   # weak Python scalars take the other branches' type within its kind, as numpy 2 (NEP 50)
         # types them: float32 with a Python float stays float32; int32 with an int64 becomes int64
@@ -146,9 +148,10 @@ def test_outputs_are_promoted_to_a_common_type():
         return s(x)
 
     x = np.float32(3.0)
-    for got in (g(1, x), sprue.qjit(g)(1, x)):
-        assert np.asarray(got[0]).dtype == np.float32 and got[0] == np.float32(0.5)
-        assert np.asarray(got[1]).dtype == np.int64 and got[1] == 2
+    got = sprue.qjit(g)(1, x)
+    assert np.asarray(got[0]).dtype == np.float32 and got[0] == np.float32(0.5)
+    assert np.asarray(got[1]).dtype == np.int64 and got[1] == 2
+    assert sprue.vmap(lambda y: g(1, y)[0])(np.ones(2, np.float32)).dtype == np.float32   # traced: promoted
 
 
 def test_grad_and_vmap_through_a_switch():
@@ -185,6 +188,57 @@ def test_cases_outside_the_index_type_never_match():
         assert f(np.int8(i)) == (2 if i == 44 else 0)
 
 
+def test_outside_a_trace_the_branch_runs_as_python():
+    """Catalyst's switch and cond outside qjit (its interpretation mode): the branch of the index
+    runs as a Python function, returning anything (strings), and no other branch runs; inside a
+    trace (qjit, or a transformation called eagerly) every branch is traced."""
+    ran = []
+
+    def f(i, x):
+        @sprue.switch(i)
+        def s(y):
+            ran.append("default")
+            return f"default {y}"
+
+        @s.branch(-4)
+        def b(y):
+            ran.append(-4)
+            return {"y": y}
+        return s(x)
+
+    assert f(-4, 2) == {"y": 2} and ran == [-4]
+    assert f(5, 2) == "default 2" and ran == [-4, "default"]
+
+    def g(p, x):
+        @sprue.cond(p)
+        def c():
+            ran.append("c")
+            return "yes"
+
+        @c.else_if(x > 1)
+        def e():
+            return ["big", x]
+
+        @c.otherwise
+        def o():
+            return None
+        return c()
+
+    assert g(True, 0) == "yes" and g(0.0, 3) == ["big", 3] and g(False, 0) is None and ran[-1] == "c"
+
+    def numeric(i, x):
+        @sprue.switch(i)
+        def s():
+            return x * 2.0
+
+        @s.branch(1)
+        def b():
+            return jnp.sin(x)
+        return s()
+    np.testing.assert_allclose(sprue.grad(numeric, argnums=1)(1, 0.3), np.cos(0.3), rtol=1e-15)   # traced
+    np.testing.assert_allclose(sprue.qjit(numeric)(1, 0.3), np.sin(0.3), rtol=1e-15)
+
+
 def test_errors():
     def two(i):
         @sprue.switch(i)
@@ -211,7 +265,8 @@ def test_errors():
         return s()
 
     with pytest.raises(sprue.SprueTypeError, match=r"switch branches return different pytree structures"):
-        structures(1)
+        sprue.qjit(structures)(1)
+    assert structures(1) == (0.0, 1.0)   # outside a trace only the branch taken runs
     with pytest.raises(sprue.SprueTypeError, match=r"switch: the index must be an integer \(or float\) scalar, got"
                                                    r" bool\[\].*test_control_flow_switch\.py"):
         sprue.switch(True)(lambda: 0)

@@ -121,3 +121,84 @@ def test_unsupported_options_say_so():
         sl.eigh(np.eye(3), np.eye(3))
     with pytest.raises(SprueValueError, match=r"linalg.lu: last 2 dimensions of the array must be square, got f64\[3,4\]"):
         sl.lu(np.ones((3, 4)))
+
+
+# ---- expm ------------------------------------------------------------------------------------------
+
+def _expm_taylor(a, terms=40):
+    """exp(a) in float64 by its Taylor series on a / 2^k (norm below 1/2), squared k times: the
+    reference, independent of the Padé approximants (scipy is not a dependency)."""
+    a = np.asarray(a, np.float64)
+    k = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(axis=0).max(), 1e-300)))) + 1)
+    b, term = a / 2.0 ** k, np.eye(a.shape[-1])
+    out = term.copy()
+    for i in range(1, terms):
+        term = term @ b / i
+        out = out + term
+    for _ in range(k):
+        out = out @ out
+    return out
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.1, 0.6, 1.5, 4.0, 20.0, 300.0])   # each Padé degree, and squarings
+def test_expm_against_eigendecomposition_and_taylor(scale):
+    m = RNG.standard_normal((5, 5))
+    sym = (m + m.T) * scale / 4
+    w, v = np.linalg.eigh(sym)
+    want = (v * np.exp(w)) @ v.T
+    compiled = sprue.qjit(lambda x: sl.expm(x))
+    for got in (sl.expm(sym), compiled(sym)):
+        np.testing.assert_allclose(got, want, rtol=1e-12 * max(1.0, scale), atol=1e-13 * np.abs(want).max())
+    general = m * scale / 4
+    want = _expm_taylor(general)
+    np.testing.assert_allclose(compiled(general), want, rtol=1e-11 * max(1.0, scale), atol=1e-12 * np.abs(want).max())
+
+
+def test_expm_analytic_cases_dtypes_and_options():
+    t = 0.7
+    rotation = sl.expm(np.array([[0.0, -t], [t, 0.0]]))
+    np.testing.assert_allclose(rotation, [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]], atol=1e-15)
+    nilpotent = sl.expm(np.array([[0, 1], [0, 0]]))          # integers become float64
+    assert nilpotent.dtype == np.float64
+    np.testing.assert_array_equal(nilpotent, [[1.0, 1.0], [0.0, 1.0]])
+    a = RNG.standard_normal((4, 4))
+    single = sprue.qjit(lambda x: sl.expm(x))(a.astype(np.float32) * 3)
+    assert single.dtype == np.float32
+    np.testing.assert_allclose(single, _expm_taylor(a.astype(np.float32) * 3), rtol=2e-5, atol=2e-5)
+    upper = np.triu(a) * 2
+    np.testing.assert_allclose(sl.expm(upper, upper_triangular=True), _expm_taylor(upper), rtol=1e-12)
+    assert np.isnan(sl.expm(a * 100, max_squarings=3)).all()    # more squarings needed than allowed: NaNs, as JAX
+    assert not np.isnan(sl.expm(a * 100)).any()
+    with pytest.raises(SprueValueError, match=r"sprue\.scipy\.linalg\.expm: max_squarings must be a non-negative"
+                                              r" Python int .* got -1"):
+        sl.expm(a, max_squarings=-1)
+
+
+def test_expm_of_a_batch_and_under_vmap():
+    batch = RNG.standard_normal((3, 2, 4, 4)) * np.array([0.01, 1.0, 30.0])[:, None, None, None]
+    want = np.array([[_expm_taylor(m) for m in row] for row in batch])
+    size = np.abs(want).max(axis=(-2, -1), keepdims=True)   # each matrix's error relative to its size
+    got = sprue.qjit(lambda b: sl.expm(b))(batch)
+    assert np.abs((got - want) / size).max() < 1e-12, np.abs((got - want) / size).max(axis=(-2, -1))
+    mapped = sprue.qjit(sprue.vmap(lambda m: sl.expm(m)))(batch[:, 0])
+    assert np.abs((mapped - want[:, 0]) / size[:, 0]).max() < 1e-12
+
+
+@pytest.mark.parametrize("t", [0.01, 0.3, 2.0, 7.0])
+def test_expm_gradients(t):
+    """d/dt sum(expm(tA) * W) = sum(A expm(tA) * W) (tA commutes with A); the gradient with respect
+    to the matrix against central differences of the Taylor reference."""
+    a, weights = RNG.standard_normal((4, 4)), RNG.standard_normal((4, 4))
+    along_t = sprue.grad(lambda s: jnp.sum(sl.expm(s * a) * weights))
+    want = np.sum(a @ _expm_taylor(t * a) * weights)
+    np.testing.assert_allclose(along_t(t), want, rtol=1e-11)
+    np.testing.assert_allclose(sprue.qjit(along_t)(t), want, rtol=1e-11)
+    g = sprue.qjit(sprue.grad(lambda m: jnp.sum(sl.expm(m) * weights)))(t * a)
+    eps = 1e-6 * max(1.0, t)
+    fd = np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            d = np.zeros((4, 4))
+            d[i, j] = eps
+            fd[i, j] = np.sum((_expm_taylor(t * a + d) - _expm_taylor(t * a - d)) * weights) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
