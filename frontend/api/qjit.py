@@ -27,10 +27,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from sprue.api import options
+from sprue.api.call_arguments import (
+    check_argument_dtypes,
+    refuse_masked,
+    same_static,
+    static_key,
+    static_matcher,
+    unhashable_part,
+)
 from sprue.api.call_sites import call_in_trace
 from sprue.api.container_args import (
     CONTAINERS,
-    PY_SCALARS,
     container_key,
     flattener,
     is_container,
@@ -70,12 +77,11 @@ from sprue.api.shape_signatures import (
 )
 from sprue.api.traced import TracedFunction, abstractify, as_array_argument, trace_function
 from sprue.base import timing
-from sprue.base.errors import AheadOfTimeWarning, ArgumentTypeError, SprueError, SprueTypeError, SprueValueError, at
+from sprue.base.errors import AheadOfTimeWarning, SprueError, SprueTypeError, SprueValueError, at
 from sprue.base.pytree import TreeDef, none_paths, tree_flatten, tree_flatten_with_path, tree_unflatten
 from sprue.base.source_info import user_frame_of, user_frame_summary
 from sprue.base.tracebacks import api_boundary
 from sprue.runtime.build_folders import folder_name
-from sprue.runtime.element_types import is_masked_array
 from sprue.runtime.fastcall import MISS, SINGLE, Array, Const, Scalar, Skip
 from sprue.runtime.fastcall_c import dispatcher_base
 from sprue.trace.tracing import _state as _trace_state
@@ -90,71 +96,6 @@ _MAX_PLANS = 1024   # fast-path entries per function (one per distinct argument 
 
 def _no_plan(args):
     return MISS
-
-
-# -- static arguments ------------------------------------------------------------------------------
-# A static argument is compiled in, so two values may share a compilation only if the function
-# cannot tell them apart. == is not enough: 100 == np.int8(100), 3 == 3.0 == True, 0.0 == -0.0, and
-# (1, 2) == (1.0, 2); JAX keys static arguments by type and value too. And a value's hash is taken
-# when it is compiled: an object mutated since (its __hash__/__eq__ follow its fields) no longer
-# matches, though it is the same object.
-_EXACT_STATIC = (int, bool, str, bytes, type(None))   # exact types whose == tells values apart
-
-
-def static_key(value):
-    """A static argument's part of a cache key: its type and its value, recursively through tuples
-    (named tuples too) and frozensets; floats and complex numbers by their bits."""
-    t = type(value)
-    if isinstance(value, tuple):
-        return (t, tuple(static_key(v) for v in value))
-    if isinstance(value, frozenset):
-        return (t, frozenset(static_key(v) for v in value))
-    if t in (float, complex) or isinstance(value, (np.floating, np.complexfloating)):
-        return (t, np.asarray(value).tobytes())
-    return (t, value)
-
-
-def _unhashable_part(value):
-    """The first unhashable object inside a static argument (itself, or an item of a tuple)."""
-    if isinstance(value, (tuple, frozenset)):
-        for v in value:
-            try:
-                hash(v)
-            except TypeError:
-                return _unhashable_part(v)
-    return value
-
-
-def _same_static(value, default) -> bool:
-    """Whether a static value is a parameter's default: the object itself, or an equal static key
-    (a default rebuilt by unpickling a compiled function)."""
-    if value is default:
-        return True
-    try:
-        return static_key(value) == static_key(default)
-    except TypeError:   # unhashable, and not the default object
-        return False
-
-
-def _static_matcher(value):
-    """`same(arg)` for the fast path: arg is what `value` was when it was compiled (static_key
-    equal, with the hash it had then). None where the fast path's own exact check suffices."""
-    t = type(value)
-    if t in _EXACT_STATIC:
-        return None
-    if t is float:
-        bits = value.hex()   # tells 0.0 from -0.0; == first, for speed
-        return lambda a: type(a) is float and (a == value and value != 0.0 or a.hex() == bits)
-    key = static_key(value)
-    h = hash(key)
-
-    def same(a):
-        try:
-            k = static_key(a)
-            return hash(k) == h and k == key
-        except TypeError:   # unhashable now: the general path raises the error that says so
-            return False
-    return same
 
 
 @dataclass
@@ -410,13 +351,13 @@ class QJIT(_CallBase):
     def _static_key(self, static: dict):
         key = []
         for k in sorted(static):
-            if k in self._default_of and _same_static(static[k], self._default_of[k]):
+            if k in self._default_of and same_static(static[k], self._default_of[k]):
                 key.append((k, _DEFAULTED))   # (the default: hashable or not; also as unpickled)
                 continue
             try:
                 hash(static[k])
             except TypeError as e:
-                bad = _unhashable_part(static[k])
+                bad = unhashable_part(static[k])
                 inner = "" if bad is static[k] else f" (it holds a {type(bad).__name__})"
                 raise SprueTypeError(
                     f"{self.name}(): static argument '{k}' must be hashable, got {type(static[k]).__name__}{inner}:"
@@ -496,7 +437,7 @@ class QJIT(_CallBase):
         names = list(dynamic)
         leaves, paths, tree = tree_flatten_with_path(tuple(dynamic.values()))
         paths = [_named_path(p, names) for p in paths]
-        _refuse_masked(leaves, paths, self.name)
+        refuse_masked(leaves, paths, self.name)
         leaves = [as_array_argument(x, p) for x, p in zip(leaves, paths)]
         if self._fixed is None and self._hint_avals is not None:   # compiling at decoration failed:
             with self._lock:                                           # compile (and raise) here
@@ -657,7 +598,7 @@ class QJIT(_CallBase):
         kinds = [Const(int(v)) for v in flat[:n_implicit]]
         for i, a in enumerate(args):
             if i in static:
-                kinds.append(Skip(a, _static_matcher(a)))
+                kinds.append(Skip(a, static_matcher(a)))
             else:
                 kinds += [Array(v.dtype, v.shape) if isinstance(v, np.ndarray) else Scalar(type(v)) for v in leaves[i]]
         out_tree = compiled.traced.out_tree
@@ -804,35 +745,6 @@ def _flattening(plan: Callable[[tuple], Any], flatten: Callable[[tuple], tuple |
         flat = flatten(full)
         return MISS if flat is None else plan(flat)
     return call
-
-
-def check_argument_dtypes(fn_name: str, leaves, paths, avals, declared: list[str], opt_in: str) -> None:
-    """Arrays and numpy scalars must have exactly the declared dtype (byte order aside): an f32 or
-    i64 array is not silently converted into an f64 parameter. Python scalars are weakly typed and
-    judged by value by the runtime (runtime/arguments.py); non-arrays are refused there too.
-    `declared[i]` says how leaf i is declared ("hinted sprue.f64[3]"); `opt_in` how to convert."""
-    for x, path, aval, decl in zip(leaves, paths, avals, declared):
-        if type(x) in PY_SCALARS:
-            continue
-        dt = getattr(x, "dtype", None)
-        if not isinstance(dt, np.dtype) or dt.newbyteorder("=") == aval.dtype:
-            continue
-        what = "a numpy scalar" if isinstance(x, np.generic) else f"an array of shape {tuple(np.shape(x))}"
-        raise ArgumentTypeError(
-            f"{fn_name}(): argument '{path}' is {decl} but got {what} of dtype {dt.name}: sprue does not convert"
-            f" arguments silently; pass {path}.astype(np.{aval.dtype.name}), {opt_in} dtypes that cast safely"
-            f" (numpy's 'safe' casting: f32 or i32 into f64)")
-
-
-def _refuse_masked(leaves, paths, fn_name: str) -> None:
-    """A numpy masked array's mask would be dropped (the compiled code sees its data only): refuse
-    it, as JAX does ("numpy masked arrays are not supported as direct inputs to JAX functions")."""
-    for x, path in zip(leaves, paths):
-        if is_masked_array(x):
-            raise ArgumentTypeError(
-                f"{fn_name}(): argument '{path}' is a numpy masked array, which sprue does not take (its mask"
-                f" would be dropped): pass {path}.filled(fill_value) to replace the masked entries, or"
-                f" {path}.data to ignore the mask")
 
 
 def _named_path(path: str, names: list[str]) -> str:

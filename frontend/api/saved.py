@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 
 from sprue.api import driver
+from sprue.api.call_arguments import check_argument_dtypes
 from sprue.api.pickle_format import dumps as dump_payload
 from sprue.api.pickle_format import loads as load_payload
 from sprue.api.pickle_format import malformed, program_entry, read_program, remember, remembered
-from sprue.api.qjit import QJIT, check_argument_dtypes
+from sprue.api.qjit import QJIT
 from sprue.api.row_boundary import RowBoundary
 from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
