@@ -180,23 +180,11 @@ def test_sprue_compile_of_bytecode_and_exports(suffix, tmp_path):
 # foreign StableHLO path; `make corpus` (SPRUE_FULL_CORPUS=1) runs all of them.
 FULL = os.environ.get("SPRUE_FULL_CORPUS", "").strip() not in ("", "0")
 
-# case -> (what the error names, why): symbolic-size exports sprue refuses (the other forms of these cases
-# pass). Each must fail naming the op, so that the list shrinks as sprue learns.
-_RUN_TIME_WINDOW = ("JAX exports a window whose size or padding depends on the symbolic size as"
-                    " stablehlo.dynamic_reduce_window (its operands computed at run time); sprue lowers only"
-                    " windows it knows when compiling")
-SYMBOLIC_GAPS = {
-    "array_cumprod": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),     # a cumulative op along `b`
-    "jacrev": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),
-    "pool_max_pool_dilated": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),   # SAME padding of `b`
-    "pool_min_pool_strided_grad": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),
-    "pool_sum_pool_base_dilated_grad": ("stablehlo.dynamic_reduce_window", _RUN_TIME_WINDOW),
-    "pool_max_pool_jvp": ("stablehlo.reduce_window", "select_and_gather_add lowers to a reduce_window of two"
-                          " operands; with a run-time size only one-operand windows are lowered"),
-    "pool_max_pool_vmap_grad": ("stablehlo.select_and_scatter", "select_and_scatter is unrolled over its window"
-                                " only when every size is known when compiling"),
-}
-FAST_FORMS_SAMPLE = 12
+# case -> (what the error names, why): symbolic-size exports sprue refuses (none today: run-time windows,
+# dynamic_pad, select_and_scatter and windows of two operands with run-time sizes are lowered by
+# lowering/stablehlo_windows.py). A case listed here must fail naming the op, so the list shrinks as sprue learns.
+SYMBOLIC_GAPS: dict[str, tuple[str, str]] = {}
+FAST_FORMS_SAMPLE = 10
 FAST_FORMS = {
     "jnp_arcsin",          # a stablehlo.composite (JAX >= 0.7's export): its decomposition inlined
     "special_i1e", "special_erfinv", "special_digamma", "jnp_nextafter", "array_top_k",   # chlo ops
@@ -205,7 +193,10 @@ FAST_FORMS = {
     "array_ravel", "array_reduce_precision",   # dynamic_reshape, reduce_precision with run-time sizes
     "pool_max_pool_grad",  # stablehlo.select_and_scatter
     "array_take", "special_ndtri",   # constvars: the jaxpr is refused, these forms carry the values
-    "pool_max_pool_jvp",   # SYMBOLIC_GAPS
+    # jax.export's run-time windows (lowering/stablehlo_windows.py): a window of `b` rows, run-time padding
+    # (dynamic_pad), select_and_scatter and a window of two operands with run-time sizes
+    "array_cumprod", "pool_max_pool_dilated", "pool_sum_pool_base_dilated_grad", "pool_min_pool_strided_grad",
+    "pool_max_pool_jvp",
 }
 
 
