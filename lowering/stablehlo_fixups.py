@@ -215,7 +215,7 @@ def _reduce_window_padding(op: ir.Operation) -> None:
     _reduce_window_dynamic(op)
 
 
-_ARITH = {("stablehlo.maximum", "f"): "arith.maximumf", ("stablehlo.minimum", "f"): "arith.minimumf",
+ARITH_COMBINE = {("stablehlo.maximum", "f"): "arith.maximumf", ("stablehlo.minimum", "f"): "arith.minimumf",
           ("stablehlo.add", "f"): "arith.addf", ("stablehlo.multiply", "f"): "arith.mulf",
           ("stablehlo.maximum", "i"): "arith.maxsi", ("stablehlo.minimum", "i"): "arith.minsi",
           ("stablehlo.add", "i"): "arith.addi", ("stablehlo.multiply", "i"): "arith.muli",
@@ -232,7 +232,7 @@ def _reduce_window_dynamic(op: ir.Operation) -> None:
     body = _region_op(op, 0)
     elem = str(result.element_type)
     # one arith op for a one-op body; else the body's own ops on rank-0 tensors, cloned in
-    combine = _ARITH.get((body.name, "f" if elem.startswith(("f", "bf")) else "i")) if body is not None else None
+    combine = ARITH_COMBINE.get((body.name, "f" if elem.startswith(("f", "bf")) else "i")) if body is not None else None
     attrs, rank = op.attributes, result.rank
     window = list(ir.DenseI64ArrayAttr(attrs["window_dimensions"]))
     strides = list(ir.DenseI64ArrayAttr(attrs["window_strides"])) if "window_strides" in attrs else [1] * rank
@@ -241,12 +241,12 @@ def _reduce_window_dynamic(op: ir.Operation) -> None:
     with ir.InsertionPoint(op), op.location:
         new = rule(op)
         if combine is None:
-            _clone_body(op.regions[0].blocks[0], new.owner)
+            clone_window_body(op.regions[0].blocks[0], new.owner)
     op.results[0].replace_all_uses_with(new)
     op.erase()
 
 
-def _clone_body(body: ir.Block, generic: ir.Operation) -> None:
+def clone_window_body(body: ir.Block, generic: ir.Operation) -> None:
     """The reduce_window's body cloned into the linalg.generic's placeholder: its two arguments are
     the generic's accumulator and element as rank-0 tensors, its result is what the generic yields."""
     block = generic.regions[0].blocks[0]
@@ -468,4 +468,4 @@ def apply_fixups(module: ir.Module) -> None:
             RULES[op.name](op)
 
 
-__all__ = ["RULES", "apply_fixups"]
+__all__ = ["ARITH_COMBINE", "RULES", "apply_fixups", "clone_window_body"]

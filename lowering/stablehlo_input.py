@@ -11,7 +11,7 @@ Steps: read the text (MLIR bytecode is printed as text by a child process); take
 program may contain (stablehlo_validate.py: nothing else reaches MLIR's passes) and turn the
 resource constants into dense ones; pick the entry function (@main, or the only public one); drop
 the attributes JAX adds (layout modes, shardings, result info) and identity custom calls
-(@Sharding); lower the chlo ops we know; inline private functions; read the runtime Signature from
+(@Sharding); lower JAX's run-time windows (stablehlo_windows.py) and the chlo ops we know; inline private functions; read the runtime Signature from
 the entry's types. The compile driver (frontend/api/driver.py) then builds it as it builds qjit's.
 
 Every problem with the input is a SprueError: StableHLOInputError for text that does not parse or
@@ -52,6 +52,7 @@ from sprue.lowering.stablehlo_validate import (
     refuse,
 )
 from sprue.lowering.stablehlo_validate import line_col as _line_col
+from sprue.lowering.stablehlo_windows import lower_dynamic_windows
 from sprue.runtime import Signature, TensorSpec
 from sprue.runtime.c_names import module_symbol_problem
 
@@ -400,6 +401,7 @@ def prepare(path_or_text: str | os.PathLike, rename_to: str | None = None) -> Pr
         assertions = shape_assertions.take(entry)
         strip_attributes(module)
         drop_dialect_attributes(module)
+        lower_dynamic_windows(module)
         remove_identity_ops(module)
         call_decompositions(module)
         lower_chlo(module)

@@ -172,6 +172,56 @@ def top_k(args, params, outs):
     return [lax.slice(values, [0] * len(shape), limit), lax.slice(indices, [0] * len(shape), limit)]
 
 
+def approx_top_k(args, params, outs):
+    """`approx_top_k[k reduction_dimension is_max_k ...]` (lax.approx_max_k/approx_min_k): on a CPU
+    JAX computes the exact top k (the recall target is a TPU's), so this is top_k, of the negated
+    operand for the smallest k."""
+    x, = args
+    axis = params.get("reduction_dimension", -1)
+    if params.get("is_max_k", True):
+        return top_k(args, {"k": params["k"], "axis": axis}, outs)
+    neg = lax.neg(x) if np.issubdtype(np.dtype(_dtype(x)), np.floating) else lax.bitwise_not(x)
+    values, indices = top_k([neg], {"k": params["k"], "axis": axis}, outs)
+    return [lax.neg(values) if np.issubdtype(np.dtype(_dtype(x)), np.floating) else lax.bitwise_not(values), indices]
+
+
+def reduce(args, params, outs):
+    """`reduce[jaxpr dimensions]` (lax.reduce with a computation that is not one of the named
+    reductions): its operands, then as many inits, folded along the dimensions by the printed jaxpr,
+    as a window that spans them (sprue.lax.reduce_window) reshaped to the result."""
+    shape = _static(args[0], "reduce")
+    dims = {d % len(shape) for d in params["dimensions"]}
+    window = tuple(s if d in dims else 1 for d, s in enumerate(shape))
+    pooled = reduce_window(args, {"jaxpr": params["jaxpr"], "consts": params.get("consts") or (),
+                                  "window_dimensions": window, "window_strides": (1,) * len(shape)}, outs)
+    return [lax.reshape(p, tuple(o.shape)) for p, o in zip(pooled, outs)]
+
+
+def reduce_xor(args, params, outs):
+    """`reduce_xor[axes]` (lax.reduce_xor): the exclusive or of the elements along the axes, as a
+    window that spans them."""
+    x, = args
+    shape = _static(x, "reduce_xor")
+    axes = {d % len(shape) for d in params["axes"]}
+    window = tuple(s if d in axes else 1 for d, s in enumerate(shape))
+    init = np.zeros((), _dtype(x))[()]
+    pooled = lax.reduce_window(x, init, lax.bitwise_xor, window, (1,) * len(shape), "VALID")
+    return [lax.reshape(pooled, tuple(outs[0].shape))]
+
+
+def platform_index(args, params, outs):
+    """`platform_index[platforms]` (a cond per platform, e.g. jnp.linalg.slogdet's): the index of
+    the first entry naming the CPU, else of the default entry (None), for sprue compiles for the CPU."""
+    platforms = params["platforms"]
+    for i, names in enumerate(platforms):
+        if names is not None and "cpu" in names:
+            return [np.int32(i)]
+    for i, names in enumerate(platforms):
+        if names is None:
+            return [np.int32(i)]
+    raise NotImplementedError(f"a platform_index with no branch for the CPU (platforms={platforms})")
+
+
 def _logaddexp(a, b):
     hi, lo = lax.max(a, b), lax.min(a, b)
     r = lax.add(hi, lax.log1p(lax.exp(lax.sub(lo, hi))))
@@ -258,7 +308,12 @@ REWRITES = {"split": split, "expand_dims": expand_dims, "stack": stack, "tile": 
             "reduce_window": reduce_window, "select_and_scatter_add": select_and_scatter_add,
             "select_and_gather_add": select_and_gather_add,
             "eq_to": _total_order(lax.eq), "lt_to": _total_order(lax.lt), "le_to": _total_order(lax.le),
-            "top_k": top_k, "cumlogsumexp": cumlogsumexp, "reduce_precision": reduce_precision}
+            "top_k": top_k, "approx_top_k": approx_top_k, "cumlogsumexp": cumlogsumexp,
+            "reduce_precision": reduce_precision, "reduce": reduce, "reduce_xor": reduce_xor, "platform_index": platform_index,
+            # jax.scipy.special's primitives that sprue computes in its own operations (lax.special_series)
+            "zeta": lambda args, params, outs: [lax.zeta(*args)],
+            "polygamma": lambda args, params, outs: [lax.polygamma(*args)],
+            "regularized_incomplete_beta": lambda args, params, outs: [lax.betainc(*args)]}
 
 # Elementwise primitives whose operands JAX (>= 0.9) may print with size-1 dimensions that the
 # result broadcasts (`g:f32[4,5] = add f b` with f:f32[1,5]).

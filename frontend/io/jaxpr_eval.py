@@ -15,8 +15,8 @@ from sprue import lax
 from sprue.base import dtypes
 from sprue.base.errors import SprueError, SprueMemoryError, at
 from sprue.base.source_info import user_frame_summary
-from sprue.io import jaxpr_compat, jaxpr_random
-from sprue.io.jaxpr_ast import Binder, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
+from sprue.io import jaxpr_compat, jaxpr_linalg, jaxpr_random
+from sprue.io.jaxpr_ast import Binder, Call, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
 from sprue.io.jaxpr_lexer import JaxprError, JaxprUnsupportedError
 from sprue.io.jaxpr_params import (
     ALIASES,
@@ -40,6 +40,18 @@ from sprue.lax.control_flow.primitives import invariant_parameters
 from sprue.lax.dimension_numbers import GatherDimensionNumbers, ScatterDimensionNumbers
 from sprue.trace.tracing import Tracer, as_dim, current_builder, trace_scope
 
+# what to do about constvars, which JAX's printer prints without their values
+CONSTS_ADVICE = (
+    "JAX's printer drops the values of constants (JAX >= 0.7 hoists array constants such as index arrays and"
+    " polynomial coefficients into constvars). Give sprue a form that keeps them: export the function"
+    " with jax.export (open(path, 'wb').write(jax.export.export(jax.jit(f))(*args).serialize()),"
+    " then sprue.load or `sprue compile` the .jax_exported file), or its StableHLO text"
+    " (jax.jit(f).lower(*args).as_text()); or save it with sprue.save, or pass the constants in as"
+    " arguments before printing the jaxpr")
+
+# primitives of JAX read as computations in sprue's (each module says why)
+REWRITES = {**jaxpr_compat.REWRITES, **jaxpr_linalg.REWRITES}
+
 
 def _kind(dt) -> str:
     return "b" if dtypes.is_bool(dt) else ("f" if dtypes.is_float(dt) else "i")
@@ -48,6 +60,8 @@ def _kind(dt) -> str:
 def _lit_kind(text: str) -> str:
     if text in ("True", "False"):
         return "b"
+    if text.endswith(("j", "j)")):
+        return "c"
     if any(c in text for c in ".eE") or text.lstrip("-") in ("inf", "nan"):
         return "f"
     return "i"
@@ -151,9 +165,11 @@ class Evaluator:
             dtype = self.dtype(lit.type)
         kind = _lit_kind(lit.text)
         if dtype is None:
-            dtype = {"b": dtypes.bool_, "f": dtypes.float64, "i": dtypes.int64}[kind]
+            dtype = {"b": dtypes.bool_, "f": dtypes.float64, "i": dtypes.int64, "c": dtypes.complex128}[kind]
         if kind == "b":
             value = lit.text == "True"
+        elif kind == "c":
+            value = complex(lit.text)
         elif kind == "f":
             value = float(lit.text)
         else:
@@ -208,7 +224,7 @@ class Evaluator:
     def no_consts(self, ast: JaxprAST, what: str):
         if ast.constvars:
             raise self.error(f"{what} has constvars ({', '.join(b.name or '_' for b in ast.constvars)}) whose"
-                             f" values the text does not give", ast.tok)
+                             f" values the text does not give: {CONSTS_ADVICE}", ast.tok)
 
     def trace_closed(self, ast: JaxprAST, operands: dict | None = None):
         """A nested jaxpr as a ClosedJaxpr (no consts), traced in a scope of its own. `operands`
@@ -305,12 +321,14 @@ class Evaluator:
             return list(args)
         if name in jaxpr_random.FORMS:
             return jaxpr_random.apply(name, args, lambda k: self._convert(e, k), lambda m: self.unsupported(m, e.tok))
-        if name in jaxpr_compat.REWRITES:
+        if name in REWRITES:
             params = {k: self._convert(e, k) for k in e.params}
             try:
-                return jaxpr_compat.REWRITES[name](args, params, self._out_avals(e, env))
+                return REWRITES[name](args, params, self._out_avals(e, env))
             except NotImplementedError as ex:
                 raise self.unsupported(f"{name}: {ex} is not supported", e.tok) from None
+        if name == "custom_linear_solve":
+            return self._custom_linear_solve(e, args)
         if name == "while" and self._batched_predicate(e):
             return self._while_batched(e, args)
         if name in jaxpr_compat.BROADCASTING:
@@ -329,6 +347,25 @@ class Evaluator:
             args, params = jaxpr_compat.unbatch_indices(name, args, params)
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
+
+    def _custom_linear_solve(self, e, args) -> list:
+        """`custom_linear_solve[const_lengths jaxprs]` (jnp.linalg.solve, jax.scipy.sparse.linalg): the
+        value is its `solve` jaxpr applied to its consts and the right-hand sides. The other jaxprs
+        (matvec, vecmat, transpose_solve) serve JAX's derivatives, which a printed program already
+        spells out (a transposed solve is another custom_linear_solve with the roles exchanged)."""
+        lengths, jaxprs = (e.params[k].value if k in e.params else None for k in ("const_lengths", "jaxprs"))
+        if not isinstance(lengths, Call) or not isinstance(jaxprs, Call) or "solve" not in jaxprs.kwargs:
+            raise self.error("custom_linear_solve needs the params const_lengths=_LinearSolveTuple(...) and"
+                             " jaxprs=_LinearSolveTuple(..., solve=..., ...)", e.tok)
+        counts = [convert_value(lengths.kwargs.get(k, 0), lambda v: None, self.error)
+                  for k in ("matvec", "vecmat", "solve", "transpose_solve")]
+        if not all(isinstance(c, int) and c >= 0 for c in counts) or sum(counts) > len(args):
+            raise self.error(f"custom_linear_solve: const_lengths {counts} do not fit its {len(args)} operands", e.tok)
+        solve = self.shared(jaxprs.kwargs["solve"])
+        if solve is None:
+            raise self.error("custom_linear_solve: its solve is not a jaxpr", e.tok)
+        start = counts[0] + counts[1]
+        return self.inline(solve, [*args[start:start + counts[2]], *args[sum(counts):]], e.tok)
 
     def _batched_predicate(self, e) -> bool:
         """Whether a while's cond_jaxpr returns an array of bools (JAX's vmap of a while loop whose
@@ -555,14 +592,8 @@ def build(prog: Program, consts=None, implicit=None):
     ast = prog.main
     if ast.constvars and consts is None:
         names = ", ".join(f"{b.name or '_'}:{_type_text(b.type)}" for b in ast.constvars)
-        raise ev.error(
-            f"the jaxpr has constvars ({names}) but the text carries no values for them: JAX's printer drops"
-            f" the values of constants (JAX >= 0.7 hoists array constants such as index arrays and"
-            f" polynomial coefficients into constvars). Give sprue a form that keeps them: export the function"
-            f" with jax.export (open(path, 'wb').write(jax.export.export(jax.jit(f))(*args).serialize()),"
-            f" then sprue.load or `sprue compile` the .jax_exported file), or its StableHLO text"
-            f" (jax.jit(f).lower(*args).as_text()); or save it with sprue.save, or pass the constants in as"
-            f" arguments before printing the jaxpr", ast.tok)
+        raise ev.error(f"the jaxpr has constvars ({names}) but the text carries no values for them: {CONSTS_ADVICE}",
+                       ast.tok)
     consts = list(consts or [])
     if len(consts) != len(ast.constvars):
         raise ev.error(f"the jaxpr has {len(ast.constvars)} constvars but {len(consts)} values were given", ast.tok)

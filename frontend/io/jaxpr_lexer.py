@@ -4,7 +4,7 @@ The printed form (JAX 0.4 .. 0.10, and sprue's own printer, sprue.ir.core) is fr
 and line breaks may appear between any two tokens. Tokens:
 
     NAME    a  f64  scatter-add  np.int64  GatherScatterMode.CLIP  True  inf  nan
-    NUM     2  -1  2.0  1e-05  -inf
+    NUM     2  -1  2.0  1e-05  -inf  0j  (1+2j)
     STR     'text'  "text"
     OPAQUE  <function f at 0x7f...>  <lambda>   (reprs JAX prints in angle brackets)
     PUNCT   { } [ ] ( ) , ; : = . * + - // %
@@ -52,12 +52,15 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _NUM = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?|\d+)", re.ASCII)
 _MAX_NUM_LEN = 400   # longer numbers are rejected: no dtype holds them (and int() refuses > 4300 digits)
 _NEG_SPECIAL = re.compile(r"-(?:inf|nan)\b")
+# complex literals as Python's repr writes them (JAX prints `(1+2j):c64[]`, `0j:c64[]`, `(nan+infj)`)
+_REAL = r"(?:\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf|nan)"   # unambiguous: linear time
+_COMPLEX = re.compile(rf"\((?:-?{_REAL})?[+-]{_REAL}j\)|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?j\b", re.ASCII)
 _PUNCT1 = set("{}[](),;:=.*+-%")
 
 
 # Tokens a regular expression reads whole, tried in this order: `scatter-add` is one name, `-inf` one
 # number; names are ASCII letters only (c.isalpha() is true of 'é' too).
-_WORDS = ((_SCATTER, "NAME"), (_NEG_SPECIAL, "NUM"), (_NAME, "NAME"))
+_WORDS = ((_COMPLEX, "NUM"), (_SCATTER, "NAME"), (_NEG_SPECIAL, "NUM"), (_NAME, "NAME"))
 
 
 def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:

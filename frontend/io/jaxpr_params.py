@@ -55,6 +55,7 @@ HARMLESS = RESET | {
     "jvp_jaxpr_thunk", "num_consts", "symbolic_zeros", "bwd", "fwd_jaxpr_thunk", "out_trees",
     "input_shape", "update_jaxpr", "update_consts", "differentiated", "prevent_cse", "policy", "concrete",
     "algorithm", "transpose_algorithm", "copy_semantics", "devices", "srcs", "debug_info",
+    "branches_platforms",   # cond's branch per platform: the index operand (platform_index) already chose
 }
 
 # optional params left out when the text does not give them (sprue's own tracing omits them too)

@@ -16,7 +16,8 @@ Grammar (whitespace and line breaks anywhere between tokens):
     eqn     ::= binder* '=' PRIM ('[' param* ']')? atom*   (no binders and no '=': no outputs)
     param   ::= NAME '=' value ','?
     value   ::= jaxpr | '(' value* ')' | '[' value* ']' | NUM | STR | NAME | NAME '(' args ')' | '<...>'
-    atom    ::= NAME | literal        literal: 2.0:f64[]  2.0  True:bool[]  -inf:f32[]  nan
+              | 'let' ( NAME '=' jaxpr )+ 'in' value       # shared jaxprs scoped to one value (custom_linear_solve)
+    atom    ::= NAME | literal        literal: 2.0:f64[]  2.0  True:bool[]  -inf:f32[]  nan  (1+2j):c64[]  0j:c64[]
     outs    ::= '(' atom (',' atom)* ','? ')' | atom*
 
 JAX prints a jaxpr that fits in 80 columns on one line, its equations separated by ';'. Its variable
@@ -51,6 +52,11 @@ class Parser:
         self.i = 0
         self.scopes: list[set] = []   # names bound so far in each enclosing jaxpr
         self.depth = 0
+        # shared jaxprs `let`-bound inside a param value (custom_linear_solve's transpose_solve=let
+        # _lu_solve = {...} in {...}): kept under names of their own, which the names in the value
+        # they scope are renamed to (the same name may be bound differently elsewhere)
+        self.nested_shared: dict[str, JaxprAST] = {}
+        self.shared_renames: list[dict[str, str]] = []
 
     # token helpers
     @property
@@ -112,6 +118,7 @@ class Parser:
                     continue
                 break
         prog.main = self.jaxpr()
+        prog.shared.update(self.nested_shared)
         if self.tok.kind != "EOF":
             raise self.error(f"unexpected {self.tok.text!r} after the end of the jaxpr")
         return prog
@@ -427,34 +434,63 @@ class Parser:
         if t.kind == "OPAQUE":
             self.next()
             return Opaque(t.text, t)
+        if t.kind == "NAME" and t.text == "let" and self.peek().kind in ("NAME", "OPAQUE") and self.peek(2).text == "=":
+            return self.scoped_let()
         if t.kind == "NAME":
-            self.next()
-            if t.text in ("True", "False", "None"):
-                return {"True": True, "False": False, "None": None}[t.text]
-            if t.text in ("inf", "nan"):
-                return float(t.text)
-            if self.at("(") and self.tok.line == t.line and self.tok.col == t.col + len(t.text):
-                self.next()
-                args, kwargs = [], {}
-                while not self.at(")"):
-                    if self.tok.kind == "EOF":
-                        raise self.error("unclosed '('", t)
-                    if self.tok.kind == "NAME" and self.peek().text == "=":
-                        k = self.next().text
-                        self.next()
-                        kwargs[k] = self.value()
-                    else:
-                        args.append(self.value())
-                    if self.at(","):
-                        self.next()
-                self.next()
-                return Call(t.text, args, kwargs, t)
-            return Ident(t.text, t)
+            return self._name_value(self.next())
         if self.at("-") and self.peek().kind == "NAME":
             self.next()
             v = self.value()
             return -v if isinstance(v, (int, float)) else v
         raise self.error(f"unexpected {t.text!r} in a param value")
+
+    def _name_value(self, t):
+        """A param value starting with the name t (already read): a constant, a call, or an Ident."""
+        if t.text in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[t.text]
+        if t.text in ("inf", "nan"):
+            return float(t.text)
+        if self.at("(") and self.tok.line == t.line and self.tok.col == t.col + len(t.text):
+            self.next()
+            args, kwargs = [], {}
+            while not self.at(")"):
+                if self.tok.kind == "EOF":
+                    raise self.error("unclosed '('", t)
+                if self.tok.kind == "NAME" and self.peek().text == "=":
+                    k = self.next().text
+                    self.next()
+                    kwargs[k] = self.value()
+                else:
+                    args.append(self.value())
+                if self.at(","):
+                    self.next()
+            self.next()
+            return Call(t.text, args, kwargs, t)
+        for renames in reversed(self.shared_renames):
+            if t.text in renames:
+                return Ident(renames[t.text], t)
+        return Ident(t.text, t)
+
+    def scoped_let(self):
+        """`let NAME = jaxpr ... in value`: the value, its shared jaxprs' names renamed to unique ones."""
+        self.next()
+        renames: dict[str, str] = {}
+        while self.tok.kind in ("NAME", "OPAQUE") and self.peek().text == "=":
+            name = self.next()
+            self.next()
+            unique = f"{name.text}@{name.line}:{name.col}"
+            self.shared_renames.append(dict(renames))
+            try:
+                self.nested_shared[unique] = self.jaxpr()
+            finally:
+                self.shared_renames.pop()
+            renames[name.text] = unique
+        self.expect("in")
+        self.shared_renames.append(renames)
+        try:
+            return self.value()
+        finally:
+            self.shared_renames.pop()
 
     def skip_balanced(self) -> str:
         start, depth, parts = self.tok, 0, []

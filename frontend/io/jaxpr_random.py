@@ -11,18 +11,20 @@ words axis added to their params and operands (`for_key_arrays`). Other generato
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
 from sprue import lax
 from sprue.random import _keys
+from sprue.random._gamma import _gamma_flat
 from sprue.trace.tracing import Tracer
 
 # the name JAX prints for its threefry2x32 implementation (prng.threefry_prng_impl's tag)
 THREEFRY_TAG = "fry"
 FORMS = {"random_seed", "random_wrap", "random_unwrap", "random_bits", "random_split", "random_fold_in",
-         "random_clone"}
+         "random_clone", "random_gamma"}
 # their params, and those JAX prints that change nothing sprue computes
 PARAMS = {"random_seed": {"impl"}, "random_wrap": {"impl"}, "random_bits": {"bit_width", "shape"},
           "random_split": {"shape"}}
@@ -61,7 +63,24 @@ def apply(name: str, args: list, param: Callable[[str], object], error: Callable
         return [_keys.random_bits(args[0], param("bit_width"), param("shape"))]
     if name == "random_split":
         return [_keys.split_keys(args[0], param("shape"))]
+    if name == "random_gamma":
+        if not all(isinstance(d, int) for d in (args[1].aval.shape if isinstance(args[1], Tracer) else ())):
+            raise error("random_gamma of a shape known only at run time is not supported (as in JAX)")
+        return [_gamma(args[0], args[1], bool(param("log_space")))]
     return [_keys.fold_keys(args[0], args[1])]   # random_fold_in
+
+
+def _gamma(keys, a, log_space: bool):
+    """`random_gamma[log_space]` keys a (jax.random.gamma, JAX's _gamma_impl): each key (the key
+    array's shape leads a's) split into one per element of a it covers, then Marsaglia and Tsang's
+    sampler per element (sprue.random's, which draws JAX's numbers from the same keys)."""
+    key_shape = tuple(keys.aval.shape if isinstance(keys, Tracer) else np.shape(keys))[:-1]
+    shape = tuple(a.aval.shape if isinstance(a, Tracer) else np.shape(a))
+    count = math.prod(shape)
+    flat_keys = lax.reshape(keys, (math.prod(key_shape), 2))
+    split = lax.reshape(_keys.split_keys(flat_keys, (count // max(1, math.prod(key_shape)),)), (count, 2))
+    samples = _gamma_flat(split, lax.reshape(a, (count,)), log_space)
+    return lax.reshape(samples, shape)
 
 
 # structural primitives whose params name the key array's axes: the words axis is one more, last

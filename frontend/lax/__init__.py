@@ -38,6 +38,7 @@ from sprue.lax.scatter_reductions import (  # noqa: F401
 from sprue.lax.sorting import sort, sort_p  # noqa: F401
 from sprue.lax.special import *  # noqa: F401,F403  (erf, lgamma, ..., clz, bitcast_convert_type, nextafter)
 from sprue.lax.special_gamma import *  # noqa: F401,F403  (igamma, igammac, bessel_i0e, bessel_i1e, ...)
+from sprue.lax.special_series import betainc, polygamma, zeta  # noqa: F401
 from sprue.lax.structural import *  # noqa: F401,F403
 from sprue.lax.structural import _split_dims  # noqa: F401  (sprue.numpy._dims binds gathers with it)
 from sprue.lax.windowed import reduce_window, select_and_gather_add, select_and_scatter_add  # noqa: F401
