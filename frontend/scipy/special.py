@@ -1,5 +1,6 @@
 """sprue.scipy.special: jax.scipy.special's functions, over sprue.lax's special-function primitives
-(erf, erfc, erf_inv, lgamma, digamma, igamma, igammac, bessel_i0e, bessel_i1e, logistic) and
+(erf, erfc, erf_inv, lgamma, digamma, igamma, igammac, bessel_i0e, bessel_i1e, logistic, zeta,
+polygamma, betainc) and
 sprue.numpy. Traced and eager alike, differentiable where jax.scipy's are; integer and bool
 arguments are computed in float64 (jax.scipy under x64), Python scalars take the other operand's
 float type. Values follow jax.scipy 0.10's where it departs from scipy (loggamma(0) is nan)."""
@@ -16,6 +17,7 @@ from sprue.numpy._avals import value_error
 from sprue.numpy._promote import operand, result_type, static_int
 
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "gammaln", "loggamma", "gamma", "gammasgn", "digamma",
+           "polygamma", "zeta", "betainc",
            "gammainc", "gammaincc", "beta", "betaln", "factorial", "comb", "poch", "multigammaln", "xlogy",
            "xlog1py", "entr", "rel_entr", "kl_div", "logsumexp", "softmax", "log_softmax", "ndtr", "ndtri",
            "log_ndtr", "i0", "i0e", "i1", "i1e", "boxcox", "boxcox1p"]
@@ -152,6 +154,26 @@ def gamma(x):
 
 def digamma(x):
     return lax.digamma(float_operands("digamma", x))
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma (n a non-negative integer)."""
+    n, x = float_operands("polygamma", n, x)
+    return lax.polygamma(n, x)
+
+
+def zeta(x, q=None):
+    """Hurwitz's zeta function sum_k (k + q)^-x; Riemann's (q = 1) without q."""
+    if q is None:
+        q = 1.0
+    x, q = float_operands("zeta", x, q)
+    return lax.zeta(x, q)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b)."""
+    a, b, x = jnp.broadcast_arrays(*float_operands("betainc", a, b, x))
+    return lax.betainc(a, b, x)
 
 
 def gammainc(a, x):

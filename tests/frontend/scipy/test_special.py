@@ -181,3 +181,19 @@ def test_gradients_against_central_differences():
         ref = central_difference(lambda v: float(fn(v) if fn is not S.gammainc else fn(2.0, v)), x)
         assert g == pytest.approx(ref, rel=1e-6), fn.__name__
     assert snp.allclose(sprue.vmap(S.erf)(X), S.erf(X))
+
+
+def test_polygamma_zeta_betainc():
+    x = np.array([0.5, 1.0, 2.5, 7.0])
+    # polygamma(1, x) = zeta(2, x); polygamma(0) is digamma; Riemann's zeta(2) = pi^2 / 6
+    np.testing.assert_allclose(both(S.polygamma, np.ones_like(x), x), both(S.zeta, np.full_like(x, 2.0), x),
+                               rtol=1e-12)
+    np.testing.assert_allclose(both(S.polygamma, np.zeros_like(x), x), S.digamma(x), rtol=1e-12)
+    assert S.zeta(2.0) == pytest.approx(math.pi ** 2 / 6, rel=1e-14)
+    np.testing.assert_allclose(both(S.zeta, np.full_like(x, 3.0), x),
+                               [math.fsum((k + v) ** -3.0 for k in range(200000)) + (200000 + v) ** -2 / 2 for v in x],
+                               rtol=1e-9)
+    # I_x(a, 1) = x^a and I_x(1, b) = 1 - (1 - x)^b
+    t = np.array([0.1, 0.5, 0.9])
+    np.testing.assert_allclose(both(S.betainc, np.full(3, 2.5), np.ones(3), t), t ** 2.5, rtol=1e-12)
+    np.testing.assert_allclose(both(S.betainc, np.ones(3), np.full(3, 3.5), t), 1 - (1 - t) ** 3.5, rtol=1e-12)
