@@ -231,3 +231,24 @@ def test_an_lu_solve_in_a_loop_in_float64(tmp_path):
     for _ in range(3):
         want = want - np.linalg.solve(a, want)
     np.testing.assert_allclose(f(a, b), want, rtol=1e-12)
+
+
+def test_bitcast_convert_type_between_widths_splits_and_joins_the_last_axis(tmp_path):
+    # lax.bitcast_convert_type(x, jnp.uint8) of float32s, and back; float64 into int16 pieces
+    f = load(tmp_path, """\
+{ lambda ; a:f32[2,3] b:u8[3,4] c:f64[2]. let
+    d:u8[2,3,4] = bitcast_convert_type[new_dtype=uint8] a
+    e:f32[3] = bitcast_convert_type[new_dtype=float32] b
+    g:i16[2,4] = bitcast_convert_type[new_dtype=int16] c
+    h:f64[2] = bitcast_convert_type[new_dtype=float64] g
+  in (d, e, g, h) }
+""")
+    a = np.array([[1.0, -0.0, np.inf], [3.5e-40, np.nan, -7.25]], np.float32)
+    b = np.random.RandomState(1).randint(0, 256, (3, 4)).astype(np.uint8)
+    c = np.array([np.pi, -1e300])
+    d, e, g, h = f(a, b, c)
+    # numpy's views of the same memory, on this little-endian machine as XLA's CPU
+    np.testing.assert_array_equal(d, a.view(np.uint8).reshape(2, 3, 4))
+    np.testing.assert_array_equal(e.view(np.uint32), b.view(np.uint32)[:, 0])
+    np.testing.assert_array_equal(g, c.view(np.int16).reshape(2, 4))
+    np.testing.assert_array_equal(h, c)
