@@ -515,6 +515,11 @@ def slice_(x: Value, starts: Sequence[Size], limits: Sequence[Size], strides: Se
     strides = strides or [1] * len(starts)
     if _static_sizes(starts) and _static_sizes(limits):
         shape = [(hi - lo + st - 1) // st for lo, hi, st in zip(starts, limits, strides)]
+        if 0 in shape:
+            # an empty result is a constant: the tensor.extract_slice of an operand's zero-size dim
+            # (an LU's empty left part, sliced again) fails MLIR's verifier in the linalg stage
+            # ("offset 1 is out-of-bounds: 0 >= 0")
+            return constant(0, dtype_of(x), shape)
         return op1("stablehlo.slice", [x], with_dtype_shape(x, shape),
                    {"start_indices": i64s(starts), "limit_indices": i64s(limits), "strides": i64s(strides)})
     shape = [(hi - lo + st - 1) // st if _static_sizes([lo, hi]) else None

@@ -300,7 +300,35 @@ def _total_order(compare):
     return rule
 
 
-REWRITES = {"split": split, "expand_dims": expand_dims, "stack": stack, "tile": tile, "empty": empty,
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def bitcast_convert_type(args, params, outs):
+    """`bitcast_convert_type[new_dtype]`: between types of one width, sprue's primitive; between
+    widths, JAX's rule: a wider operand's bits split along a new last axis of the ratio's size, the
+    lowest piece first (a little-endian machine's memory order, as XLA's CPU), or a narrower
+    operand's last axis (of that size) joined into one element, by shifts of unsigned integers."""
+    x, = args
+    old, new = np.dtype(_dtype(x)), np.dtype(params["new_dtype"])
+    if old.itemsize == new.itemsize or old.kind in "bc" or new.kind in "bc":
+        return [lax.bitcast_convert_type(x, new)]   # same width, or its error (bool, complex)
+    wide, narrow = _UINT[max(old.itemsize, new.itemsize)], _UINT[min(old.itemsize, new.itemsize)]
+    ratio, step = np.dtype(wide).itemsize // np.dtype(narrow).itemsize, 8 * np.dtype(narrow).itemsize
+    if old.itemsize > new.itemsize:
+        bits = lax.bitcast_convert_type(x, wide)
+        shape = (*_shape(x), 1)
+        pieces = [lax.reshape(lax.convert_element_type(
+            lax.shift_right_logical(bits, np.asarray(k * step, wide)[()]), narrow), shape) for k in range(ratio)]
+        return [lax.bitcast_convert_type(lax.concatenate(pieces, len(shape) - 1), new)]
+    if not _shape(x) or _shape(x)[-1] != ratio:
+        raise ValueError(f"a {old} operand's last axis must have size {ratio} to join into {new}, got {list(_shape(x))}")
+    pieces = lax.convert_element_type(lax.bitcast_convert_type(x, narrow), wide)
+    shifts = lax.broadcast_in_dim(np.arange(0, ratio * step, step, dtype=wide), _shape(x), (len(_shape(x)) - 1,))
+    joined = lax.reduce_sum(lax.shift_left(pieces, shifts), (len(_shape(x)) - 1,))   # disjoint bits: sum is or
+    return [lax.bitcast_convert_type(joined, new)]
+
+
+REWRITES = {"split": split, "bitcast_convert_type": bitcast_convert_type, "expand_dims": expand_dims, "stack": stack, "tile": tile, "empty": empty,
             "empty2": empty,
             "reduce_window_sum": _reduce_window(lax.add, lambda dt: 0),
             "reduce_window_max": _reduce_window(lax.max, _lowest),

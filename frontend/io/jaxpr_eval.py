@@ -49,6 +49,24 @@ CONSTS_ADVICE = (
     " (jax.jit(f).lower(*args).as_text()); or save it with sprue.save, or pass the constants in as"
     " arguments before printing the jaxpr")
 
+# bfloat16 inside a program: carried in float32 and rounded to bfloat16's 8 exponent and 7 mantissa
+# bits after every equation that declares a bf16 result, as the jaxpr's types say (XLA's CPU backend
+# computes bf16 ops in f32 too, its float-normalization pass, but may keep f32 across a fusion, so the
+# results agree with JAX's to bfloat16's precision, not bit for bit). Arguments and results of the
+# program cannot be bf16: numpy, and so sprue's calling convention, has no bfloat16.
+BF16 = "bf16"
+_BF16_BITS = {"exponent_bits": 8, "mantissa_bits": 7}
+
+
+def _round_bf16(value):
+    """value (a float32 tracer or numpy scalar) rounded to the nearest bfloat16, ties to even."""
+    if isinstance(value, Tracer):
+        return jaxpr_compat.reduce_precision([value], _BF16_BITS, None)[0]
+    bits = np.asarray(value, np.float32).view(np.uint32)
+    bits = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(value), value, bits.view(np.float32)).astype(np.float32)[()]
+
+
 # primitives of JAX read as computations in sprue's (each module says why)
 REWRITES = {**jaxpr_compat.REWRITES, **jaxpr_linalg.REWRITES}
 
@@ -81,6 +99,8 @@ class Evaluator:
 
     # -- types --------------------------------------------------------------------------------
     def dtype(self, t: TypeAST):
+        if t.dtype == BF16:
+            return dtypes.float32
         try:
             return dtypes.from_short_name(t.dtype)
         except SprueError:
@@ -163,6 +183,8 @@ class Evaluator:
             if lit.type.dims:
                 raise self.error("a literal must be a scalar", lit.tok)
             dtype = self.dtype(lit.type)
+            if lit.type.dtype == BF16:
+                return _round_bf16(self.literal(Lit(lit.text, None, lit.tok), dtype))
         kind = _lit_kind(lit.text)
         if dtype is None:
             dtype = {"b": dtypes.bool_, "f": dtypes.float64, "i": dtypes.int64, "c": dtypes.complex128}[kind]
@@ -304,6 +326,7 @@ class Evaluator:
                 eq.source_info = where
         if len(outs) != len(e.outs) and e.outs:
             raise self.error(f"{e.prim} gives {len(outs)} results, the text declares {len(e.outs)}", e.tok)
+        outs = [_round_bf16(v) if b.type is not None and b.type.dtype == BF16 else v for b, v in zip(e.outs, outs)]
         for b, v in zip(e.outs, outs):
             env[b.name if b.name is not None else "_"] = v   # JAX >= 0.7 may return a `_` binder
             if b.name in sizes and isinstance(v, Tracer) and v.aval.shape == () and v.aval.dtype == dtypes.int64 \
@@ -616,6 +639,7 @@ def _build(ev: Evaluator, ast: JaxprAST, consts: list, implicit: dict):
             ev.check_type(f"constant '{binder.name}'", binder.type, value, env, binder.tok)
             if binder.name is not None:
                 env[binder.name] = value
+        _refuse_bf16_boundary(ev, ast)
         for binder in ast.invars:
             t = b.new_arg(ev.aval(binder.type, env, binder.tok))
             if binder.name is not None:
@@ -625,6 +649,19 @@ def _build(ev: Evaluator, ast: JaxprAST, consts: list, implicit: dict):
         outs = ev.run(ast, env)
         closed = b.finish(outs)
     return closed, len(implicit)
+
+
+def _refuse_bf16_boundary(ev: Evaluator, ast: JaxprAST) -> None:
+    types = {b.name: b for b in [*ast.invars, *(b for e in ast.eqns for b in e.outs)] if b.name is not None}
+    boundary = [(f"argument '{b.name}'", b) for b in ast.invars] + [
+        (f"result {k} ('{a.name}')", types[a.name]) for k, a in enumerate(ast.outs)
+        if isinstance(a, VarRef) and a.name in types]
+    for what, b in boundary:
+        if b.type is not None and b.type.dtype == BF16:
+            raise ev.unsupported(f"{what} is bfloat16, which numpy (and so a compiled function's arguments and"
+                                 " results) has no type for; sprue computes bfloat16 inside a program (in float32,"
+                                 " rounded after each equation): convert it to float32 at the program's boundary"
+                                 " (x.astype(jnp.float32)) before printing the jaxpr", b.type.tok)
 
 
 __all__ = ["build", "Evaluator", "DimExpr", "Binder"]

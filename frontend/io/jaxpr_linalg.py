@@ -1,5 +1,5 @@
 """JAX's linear-algebra and FFT primitives as a printed jaxpr has them (`lu`, `triangular_solve`,
-`cholesky`, `qr`, `eigh`, `svd`, `fft`), read into sprue.numpy.linalg's and sprue.numpy.fft's
+`cholesky`, `qr`, `eigh`, `svd`, `tridiagonal_solve`, `fft`), read into sprue.numpy.linalg's and sprue.numpy.fft's
 computations of the same factorizations and transforms.
 
 Why rewrites: jax.numpy.linalg and jax.numpy.fft bind these (LAPACK's and ducc's kernels in JAX);
@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from sprue import lax
+from sprue import numpy as jnp
 from sprue.numpy import _linalg_kernels as K
 from sprue.numpy import fft as _fft
 from sprue.numpy import linalg as _linalg
@@ -96,6 +97,39 @@ def svd(args, params, outs):
     return [s, u, vt]
 
 
+def tridiagonal_solve(args, params, outs):
+    """`tridiagonal_solve[perturb_singular]` dl d du b: x with the tridiagonal (dl below, d on, du above
+    the diagonal; dl[0] and du[-1] unused) times x = b, b (..., m, n), by Thomas's algorithm: a forward
+    sweep eliminating dl, a backward one substituting (LAPACK's gtsv, which XLA's CPU calls, pivots
+    rows where |dl| > |d|; for the diagonally dominant systems splines and implicit stencils give it
+    takes no pivot and the two agree to rounding)."""
+    dl, d, du, b = args
+    if params.get("perturb_singular"):
+        raise NotImplementedError("tridiagonal_solve with perturb_singular=True (LAPACK's gtsv perturbs zero pivots)")
+    rank = len(_shape(b))
+    if rank < 2 or _shape(d)[-1] != _shape(b)[-2] or not isinstance(_shape(b)[-2], int):
+        raise NotImplementedError(f"tridiagonal_solve of a {list(_shape(b))} right-hand side")
+    diagonals = [lax.transpose(v, (rank - 2, *range(rank - 2))) for v in (dl, d, du)]   # m first
+    rhs = lax.transpose(b, (rank - 2, *range(rank - 2), rank - 1))
+    first = lax.broadcast_in_dim(jnp.arange(_shape(b)[-2]) == 0, _shape(diagonals[0]), (0,))
+    lower = jnp.where(first, 0, diagonals[0])
+
+    def forward(carry, row):
+        c_prev, y_prev = carry
+        l, dd, u, r = row
+        denom = dd - l * c_prev
+        c, y = u / denom, (r - l[..., None] * y_prev) / denom[..., None]
+        return (c, y), (c, y)
+    _, (c, y) = lax.scan(forward, (jnp.zeros_like(diagonals[1][0]), jnp.zeros_like(rhs[0])), (lower, diagonals[1], diagonals[2], rhs))
+
+    def backward(x_next, row):
+        c_i, y_i = row
+        x = y_i - c_i[..., None] * x_next
+        return x, x
+    _, x = lax.scan(backward, jnp.zeros_like(rhs[0]), (c, y), reverse=True)
+    return [lax.transpose(x, (*range(1, rank - 1), 0, rank - 1))]
+
+
 # JAX's FftType, printed as its value (JAX >= 0.4.32) or its name (`FftType.RFFT`, older jaxlibs)
 _FFT_TYPES = {0: "FFT", 1: "IFFT", 2: "RFFT", 3: "IRFFT"}
 
@@ -126,6 +160,6 @@ def fft(args, params, outs):
 
 
 REWRITES = {"lu": lu, "triangular_solve": triangular_solve, "cholesky": cholesky, "qr": qr, "eigh": eigh,
-            "svd": svd, "fft": fft}
+            "svd": svd, "fft": fft, "tridiagonal_solve": tridiagonal_solve}
 
 __all__ = ["REWRITES"]

@@ -100,6 +100,8 @@ _DTYPE_NAMES = {
     "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "u64": "uint64", "u32": "uint32",
     "u16": "uint16", "u8": "uint8", "complex64": "complex64", "complex128": "complex128", "c64": "complex64",
     "c128": "complex128",
+    # bfloat16 is carried in float32, rounded after each equation (jaxpr_eval's BF16)
+    "bfloat16": "float32", "bf16": "float32",
 }
 
 # params whose value is an integer, and params whose value is a tuple of integers (possibly nested:

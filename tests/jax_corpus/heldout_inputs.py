@@ -33,6 +33,8 @@ def spd(n):
 
 
 CASES: list[tuple[str, object, tuple]] = []
+# cases traced and run with jax.enable_x64 (float64 and int64 as the user's program asks for them)
+X64: set[str] = set()
 
 
 def case(name, *args):

@@ -1,7 +1,8 @@
 """The held-out JAX programs (issue 15): written after the corpus (make.py), in the style users write,
 without looking at what sprue reads, to measure how many jaxprs real JAX prints that sprue had not
 seen load and match. Batch A was measured before the reader was fixed for it (240 of 274 passed),
-batch B after batch A's fixes and before its own (72 of 73); both pass now and stay tested
+batch B after batch A's fixes and before its own (72 of 73), batch C (programs in the style of JAX
+code in the wild) after both and before its own (123 of 126); all pass now, or are refused by text and stay tested
 (test_corpus.test_heldout).
 
 Run by hand in a venv holding JAX (never in sprue's .venv):
@@ -10,7 +11,8 @@ Run by hand in a venv holding JAX (never in sprue's .venv):
 
 Each case `<name>` gives `<name>.jaxpr` (str(jax.make_jaxpr(f)(*args))) and `<name>.npz` (in0, ...:
 the flattened arguments; out0, ...: JAX's flattened results); `cases.json` lists them, a case whose
-jaxpr has constvars marked so (JAX's printer drops their values). JAX runs in float32, its default.
+jaxpr has constvars marked so (JAX's printer drops their values). JAX runs in float32, its default,
+but for the cases of X64 (jax.enable_x64).
 """
 from __future__ import annotations
 
@@ -18,11 +20,12 @@ import json
 import sys
 from pathlib import Path
 
-import heldout_batch_a  # noqa: F401  (registers batch A's cases, then batch B's, in this order)
+import heldout_batch_a  # noqa: F401  (registers batch A's cases, then B's, then C's, in this order)
 import heldout_batch_b  # noqa: F401
+import heldout_batch_c  # noqa: F401
 import jax
 import numpy as np
-from heldout_inputs import CASES
+from heldout_inputs import CASES, X64
 
 
 def _flat(tree):
@@ -35,8 +38,9 @@ def main() -> None:
     entries = []
     for name, fn, args in CASES:
         try:
-            closed = jax.make_jaxpr(fn)(*args)
-            outs, ins = _flat(jax.jit(fn)(*args)), _flat(args)
+            with jax.enable_x64(name in X64):
+                closed = jax.make_jaxpr(fn)(*args)
+                outs, ins = _flat(jax.jit(fn)(*args)), _flat(args)
         except Exception as e:   # a function this JAX version lacks: left out, with why
             print(f"  skipped {name}: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
             continue

@@ -150,3 +150,105 @@ def test_total_order_comparisons(tmp_path):
     np.testing.assert_array_equal(lt, [True, False, False, True, False, True])
     np.testing.assert_array_equal(le, [True, False, False, True, True, True])
     np.testing.assert_array_equal(eq, [False, False, False, False, True, False])
+
+
+def _bf16(x):
+    """float32 values rounded to bfloat16's 8 significant bits, to nearest even (frexp's mantissa in
+    [0.5, 1) times 2**8 rounded by np.round, which rounds halves to even)."""
+    m, e = np.frexp(x.astype(np.float64))
+    return np.ldexp(np.round(m * 256) / 256, e).astype(np.float32)
+
+
+def test_bfloat16_inside_a_program_is_float32_rounded_after_each_equation(tmp_path):
+    # jnp.bfloat16 inside jax.numpy code: every bf16 result (and literal) rounded to bfloat16
+    f = load(tmp_path, """\
+{ lambda ; a:f32[6] b:i32[6]. let
+    c:bf16[6] = convert_element_type[new_dtype=bfloat16 weak_type=False] a
+    d:bf16[6] = mul c 1.1:bf16[]
+    e:bf16[6] = exp d
+    g:bf16[6] = convert_element_type[new_dtype=bfloat16 weak_type=False] b
+    h:bf16[6] = add e g
+    i:f32[6] = convert_element_type[new_dtype=float32 weak_type=False] h
+    j:f32[] = reduce_sum[axes=(0,)] i
+  in (i, j) }
+""")
+    a = np.array([0.3, -1.7, 2.05, 1e-3, 3.3, -0.01], np.float32)
+    b = np.array([1, 300, -2, 7, 1001, 0], np.int32)
+    i, j = f(a, b)
+    d = _bf16(_bf16(a) * _bf16(np.float32(1.1)))
+    want = _bf16(_bf16(np.exp(d)) + _bf16(b.astype(np.float32)))   # 1001 is no bfloat16: 1000
+    np.testing.assert_allclose(i, want, rtol=1e-6)   # exp in float32 a few ulp from numpy's, then rounded alike
+    assert i.dtype == j.dtype == np.float32
+    np.testing.assert_allclose(j, i.sum(dtype=np.float64), rtol=1e-6)
+
+
+def test_bfloat16_arguments_and_results_are_refused_by_their_binder(tmp_path):
+    with pytest.raises(JaxprUnsupportedError, match=r"prog.jaxpr:1:14: argument 'a' is bfloat16, which numpy .*"
+                                                    r"convert it to float32 at the program's boundary"):
+        load(tmp_path, "{ lambda ; a:bf16[3]. let b:f32[3] = convert_element_type[new_dtype=float32"
+                       " weak_type=False] a in (b,) }")
+    with pytest.raises(JaxprUnsupportedError, match=r"prog.jaxpr:1:28: result 0 \('b'\) is bfloat16"):
+        load(tmp_path, "{ lambda ; a:f32[3]. let b:bf16[3] = convert_element_type[new_dtype=bfloat16"
+                       " weak_type=False] a in (b,) }")
+
+
+def test_an_lu_solve_in_a_loop_in_float64(tmp_path):
+    # jnp.linalg.solve in a fori_loop under jax.enable_x64: sprue's LU slices its empty left part,
+    # which lowered as tensor.extract_slice of a zero-size dim failed MLIR's verifier
+    f = load(tmp_path, """\
+{ lambda ; a:f64[3,3] b:f64[3]. let
+    _:i64[] c:f64[3] = scan[
+      jaxpr={ lambda ; d:f64[3,3] e:i64[] g:f64[3]. let
+          h:i64[] = add e 1:i64[]
+          i:f64[3,3] j:i32[3] k:i32[3] = lu d
+          l:f64[3,1] = broadcast_in_dim[broadcast_dimensions=(0,)] g
+          m:i32[3,1] = broadcast_in_dim[broadcast_dimensions=(0,)] k
+          n:f64[3,1] = gather[
+            dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+            fill_value=None
+            indices_are_sorted=False
+            mode=GatherScatterMode.PROMISE_IN_BOUNDS
+            slice_sizes=(1, 1)
+            unique_indices=False
+          ] l m
+          o:f64[3,1] = triangular_solve[left_side=True lower=True transpose_a=False unit_diagonal=True] i n
+          p:f64[3,1] = triangular_solve[left_side=True lower=False transpose_a=False unit_diagonal=False] i o
+          q:f64[3] = reshape[dimensions=None new_sizes=(3,)] p
+          r:f64[3] = sub g q
+        in (h, r) }
+      length=3
+      linear=(False, False, False)
+      num_carry=2
+      num_consts=1
+      reverse=False
+      unroll=1
+    ] a 0:i64[] b
+  in (c,) }
+""")
+    a = np.array([[1.0, 4.0, 0.5], [3.0, 1.0, 2.0], [0.0, 2.0, 5.0]])
+    b = np.array([1.0, -2.0, 0.5])
+    want = b.copy()
+    for _ in range(3):
+        want = want - np.linalg.solve(a, want)
+    np.testing.assert_allclose(f(a, b), want, rtol=1e-12)
+
+
+def test_bitcast_convert_type_between_widths_splits_and_joins_the_last_axis(tmp_path):
+    # lax.bitcast_convert_type(x, jnp.uint8) of float32s, and back; float64 into int16 pieces
+    f = load(tmp_path, """\
+{ lambda ; a:f32[2,3] b:u8[3,4] c:f64[2]. let
+    d:u8[2,3,4] = bitcast_convert_type[new_dtype=uint8] a
+    e:f32[3] = bitcast_convert_type[new_dtype=float32] b
+    g:i16[2,4] = bitcast_convert_type[new_dtype=int16] c
+    h:f64[2] = bitcast_convert_type[new_dtype=float64] g
+  in (d, e, g, h) }
+""")
+    a = np.array([[1.0, -0.0, np.inf], [3.5e-40, np.nan, -7.25]], np.float32)
+    b = np.random.RandomState(1).randint(0, 256, (3, 4)).astype(np.uint8)
+    c = np.array([np.pi, -1e300])
+    d, e, g, h = f(a, b, c)
+    # numpy's views of the same memory, on this little-endian machine as XLA's CPU
+    np.testing.assert_array_equal(d, a.view(np.uint8).reshape(2, 3, 4))
+    np.testing.assert_array_equal(e.view(np.uint32), b.view(np.uint32)[:, 0])
+    np.testing.assert_array_equal(g, c.view(np.int16).reshape(2, 4))
+    np.testing.assert_array_equal(h, c)
