@@ -13,6 +13,7 @@ general path's ~16 µs a call; this way ~1 µs.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -84,6 +85,9 @@ def leaves_of(a: Any, key: tuple) -> list:
 def flattener(layout: list[tuple | None]) -> Callable[[tuple], tuple | None]:
     """The flat argument tuple of a call, per position the argument itself (layout None) or the
     entries of its container (layout: its container_key); None when a container is another."""
+    if len(layout) == 1 and layout[0] is not None and layout[0][0] is dict and len(layout[0][1]) > 1:
+        return _dict_flattener(layout[0][1])
+
     def flatten(full: tuple) -> tuple | None:
         out: list = []
         for a, lay in zip(full, layout):
@@ -112,6 +116,22 @@ def flattener(layout: list[tuple | None]) -> Callable[[tuple], tuple | None]:
                     return None
                 out.extend(children)
         return tuple(out)
+    return flatten
+
+
+def _dict_flattener(keys: tuple) -> Callable[[tuple], tuple | None]:
+    """flattener's for a call whose one argument is a dict: its entries in `keys` order, taken by
+    one itemgetter (a dict of four arrays: its Python loop was a third of the call)."""
+    get, n = operator.itemgetter(*keys), len(keys)
+
+    def flatten(full: tuple) -> tuple | None:
+        a = full[0]
+        if type(a) is not dict or len(a) != n:
+            return None
+        try:
+            return get(a)
+        except KeyError:
+            return None
     return flatten
 
 

@@ -277,6 +277,26 @@ def test_containers_of_arrays_take_the_fast_path_and_others_the_general_one():
     np.testing.assert_array_equal(dest, x * 2)
 
 
+def test_a_lone_dict_argument_on_the_fast_path():
+    """A function of one dict (a model's parameters): its entries taken by one itemgetter
+    (container_args._dict_flattener); any other dict takes the general path."""
+    f = sprue.qjit(lambda p: p["w"] * p["x"] - p["b"])
+    p = {"b": 1.0, "w": np.full(3, 2.0), "x": np.arange(3.0)}
+    want = np.full(3, 2.0) * np.arange(3.0) - 1.0
+    same(f(p), want)
+    same(fast_taken(f, p), general(f, p))
+    same(fast_taken(f, {"x": np.arange(3.0), "w": np.full(3, 2.0), "b": 1.0}), want)   # (any key order)
+    plan = f._plans[f._fast_key((p,))]
+    for other in ({"w": np.ones(3), "x": np.ones(3), "c": 1.0},        # same size, another key
+                  {"w": np.ones(3), "x": np.ones(3)},                  # a key missing
+                  {**p, "c": 1.0}):                                    # a key more
+        assert plan((other,)) is fastcall.MISS
+    same_error(f, {"w": np.ones(3), "x": np.ones(3), "c": 1.0})
+    from collections import OrderedDict
+    same(f(OrderedDict(p)), want)
+    same(f({**p, "b": 3}), np.full(3, 2.0) * np.arange(3.0) - 3)      # an int entry: its own plan
+
+
 def test_run_time_checks_through_the_fast_path():
     def f(x, k):
         lax.check(lax.lt(k, 10), "too big")
