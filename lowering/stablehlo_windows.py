@@ -297,6 +297,16 @@ def lower_select_and_scatter(op: ir.Operation) -> None:
     op.erase()
 
 
+def _all_of(lines: list[str], conds: list[str], name: str) -> str:
+    """The i1 value that is every one of `conds` (SSA names), anded one by one into `%name_d`;
+    appends the lines."""
+    ok = conds[0]
+    for d in range(1, len(conds)):
+        lines.append(f"  %{name}_{d} = arith.andi {ok}, {conds[d]} : i1")
+        ok = f"%{name}_{d}"
+    return ok
+
+
 def _select_and_scatter_text(rank, window, strides, low, elem, kind, pick, extreme):
     offsets = list(np.ndindex(*window))
 
@@ -327,10 +337,7 @@ def _select_and_scatter_text(rank, window, strides, low, elem, kind, pick, extre
                           f"  %in{j}_{d} = arith.andi %ge{j}_{d}, %lt{j}_{d} : i1",
                           f"  %k{j}_{d} = arith.select %in{j}_{d}, %q{j}_{d}, %c0 : index"]
                 inside.append(f"%in{j}_{d}")
-            ok = inside[0]
-            for d in range(1, rank):
-                lines.append(f"  %ok{j}_{d} = arith.andi {ok}, {inside[d]} : i1")
-                ok = f"%ok{j}_{d}"
+            ok = _all_of(lines, inside, f"ok{j}")
             lines += [f"  %r{j} = tensor.extract {x}[{', '.join(f'%k{j}_{d}' for d in range(rank))}] : {types[0]}",
                       f"  %val{j} = arith.select {ok}, %r{j}, %ext : {elem}",
                       f"  %at{j} = arith.constant {j} : i32"]
@@ -362,10 +369,7 @@ def _select_and_scatter_text(rank, window, strides, low, elem, kind, pick, extre
                           f"  %wv{j}_{d} = arith.andi %wa{j}_{d}, %wl{j}_{d} : i1",
                           f"  %wk{j}_{d} = arith.select %wv{j}_{d}, %w{j}_{d}, %c0 : index"]
                 conds.append(f"%wv{j}_{d}")
-            ok = conds[0]
-            for d in range(1, rank):
-                lines.append(f"  %wok{j}_{d} = arith.andi {ok}, {conds[d]} : i1")
-                ok = f"%wok{j}_{d}"
+            ok = _all_of(lines, conds, f"wok{j}")
             at = ", ".join(f"%wk{j}_{d}" for d in range(rank))
             lines += [f"  %ch{j} = tensor.extract %choice[{at}] : {k_type}",
                       f"  %J{j} = arith.constant {j} : i32",

@@ -17,21 +17,10 @@ import numpy as np
 
 from sprue.base.errors import SprueValueError, at
 from sprue.ir.core import Jaxpr
-from sprue.ir.shapes import DimExpr, DimVar, format_dim, prove_equal
-from sprue.runtime.kernel_signature import is_row_name
+from sprue.ir.shapes import format_dim, prove_equal
+from sprue.trace.rows import row_name_of as row_of  # (the row a dim is exactly the size of)
 
 __all__ = ["RowBoundary", "row_of", "row_text"]
-
-
-def row_of(d) -> str | None:
-    """The row a dim stands for (its name, `*b` or `...x`), when it is exactly a row's size."""
-    if not isinstance(d, DimExpr) or len(d.terms) != 1:
-        return None
-    mono, coef = d.terms[0]
-    if coef != 1 or len(mono) != 1 or mono[0][1] != 1 or not isinstance(mono[0][0], DimVar):
-        return None
-    name = mono[0][0].name
-    return name if is_row_name(name) else None
 
 
 def row_text(name: str) -> str:

@@ -21,11 +21,9 @@ from typing import Callable, Sequence
 
 from sprue.base.errors import SprueTypeError, at
 from sprue.ir.shapes import DimExpr, DimVar, dim_vars_of
+from sprue.runtime.kernel_signature import is_row_name
 
 __all__ = ["check_broadcast", "check_rows", "row_name_of", "ELEMENTWISE", "row_rules", "RowShape", "user_reads_row"]
-
-_ROW_PREFIXES = ("*", "...")   # (sprue.runtime.kernel_signature's row names)
-
 
 def row_name_of(d) -> str | None:
     """The row a dim is exactly the size of (`*b`, `...x`), else None."""
@@ -35,12 +33,11 @@ def row_name_of(d) -> str | None:
     if coef != 1 or len(mono) != 1 or mono[0][1] != 1 or not isinstance(mono[0][0], DimVar):
         return None
     name = mono[0][0].name
-    return name if isinstance(name, str) and name.startswith(_ROW_PREFIXES) else None
+    return name if is_row_name(name) else None
 
 
 def _mentions_row(d) -> bool:
-    return isinstance(d, DimExpr) and any(isinstance(v.name, str) and v.name.startswith(_ROW_PREFIXES)
-                                          for v in dim_vars_of(d))
+    return isinstance(d, DimExpr) and any(is_row_name(v.name) for v in dim_vars_of(d))
 
 
 def _has_row(aval) -> bool:
@@ -184,7 +181,7 @@ def check_rows(prim_name: str, in_avals: Sequence, out_avals: Sequence, params: 
             name = row_name_of(d)
             if axis != 0 or name is None:
                 culprit = name or next(v.name for v in dim_vars_of(d)
-                                            if isinstance(v.name, str) and v.name.startswith(_ROW_PREFIXES))
+                                            if is_row_name(v.name))
                 _fail(prim_name, culprit, f"it makes {a.str_short()}, with the row's size in axis {axis}"
                       if axis else f"it makes {a.str_short()}, whose first axis is not the row alone", where)
             if row is not None and name != row:
