@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from torch_mlir import ir
-from torch_mlir.dialects.transform import interpreter
+from torch_mlir._mlir_libs import _mlirTransformInterpreter as transform_interpreter  # (not dialects.transform: below)
 
 MARK = "sprue.matmul"
 UNPACK_COPY = "sprue.unpack_copy"
@@ -294,10 +294,12 @@ def wrap_scripts(parts: list[str]) -> str:
 
 def apply_scripts(module: ir.Module, parts: list[str]) -> None:
     """Runs the script parts (transform ops on handles of their own) as one named sequence
-    (wrap_scripts) on `module`."""
+    (wrap_scripts) on `module`, through the interpreter's C extension: the scripts are text, and
+    torch_mlir.dialects.transform's Python package would also run its generated op builders (~5 ms
+    of the compiler's import)."""
     script = ir.Module.parse(wrap_scripts(parts), module.context)
     entry = next(op for op in script.body.operations if "sym_name" in op.operation.attributes)
-    interpreter.apply_named_sequence(module.operation, entry, script)
+    transform_interpreter.apply_named_sequence(module.operation, entry.operation, script.operation)
 
 
 def script_matvec(ident: int) -> str:

@@ -16,21 +16,19 @@ other dialect module the pipelines meet. After `load`, compiling imports nothing
 """
 from __future__ import annotations
 
-import importlib
 import threading
 
 from torch_mlir import ir
 from torch_mlir._mlir_libs import _mlir, _stablehlo, get_dialect_registry
 from torch_mlir._mlir_libs import _mlirRegisterEverything as _register_everything
 
-# Dialects whose modules torch_mlir ships and the pipelines' ops belong to; the transform
-# interpreter too (the matmul tiling's scripts).
-TORCH_MLIR_DIALECTS = ("builtin", "func", "arith", "math", "scf", "memref", "tensor", "bufferization", "transform")
+# Dialects whose modules torch_mlir ships and the pipelines' ops belong to.
+TORCH_MLIR_DIALECTS = ("builtin", "func", "arith", "math", "scf", "memref", "tensor", "bufferization")
 # Dialects read but never built from Python, each with an empty module in this package (complex's
-# module alone took ~40 ms to import; vector, affine, index, ub and cf ~20 ms together).
+# module alone took ~40 ms to import; vector, affine, index, ub and cf ~20 ms together; transform's,
+# whose scripts sprue writes as text and runs through the interpreter's C extension, ~5 ms).
 READ_ONLY_DIALECTS = ("linalg", "llvm", "stablehlo", "chlo", "sdy", "mhlo", "complex", "vector", "affine", "index",
-                      "ub", "cf")
-_EXTRA_MODULES = ("torch_mlir.dialects.transform.interpreter",)
+                      "ub", "cf", "transform")
 
 _loaded = False
 _lock = threading.Lock()
@@ -50,8 +48,6 @@ def load() -> None:
             if not globals_._check_dialect_module_loaded(namespace):
                 raise ImportError(f"no Python module for the MLIR dialect {namespace!r} on "
                                   f"{globals_.dialect_search_modules}")
-        for name in _EXTRA_MODULES:
-            importlib.import_module(name)
         _loaded = True
 
 
