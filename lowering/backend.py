@@ -301,6 +301,10 @@ def _codegen_parts(parts: Split, opt_level: int, cpu: str, features: str, intern
     text: before O3 for the pipeline's, after it for the code generator's)."""
     modules = [*parts.kernels, *([parts.glue] if parts.glue else [])]
     levels = [(opt_level, opt_level)] * len(parts.kernels) + [(GLUE_OPT_LEVEL, GLUE_CODEGEN_LEVEL)] * bool(parts.glue)
+    # the glue first, the last (lighter) part of the kernels after it on the same thread (module_split.py)
+    order = list(range(len(modules)))
+    if parts.glue and threads > 1 and len(parts.kernels) > 1:
+        order = [len(modules) - 1, *range(len(modules) - 1)]
     for slot in range(min(threads, len(modules))):   # (made here, not by two threads at once)
         for codegen_level in {level for _, level in levels}:
             _target_machine(cpu, codegen_level, features, slot)
@@ -313,7 +317,8 @@ def _codegen_parts(parts: Split, opt_level: int, cpu: str, features: str, intern
     longest = longest_block("\n".join(parts.kernels)) if threads > 1 else 0
     with (_pipeline_options(longest) if threads > 1 else contextlib.nullcontext()), \
             (_codegen_options(longest) if threads > 1 else contextlib.nullcontext()):
-        done = llvm_threads.run(range(len(modules)), compile_one, threads)
+        done = llvm_threads.run(order, compile_one, threads)
+    done = [done[order.index(i)] for i in range(len(modules))]
     notes = ["\n; -- the glue's module (module_split.py) --\n" if level == GLUE_OPT_LEVEL
              else "\n; -- another module of the kernels (module_split.py) --\n" for level, _ in levels[1:]]
     text = done[0][0] + "".join(note + d[0] for note, d in zip(notes, done[1:]))

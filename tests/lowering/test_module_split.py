@@ -7,7 +7,7 @@ import re
 import llvmlite.binding as llvm
 
 from sprue.lowering import backend
-from sprue.lowering.module_split import KERNEL_PART_MIN, SPLIT_MIN_GLUE, split_module
+from sprue.lowering.module_split import FUNCTION_COST, GLUE_COST, KERNEL_PART_MIN, SPLIT_MIN_GLUE, split_module
 
 N = SPLIT_MIN_GLUE // 2 + 1   # a glue function of 2 * N instructions: just enough
 
@@ -161,3 +161,42 @@ def test_kernels_in_several_modules_compile_at_once_and_link(tmp_path, monkeypat
     data = (ctypes.c_double * 64)(*range(64))
     lib.entry(data, data)
     assert list(data) == [30.0 * i for i in range(64)]
+
+
+def _glue_calling(*kernels: str, n: int = N) -> str:
+    body = "".join(f"  %v{i} = load i64, ptr %q\n  store i64 %v{i}, ptr %q\n" for i in range(n))
+    calls = "".join(f"  call void @{k}(ptr %p)\n" for k in kernels)
+    return f"define void @entry(ptr %p, ptr %q) {{\n{body}{calls}  ret void\n}}\n"
+
+
+def test_the_part_compiled_after_the_glue_is_the_lighter_by_the_glues_cost():
+    """With glue, the thread that compiles it takes the last part of the kernels next: that part
+    is balanced against the others counting the glue (GLUE_COST an instruction), and per function
+    (FUNCTION_COST)."""
+    kernels = [f"k{i}" for i in range(8)]
+    ir = _glue_calling(*kernels, n=4 * N) + "".join(_kernel(k, 2 + i) for i, k in enumerate(kernels)) \
+        + "attributes #0 = { noinline }\n"
+    split = split_module(ir, kernel_parts=2)
+    assert split is not None and split.glue is not None and len(split.kernels) == 2
+    counts = [sum(_defines(text, k) for k in kernels) for text in split.kernels]
+    assert sum(counts) == len(kernels) and counts[1] < counts[0]
+    glue_cost = GLUE_COST * 8 * N
+    per_kernel = _kernel("k", 2).count("\n  ") + FUNCTION_COST   # (instructions of one, about)
+    assert counts[0] - counts[1] <= glue_cost / per_kernel + 1
+
+
+def test_glue_and_two_parts_compiled_in_the_glue_first_order_link_and_compute(tmp_path, monkeypatch):
+    from sprue.lowering import llvm_threads
+    monkeypatch.setattr(llvm_threads, "workers", lambda: 2)
+    kernels = [f"k{i}" for i in range(6)]
+    ir = _glue_calling(*kernels, n=4 * N) + "".join(_kernel(k, 2) for k in kernels) \
+        + "attributes #0 = { noinline }\n"
+    result = backend.codegen(ir)
+    assert len(result.objects) == 3
+    obj = tmp_path / "k.o"
+    obj.write_bytes(result.object_file(tmp_path))
+    lib = ctypes.CDLL(str(backend.link_shared(obj, tmp_path / "libk.so")))
+    data = (ctypes.c_double * 64)(*range(64))
+    scratch = (ctypes.c_int64 * 1)(7)
+    lib.entry(data, scratch)
+    assert list(data) == [2.0 ** 6 * i for i in range(64)] and scratch[0] == 7
