@@ -4,7 +4,8 @@
 (float64) when JAX is importable. Every result is checked against the same code run eagerly on
 numpy (sprue.numpy outside qjit) before timing. Times are medians of RUNS samples after the
 warm-up call, the implementations sampled in turn; the first call's time (trace + compile + one run, with sprue's compile cache off)
-is reported separately. Timing never fails anything: this is a report.
+is reported separately, each side's start-up done before it (sprue's deferred compiler import, JAX's
+backend start-up: reported in the header, as compile_time.py reports imports). Timing never fails anything: this is a report.
 
     python benchmarks/programs.py [--only NAME,...] [--one-core] [--float32] [--json PATH]
 
@@ -20,6 +21,7 @@ Extra import paths (a throwaway venv holding jax) come from SPRUE_BENCH_EXTRA_PA
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import json
 import os
@@ -65,6 +67,21 @@ def sprue_namespace():
     import sprue.numpy
     return SimpleNamespace(np=sprue.numpy, lax=sprue.lax, nn=sprue.nn, grad=sprue.grad,
                            value_and_grad=sprue.value_and_grad, vmap=sprue.vmap, add_at=_add_at_eager)
+
+
+def start_up(jax_ns) -> str:
+    """Each side's start-up, done before any first call is timed (as compile_time.py does): sprue's
+    compiler modules, which `import sprue` defers to the first compile (MLIR bindings, llvmlite), and
+    JAX's CPU backend (`jax.devices()`). Returns the times, for the header."""
+    start = time.perf_counter()
+    for mod in ("backend", "stablehlo", "stablehlo_input", "targets"):
+        importlib.import_module(f"sprue.lowering.{mod}")
+    note = f"start-up outside first calls: sprue's compiler import {1e3 * (time.perf_counter() - start):.0f} ms"
+    if jax_ns is not None:
+        start = time.perf_counter()
+        jax_ns.jax.devices()
+        note += f", jax.devices() {1e3 * (time.perf_counter() - start):.0f} ms"
+    return note
 
 
 def jax_namespace(x64: bool = True):
@@ -254,7 +271,7 @@ def main(argv: list[str] | None = None) -> None:
         mode = "float32, jax without x64; " + mode
     print(f"realistic programs, {mode}; median of {RUNS} samples after warm-up; s = sprue static, "
           f"dyn = sprue with abstracted_axes; ratios are time / time (<1: sprue faster); "
-          f"1st = first call (trace + compile + run)")
+          f"1st = first call (trace + compile + run; {start_up(jax_ns)})")
     if jax_ns is None:
         print("note: jax is not importable (set SPRUE_BENCH_EXTRA_PATH to a venv holding it): "
               "the JAX columns are skipped")
