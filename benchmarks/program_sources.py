@@ -638,6 +638,33 @@ def _classifier_flops(x, w, b, labels):
     return 3 * 2 * x.shape[0] * w.shape[0] * w.shape[1]
 
 
+def gp(m, x, y, xs):
+    """Gaussian-process regression: an RBF kernel matrix with noise, its Cholesky factor, the
+    posterior mean and variance at test points (linear solves) and the log-determinant term."""
+    np_ = m.np
+
+    def kernel(a, c):
+        d2 = np_.sum(a * a, 1)[:, None] + np_.sum(c * c, 1)[None, :] - 2.0 * (a @ c.T)
+        return np_.exp(-0.5 * d2)
+    k = kernel(x, x) + 0.1 * np_.eye(x.shape[0])
+    chol = np_.linalg.cholesky(k)
+    ks = kernel(xs, x)
+    mean = ks @ np_.linalg.solve(k, y)
+    v = np_.linalg.solve(chol, ks.T)
+    return mean, 1.0 - np_.sum(v * v, 0), np_.sum(np_.log(np_.diagonal(chol)))
+
+
+def _gp_args(scale):
+    r = _rng(31)
+    n, t, d = (400, 200, 8) if scale == "full" else (6, 3, 2)
+    return r.standard_normal((n, d)), r.standard_normal(n), r.standard_normal((t, d))
+
+
+def _gp_flops(x, y, xs):
+    n, t = x.shape[0], xs.shape[0]
+    return n ** 3 / 3 + 2 * n ** 3 / 3 + 2 * n * n * t + 2 * n * n * x.shape[1]
+
+
 def _ffn_flops(x, g, w1, w2):
     return 2 * 2 * x.shape[0] * w1.shape[0] * w1.shape[1]
 
@@ -705,4 +732,6 @@ PROGRAMS = [
             _bn_args, ({0: "n", 2: "h", 3: "w"}, None, None)),
     Program("conv1d", "5-tap filter from shifted slices, then a running sum, 256x4096", conv1d, _conv1d_args,
             ({0: "b", 1: "n"}, None)),
+    Program("gp", "Gaussian-process regression, 400 points x 200 test points: Cholesky, solves, log-determinant",
+            gp, _gp_args, ({0: "n"}, {0: "n"}, {0: "t"}), _gp_flops, rtol=1e-8),
 ]
