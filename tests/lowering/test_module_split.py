@@ -155,12 +155,17 @@ def test_kernels_in_several_modules_compile_at_once_and_link(tmp_path, monkeypat
           + "attributes #0 = { noinline }\n")
     result = backend.codegen(ir)
     assert len(result.objects) == 2
-    obj = tmp_path / "k.o"
-    obj.write_bytes(result.object_file(tmp_path))
-    lib = ctypes.CDLL(str(backend.link_shared(obj, tmp_path / "libk.so")))
+    lib = _linked(result, tmp_path)
     data = (ctypes.c_double * 64)(*range(64))
     lib.entry(data, data)
     assert list(data) == [30.0 * i for i in range(64)]
+
+
+def _linked(result, tmp_path) -> ctypes.CDLL:
+    """The objects of a codegen result linked into a library, loaded."""
+    obj = tmp_path / "k.o"
+    obj.write_bytes(result.object_file(tmp_path))
+    return ctypes.CDLL(str(backend.link_shared(obj, tmp_path / "libk.so")))
 
 
 def _glue_calling(*kernels: str, n: int = N) -> str:
@@ -193,9 +198,7 @@ def test_glue_and_two_parts_compiled_in_the_glue_first_order_link_and_compute(tm
         + "attributes #0 = { noinline }\n"
     result = backend.codegen(ir)
     assert len(result.objects) == 3
-    obj = tmp_path / "k.o"
-    obj.write_bytes(result.object_file(tmp_path))
-    lib = ctypes.CDLL(str(backend.link_shared(obj, tmp_path / "libk.so")))
+    lib = _linked(result, tmp_path)
     data = (ctypes.c_double * 64)(*range(64))
     scratch = (ctypes.c_int64 * 1)(7)
     lib.entry(data, scratch)
