@@ -31,7 +31,7 @@ import math
 from torch_mlir import ir
 
 from sprue.lowering.fusion import _dim_position, _extents, _maps, _payload
-from sprue.lowering.matmul_scripts import ANY, VECTORIZE, apply_scripts, parallel
+from sprue.lowering.matmul_scripts import ANY, apply_scripts, parallel
 from sprue.lowering.mlir_util import as_operation, ops_where
 from sprue.lowering.targets import host_vector_bytes
 
@@ -173,12 +173,23 @@ def _script(ident: int, p: _Plan) -> str:
     }} : {ANY}
     %c{ident} = transform.structured.match ops{{["linalg.generic"]}} in {inner} : ({ANY}) -> {ANY}
 """
-    vec = VECTORIZE.format(ident=ident, sizes="", loop=reds[-1] if reds else outer)
-    if not reds:
-        vec = vec.replace(f"    transform.loop.hoist_loop_invariant_subsets {outer} : !transform.any_op\n", "")
-    s += vec
-    for loop in reversed(reds[:-1]):
-        s += f"\n    transform.loop.hoist_loop_invariant_subsets {loop} : !transform.any_op"
+    # (matmul_scripts.VECTORIZE's steps without the contraction's, on the tiled loops only: the
+    # function's other ops are not walked again)
+    s += f"""    transform.structured.vectorize %c{ident} : {ANY}
+    transform.apply_patterns to %f{ident} {{
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : {ANY}
+    transform.apply_cse to %f{ident} : {ANY}
+"""
+    for loop in reversed(reds):   # (the output tile's read and write out of each reduction loop)
+        s += f"    transform.loop.hoist_loop_invariant_subsets {loop} : {ANY}\n"
+    s += f"""    transform.apply_patterns to {outer} {{
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.canonicalization
+    }} : {ANY}"""
     return s
 
 
