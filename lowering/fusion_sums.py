@@ -12,13 +12,15 @@ XLA's convolution emitters keep the output tile in registers across the filter t
 order changes (taps interleaved per reduction step); reductions carry reassoc (fastmath.py) and a
 sum of products is no more exact in one order than in another.
 
-Runs just before bufferization, after matmul.py has taken the products it tiles.
+Runs just before bufferization, after matmul.py has taken the products it tiles. The merged
+generics then get a register tile where their loops fit one (sum_tiles.py).
 """
 from __future__ import annotations
 
 from torch_mlir import ir
 
 from sprue.lowering.fusion import _accumulates, _copy_payload, _Defs, _extents, _maps, _n_outs, _payload, enabled
+from sprue.lowering.sum_tiles import tile_sums
 
 
 def _link(defs: _Defs, op: ir.Operation, sums: list[ir.Value]) -> ir.Operation | None:
@@ -75,20 +77,25 @@ def _merge(prev: ir.Operation, op: ir.Operation) -> ir.Operation:
 
 
 def merge_accumulating_chains(module: ir.Module) -> int:
-    """Merges each accumulating contraction with the one it accumulates onto; returns how many."""
+    """Merges each accumulating contraction with the one it accumulates onto, then tiles the merged
+    generics (sum_tiles.py); returns how many merges."""
     if not enabled():
         return 0
     merged: list[ir.Value] = []
+    chains: list[ir.Operation] = []   # the merged generics (a link merged on drops out)
     defs = _Defs(module.operation)
     # in block order: each link merges onto the chain merged so far, which stands where the link stood
     for op in [o for o in defs.ops if o.name == "linalg.generic"]:
         prev = _link(defs, op, merged)
         if prev is None:
             continue
+        chains = [c for c in chains if c != prev]
         defs.forget(prev, op)   # erased by _merge: their values' addresses may be reused
         chain = _merge(prev, op)
         defs.of[chain.results[0]] = chain
         merged.append(chain.results[0])
+        chains.append(chain)
+    tile_sums(module, chains)
     return len(merged)
 
 __all__ = ["merge_accumulating_chains"]

@@ -237,6 +237,31 @@ def _narrow_tile(n: int, itemsize: int) -> tuple[tuple[int, ...], int]:
     return (mr, 4, 2, 1), nr
 
 
+def _padded(n: int, nr: int) -> int:
+    return -(-n // nr) * nr
+
+
+def _half_width_tile(itemsize: int) -> tuple[tuple[int, ...], int]:
+    """AVX-512, columns that 2-vector panels pad less than 4-vector ones (a 100-class head: 112
+    columns of work, not 128): 8 rows of 2 vectors, the same 16 accumulators (plan's unpacked
+    AVX-512 tile). One core, Zen 4, CPU time, median of 7 interleaved, 4 -> 2 vectors: 1024 x 256
+    @ 256 x 100 f64 1.43 -> 1.27 ms, 256 x 1024 @ 1024 x 100 1.38 -> 1.22, 512 x 128 @ 128 x 200
+    0.62 -> 0.58, 1000 x 300 @ 300 x 72 1.22 -> 0.99 (512^3, which 4 vectors divide: 5.6 either way)."""
+    lanes = _vector_bytes() // itemsize
+    return (8, 4, 2, 1), 2 * lanes
+
+
+def packed_register_tile(n: int | None, itemsize: int) -> tuple[tuple[int, ...], int]:
+    """(row counts, NR) of the packed kernel for n columns of B (None: a run-time count)."""
+    rows, cols = _register_tiles(itemsize)
+    nr = cols[0]
+    if n is not None and n < nr and _vector_bytes() == 64:
+        return _narrow_tile(n, itemsize)
+    if n is not None and _vector_bytes() == 64 and _padded(n, cols[1]) < _padded(n, nr):
+        return _half_width_tile(itemsize)
+    return rows, nr
+
+
 def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int, bool | None] | None:
     """(cache tile [MC, NC, KC], register tile [MR, NR], rows of the peeled last row tile (-1: run-time
     rows, the last tile padded), None for static sizes else whether the run-time guard decides) for a
@@ -261,10 +286,7 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int, bool | No
         return None
     if itemsize is None:
         return None
-    rows, cols = _register_tiles(itemsize)
-    nr = cols[0]
-    if n is not None and n < nr and _vector_bytes() == 64:
-        rows, nr = _narrow_tile(n, itemsize)
+    rows, nr = packed_register_tile(n, itemsize)
     if None in (m, n, k):
         # the sizes known at compile time must pass the rule already (_guard_packing checks all);
         # one that cannot never packs, and fewer than NR columns have no panel to pack into

@@ -524,6 +524,41 @@ def _private_buffers(loop: ir.Operation, captured: list[ir.Value]) -> list[ir.Va
     return [v for v in captured if _loop_only(v, loop)]
 
 
+# Views whose only operand is their source (static offsets, sizes and strides).
+_VIEWS = frozenset({"memref.subview", "memref.expand_shape", "memref.collapse_shape"})
+
+
+def _is_view(v: ir.Value) -> bool:
+    return not isinstance(v.owner, ir.Block) and as_operation(v.owner).name in _VIEWS
+
+
+def _views(captured: list[ir.Value]) -> tuple[list[ir.Value], list[ir.Value]]:
+    """(the values a chunk takes, the views it makes again from them, sources first): views among
+    `captured` are replaced by their root buffers and their run-time offsets and sizes. Nine views
+    of one padded buffer (a 3x3 convolution's taps, sum_tiles.py) are then one pointer LLVM sees
+    them share, their reads one base plus constant offsets, not nine pointers loaded from the
+    chunk's context (which cost Loop Strength Reduction 50 ms and spilled the kernel's pointers)."""
+    chain: list[ir.Value] = []
+    taken: list[ir.Value] = []
+    pending = list(captured)
+    while pending:
+        v = pending.pop(0)
+        if not _is_view(v):
+            if v not in taken:
+                taken.append(v)
+            continue
+        if v in chain:
+            continue
+        sources = list(as_operation(v.owner).operands)
+        unseen = [x for x in sources if _is_view(x) and x not in chain]
+        if unseen:   # (its sources first)
+            pending[:0] = unseen + [v]
+            continue
+        chain.append(v)
+        pending.extend(sources)
+    return taken, chain
+
+
 def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.Value | None, module: ir.Module,
                   name: str) -> None:
     """`loop` becomes a call `name(0, trips, grain, captured...)` of a function running its trips
@@ -532,6 +567,7 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
     number of trips (on the pool from PARALLEL_MIN_FLOPS, else the loop as it was, with its
     buffers), the partial sums allocated behind the guard."""
     captured, _ = captures([loop])
+    captured, views = _views(captured)
     private = _private_buffers(loop, captured)
     copied = [v for v in captured if v in private or (not isinstance(v.owner, ir.Block)
                                                       and as_operation(v.owner).name in ("arith.constant", "ub.poison"))]
@@ -549,7 +585,10 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
             grain_value = index(grain) if target is None else \
                 arith.MaxUIOp(index(grain), arith.CeilDivUIOp(n, index(MAX_PARTIALS)).result).result
             work = ir.IntegerAttr(loop.attributes[mark]).value
-            anchor = _if_at_least(n, -(-PARALLEL_MIN_FLOPS // max(work, 1)), loop)
+            least = -(-PARALLEL_MIN_FLOPS // max(work, 1))
+            # (one trip worth the pool: no guard, and no serial copy of the loop for its else
+            # branch; the pool runs no chunk for n = 0)
+            anchor = _if_at_least(n, least, loop) if least > 1 else loop
         else:
             n, grain_value, anchor = index(trips), index(grain), loop
     del loop.attributes[mark]
@@ -568,7 +607,7 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
         fn, entry = _chunk_function(module, name, params)
         with ir.InsertionPoint(entry):
             mapping = dict(zip(params, list(entry.arguments)[3:]))
-            for v in sorted(copied, key=lambda v: v in private):   # (constants first: buffers' sizes)
+            for v in sorted(copied, key=lambda v: v in private) + views:   # (constants first: buffers' sizes)
                 clone = as_operation(v.owner).clone()
                 for i, x in enumerate(clone.operands):
                     clone.operands[i] = mapping[x]
@@ -600,7 +639,7 @@ def _outline_loop(loop: ir.Operation, trips: int | None, grain: int, target: ir.
                     _fold("arith.addf", target, partials, chunk_loop.induction_variable)
                     scf.YieldOp([])
                 memref.DeallocOp(partials)
-    if trips is None:
+    if anchor != loop:
         return   # (the loop and its buffers stay, for the else branch)
     loop.erase()
     for v in private:

@@ -46,6 +46,7 @@ from sprue.lowering.fusion import (
     merge_reductions_with_producers,
     reuse_dying_inputs,
 )
+from sprue.lowering.fusion_siblings import merge_sibling_reductions
 from sprue.lowering.fusion_sums import merge_accumulating_chains
 from sprue.lowering.index_fusion import fuse_index_producers, narrow_index_compares
 from sprue.lowering.inplace import split_shared_fills, tie_loop_outputs
@@ -155,6 +156,7 @@ _BEFORE_BUFFERIZATION: tuple[Rewrite, ...] = (
     tie_loop_outputs,    # elementwise ops in loop bodies write into the carried buffers
     reuse_dying_inputs,  # ... and others into an input read for the last time (fusion.py)
     merge_elementwise_chains,   # a value read by several elementwise ops: one pass (fusion.py)
+    merge_sibling_reductions,   # reductions over the same loops: one pass (fusion_siblings.py)
     mark_reductions,     # reductions may reassociate their accumulation (fastmath.py)
     tile_matmuls,        # blocked, vectorized matrix products (matmul.py)
     transpose_strided_reads,   # ... in the others, an operand read a row apart per vector lane: a transposed copy (layouts.py)

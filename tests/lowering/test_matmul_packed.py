@@ -30,12 +30,12 @@ def _packing(m, k, n, dtype):
     (K, N/NR, NR) into NR-column panels), and where no register row count divides M, the peeled
     row loop's last tile of M mod MR rows (MR, NR from the host's register tile, as matmul.py
     picks them)."""
-    rows, cols = matmul._register_tiles(np.dtype(dtype).itemsize)
+    rows, nr = matmul.packed_register_tile(n, np.dtype(dtype).itemsize)
     ty = "f32" if dtype == np.float32 else "f64"
-    want = [re.compile(rf"linalg.transpose ins\(%\w+ : memref<[?\d]+x[?\d]+x{cols[0]}x{ty}.*permutation = \[1, 0, 2\]")]
+    want = [re.compile(rf"linalg.transpose ins\(%\w+ : memref<[?\d]+x[?\d]+x{nr}x{ty}.*permutation = \[1, 0, 2\]")]
     if not any(m % r == 0 for r in rows[:2]):
         last = f"{m % rows[0]}x" if m % rows[0] > 1 else ""
-        want.append(re.compile(rf"iter_args\(.*\) -> \(vector<{last}{cols[0]}x{ty}>\)"))
+        want.append(re.compile(rf"iter_args\(.*\) -> \(vector<{last}{nr}x{ty}>\)"))
     return want
 
 

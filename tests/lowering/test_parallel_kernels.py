@@ -78,7 +78,9 @@ def test_argmax_of_a_long_axis_is_two_split_reductions(tmp_path):
     f = sprue.qjit(lambda x: (jnp.argmax(x), jnp.argmin(x)), keep_intermediate=str(tmp_path))
     got = _same_bits_each_thread_count(lambda x: np.array([int(v) for v in f(x)]), x)
     assert list(got) == [7, int(np.argmin(x))]
-    assert len(_parallel_calls(tmp_path)) >= 4
+    # (argmax's and argmin's passes over x share loops where one does not read the other's result:
+    # fusion_siblings.py makes the two extrema one pass)
+    assert len(_parallel_calls(tmp_path)) >= 3
 
 
 def _attention_scores(q, k):
