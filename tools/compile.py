@@ -150,4 +150,13 @@ def header_text(kernel: Kernel) -> str:
                                arg_types=None if kernel.closed_jaxpr is None else [
                                    v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.invars],
                                result_types=None if kernel.closed_jaxpr is None else [
-                                   v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.outvars]))
+                                   v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.outvars],
+                               notes=_constvars_note(kernel.constvars)))
+
+
+def _constvars_note(names: list[str]) -> list[str]:
+    """What the leading arguments of a JAX-printed jaxpr with constvars are (sprue.load's rule)."""
+    if not names:
+        return []
+    return [f"{', '.join(names)}: the jaxpr's constvars, whose values JAX's printer drops; pass the",
+            "ClosedJaxpr's consts there (in order), as jax.core.eval_jaxpr(jaxpr, consts, *args) takes them."]

@@ -41,6 +41,7 @@ class Kernel:
     closed_jaxpr: Any = None        # None for StableHLO input
     into: str | None = None         # its destination-passing entry (_mlir_ciface_<into>), if it has one
     assertions: list = field(default_factory=list)   # a jax.export module's shape assertions
+    constvars: list = field(default_factory=list)    # a JAX-printed jaxpr's constvars: its leading arguments
 
 
 def kernel_name(path: Path, name: str | None) -> str:
@@ -78,8 +79,10 @@ def _read_stablehlo(path: Path, name: str, module: bytes | None = None) -> Kerne
 # Jaxpr files are read as saved programs (io/saved_format.py: sprue's saved format, whose header
 # names the arguments; plain JAX-printed jaxprs too).
 def _read_jaxpr(path: Path, name: str, into: bool, debug_print: bool) -> Kernel:
-    closed, _n_implicit, explicit_names = parse_saved(path.read_text(), str(path))
-    return kernel_from_jaxpr(closed, name, path, explicit_names, into=into, debug_print=debug_print)
+    closed, _n_implicit, explicit_names, constvars = parse_saved(path.read_text(), str(path), with_constvars=True)
+    kernel = kernel_from_jaxpr(closed, name, path, explicit_names, into=into, debug_print=debug_print)
+    kernel.constvars = kernel.arg_names[len(kernel.arg_names) - len(explicit_names):][:len(constvars)]
+    return kernel
 
 
 def kernel_from_jaxpr(closed, name: str, source: Path, explicit_names: list[str] | None = None, *,

@@ -69,6 +69,9 @@ def _round_bf16(value):
 
 # primitives of JAX read as computations in sprue's (each module says why)
 REWRITES = {**jaxpr_compat.REWRITES, **jaxpr_linalg.REWRITES}
+# control flow carries key arrays as it carries any array: their binders in the nested jaxprs are read
+# as the keys' words too (Evaluator.aval), so the loop or branch needs no change of its params
+CONTROL_FLOW = {"while", "scan", "cond"}
 
 
 def _kind(dt) -> str:
@@ -364,10 +367,12 @@ class Evaluator:
         if p is None:
             raise self.unsupported(f"unknown primitive '{name}'", e.tok)
         params = self.params(p, e, env, args)
-        if jaxpr_random.makes_keys(b.type for b in e.outs):
+        if name not in CONTROL_FLOW and jaxpr_random.makes_keys(b.type for b in e.outs):
             args, params = jaxpr_random.for_key_arrays(name, args, params, lambda m: self.unsupported(m, e.tok))
         if isinstance(params.get("dimension_numbers"), (GatherDimensionNumbers, ScatterDimensionNumbers)):
             args, params = jaxpr_compat.unbatch_indices(name, args, params)
+        if name in jaxpr_compat.ACCUMULATING and jaxpr_compat.half_operands(args):
+            return [jaxpr_compat.accumulated_in_f32(p, args, params)]
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
 
@@ -609,16 +614,14 @@ def _type_text(t) -> str:
 def build(prog: Program, consts=None, implicit=None):
     """The program's main jaxpr as a ClosedJaxpr and its number of implicit size arguments.
 
-    consts: the constvars' values in order (None: the text carries none); implicit: {name: dim
-    name} of the leading invars that are implicit sizes (None: inferred from the invars' types)."""
+    consts: the constvars' values in order; None (a JAX-printed text, whose printer drops them)
+    makes the constvars the program's leading parameters, after the implicit sizes and before the
+    invars -- the order in which `jax.core.eval_jaxpr(jaxpr, consts, *args)` takes them, so the
+    caller passes `closed_jaxpr.consts` first. implicit: {name: dim name} of the leading invars
+    that are implicit sizes (None: inferred from the invars' types)."""
     ev = Evaluator(prog)
     ast = prog.main
-    if ast.constvars and consts is None:
-        names = ", ".join(f"{b.name or '_'}:{_type_text(b.type)}" for b in ast.constvars)
-        raise ev.error(f"the jaxpr has constvars ({names}) but the text carries no values for them: {CONSTS_ADVICE}",
-                       ast.tok)
-    consts = list(consts or [])
-    if len(consts) != len(ast.constvars):
+    if consts is not None and len(consts) != len(ast.constvars):
         raise ev.error(f"the jaxpr has {len(ast.constvars)} constvars but {len(consts)} values were given", ast.tok)
     if implicit is None:
         implicit = {n: n for n in _implicit_names(ast)}
@@ -631,16 +634,17 @@ def build(prog: Program, consts=None, implicit=None):
         raise ev.error("the program nests too deeply for sprue to evaluate", ast.tok) from None
 
 
-def _build(ev: Evaluator, ast: JaxprAST, consts: list, implicit: dict):
+def _build(ev: Evaluator, ast: JaxprAST, consts: list | None, implicit: dict):
     with trace_scope() as b:
         env = {}
-        for binder, value in zip(ast.constvars, consts):
+        for binder, value in zip(ast.constvars, consts or ()):
             value = np.asarray(value)
             ev.check_type(f"constant '{binder.name}'", binder.type, value, env, binder.tok)
             if binder.name is not None:
                 env[binder.name] = value
-        _refuse_bf16_boundary(ev, ast)
-        for binder in ast.invars:
+        _refuse_bf16_boundary(ev, ast, parameters=ast.constvars if consts is None else ())
+        sizes, explicit = ast.invars[:len(implicit)], ast.invars[len(implicit):]
+        for binder in [*sizes, *(ast.constvars if consts is None else ()), *explicit]:
             t = b.new_arg(ev.aval(binder.type, env, binder.tok))
             if binder.name is not None:
                 env[binder.name] = t
@@ -651,9 +655,9 @@ def _build(ev: Evaluator, ast: JaxprAST, consts: list, implicit: dict):
     return closed, len(implicit)
 
 
-def _refuse_bf16_boundary(ev: Evaluator, ast: JaxprAST) -> None:
+def _refuse_bf16_boundary(ev: Evaluator, ast: JaxprAST, parameters=()) -> None:
     types = {b.name: b for b in [*ast.invars, *(b for e in ast.eqns for b in e.outs)] if b.name is not None}
-    boundary = [(f"argument '{b.name}'", b) for b in ast.invars] + [
+    boundary = [(f"argument '{b.name}'", b) for b in [*parameters, *ast.invars]] + [
         (f"result {k} ('{a.name}')", types[a.name]) for k, a in enumerate(ast.outs)
         if isinstance(a, VarRef) and a.name in types]
     for what, b in boundary:

@@ -184,8 +184,10 @@ def _const_value(name: str, typ: str, hexdata: str, filename: str, lineno: int) 
         raise JaxprSyntaxError(f"constant '{name}': {e}", filename, lineno, 1) from None
 
 
-def parse_saved(text: str, filename: str = "<jaxpr>"):
-    """(closed_jaxpr, n_implicit, arg_names) of a saved program's text, or of a jaxpr as JAX prints it."""
+def parse_saved(text: str, filename: str = "<jaxpr>", *, with_constvars: bool = False):
+    """(closed_jaxpr, n_implicit, arg_names) of a saved program's text, or of a jaxpr as JAX prints it;
+    with_constvars: and the names of the constvars that lead arg_names (a JAX-printed jaxpr's, whose
+    values the text does not carry)."""
     header = read_header(text, filename)
     prog = _reader().parse_program(text, filename)
     consts = None
@@ -199,6 +201,10 @@ def parse_saved(text: str, filename: str = "<jaxpr>"):
     closed, n_implicit = _reader().build(prog, consts=consts, implicit=header["implicit"])
     explicit = len(closed.jaxpr.invars) - n_implicit
     names = header["args"]
+    leading = prog.main.constvars if consts is None else []
     if names is None or len(names) != explicit:
-        names = [b.name for b in prog.main.invars[n_implicit:]]
+        # a JAX-printed jaxpr's constvars (their values not printed) are its leading parameters
+        names = [b.name for b in [*leading, *prog.main.invars[n_implicit:]]]
+    if with_constvars:
+        return closed, n_implicit, names, [b.name for b in prog.main.constvars] if consts is None else []
     return closed, n_implicit, names

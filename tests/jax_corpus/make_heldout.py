@@ -10,8 +10,8 @@ Run by hand in a venv holding JAX (never in sprue's .venv):
     /work/jaxvenv/bin/python tests/jax_corpus/make_heldout.py     # writes tests/jax_corpus/heldout/jax-<version>/
 
 Each case `<name>` gives `<name>.jaxpr` (str(jax.make_jaxpr(f)(*args))) and `<name>.npz` (in0, ...:
-the flattened arguments; out0, ...: JAX's flattened results); `cases.json` lists them, a case whose
-jaxpr has constvars marked so (JAX's printer drops their values). JAX runs in float32, its default,
+the flattened arguments; out0, ...: JAX's flattened results; const0, ...: the values of the jaxpr's
+constvars, which JAX's printer drops); `cases.json` lists them, a case whose jaxpr has constvars marked so. JAX runs in float32, its default,
 but for the cases of X64 (jax.enable_x64).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-import heldout_batch_a  # noqa: F401  (registers batch A's cases, then B's, then C's, in this order)
+import heldout_batch_a  # noqa: F401  (registers batch A's cases, then B's, C's, D's, in this order)
 import heldout_batch_b  # noqa: F401
 import heldout_batch_c  # noqa: F401
 import jax
@@ -46,7 +46,8 @@ def main() -> None:
             continue
         (out / f"{name}.jaxpr").write_text(str(closed) + "\n")
         np.savez(out / f"{name}.npz", **{f"in{i}": a for i, a in enumerate(ins)},
-                 **{f"out{i}": a for i, a in enumerate(outs)})
+                 **{f"out{i}": a for i, a in enumerate(outs)},
+                 **{f"const{i}": np.asarray(c) for i, c in enumerate(closed.consts)})
         entry = {"name": name}
         if closed.consts:
             entry["constvars"] = len(closed.consts)
