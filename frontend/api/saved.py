@@ -17,7 +17,7 @@ from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.io.jax_exported import read_exported
 from sprue.io.jaxpr_lexer import JaxprSyntaxError
-from sprue.io.saved_format import parse_saved, to_text
+from sprue.io.saved_format import PrintedBoundary, parse_saved, to_text
 from sprue.ir.core import ClosedJaxpr, Jaxpr
 
 
@@ -47,10 +47,14 @@ class LoadedProgram:
     """A compiled saved program: call it with the jaxpr's explicit arguments, flat and positional."""
 
     def __init__(self, closed: ClosedJaxpr, n_implicit: int, arg_names: list[str], path: Path,
-                 keep_intermediate=False, cast_arguments=False, constvars: list[str] = ()):
+                 keep_intermediate=False, cast_arguments=False, boundary: PrintedBoundary | None = None):
         self.path = path
+        boundary = boundary or PrintedBoundary([], set(), set())
         # a JAX-printed jaxpr's constvars, whose values its text lacks: the leading arguments
-        self.constvars = list(constvars)
+        self.constvars = list(boundary.constvars)
+        # its bfloat16 arguments and results (by position), passed as their bits (uint16: an ml_dtypes
+        # bfloat16 array's .view(np.uint16); a result's .view(ml_dtypes.bfloat16) makes one again)
+        self.bf16_arguments, self.bf16_results = set(boundary.bf16_arguments), set(boundary.bf16_results)
         self.name = path.stem
         self.jaxpr = closed
         self.arg_names = list(arg_names)
@@ -108,7 +112,7 @@ class LoadedProgram:
         """Pickled by program (api/pickle_format.py): the jaxpr travels, not the file's path; the
         receiver loads it from its compile cache or compiles it."""
         body = {"name": self.name, "path": str(self.path), "cast_arguments": self.cast_arguments,
-                "constvars": self.constvars,
+                "constvars": self.constvars, "bf16": [sorted(self.bf16_arguments), sorted(self.bf16_results)],
                 **program_entry(self.jaxpr, self.n_implicit, self.arg_names, {"opt_level": 3, "cpu": "host"})}
         return unpickle_program, (dump_payload("program", body),)
 
@@ -123,10 +127,12 @@ def unpickle_program(payload: bytes) -> LoadedProgram:
     try:
         path, cast = Path(str(body["path"])), bool(body["cast_arguments"])
         constvars = [str(c) for c in body.get("constvars", [])]
+        bf16_args, bf16_results = ({int(k) for k in ks} for ks in body.get("bf16", [[], []]))
         closed, n_implicit, names = read_program(body, name)
     except (KeyError, TypeError, IndexError, AttributeError) as e:
         raise malformed(name, e) from None
-    program = LoadedProgram(closed, n_implicit, names, path, cast_arguments=cast, constvars=constvars)
+    program = LoadedProgram(closed, n_implicit, names, path, cast_arguments=cast,
+                            boundary=PrintedBoundary(constvars, bf16_args, bf16_results))
     remember(payload, (), program)
     return program
 
@@ -188,8 +194,8 @@ def load(path: str | os.PathLike, *, keep_intermediate=False, cast_arguments=Fal
         text = read_program_text(path)
     if _is_mlir(path, text):
         return driver.load_stablehlo(path)
-    closed, n_implicit, names, constvars = parse_saved(text, str(path), with_constvars=True)
-    return LoadedProgram(closed, n_implicit, names, path, keep_intermediate, cast_arguments, constvars)
+    closed, n_implicit, names, boundary = parse_saved(text, str(path), with_boundary=True)
+    return LoadedProgram(closed, n_implicit, names, path, keep_intermediate, cast_arguments, boundary)
 
 
 __all__ = ["save", "load", "read_program_text", "LoadedProgram", "unpickle_program"]

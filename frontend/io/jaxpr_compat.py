@@ -331,6 +331,37 @@ def bitcast_convert_type(args, params, outs):
     return [lax.bitcast_convert_type(joined, new)]
 
 
+def scatter_apply(args, params, combine):
+    """`scatter[update_jaxpr=f ...]` with an f that does not just return the update (x.at[i].apply(g)):
+    XLA's scatter applies f(current, update) at each index in turn, so a repeated index applies it again.
+    Each update is one element (update_window_dims empty, as .apply makes); the loop runs over them in
+    order, an index out of bounds dropped (FILL_OR_DROP, PROMISE_IN_BOUNDS) or clamped (CLIP)."""
+    operand, indices, updates = args
+    dn, mode = params["dimension_numbers"], str(params.get("mode", "FILL_OR_DROP")).rsplit(".", 1)[-1].upper()
+    if dn.update_window_dims or dn.operand_batching_dims:
+        raise NotImplementedError("scatter with an update computation over windows or batching dims")
+    shape = _shape(operand)
+    points = int(np.prod(_shape(indices)[:-1]))
+    flat_indices = lax.reshape(indices, (points, _shape(indices)[-1]))
+    flat_updates = lax.reshape(updates, (points,))
+
+    def step(i, out):
+        point = lax.dynamic_slice(flat_indices, (i, 0), (1, _shape(indices)[-1]))
+        start = [np.int32(0)] * len(shape)
+        inside = np.bool_(True)
+        for k, d in enumerate(dn.scatter_dims_to_operand_dims):
+            at = lax.convert_element_type(lax.reshape(lax.slice(point, (0, k), (1, k + 1)), ()), np.int32)
+            if mode == "CLIP":
+                at = lax.clamp(np.int32(0), at, np.int32(shape[d] - 1))
+            inside = lax.bitwise_and(inside, lax.bitwise_and(lax.ge(at, np.int32(0)), lax.lt(at, np.int32(shape[d]))))
+            start[d] = at
+        old = lax.reshape(lax.dynamic_slice(out, start, (1,) * len(shape)), ())
+        new = combine(old, lax.reshape(lax.dynamic_slice(flat_updates, (i,), (1,)), ()))
+        changed = lax.dynamic_update_slice(out, lax.reshape(new, (1,) * len(shape)), start)
+        return lax.select(lax.broadcast_in_dim(inside, shape, ()), changed, out)
+    return [lax.fori_loop(0, points, step, operand)]
+
+
 def _collective(reduce):
     """`psum`/`pmax`/`pmin[axes axis_index_groups]`: what vmap makes of a collective over its named
     axis (jax.vmap(f, axis_name="i") with lax.psum(x, "i") inside) -- positional axes, each operand

@@ -265,20 +265,43 @@ HELDOUT_FAST = {
     "linalg_expm",                                      # a called jaxpr's constvars: refused, naming jax.export
     "c_x64_newton_system",                              # an LU's empty slices inside a loop
     "c_bf16_cast_roundtrip", "c_post_bf16_grad",        # bfloat16 carried in float32
-    "c_bf16_matmul_f32_acc",                            # bfloat16 arguments: refused
+    "c_bf16_matmul_f32_acc",                            # bfloat16 arguments: passed as their bits
     "c2_tridiagonal_solve", "c2_string_ops_bitcast",    # tridiagonal_solve, bitcast_convert_type between widths
-    "polyval", "b_stats_norm_ppf",                      # top-level constvars: the leading parameters
+    "polyval", "d_stats_entropy_like",                  # top-level constvars: the leading parameters
+    "d_vmap_pmean_pmax", "d_debug_print_left_in",       # psum/pmax over vmap's axis; jax.debug.print
+    "d_f16_matmul_softplus",                            # a float16 dot accumulated in float32
+    "d_sampler_poisson_geometric",                      # a while loop carrying PRNG keys
+    "d_scipy_linalg_lu_factor_solve",                   # lu_pivots_to_permutation
+    "d_complex_matvec_solve",                           # complex LU (LAPACK's pivots) and triangular solves
+    "d_at_divide_power_apply",                          # a scatter whose update_jaxpr computes (.at[].apply)
+    "d_mvn_svd_method",                                 # a factor JAX's SVD leaves free: compared up to it
+    "d_lax_rng_bit_generator",                          # refused by name
 }
 # case -> (why the text cannot be read, the refusal's text): constvars of a called jaxpr (not of the
 # main one, whose constvars are the program's leading parameters), whose values JAX's printer drops as
-# well and no argument holds; bfloat16 arguments, which numpy has no type for
+# well and no argument holds
 CONSTVARS_REFUSAL = r"has constvars .* JAX's printer drops the values of constants.*\.jax_exported"
 HELDOUT_REFUSED = {
     "linalg_expm": ("jax.scipy.linalg.expm's Pade coefficients are constvars of a called jaxpr", CONSTVARS_REFUSAL),
-    "c_bf16_matmul_f32_acc": ("its arguments are bfloat16", r"argument 'a' is bfloat16, which numpy .* has no type"
-                              r" for.* convert it to float32 at the program's boundary"),
+    # jax.scipy.special.expn/exp1 and spence, jax.scipy.stats.mode: constants inside JAX's own jnp.piecewise
+    # and jnp.unique calls, which no argument of the user's function holds
+    "d_special_expn_exp1": ("expn's piecewise coefficients are constvars of a called jaxpr", CONSTVARS_REFUSAL),
+    "d_special_spence_hyp1f1": ("spence's piecewise coefficients are constvars of a called jaxpr", CONSTVARS_REFUSAL),
+    "d_stats_rankdata_mode": ("stats.mode's constants are constvars of a called jaxpr", CONSTVARS_REFUSAL),
+    # XLA's own generator (RngBitGenerator: its default algorithm is the backend's), which JAX does not
+    # define; sprue implements threefry2x32, JAX's default key implementation
+    "d_lax_rng_bit_generator": ("lax.rng_bit_generator is XLA's backend-defined generator",
+                                r"d_lax_rng_bit_generator.jaxpr:2:5: unknown primitive 'rng_bit_generator'"),
+    "d_rbg_key_impl": ("the unsafe_rbg key implementation is XLA's RngBitGenerator",
+                       r"random_seed: the PRNG implementation 'urbg' is not supported; sprue implements JAX's"
+                       r" default, threefry2x32"),
 }
-HELDOUT_FACTOR_FREE: dict = {}
+# case -> (why its results are not JAX's, what they must satisfy): a result a factorization leaves
+# free. jax.random.multivariate_normal(method="svd") draws mean + z (u sqrt(s))^T from standard normals
+# z; its covariance (jnp.eye(3) + 0.3) has a repeated eigenvalue, so u is any rotation within that
+# eigenspace (LAPACK's and sprue's differ) -- every factor gives each sample the same Mahalanobis
+# distance ||z|| from the mean, which is compared
+HELDOUT_FACTOR_FREE = {"d_mvn_svd_method": np.eye(3) + 0.3}
 
 
 def _heldout():
@@ -291,12 +314,16 @@ def _heldout():
 
 def test_the_heldout_programs_are_there():
     cases = list(_heldout_all())
-    assert len(cases) >= 520 and {e["name"] for e in cases} >= HELDOUT_FAST | set(HELDOUT_REFUSED)
+    assert len(cases) >= 730 and {e["name"] for e in cases} >= HELDOUT_FAST | set(HELDOUT_REFUSED)
 
 
 def _heldout_all():
     for folder in sorted(HELDOUT.glob("jax-*")):
         yield from json.loads((folder / "cases.json").read_text())["cases"]
+
+
+def _bits_if_bf16(x: np.ndarray) -> np.ndarray:
+    return x.view(np.uint16) if x.dtype == np.dtype("V2") else x
 
 
 @pytest.mark.parametrize("folder,entry", list(_heldout()))
@@ -310,7 +337,8 @@ def test_heldout(folder, entry):
             sprue.load(path)
         return
     data = np.load(folder / f"{name}.npz")
-    ins = [data[f"in{i}"] for i in range(sum(k.startswith("in") for k in data.files))]
+    # numpy saved JAX's bfloat16 arrays (ml_dtypes') as their two bytes: the bits a bf16 argument takes
+    ins = [_bits_if_bf16(data[f"in{i}"]) for i in range(sum(k.startswith("in") for k in data.files))]
     want = [data[f"out{i}"] for i in range(sum(k.startswith("out") for k in data.files))]
     # a jaxpr's constvars (their values not printed) lead the arguments, as jax.core.eval_jaxpr takes them
     consts = [data[f"const{i}"] for i in range(entry.get("constvars", 0))]
@@ -331,22 +359,29 @@ def test_heldout(folder, entry):
         # each step apart from XLA's (LAPACK's) order of operations; a program computing in bfloat16 or
         # a float16 result: to its precision (sprue rounds after every equation, XLA's CPU may keep
         # float32 inside a fusion)
-        tol = BF16_TOLERANCE if "bf16[" in path.read_text() else F16_TOLERANCE if w.dtype == np.float16 else 2e-4
+        tol = _tolerance(path, w)
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol / 10, err_msg=f"{name}: result {k}")
 
 
-@pytest.mark.parametrize("name", ["polyval", "b_stats_norm_ppf", "adam_step"])
+def _tolerance(path, want: np.ndarray) -> float:
+    return BF16_TOLERANCE if "bf16[" in path.read_text() else F16_TOLERANCE if want.dtype == np.float16 else 2e-4
+
+
+@pytest.mark.parametrize("name", ["polyval", "d_stats_entropy_like", "d_eqx_mlp_call", "d_vmap_pmean_pmax",
+                                  "d_scipy_linalg_lu_factor_solve", "c_bf16_matmul_f32_acc"])
 def test_heldout_sprue_compile(name, tmp_path):
-    """`sprue compile` of held-out programs (constvars first in the C signature, as sprue.load takes them)."""
+    """`sprue compile` of held-out programs (constvars first in the C signature, as sprue.load takes them;
+    bfloat16 arguments as their bits)."""
     folder = HELDOUT / "jax-0.10.2"
     path = folder / f"{name}.jaxpr"
     entry = {e["name"]: e for e in _heldout_all()}[name]
     assert main(["compile", str(path), "-o", str(tmp_path), "--name", "kernel"]) == 0
     data = np.load(folder / f"{name}.npz")
     consts = [data[f"const{i}"] for i in range(entry.get("constvars", 0))]
-    ins = [data[f"in{i}"] for i in range(sum(k.startswith("in") for k in data.files))]
+    ins = [_bits_if_bf16(data[f"in{i}"]) for i in range(sum(k.startswith("in") for k in data.files))]
     want = [data[f"out{i}"] for i in range(sum(k.startswith("out") for k in data.files))]
     got = load_library(tmp_path / "libkernel.so", "kernel", read_kernel(path, "kernel").signature)(*consts, *ins)
     assert len(got) == len(want)
     for k, (g, w) in enumerate(zip(got, want)):
-        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5, err_msg=f"{name}: result {k}")
+        tol = _tolerance(path, w)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol / 10, err_msg=f"{name}: result {k}")

@@ -145,3 +145,60 @@ def test_sprue_compile_takes_the_constvars_first_and_says_so_in_the_header(tmp_p
     x = np.arange(12, dtype=np.float32).reshape(4, 3) - 5
     got, = g(scale, rows, x)   # the library's results, as a tuple
     np.testing.assert_array_equal(got, (x * scale)[rows])
+
+
+def test_scatter_with_an_update_computation_applies_it_per_index_in_order(tmp_path):
+    # x.at[i].apply(f): a `scatter` whose update_jaxpr computes; a repeated index applies f again (XLA's
+    # scatter combines one update at a time), an index out of bounds is dropped, or clamped with CLIP
+    scatter = ("    {out}:f32[6] = scatter[\n      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(),"
+               " inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(),"
+               " scatter_indices_batching_dims=())\n      indices_are_sorted=False\n      mode=GatherScatterMode.{mode}\n"
+               "      unique_indices=False\n      update_consts=()\n"
+               "      update_jaxpr={{ lambda ; y:f32[] z:f32[]. let w:f32[] = mul y y; v:f32[] = add w z in (v,) }}\n"
+               "    ] a b c\n")
+    f = load(tmp_path, "{ lambda ; a:f32[6] b:i32[4,1] c:f32[4]. let\n" + scatter.format(out="d", mode="FILL_OR_DROP")
+             + scatter.format(out="e", mode="CLIP") + "  in (d, e) }")
+    x = np.array([0.5, -1.0, 2.0, 0.25, 1.5, -0.5], np.float32)
+    idx = np.array([[2], [7], [2], [-1]], np.int32)
+    upd = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+
+    def reference(clip):
+        out = x.copy()
+        for (i,), u in zip(idx, upd):
+            if clip:
+                i = min(max(i, 0), 5)
+            if 0 <= i < 6:
+                out[i] = out[i] * out[i] + u
+        return out
+    d, e = f(x, idx, upd)
+    np.testing.assert_allclose(d, reference(False), rtol=1e-6)
+    np.testing.assert_allclose(e, reference(True), rtol=1e-6)
+
+
+def test_bfloat16_arguments_and_results_are_passed_as_their_bits(tmp_path):
+    # numpy and C have no bfloat16: a bf16 argument or result is its bits, uint16 (the top half of its
+    # float32); inside, the program computes in the float32 carrier rounded to bfloat16
+    f = load(tmp_path, "{ lambda ; a:bf16[4] b:f32[4]. let\n"
+                       "    c:bf16[4] = convert_element_type[new_dtype=bfloat16 weak_type=False] b\n"
+                       "    d:bf16[4] = mul a c\n"
+                       "    e:f32[4] = convert_element_type[new_dtype=float32 weak_type=False] d\n  in (d, e) }")
+    assert f.bf16_arguments == {0} and f.bf16_results == {0}
+    a = np.array([1.5, -3.0, 0.0078125, 100.0], np.float32)
+    b = np.array([2.0, 0.1, -7.0, 1.0 / 3.0], np.float32)
+    bits = (a.view(np.uint32) >> 16).astype(np.uint16)    # these a are bfloat16 values: exact bits
+
+    def to_bf16(x):   # round to nearest even at bfloat16's 7 mantissa bits
+        u = x.astype(np.float32).view(np.uint32)
+        return ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    want = to_bf16(a * to_bf16(b))
+    d, e = f(bits, b)
+    assert d.dtype == np.uint16 and e.dtype == np.float32
+    np.testing.assert_array_equal((d.astype(np.uint32) << 16).view(np.float32), want)
+    np.testing.assert_array_equal(e, want)
+    p = tmp_path / "prog.jaxpr"
+    out = tmp_path / "out"
+    assert main(["compile", str(p), "-o", str(out), "--name", "bf16mul"]) == 0
+    header = (out / "bf16mul.h").read_text()
+    assert "a, result0: bfloat16, passed as its bits (uint16: the top half of its float32)." in header
+    g = load_library(out / "libbf16mul.so", "bf16mul", read_kernel(p, "bf16mul").signature)
+    np.testing.assert_array_equal(g(bits, b)[0], d)
