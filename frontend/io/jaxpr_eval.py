@@ -617,14 +617,6 @@ def _implicit_names(ast: JaxprAST) -> list[str]:
     return out
 
 
-def _type_text(t) -> str:
-    """A binder's type as printed (f32[3,n]); sizes that are expressions print as `?`."""
-    if t is None:
-        return "?"
-    dims = [str(d[1]) if d[0] in ("int", "name") else "?" for d in t.dims]
-    return f"{t.dtype}[{','.join(dims)}]"
-
-
 def build(prog: Program, consts=None, implicit=None):
     """The program's main jaxpr as a ClosedJaxpr and its number of implicit size arguments.
 
@@ -668,15 +660,16 @@ def _build(ev: Evaluator, ast: JaxprAST, consts: list | None, implicit: dict):
                 if binder.name in implicit and t.jvar.dim is not None:
                     t.jvar.dim.name = implicit[binder.name]
         outs = ev.run(ast, env)
-        outs = [_bits_of_carrier(v) if k in bf16_results(ast) else v for k, v in enumerate(outs)]
+        as_bits = bf16_results(ast)
+        outs = [_bits_of_carrier(v) if k in as_bits else v for k, v in enumerate(outs)]
         closed = b.finish(outs)
     return closed, len(implicit)
 
 
 # bfloat16 at the program's boundary: numpy (without ml_dtypes) and C have no bfloat16, so a bf16
-# argument or result is passed as its bits, a uint16 array (the top half of its float32; what
-# ml_dtypes' bfloat16 arrays hold: sprue.load views them so), and converted to and from the float32
-# carrier inside -- exactly, as the carrier holds bfloat16 values
+# argument or result is passed as its bits, a uint16 array (the top half of its float32; what an
+# ml_dtypes bfloat16 array holds: x.view(np.uint16)), and converted to and from the float32 carrier
+# inside -- exactly, as the carrier holds bfloat16 values
 BF16_BITS = np.dtype(np.uint16)
 
 
