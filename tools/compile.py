@@ -150,4 +150,17 @@ def header_text(kernel: Kernel) -> str:
                                arg_types=None if kernel.closed_jaxpr is None else [
                                    v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.invars],
                                result_types=None if kernel.closed_jaxpr is None else [
-                                   v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.outvars]))
+                                   v.aval.str_short() for v in kernel.closed_jaxpr.jaxpr.outvars],
+                               notes=_boundary_notes(kernel)))
+
+
+def _boundary_notes(kernel: Kernel) -> list[str]:
+    """What some arguments and results of a JAX-printed jaxpr are beyond their C types (sprue.load's rules)."""
+    notes = []
+    if kernel.constvars:
+        notes += [f"{', '.join(kernel.constvars)}: the jaxpr's constvars, whose values JAX's printer drops; pass the",
+                  "ClosedJaxpr's consts there (in order), as jax.core.eval_jaxpr(jaxpr, consts, *args) takes them."]
+    if kernel.bf16_arguments or kernel.bf16_results:
+        which = [*kernel.bf16_arguments, *(f"result{k}" for k in kernel.bf16_results)]
+        notes.append(f"{', '.join(which)}: bfloat16, passed as its bits (uint16: the top half of its float32).")
+    return notes

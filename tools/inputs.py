@@ -41,6 +41,9 @@ class Kernel:
     closed_jaxpr: Any = None        # None for StableHLO input
     into: str | None = None         # its destination-passing entry (_mlir_ciface_<into>), if it has one
     assertions: list = field(default_factory=list)   # a jax.export module's shape assertions
+    constvars: list = field(default_factory=list)    # a JAX-printed jaxpr's constvars: its leading arguments
+    bf16_arguments: list = field(default_factory=list)   # ... its bfloat16 arguments (passed as uint16 bits)
+    bf16_results: list = field(default_factory=list)     # ... and results, by position
 
 
 def kernel_name(path: Path, name: str | None) -> str:
@@ -78,8 +81,13 @@ def _read_stablehlo(path: Path, name: str, module: bytes | None = None) -> Kerne
 # Jaxpr files are read as saved programs (io/saved_format.py: sprue's saved format, whose header
 # names the arguments; plain JAX-printed jaxprs too).
 def _read_jaxpr(path: Path, name: str, into: bool, debug_print: bool) -> Kernel:
-    closed, _n_implicit, explicit_names = parse_saved(path.read_text(), str(path))
-    return kernel_from_jaxpr(closed, name, path, explicit_names, into=into, debug_print=debug_print)
+    closed, _n_implicit, explicit_names, boundary = parse_saved(path.read_text(), str(path), with_boundary=True)
+    kernel = kernel_from_jaxpr(closed, name, path, explicit_names, into=into, debug_print=debug_print)
+    explicit = kernel.arg_names[len(kernel.arg_names) - len(explicit_names):]
+    kernel.constvars = explicit[:len(boundary.constvars)]
+    kernel.bf16_arguments = [explicit[k] for k in sorted(boundary.bf16_arguments)]
+    kernel.bf16_results = sorted(boundary.bf16_results)
+    return kernel
 
 
 def kernel_from_jaxpr(closed, name: str, source: Path, explicit_names: list[str] | None = None, *,

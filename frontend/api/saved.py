@@ -17,7 +17,7 @@ from sprue.base import dtypes
 from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.io.jax_exported import read_exported
 from sprue.io.jaxpr_lexer import JaxprSyntaxError
-from sprue.io.saved_format import parse_saved, to_text
+from sprue.io.saved_format import PrintedBoundary, parse_saved, to_text
 from sprue.ir.core import ClosedJaxpr, Jaxpr
 
 
@@ -47,8 +47,14 @@ class LoadedProgram:
     """A compiled saved program: call it with the jaxpr's explicit arguments, flat and positional."""
 
     def __init__(self, closed: ClosedJaxpr, n_implicit: int, arg_names: list[str], path: Path,
-                 keep_intermediate=False, cast_arguments=False):
+                 keep_intermediate=False, cast_arguments=False, boundary: PrintedBoundary | None = None):
         self.path = path
+        boundary = boundary or PrintedBoundary([], set(), set())
+        # a JAX-printed jaxpr's constvars, whose values its text lacks: the leading arguments
+        self.constvars = list(boundary.constvars)
+        # its bfloat16 arguments and results (by position), passed as their bits (uint16: an ml_dtypes
+        # bfloat16 array's .view(np.uint16); a result's .view(ml_dtypes.bfloat16) makes one again)
+        self.bf16_arguments, self.bf16_results = set(boundary.bf16_arguments), set(boundary.bf16_results)
         self.name = path.stem
         self.jaxpr = closed
         self.arg_names = list(arg_names)
@@ -77,7 +83,7 @@ class LoadedProgram:
             args = (*args, *(kwargs[k] for k in self.arg_names[len(args):]))
         if len(args) != len(self.arg_names):
             raise SprueTypeError(f"{self.name}(): takes {len(self.arg_names)} arguments"
-                                 f" ({', '.join(self.arg_names)}), got {len(args)}")
+                                 f" ({', '.join(self.arg_names)}), got {len(args)}{self._constvars_hint()}")
         leaves = list(args)
         if not self.cast_arguments:
             check_argument_dtypes(self.name, leaves, self.arg_names, self._avals,
@@ -91,6 +97,14 @@ class LoadedProgram:
             outs = self._rows.restore(list(outs), rows)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def _constvars_hint(self) -> str:
+        if not self.constvars:
+            return ""
+        k = len(self.constvars)
+        return (f"; the first {k} ({', '.join(self.constvars)}) are the jaxpr's constvars, whose values JAX's"
+                " printer drops: pass the ClosedJaxpr's consts first (closed.consts, in order), then the"
+                " function's arguments, as jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *args) takes them")
+
     def __repr__(self):
         return f"<sprue.load {self.path}>"
 
@@ -98,6 +112,7 @@ class LoadedProgram:
         """Pickled by program (api/pickle_format.py): the jaxpr travels, not the file's path; the
         receiver loads it from its compile cache or compiles it."""
         body = {"name": self.name, "path": str(self.path), "cast_arguments": self.cast_arguments,
+                "constvars": self.constvars, "bf16": [sorted(self.bf16_arguments), sorted(self.bf16_results)],
                 **program_entry(self.jaxpr, self.n_implicit, self.arg_names, {"opt_level": 3, "cpu": "host"})}
         return unpickle_program, (dump_payload("program", body),)
 
@@ -111,10 +126,13 @@ def unpickle_program(payload: bytes) -> LoadedProgram:
     name = str(body.get("name"))
     try:
         path, cast = Path(str(body["path"])), bool(body["cast_arguments"])
+        constvars = [str(c) for c in body.get("constvars", [])]
+        bf16_args, bf16_results = ({int(k) for k in ks} for ks in body.get("bf16", [[], []]))
         closed, n_implicit, names = read_program(body, name)
     except (KeyError, TypeError, IndexError, AttributeError) as e:
         raise malformed(name, e) from None
-    program = LoadedProgram(closed, n_implicit, names, path, cast_arguments=cast)
+    program = LoadedProgram(closed, n_implicit, names, path, cast_arguments=cast,
+                            boundary=PrintedBoundary(constvars, bf16_args, bf16_results))
     remember(payload, (), program)
     return program
 
@@ -158,7 +176,9 @@ def read_program_text(path: str | os.PathLike) -> str:
 
 def load(path: str | os.PathLike, *, keep_intermediate=False, cast_arguments=False):
     """Compile a saved program (sprue.save, or a jaxpr as JAX prints it) and return a callable
-    like a qjit'd function: positional arguments are the jaxpr's explicit invars; `.jaxpr`,
+    like a qjit'd function: positional arguments are the jaxpr's explicit invars, led by its
+    constvars when JAX printed it (its printer drops their values: pass `closed_jaxpr.consts` first,
+    as jax.core.eval_jaxpr takes them; `.constvars` names them); `.jaxpr`,
     `.mlir` and `compile_count` as on qjit. Arrays must have the jaxpr's dtypes, as for a hinted
     qjit function; `cast_arguments=True` converts those that cast safely. A `.mlir` file (StableHLO) goes to
     the compile driver's load_stablehlo."""
@@ -174,8 +194,8 @@ def load(path: str | os.PathLike, *, keep_intermediate=False, cast_arguments=Fal
         text = read_program_text(path)
     if _is_mlir(path, text):
         return driver.load_stablehlo(path)
-    closed, n_implicit, names = parse_saved(text, str(path))
-    return LoadedProgram(closed, n_implicit, names, path, keep_intermediate, cast_arguments)
+    closed, n_implicit, names, boundary = parse_saved(text, str(path), with_boundary=True)
+    return LoadedProgram(closed, n_implicit, names, path, keep_intermediate, cast_arguments, boundary)
 
 
 __all__ = ["save", "load", "read_program_text", "LoadedProgram", "unpickle_program"]

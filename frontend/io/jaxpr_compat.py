@@ -13,10 +13,13 @@ outputs; params come converted by the reader (jaxpr_params.convert_value).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from sprue import lax
 from sprue.ir.core import ShapedArray
+from sprue.lax import debugging
 from sprue.lax.dimension_numbers import GatherDimensionNumbers, ScatterDimensionNumbers
 from sprue.trace.tracing import Tracer, eval_jaxpr
 
@@ -328,6 +331,75 @@ def bitcast_convert_type(args, params, outs):
     return [lax.bitcast_convert_type(joined, new)]
 
 
+def scatter_apply(args, params, combine):
+    """`scatter[update_jaxpr=f ...]` with an f that does not just return the update (x.at[i].apply(g)):
+    XLA's scatter applies f(current, update) at each index in turn, so a repeated index applies it again.
+    Each update is one element (update_window_dims empty, as .apply makes); the loop runs over them in
+    order, an index out of bounds dropped (FILL_OR_DROP, PROMISE_IN_BOUNDS) or clamped (CLIP)."""
+    operand, indices, updates = args
+    dn, mode = params["dimension_numbers"], str(params.get("mode", "FILL_OR_DROP")).rsplit(".", 1)[-1].upper()
+    if dn.update_window_dims or dn.operand_batching_dims:
+        raise NotImplementedError("scatter with an update computation over windows or batching dims")
+    shape = _shape(operand)
+    points = int(np.prod(_shape(indices)[:-1]))
+    flat_indices = lax.reshape(indices, (points, _shape(indices)[-1]))
+    flat_updates = lax.reshape(updates, (points,))
+
+    def step(i, out):
+        point = lax.dynamic_slice(flat_indices, (i, 0), (1, _shape(indices)[-1]))
+        start = [np.int32(0)] * len(shape)
+        inside = np.bool_(True)
+        for k, d in enumerate(dn.scatter_dims_to_operand_dims):
+            at = lax.convert_element_type(lax.reshape(lax.slice(point, (0, k), (1, k + 1)), ()), np.int32)
+            if mode == "CLIP":
+                at = lax.clamp(np.int32(0), at, np.int32(shape[d] - 1))
+            inside = lax.bitwise_and(inside, lax.bitwise_and(lax.ge(at, np.int32(0)), lax.lt(at, np.int32(shape[d]))))
+            start[d] = at
+        old = lax.reshape(lax.dynamic_slice(out, start, (1,) * len(shape)), ())
+        new = combine(old, lax.reshape(lax.dynamic_slice(flat_updates, (i,), (1,)), ()))
+        changed = lax.dynamic_update_slice(out, lax.reshape(new, (1,) * len(shape)), start)
+        return lax.select(lax.broadcast_in_dim(inside, shape, ()), changed, out)
+    return [lax.fori_loop(0, points, step, operand)]
+
+
+def _collective(reduce):
+    """`psum`/`pmax`/`pmin[axes axis_index_groups]`: what vmap makes of a collective over its named
+    axis (jax.vmap(f, axis_name="i") with lax.psum(x, "i") inside) -- positional axes, each operand
+    reduced over them and the result broadcast back by the jaxpr's next equations. Named axes (a
+    shard_map's or pmap's devices) are refused: sprue compiles one device's program."""
+    def rule(args, params, outs):
+        axes = tuple(params.get("axes") or ())
+        if not all(isinstance(a, (int, np.integer)) for a in axes):
+            raise NotImplementedError(f"a collective over the named axes {axes} (shard_map or pmap's devices; sprue"
+                                      " compiles one device's program)")
+        if params.get("axis_index_groups") is not None:
+            raise NotImplementedError("axis_index_groups")
+        return [reduce(x, tuple(int(a) for a in axes)) for x in args]
+    return rule
+
+
+_TREE = re.compile(r"PyTreeDef\(\(\((?P<args>[*, ]*)\), \{(?P<kwargs>(?:'[A-Za-z_]\w*': \*(?:, )?)*)\}\)\)")
+
+
+def debug_print(args, params, outs):
+    """`debug_print[fmt in_tree ...]` (jax.debug.print, JAX >= 0.6): the operands are the leaves of
+    (args, kwargs) as `in_tree` lays them out, formatted by `fmt` as str.format would: sprue.debug.print
+    of the same call, printed when the compiled code runs (from a C host too). sprue's own printed
+    form (`debug_print[fmt='...']`, fields numbered by operand) binds its primitive as it is."""
+    if "in_tree" not in params:
+        return lax.debug_print_p.bind(*args, fmt=params["fmt"])
+    tree = _TREE.fullmatch(str(params["in_tree"]))
+    if tree is None or params.get("static_args"):
+        raise NotImplementedError(f"debug_print of arguments laid out as {params['in_tree']} (sprue reads arrays"
+                                  " passed positionally or by keyword, each its own field)")
+    n_args = tree["args"].count("*")
+    names = re.findall(r"'(\w+)'", tree["kwargs"])
+    if n_args + len(names) != len(args):
+        raise NotImplementedError(f"debug_print with {len(args)} operands for the tree {params['in_tree']}")
+    debugging.print(str(params["fmt"]), *args[:n_args], **dict(zip(names, args[n_args:])))
+    return []
+
+
 REWRITES = {"split": split, "bitcast_convert_type": bitcast_convert_type, "expand_dims": expand_dims, "stack": stack, "tile": tile, "empty": empty,
             "empty2": empty,
             "reduce_window_sum": _reduce_window(lax.add, lambda dt: 0),
@@ -337,6 +409,9 @@ REWRITES = {"split": split, "bitcast_convert_type": bitcast_convert_type, "expan
             "select_and_gather_add": select_and_gather_add,
             "eq_to": _total_order(lax.eq), "lt_to": _total_order(lax.lt), "le_to": _total_order(lax.le),
             "top_k": top_k, "approx_top_k": approx_top_k, "cumlogsumexp": cumlogsumexp,
+            "debug_print": debug_print,
+            "psum": _collective(lax.reduce_sum), "pmax": _collective(lax.reduce_max),
+            "pmin": _collective(lax.reduce_min),
             "reduce_precision": reduce_precision, "reduce": reduce, "reduce_xor": reduce_xor, "platform_index": platform_index,
             # jax.scipy.special's primitives that sprue computes in its own operations (lax.special_series)
             "zeta": lambda args, params, outs: [lax.zeta(*args)],
@@ -381,6 +456,24 @@ def with_out_dtype(args: list, out_dtype) -> list:
     """Operands of `mul[out_dtype=...]` (JAX >= 0.10: a product computed in another type)
     converted to that type first."""
     return [lax.convert_element_type(a, out_dtype) if _dtype(a) != out_dtype else a for a in args]
+
+
+# Products of float16 operands: XLA's CPU backend accumulates them in float32 and rounds the result
+# once (its float-normalization of dot and convolution), where a float16 accumulator would round
+# after every addition; JAX's results are the former
+ACCUMULATING = {"dot_general", "conv_general_dilated"}
+
+
+def half_operands(args: list) -> bool:
+    return all(np.dtype(_dtype(a)) == np.float16 for a in args)
+
+
+def accumulated_in_f32(p, args: list, params: dict):
+    """p (a dot or convolution of float16 operands) computed in float32, its result converted to the
+    type it declares (float16, or a wider preferred_element_type)."""
+    out = np.dtype(params.get("preferred_element_type") or np.float16)
+    wide = [lax.convert_element_type(a, np.float32) for a in args]
+    return lax.convert_element_type(p.bind(*wide, **{**params, "preferred_element_type": np.dtype(np.float32)}), out)
 
 
 def unbatch_indices(name: str, args: list, params: dict) -> tuple[list, dict]:

@@ -53,7 +53,7 @@ CONSTS_ADVICE = (
 # bits after every equation that declares a bf16 result, as the jaxpr's types say (XLA's CPU backend
 # computes bf16 ops in f32 too, its float-normalization pass, but may keep f32 across a fusion, so the
 # results agree with JAX's to bfloat16's precision, not bit for bit). Arguments and results of the
-# program cannot be bf16: numpy, and so sprue's calling convention, has no bfloat16.
+# program are passed as their bits (BF16_BITS, below).
 BF16 = "bf16"
 _BF16_BITS = {"exponent_bits": 8, "mantissa_bits": 7}
 
@@ -69,6 +69,9 @@ def _round_bf16(value):
 
 # primitives of JAX read as computations in sprue's (each module says why)
 REWRITES = {**jaxpr_compat.REWRITES, **jaxpr_linalg.REWRITES}
+# control flow carries key arrays as it carries any array: their binders in the nested jaxprs are read
+# as the keys' words too (Evaluator.aval), so the loop or branch needs no change of its params
+CONTROL_FLOW = {"while", "scan", "cond"}
 
 
 def _kind(dt) -> str:
@@ -352,6 +355,13 @@ class Evaluator:
                 raise self.unsupported(f"{name}: {ex} is not supported", e.tok) from None
         if name == "custom_linear_solve":
             return self._custom_linear_solve(e, args)
+        if name == "scatter" and self._applies(e):
+            f = self.shared(e.params["update_jaxpr"].value)
+            try:
+                return jaxpr_compat.scatter_apply(args, {k: self._convert(e, k) for k in e.params if k != "update_jaxpr"},
+                                                  lambda old, new: self.inline(f, [old, new], e.tok)[0])
+            except NotImplementedError as ex:
+                raise self.unsupported(f"{name}: {ex} is not supported", e.tok) from None
         if name == "while" and self._batched_predicate(e):
             return self._while_batched(e, args)
         if name in jaxpr_compat.BROADCASTING:
@@ -364,12 +374,21 @@ class Evaluator:
         if p is None:
             raise self.unsupported(f"unknown primitive '{name}'", e.tok)
         params = self.params(p, e, env, args)
-        if jaxpr_random.makes_keys(b.type for b in e.outs):
+        if name not in CONTROL_FLOW and jaxpr_random.makes_keys(b.type for b in e.outs):
             args, params = jaxpr_random.for_key_arrays(name, args, params, lambda m: self.unsupported(m, e.tok))
         if isinstance(params.get("dimension_numbers"), (GatherDimensionNumbers, ScatterDimensionNumbers)):
             args, params = jaxpr_compat.unbatch_indices(name, args, params)
+        if name in jaxpr_compat.ACCUMULATING and jaxpr_compat.half_operands(args):
+            return [jaxpr_compat.accumulated_in_f32(p, args, params)]
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
+
+    def _applies(self, e) -> bool:
+        """A `scatter` whose update_jaxpr computes something (x.at[i].apply(f)), not one returning the update."""
+        f = self.shared(e.params["update_jaxpr"].value) if "update_jaxpr" in e.params else None
+        if f is None or len(f.invars) != 2:
+            return False
+        return not (len(f.outs) == 1 and isinstance(f.outs[0], VarRef) and f.outs[0].name == f.invars[1].name)
 
     def _custom_linear_solve(self, e, args) -> list:
         """`custom_linear_solve[const_lengths jaxprs]` (jnp.linalg.solve, jax.scipy.sparse.linalg): the
@@ -598,27 +617,17 @@ def _implicit_names(ast: JaxprAST) -> list[str]:
     return out
 
 
-def _type_text(t) -> str:
-    """A binder's type as printed (f32[3,n]); sizes that are expressions print as `?`."""
-    if t is None:
-        return "?"
-    dims = [str(d[1]) if d[0] in ("int", "name") else "?" for d in t.dims]
-    return f"{t.dtype}[{','.join(dims)}]"
-
-
 def build(prog: Program, consts=None, implicit=None):
     """The program's main jaxpr as a ClosedJaxpr and its number of implicit size arguments.
 
-    consts: the constvars' values in order (None: the text carries none); implicit: {name: dim
-    name} of the leading invars that are implicit sizes (None: inferred from the invars' types)."""
+    consts: the constvars' values in order; None (a JAX-printed text, whose printer drops them)
+    makes the constvars the program's leading parameters, after the implicit sizes and before the
+    invars -- the order in which `jax.core.eval_jaxpr(jaxpr, consts, *args)` takes them, so the
+    caller passes `closed_jaxpr.consts` first. implicit: {name: dim name} of the leading invars
+    that are implicit sizes (None: inferred from the invars' types)."""
     ev = Evaluator(prog)
     ast = prog.main
-    if ast.constvars and consts is None:
-        names = ", ".join(f"{b.name or '_'}:{_type_text(b.type)}" for b in ast.constvars)
-        raise ev.error(f"the jaxpr has constvars ({names}) but the text carries no values for them: {CONSTS_ADVICE}",
-                       ast.tok)
-    consts = list(consts or [])
-    if len(consts) != len(ast.constvars):
+    if consts is not None and len(consts) != len(ast.constvars):
         raise ev.error(f"the jaxpr has {len(ast.constvars)} constvars but {len(consts)} values were given", ast.tok)
     if implicit is None:
         implicit = {n: n for n in _implicit_names(ast)}
@@ -631,37 +640,64 @@ def build(prog: Program, consts=None, implicit=None):
         raise ev.error("the program nests too deeply for sprue to evaluate", ast.tok) from None
 
 
-def _build(ev: Evaluator, ast: JaxprAST, consts: list, implicit: dict):
+def _build(ev: Evaluator, ast: JaxprAST, consts: list | None, implicit: dict):
     with trace_scope() as b:
         env = {}
-        for binder, value in zip(ast.constvars, consts):
+        for binder, value in zip(ast.constvars, consts or ()):
             value = np.asarray(value)
             ev.check_type(f"constant '{binder.name}'", binder.type, value, env, binder.tok)
             if binder.name is not None:
                 env[binder.name] = value
-        _refuse_bf16_boundary(ev, ast)
-        for binder in ast.invars:
+        sizes, explicit = ast.invars[:len(implicit)], ast.invars[len(implicit):]
+        for binder in [*sizes, *(ast.constvars if consts is None else ()), *explicit]:
+            if _is_bf16(binder):   # passed as its bits; computed in its float32 carrier
+                t = b.new_arg(ShapedArray(ev.aval(binder.type, env, binder.tok).shape, BF16_BITS))
+                env[binder.name or "_"] = _carrier_of_bits(t)
+                continue
             t = b.new_arg(ev.aval(binder.type, env, binder.tok))
             if binder.name is not None:
                 env[binder.name] = t
                 if binder.name in implicit and t.jvar.dim is not None:
                     t.jvar.dim.name = implicit[binder.name]
         outs = ev.run(ast, env)
+        as_bits = bf16_results(ast)
+        outs = [_bits_of_carrier(v) if k in as_bits else v for k, v in enumerate(outs)]
         closed = b.finish(outs)
     return closed, len(implicit)
 
 
-def _refuse_bf16_boundary(ev: Evaluator, ast: JaxprAST) -> None:
-    types = {b.name: b for b in [*ast.invars, *(b for e in ast.eqns for b in e.outs)] if b.name is not None}
-    boundary = [(f"argument '{b.name}'", b) for b in ast.invars] + [
-        (f"result {k} ('{a.name}')", types[a.name]) for k, a in enumerate(ast.outs)
-        if isinstance(a, VarRef) and a.name in types]
-    for what, b in boundary:
-        if b.type is not None and b.type.dtype == BF16:
-            raise ev.unsupported(f"{what} is bfloat16, which numpy (and so a compiled function's arguments and"
-                                 " results) has no type for; sprue computes bfloat16 inside a program (in float32,"
-                                 " rounded after each equation): convert it to float32 at the program's boundary"
-                                 " (x.astype(jnp.float32)) before printing the jaxpr", b.type.tok)
+# bfloat16 at the program's boundary: numpy (without ml_dtypes) and C have no bfloat16, so a bf16
+# argument or result is passed as its bits, a uint16 array (the top half of its float32; what an
+# ml_dtypes bfloat16 array holds: x.view(np.uint16)), and converted to and from the float32 carrier
+# inside -- exactly, as the carrier holds bfloat16 values
+BF16_BITS = np.dtype(np.uint16)
+
+
+def _is_bf16(binder: Binder) -> bool:
+    return binder.type is not None and binder.type.dtype == BF16
+
+
+def _carrier_of_bits(bits):
+    wide = lax.shift_left(lax.convert_element_type(bits, np.uint32), np.uint32(16))
+    return lax.bitcast_convert_type(wide, np.float32)
+
+
+def _bits_of_carrier(x):
+    return lax.convert_element_type(lax.shift_right_logical(lax.bitcast_convert_type(x, np.uint32), np.uint32(16)),
+                                    BF16_BITS)
+
+
+def bf16_results(ast: JaxprAST) -> set[int]:
+    """The positions of the program's results declared bf16 (a literal result never is)."""
+    types = {b.name: b for b in [*ast.constvars, *ast.invars, *(b for e in ast.eqns for b in e.outs)]
+             if b.name is not None}
+    return {k for k, a in enumerate(ast.outs) if isinstance(a, VarRef) and a.name in types and _is_bf16(types[a.name])}
+
+
+def bf16_arguments(ast: JaxprAST, n_implicit: int, constvars_leading: bool) -> set[int]:
+    """The positions among the explicit arguments (constvars first when they lead) of those declared bf16."""
+    explicit = [*(ast.constvars if constvars_leading else ()), *ast.invars[n_implicit:]]
+    return {k for k, b in enumerate(explicit) if _is_bf16(b)}
 
 
 __all__ = ["build", "Evaluator", "DimExpr", "Binder"]

@@ -81,6 +81,11 @@ def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:
             while i < n and text[i] != "\n":
                 i += 1
             continue
+        raw = _raw_param_value(text, i, toks)
+        if raw is not None:
+            toks.append(Token("STR", raw[0], line, col))
+            i = raw[1]
+            continue
         word = _word(text, i, line, col)
         if word is not None:
             toks.append(word)
@@ -114,6 +119,29 @@ def tokenize(text: str, filename: str = "<jaxpr>") -> list[Token]:
         raise JaxprSyntaxError(f"unexpected character {c!r}", filename, line, col)
     toks.append(Token("EOF", "", line, i - line_start + 1))
     return toks
+
+
+# jax.debug.print's params (JAX >= 0.6): `fmt` is the user's format string, printed unquoted (its
+# params are sorted by name, so `has_placeholders` follows it: one line or several), and `in_tree` a
+# PyTreeDef whose leaves print as `*`; each is read as one string
+_FMT_END = re.compile(r"\n| has_placeholders=")
+
+
+def _raw_param_value(text: str, i: int, toks: list[Token]) -> tuple[str, int] | None:
+    """(the value, the index after it) of a param value printed as free text that starts at i."""
+    if toks and toks[-1].text == "=" and len(toks) >= 3 and toks[-2].text == "fmt" and toks[-3].text == "[" \
+            and text[i] not in "'\"":
+        m = _FMT_END.search(text, i)
+        end = m.start() if m else len(text)
+        return text[i:end].rstrip(), end
+    if text.startswith("PyTreeDef(", i):
+        depth, j = 0, i + len("PyTreeDef")
+        while j < len(text) and text[j] != "\n":
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+            if depth == 0:
+                return text[i:j], j
+    return None
 
 
 def _word(text: str, i: int, line: int, col: int) -> Token | None:

@@ -1,5 +1,5 @@
 """JAX's linear-algebra and FFT primitives as a printed jaxpr has them (`lu`, `triangular_solve`,
-`cholesky`, `qr`, `eigh`, `svd`, `tridiagonal_solve`, `fft`), read into sprue.numpy.linalg's and sprue.numpy.fft's
+`lu_pivots_to_permutation`, `cholesky`, `qr`, `eigh`, `svd`, `tridiagonal_solve`, `fft`), read into sprue.numpy.linalg's and sprue.numpy.fft's
 computations of the same factorizations and transforms.
 
 Why rewrites: jax.numpy.linalg and jax.numpy.fft bind these (LAPACK's and ducc's kernels in JAX);
@@ -51,11 +51,29 @@ def lu(args, params, outs):
 def triangular_solve(args, params, outs):
     """`triangular_solve[left_side lower transpose_a conjugate_a unit_diagonal]` a b."""
     a, b = args
-    if params.get("conjugate_a") and np.dtype(outs[0].dtype).kind == "c":
-        a = lax.conj(a)
     return [_linalg.triangular_solve(a, b, left_side=params.get("left_side", False), lower=params.get("lower", False),
                                      transpose_a=params.get("transpose_a", False),
+                                     conjugate_a=params.get("conjugate_a", False),
                                      unit_diagonal=params.get("unit_diagonal", False))]
+
+
+def lu_pivots_to_permutation(args, params, outs):
+    """`lu_pivots_to_permutation[permutation_size]` pivots (..., k): the permutation (..., size) that
+    LAPACK's row exchanges make of 0..size-1, row i exchanged with row pivots[i] for i = 0..k-1 in
+    order (jax.scipy.linalg.lu_solve of lu_factor's pivots)."""
+    pivots, = args
+    size, k = int(params["permutation_size"]), _shape(pivots)[-1]
+    if not isinstance(k, int):
+        raise NotImplementedError(f"lu_pivots_to_permutation of {list(_shape(pivots))} pivots (a run-time count)")
+    batch = _shape(pivots)[:-1]
+    idx = lax.broadcasted_iota(np.int32, (*batch, size), len(batch))
+    pivots, perm = jnp.asarray(pivots).astype(np.int32), idx
+    for i in range(k):   # k static and small (a matrix's rows): the exchanges unrolled, in order
+        j = pivots[..., i:i + 1]                                                # (..., 1)
+        at_i = perm[..., i:i + 1]
+        at_j = jnp.sum(jnp.where(idx == j, perm, 0), axis=-1, keepdims=True)
+        perm = jnp.where(idx == i, at_j, jnp.where(idx == j, at_i, perm))
+    return [lax.convert_element_type(perm, outs[0].dtype)]
 
 
 def cholesky(args, params, outs):
@@ -160,6 +178,7 @@ def fft(args, params, outs):
 
 
 REWRITES = {"lu": lu, "triangular_solve": triangular_solve, "cholesky": cholesky, "qr": qr, "eigh": eigh,
-            "svd": svd, "fft": fft, "tridiagonal_solve": tridiagonal_solve}
+            "svd": svd, "fft": fft, "tridiagonal_solve": tridiagonal_solve,
+            "lu_pivots_to_permutation": lu_pivots_to_permutation}
 
 __all__ = ["REWRITES"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -124,7 +125,8 @@ def _reader() -> SimpleNamespace:
     # deferred: the reader would add ~20 ms (3%) to `import sprue` and `sprue --help`; only a read needs it
     from sprue.io import jaxpr_eval, jaxpr_parser
     return SimpleNamespace(Parser=jaxpr_parser.Parser, parse_program=jaxpr_parser.parse_program,
-                           build=jaxpr_eval.build)
+                           build=jaxpr_eval.build, bf16_arguments=jaxpr_eval.bf16_arguments,
+                           bf16_results=jaxpr_eval.bf16_results)
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -184,8 +186,18 @@ def _const_value(name: str, typ: str, hexdata: str, filename: str, lineno: int) 
         raise JaxprSyntaxError(f"constant '{name}': {e}", filename, lineno, 1) from None
 
 
-def parse_saved(text: str, filename: str = "<jaxpr>"):
-    """(closed_jaxpr, n_implicit, arg_names) of a saved program's text, or of a jaxpr as JAX prints it."""
+class PrintedBoundary(NamedTuple):
+    """What a JAX-printed jaxpr's arguments and results are beyond their types: the constvars that
+    lead the arguments (their values not printed), and the arguments and results (by position among
+    the explicit ones) that are bfloat16 passed as their bits."""
+    constvars: list[str]
+    bf16_arguments: set[int]
+    bf16_results: set[int]
+
+
+def parse_saved(text: str, filename: str = "<jaxpr>", *, with_boundary: bool = False):
+    """(closed_jaxpr, n_implicit, arg_names) of a saved program's text, or of a jaxpr as JAX prints it;
+    with_boundary: and its PrintedBoundary."""
     header = read_header(text, filename)
     prog = _reader().parse_program(text, filename)
     consts = None
@@ -199,6 +211,13 @@ def parse_saved(text: str, filename: str = "<jaxpr>"):
     closed, n_implicit = _reader().build(prog, consts=consts, implicit=header["implicit"])
     explicit = len(closed.jaxpr.invars) - n_implicit
     names = header["args"]
+    leading = prog.main.constvars if consts is None else []
     if names is None or len(names) != explicit:
-        names = [b.name for b in prog.main.invars[n_implicit:]]
+        # a JAX-printed jaxpr's constvars (their values not printed) are its leading parameters
+        names = [b.name for b in [*leading, *prog.main.invars[n_implicit:]]]
+    if with_boundary:
+        reader = _reader()
+        return closed, n_implicit, names, PrintedBoundary([b.name for b in leading],
+                                                          reader.bf16_arguments(prog.main, n_implicit, bool(leading)),
+                                                          reader.bf16_results(prog.main))
     return closed, n_implicit, names

@@ -212,6 +212,13 @@ def _select_row(x, is_row):
     return jnp.sum(jnp.where(is_row, x, 0), axis=-2, keepdims=True)
 
 
+def _pivot_magnitude(x):
+    """What LAPACK's getrf compares to choose a pivot: |x|, for complex x |re x| + |im x| (its icamax)."""
+    if np.dtype(x.dtype).kind == "c":
+        return jnp.abs(lax.real(x)) + jnp.abs(lax.imag(x))
+    return jnp.abs(x)
+
+
 def _panel_lu(panel, perm, k0):
     """LU of the columns k0:k0+BLOCK of the padded matrix (panel (..., N, BLOCK), its rows < k0
     finished), column by column: the largest |entry| at or below the diagonal is swapped up (its
@@ -224,7 +231,7 @@ def _panel_lu(panel, perm, k0):
         p, perm, swaps = carry
         r = k0 + j
         col = _slice(p, 0, j, n, 1)
-        pivot_row = jnp.argmax(jnp.where(rows >= r, jnp.abs(col), -1), axis=-2, keepdims=True)
+        pivot_row = jnp.argmax(jnp.where(rows >= r, _pivot_magnitude(col), -1), axis=-2, keepdims=True)
         is_r, is_p = rows == r, rows == pivot_row
         p = jnp.where(is_r, _select_row(p, is_p), jnp.where(is_p, _select_row(p, is_r), p))
         pr, pp = perm[..., None], _select_row(perm[..., None], is_p)

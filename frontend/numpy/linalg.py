@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sprue import lax
 from sprue.base.errors import ConcretizationError, ShapeError, UnsupportedError
 from sprue.lax.custom_derivatives import custom_jvp
 from sprue.numpy import _dims as _d
@@ -32,19 +33,20 @@ __all__ = ["norm", "cholesky", "solve", "inv", "det", "slogdet", "matrix_power",
 mT = K.mT
 
 
-def _floating(fname: str, x, min_ndim: int = 1):
-    """x as a float array (integers and booleans become float64, as numpy.linalg converts them)."""
+def _floating(fname: str, x, min_ndim: int = 1, complex_ok: bool = False):
+    """x as a float array (integers and booleans become float64, as numpy.linalg converts them);
+    complex ones only where the computation is written for them (complex_ok)."""
     x = operand(f"linalg.{fname}", x)
     av = aval(x)
-    if av.dtype.kind == "c":
+    if av.dtype.kind == "c" and not complex_ok:
         raise type_error(f"linalg.{fname}", f"complex matrices are not supported yet (got {describe(x)})")
     if av.ndim < min_ndim:
         raise value_error(f"linalg.{fname}", f"needs an array of at least {min_ndim} dimensions, got {describe(x)}")
-    return x if av.dtype.kind == "f" else jnp.astype(x, np.float64)
+    return x if av.dtype.kind in "fc" else jnp.astype(x, np.float64)
 
 
-def _square(fname: str, a):
-    a = _floating(fname, a, 2)
+def _square(fname: str, a, complex_ok: bool = False):
+    a = _floating(fname, a, 2, complex_ok)
     n, m = aval(a).shape[-2:]
     if isinstance(n, int) and isinstance(m, int) and n != m:
         raise value_error(f"linalg.{fname}", f"last 2 dimensions of the array must be square, got {describe(a)}")
@@ -203,7 +205,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     """jax.scipy.linalg.solve_triangular: x with op(a) x = b, op(a) = a, a^T (trans=1 or 'T') or
     a^H (2 or 'C'); a (..., n, n) triangular (the other triangle ignored), b (..., n) or (..., n, k)."""
     fname = "linalg.solve_triangular"
-    a, b = _square("solve_triangular", a), _floating("solve_triangular", b)
+    # substitution is the same in complex arithmetic (a^H: conjugate a before, as trans=2 asks)
+    a, b = _square("solve_triangular", a, complex_ok=True), _floating("solve_triangular", b, complex_ok=True)
     dt = np.promote_types(aval(a).dtype, aval(b).dtype)
     a, b = jnp.astype(a, dt), jnp.astype(b, dt)
     if trans not in (0, 1, 2, "N", "T", "C"):
@@ -215,6 +218,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     transposed = trans not in (0, "N")
     if transposed:
         a = mT(a)
+    if trans in (2, "C") and aval(a).dtype.kind == "c":
+        a = lax.conj(a)
     x = _solve_lower_or_upper(a, b, bool(lower) != transposed, bool(unit_diagonal))
     return x[..., 0] if vector else x
 
@@ -222,11 +227,13 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 def triangular_solve(a, b, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
                      unit_diagonal=False):
     """jax.lax.linalg.triangular_solve: x with op(a) x = b (left_side) or x op(a) = b, where
-    op(a) = a^T if transpose_a; a (..., m, m), b (..., m, n) or (..., n, m)."""
+    op(a) = a^T if transpose_a, conjugated if conjugate_a; a (..., m, m), b (..., m, n) or (..., n, m)."""
+    if conjugate_a and aval(operand("linalg.triangular_solve", a)).dtype.kind == "c":
+        a = lax.conj(a)
     if left_side:
         return solve_triangular(a, b, trans=1 if transpose_a else 0, lower=lower, unit_diagonal=unit_diagonal)
     # x op(a) = b  <=>  op(a)^T x^T = b^T
-    b = _floating("triangular_solve", b, 2)
+    b = _floating("triangular_solve", b, 2, complex_ok=True)
     xt = solve_triangular(a, mT(b), trans=0 if transpose_a else 1, lower=lower, unit_diagonal=unit_diagonal)
     return mT(xt)
 

@@ -2,17 +2,19 @@
 without looking at what sprue reads, to measure how many jaxprs real JAX prints that sprue had not
 seen load and match. Batch A was measured before the reader was fixed for it (240 of 274 passed),
 batch B after batch A's fixes and before its own (72 of 73), batch C (programs in the style of JAX
-code in the wild) after both and before its own (123 of 126); all pass now, or are refused by text and stay tested
-(test_corpus.test_heldout).
+code in the wild) after both and before its own (123 of 126), batch D (styles A-C did not cover) after
+all three and before its own (187 of 200); all pass now, or are refused by text and stay tested
+(test_corpus.test_heldout). The counts leave out programs with top-level constvars, which sprue
+refused until batch D: now they are the programs' leading parameters, and their values are saved.
 
 Run by hand in a venv holding JAX (never in sprue's .venv):
 
     /work/jaxvenv/bin/python tests/jax_corpus/make_heldout.py     # writes tests/jax_corpus/heldout/jax-<version>/
 
 Each case `<name>` gives `<name>.jaxpr` (str(jax.make_jaxpr(f)(*args))) and `<name>.npz` (in0, ...:
-the flattened arguments; out0, ...: JAX's flattened results); `cases.json` lists them, a case whose
-jaxpr has constvars marked so (JAX's printer drops their values). JAX runs in float32, its default,
-but for the cases of X64 (jax.enable_x64).
+the flattened arguments; out0, ...: JAX's flattened results; const0, ...: the values of the jaxpr's
+constvars, which JAX's printer drops); `cases.json` lists them, a case whose jaxpr has constvars
+marked so. JAX runs in float32, its default, but for the cases of X64 (jax.enable_x64).
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ import json
 import sys
 from pathlib import Path
 
-import heldout_batch_a  # noqa: F401  (registers batch A's cases, then B's, then C's, in this order)
+import heldout_batch_a  # noqa: F401  (registers batch A's cases, then B's, C's, D's, in this order)
 import heldout_batch_b  # noqa: F401
 import heldout_batch_c  # noqa: F401
+import heldout_batch_d  # noqa: F401
 import jax
 import numpy as np
 from heldout_inputs import CASES, X64
@@ -46,7 +49,8 @@ def main() -> None:
             continue
         (out / f"{name}.jaxpr").write_text(str(closed) + "\n")
         np.savez(out / f"{name}.npz", **{f"in{i}": a for i, a in enumerate(ins)},
-                 **{f"out{i}": a for i, a in enumerate(outs)})
+                 **{f"out{i}": a for i, a in enumerate(outs)},
+                 **{f"const{i}": np.asarray(c) for i, c in enumerate(closed.consts)})
         entry = {"name": name}
         if closed.consts:
             entry["constvars"] = len(closed.consts)

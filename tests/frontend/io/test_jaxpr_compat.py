@@ -182,16 +182,6 @@ def test_bfloat16_inside_a_program_is_float32_rounded_after_each_equation(tmp_pa
     np.testing.assert_allclose(j, i.sum(dtype=np.float64), rtol=1e-6)
 
 
-def test_bfloat16_arguments_and_results_are_refused_by_their_binder(tmp_path):
-    with pytest.raises(JaxprUnsupportedError, match=r"prog.jaxpr:1:14: argument 'a' is bfloat16, which numpy .*"
-                                                    r"convert it to float32 at the program's boundary"):
-        load(tmp_path, "{ lambda ; a:bf16[3]. let b:f32[3] = convert_element_type[new_dtype=float32"
-                       " weak_type=False] a in (b,) }")
-    with pytest.raises(JaxprUnsupportedError, match=r"prog.jaxpr:1:28: result 0 \('b'\) is bfloat16"):
-        load(tmp_path, "{ lambda ; a:f32[3]. let b:bf16[3] = convert_element_type[new_dtype=bfloat16"
-                       " weak_type=False] a in (b,) }")
-
-
 def test_an_lu_solve_in_a_loop_in_float64(tmp_path):
     # jnp.linalg.solve in a fori_loop under jax.enable_x64: sprue's LU slices its empty left part,
     # which lowered as tensor.extract_slice of a zero-size dim failed MLIR's verifier

@@ -159,6 +159,17 @@ def test_solve_triangular_matches_numpy(dtype):
     _close(jnp.linalg.solve_triangular(a, b[:, :, 0], lower=True), want, dtype)
 
 
+def test_complex_solve_triangular_in_every_mode():
+    # trans=2 ('C') solves with a^H; triangular_solve's conjugate_a conjugates a (jax.lax.linalg's)
+    n = BLOCK + 3
+    a = _well_conditioned(n, n) + 1j * RNG.standard_normal((n, n)) * 0.1
+    b = RNG.standard_normal((n, 2)) + 1j * RNG.standard_normal((n, 2))
+    for trans, op in ((0, np.triu(a)), (1, np.triu(a).T), ("C", np.triu(a).conj().T)):
+        _close(sprue.qjit(lambda p, q: jnp.linalg.solve_triangular(p, q, trans=trans))(a, b), np.linalg.solve(op, b))
+    got = jnp.linalg.triangular_solve(a, b.T, left_side=False, lower=True, conjugate_a=True)
+    _close(got, np.linalg.solve(np.tril(a).conj().T, b).T)   # x conj(a) = b^T  <=>  a^H x^T = b
+
+
 def test_triangular_solve_on_the_right_and_a_run_time_size():
     n = BLOCK + 9
     a, b = _well_conditioned(n, n), RNG.standard_normal((4, n))
