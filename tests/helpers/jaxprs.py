@@ -1,6 +1,7 @@
 """Abstract arguments to trace with, and what a jaxpr holds."""
 import numpy as np
 
+import sprue
 from sprue.ir.core import ShapedArray
 
 
@@ -12,3 +13,10 @@ def f64(*shape) -> ShapedArray:
 def prims(cj) -> list[str]:
     """The primitives of a closed jaxpr's equations, in order."""
     return [e.primitive.name for e in cj.eqns]
+
+
+def load_text(tmp_path, text, name="prog.jaxpr"):
+    """sprue.load of a jaxpr's text written to `name` in tmp_path (errors then name that file)."""
+    p = tmp_path / name
+    p.write_text(text)
+    return sprue.load(p)

@@ -4,14 +4,8 @@ and compared with numpy; what is left unsupported, by its error's text."""
 import numpy as np
 import pytest
 
-import sprue
 from sprue.io.jaxpr_lexer import JaxprUnsupportedError
-
-
-def load(tmp_path, text, name="prog.jaxpr"):
-    p = tmp_path / name
-    p.write_text(text)
-    return sprue.load(p)
+from tests.helpers.jaxprs import load_text as load
 
 
 def test_one_line_jaxpr_with_special_literals_and_omitted_params(tmp_path):

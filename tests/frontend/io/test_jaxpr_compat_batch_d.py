@@ -11,12 +11,7 @@ from sprue.io.jaxpr_lexer import JaxprUnsupportedError
 from sprue.runtime import load as load_library
 from sprue.tools.cli import main
 from sprue.tools.compile import read_kernel
-
-
-def load(tmp_path, text, name="prog.jaxpr"):
-    p = tmp_path / name
-    p.write_text(text)
-    return sprue.load(p)
+from tests.helpers.jaxprs import load_text as load
 
 
 def test_vmaps_collectives_reduce_over_their_positional_axes(tmp_path):

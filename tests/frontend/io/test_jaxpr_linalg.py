@@ -3,14 +3,8 @@ in JAX 0.10's style, compiled with sprue.load and compared with numpy's dense so
 import numpy as np
 import pytest
 
-import sprue
 from sprue.io.jaxpr_lexer import JaxprUnsupportedError
-
-
-def load(tmp_path, text, name="prog.jaxpr"):
-    p = tmp_path / name
-    p.write_text(text)
-    return sprue.load(p)
+from tests.helpers.jaxprs import load_text as load
 
 
 def _dense(dl, d, du):

@@ -8,13 +8,7 @@ import sprue.numpy as jnp
 from sprue import lax
 from sprue.io.jaxpr_parser import parse_jaxpr
 from sprue.trace.tracing import eval_jaxpr
-
-
-def load(tmp_path, text, name="prog.jaxpr"):
-    p = tmp_path / name
-    p.write_text(text)
-    return sprue.load(p)
-
+from tests.helpers.jaxprs import load_text as load
 
 # -- JAX 0.4.x: untyped literals, params without commas --------------------------------------------
 UNTYPED = """\
