@@ -35,6 +35,11 @@ LOWER, TRANSPOSE_A, UNIT_DIAGONAL = 1, 2, 4
 MAX_RANK = linalg.MAX_RANK   # (the entry points are defined for each rank from 2)
 
 _HEADER = r"""/* sprue.numpy.linalg's native routines (lowering/linalg_runtime.py), called through MLIR's C interface. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* gcc's -O2 vectorizes only loops of known trip counts (its "very cheap" cost model: a Cholesky's
+   axpys ran scalar), and no floating-point sum it may not reassociate (the dot products) */
+#pragma GCC optimize("O3", "associative-math", "no-signed-zeros", "no-trapping-math")
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,8 +47,11 @@ _HEADER = r"""/* sprue.numpy.linalg's native routines (lowering/linalg_runtime.p
 
 typedef struct { char *allocated; char *aligned; int64_t offset; int64_t dims[]; } sprue_ranked;
 
+#ifndef SPRUE_NB
 #define SPRUE_NB 64   /* columns of a block: the panel and trailing-update width */
+#endif
 #define SPRUE_MR 4    /* rows of the update kernel's register tile */
+#define SPRUE_MC 128  /* rows of the update's chunks */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -94,54 +102,81 @@ typedef REAL vec_SFX __attribute__((vector_size(32)));   /* 4 doubles or 8 float
 # The compute core, written once per instruction set: C -= A B, the triangular solve, the three
 # factorizations' loops, all on contiguous row-major matrices with leading dimensions.
 _CORE = r"""
-/* C (m x n) -= A (m x k) B (k x n): SPRUE_MR x NR_SFX tiles held in vector registers (GCC's and
-   clang's vector extensions: plain C arrays were kept on the stack), the edges by plain loops. */
+/* C (m x n) -= A (m x k) B (k x n), k <= SPRUE_NB: SPRUE_MR x NR_SFX tiles held in vector
+   registers (GCC's and clang's vector extensions: plain C arrays were kept on the stack), over
+   chunks of SPRUE_MC rows of A, both operands first copied into contiguous blocks (A's chunk
+   tile by tile, each tile of B's columns), as BLAS packs them: rows a power of two apart fall into
+   a few cache sets (a 512^2 Cholesky took 2.7x its time at 520^2); the edges by plain loops.
+   Without memory for A's copy A is read where it is. */
 static ISA_TARGET void gemm_sub_SFX_ISA(int64_t m, int64_t n, int64_t k, const REAL *A, int64_t lda,
                                         const REAL *B, int64_t ldb, REAL *C, int64_t ldc) {
-  const int half = NR_SFX / 2;
-  int64_t i = 0;
-  for (; i + SPRUE_MR <= m; i += SPRUE_MR) {
-    const REAL *a0 = A + i * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
-    int64_t j = 0;
-    for (; j + NR_SFX <= n; j += NR_SFX) {
-      vec_SFX c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
-      const REAL *b = B + j;
-      for (int64_t p = 0; p < k; p++, b += ldb) {
-        vec_SFX b0, b1;
-        memcpy(&b0, b, sizeof b0);
-        memcpy(&b1, b + half, sizeof b1);
-        c00 += a0[p] * b0; c01 += a0[p] * b1;
-        c10 += a1[p] * b0; c11 += a1[p] * b1;
-        c20 += a2[p] * b0; c21 += a2[p] * b1;
-        c30 += a3[p] * b0; c31 += a3[p] * b1;
-      }
-      vec_SFX acc[SPRUE_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
-      for (int r = 0; r < SPRUE_MR; r++) {
-        REAL *c = C + (i + r) * ldc + j;
-        vec_SFX x0, x1;
-        memcpy(&x0, c, sizeof x0);
-        memcpy(&x1, c + half, sizeof x1);
-        x0 -= acc[r][0];
-        x1 -= acc[r][1];
-        memcpy(c, &x0, sizeof x0);
-        memcpy(c + half, &x1, sizeof x1);
+  enum { half = NR_SFX / 2 };
+  REAL packed_b[SPRUE_NB * NR_SFX];
+  int64_t mr = m - m % SPRUE_MR, nr = n - n % NR_SFX;
+  /* (at most 64 KB: under glibc's mmap threshold, so no page faults on every call) */
+  REAL *packed_a = mr && nr ? malloc(sizeof(REAL) * (size_t)((mr < SPRUE_MC ? mr : SPRUE_MC) * k)) : NULL;
+  /* A's tile at row i: element (r, p) at a[r * sr + p * sp] */
+  int64_t sr = packed_a ? 1 : lda, sp = packed_a ? SPRUE_MR : 1;
+  for (int64_t i0 = 0; i0 < mr; i0 += SPRUE_MC) {
+    int64_t i1 = i0 + SPRUE_MC < mr ? i0 + SPRUE_MC : mr;
+    if (packed_a)
+      for (int64_t i = i0; i < i1; i += SPRUE_MR)
+        for (int64_t p = 0; p < k; p++)
+          for (int r = 0; r < SPRUE_MR; r++) packed_a[(i - i0) * k + p * SPRUE_MR + r] = A[(i + r) * lda + p];
+    for (int64_t j = 0; j < nr; j += NR_SFX) {
+      for (int64_t p = 0; p < k; p++) memcpy(packed_b + p * NR_SFX, B + p * ldb + j, sizeof(REAL) * NR_SFX);
+      for (int64_t i = i0; i < i1; i += SPRUE_MR) {
+        const REAL *a = packed_a ? packed_a + (i - i0) * k : A + i * lda, *b = packed_b;
+        vec_SFX c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+        for (int64_t p = 0; p < k; p++, a += sp, b += NR_SFX) {
+          vec_SFX b0, b1;
+          memcpy(&b0, b, sizeof b0);
+          memcpy(&b1, b + half, sizeof b1);
+          REAL x0 = a[0], x1 = a[sr], x2 = a[2 * sr], x3 = a[3 * sr];
+          c00 += x0 * b0; c01 += x0 * b1;
+          c10 += x1 * b0; c11 += x1 * b1;
+          c20 += x2 * b0; c21 += x2 * b1;
+          c30 += x3 * b0; c31 += x3 * b1;
+        }
+        vec_SFX acc[SPRUE_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+        for (int r = 0; r < SPRUE_MR; r++) {
+          REAL *c = C + (i + r) * ldc + j;
+          vec_SFX y0, y1;
+          memcpy(&y0, c, sizeof y0);
+          memcpy(&y1, c + half, sizeof y1);
+          y0 -= acc[r][0];
+          y1 -= acc[r][1];
+          memcpy(c, &y0, sizeof y0);
+          memcpy(c + half, &y1, sizeof y1);
+        }
       }
     }
-    for (int r = 0; r < SPRUE_MR && j < n; r++)
-      for (int64_t p = 0; p < k; p++) {
-        REAL a = A[(i + r) * lda + p];
-        const REAL *b = B + p * ldb;
-        REAL *c = C + (i + r) * ldc;
-        for (int64_t jj = j; jj < n; jj++) c[jj] -= a * b[jj];
-      }
   }
-  for (; i < m; i++)
+  free(packed_a);
+  /* the last columns of the rows done above, then the last rows whole */
+  for (int64_t i = 0; i < mr && nr < n; i++)
     for (int64_t p = 0; p < k; p++) {
-      REAL a = A[i * lda + p];
+      REAL a = A[i * lda + p], *c = C + i * ldc;
       const REAL *b = B + p * ldb;
-      REAL *c = C + i * ldc;
+      for (int64_t jj = nr; jj < n; jj++) c[jj] -= a * b[jj];
+    }
+  for (int64_t i = mr; i < m; i++)
+    for (int64_t p = 0; p < k; p++) {
+      REAL a = A[i * lda + p], *c = C + i * ldc;
+      const REAL *b = B + p * ldb;
       for (int64_t jj = 0; jj < n; jj++) c[jj] -= a * b[jj];
     }
+}
+
+/* dst (cols x rows) = src (rows x cols)^T, by tiles of 8 rows (the 8 lines of src a tile reads
+   stay in cache while its columns are written: a column at a time, a 1024^2 Cholesky spent an
+   eighth of its time here) */
+static ISA_TARGET void transpose_SFX_ISA(int64_t rows, int64_t cols, const REAL *src, int64_t lds, REAL *dst, int64_t ldd) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 8) {
+    int64_t i1 = i0 + 8 < rows ? i0 + 8 : rows;
+    for (int64_t c = 0; c < cols; c++)
+      for (int64_t i = i0; i < i1; i++) dst[c * ldd + i] = src[i * lds + c];
+  }
 }
 
 /* X (n x m) = L^-1 X for L (n x n) lower triangular (only its strict lower triangle read if unit). */
@@ -188,14 +223,12 @@ static ISA_TARGET int cholesky_SFX_ISA(int64_t n, REAL *A) {
     }
     if (!m) break;
     REAL *W = A + k0 * n + k0 + b, *L21 = A + (k0 + b) * n + k0;
-    for (int64_t p = 0; p < b; p++)
-      for (int64_t i = 0; i < m; i++) W[p * n + i] = L21[i * n + p];
+    transpose_SFX_ISA(m, b, L21, n, W, n);
     trsm_lower_SFX_ISA(b, A + k0 * n + k0, n, 0, W, m, n);
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t p = 0; p < b; p++) L21[i * n + p] = W[p * n + i];
+    transpose_SFX_ISA(b, m, W, n, L21, n);
     /* the lower triangle only, in strips of rows (each up to its last row's diagonal) */
-    for (int64_t s0 = 0; s0 < m; s0 += SPRUE_NB) {
-      int64_t h = m - s0 < SPRUE_NB ? m - s0 : SPRUE_NB;
+    for (int64_t s0 = 0; s0 < m; s0 += SPRUE_MC) {
+      int64_t h = m - s0 < SPRUE_MC ? m - s0 : SPRUE_MC;
       gemm_sub_SFX_ISA(h, s0 + h, b, L21 + s0 * n, n, W, n, A + (k0 + b + s0) * n + k0 + b, n);
     }
   }
