@@ -349,5 +349,7 @@ def upper_solve(U, rhs):
 
 def lu_solve(packed, perm, rhs):
     """a^-1 rhs from a's LU (rhs (..., n, k) with a's batch axes)."""
+    if packed.shape[-1] == 0:   # (nothing to solve; a gather of an empty axis does not verify)
+        return rhs
     y = lower_solve(packed, take_along(rhs, perm[..., None], -2), unit_diagonal=True)
     return upper_solve(packed, y)

@@ -186,6 +186,14 @@ def test_failures_are_values():
         _check_lu(singular, packed, perm, swaps, np.float64)
 
 
+def test_empty_matrices():
+    a, b = np.zeros((2, 0, 0)), np.zeros((2, 0, 3))
+    f = sprue.qjit(lambda p, q: (jnp.linalg.cholesky(p), *lax.linalg_lu(p), jnp.linalg.solve(p, q), jnp.linalg.det(p)))
+    for got in (f(a, b), f.fn(a, b)):
+        assert [np.shape(x) for x in got] == [(2, 0, 0), (2, 0, 0), (2, 0), (2,), (2, 0, 3), (2,)]
+        np.testing.assert_array_equal(got[-1], np.linalg.det(a))
+
+
 def test_bad_operands_are_refused_with_the_primitive_named():
     with pytest.raises(SprueTypeError, match=r"linalg_cholesky takes float32 or float64 matrices, got i64\[3,3\]"):
         lax.linalg_cholesky(np.ones((3, 3), np.int64))
