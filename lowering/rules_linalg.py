@@ -25,11 +25,8 @@ from torch_mlir import ir
 
 from sprue import lax
 from sprue.ir.core import Eqn
-from sprue.lowering.linalg_runtime import LOWER, MAX_RANK, TRANSPOSE_A, UNIT_DIAGONAL
-from sprue.lowering.rules_common import LoweringContext, Value, aval_type, element_type, lowering_rules, unsupported
-from sprue.lowering.rules_debug import _dynamic
-
-DYNAMIC = ir.ShapedType.get_dynamic_size()
+from sprue.lowering.linalg_runtime import LOWER, TRANSPOSE_A, UNIT_DIAGONAL
+from sprue.lowering.rules_common import DYNAMIC, LoweringContext, Value, aval_type, element_type, lowering_rules
 
 
 def _has_function(ctx: LoweringContext, name: str) -> bool:
@@ -100,13 +97,17 @@ def _wrapper(ctx: LoweringContext, routine: str, flags: int | None, operands: li
     return name
 
 
+def _dynamic(v: Value) -> Value:
+    """v as a tensor of run-time sizes: one function serves every shape of a rank."""
+    t = ir.RankedTensorType(v.type)
+    dynamic = ir.RankedTensorType.get([DYNAMIC] * t.rank, t.element_type)
+    return v if t == dynamic else ir.Operation.create("tensor.cast", results=[dynamic], operands=[v]).result
+
+
 def _call(ctx: LoweringContext, eqn: Eqn, routine: str, flags: int | None, operands: list[Value],
           results: list[tuple[int, int]]) -> list[Value]:
     """Calls `routine` (sprue_linalg_<what>_<f32|f64>) on operands: the equation's outputs, each
     (operand whose leading sizes it has, its rank)."""
-    rank = ir.RankedTensorType(operands[0].type).rank
-    if rank > MAX_RANK:
-        raise unsupported(eqn, f"{eqn.primitive.name} of {rank - 2} batch dimensions (at most {MAX_RANK - 2})")
     dynamic = [_dynamic(v) for v in operands]
     out_types = [ir.RankedTensorType.get([DYNAMIC] * r, element_type(v.aval.dtype))
                  for (_, r), v in zip(results, eqn.outvars)]
