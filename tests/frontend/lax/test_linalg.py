@@ -148,6 +148,23 @@ def _central_difference(f, a, t, h=1e-6):
     return (np.asarray(f(a + h * t)) - np.asarray(f(a - h * t))) / (2 * h)
 
 
+def test_gradients_at_run_time_sizes():
+    """Reverse mode through sprue.numpy.linalg at sizes known only at run time: the compiled
+    gradient against the eager one, and b's against its closed form (a^-T times the ones)."""
+    def loss(a, b):
+        spd = a @ a.T + 3 * jnp.eye(a.shape[0])
+        return jnp.sum(jnp.linalg.solve(a, b)) + jnp.sum(jnp.linalg.cholesky(spd))
+    grad = sprue.grad(loss, argnums=(0, 1))
+    compiled = sprue.qjit(grad, abstracted_axes=({0: "n", 1: "n"}, {0: "n"}))
+    for n in (3, 70):
+        a, b = _well_conditioned(n, n), RNG.standard_normal((n, 2))
+        (ga, gb), (ea, eb) = compiled(a, b), grad(a, b)
+        _close(ga, np.asarray(ea))
+        _close(gb, np.asarray(eb))
+        _close(gb, np.linalg.solve(a.T, np.ones((n, 2))))
+    assert compiled.compile_count == 1
+
+
 def test_factorization_tangents_against_differences():
     """The forward rules (JAX's), which derivatives of sprue.numpy.linalg's derivative rules use."""
     s, a, t = _spd(2, 37, 37), _well_conditioned(2, 37, 37), RNG.standard_normal((2, 37, 37))
