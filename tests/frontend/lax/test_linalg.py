@@ -124,6 +124,29 @@ def test_run_time_sizes_compile_once():
     assert f.compile_count == 1
 
 
+def test_inside_compiled_loops():
+    """A Riccati-like recursion (a Kalman filter's covariance) in a scan, an inverse in a fori_loop:
+    the routine's wrapper called from loop bodies."""
+    n = 20
+    a, q = RNG.standard_normal((n, n)) / 10 + np.eye(n), np.eye(n)
+
+    def step(N, p):
+        s = a @ p @ a.T + q
+        return s / N.linalg.slogdet(s)[1], N.sum(N.linalg.cholesky(s)) + N.sum(N.linalg.solve(s, a))
+    p, ys = sprue.qjit(lambda p0: lax.scan(lambda c, _: step(jnp, c), p0, None, length=5))(np.eye(n))
+    want_p, want_ys = np.eye(n), []
+    for _ in range(5):
+        want_p, y = step(np, want_p)
+        want_ys.append(y)
+    _close(p, want_p)
+    _close(ys, np.array(want_ys))
+    inverse = sprue.qjit(lambda m: lax.fori_loop(0, 3, lambda i, x: jnp.linalg.inv(x + jnp.eye(n)), m))(q)
+    want = q
+    for _ in range(3):
+        want = np.linalg.inv(want + np.eye(n))
+    _close(inverse, want)
+
+
 def test_vmap_matches_a_loop():
     s, a, b = _spd(3, 9, 9), _well_conditioned(3, 9, 9), RNG.standard_normal((9, 2))
     f = sprue.vmap(lambda p, q, r: (lax.linalg_cholesky(p), *lax.linalg_lu(q),
@@ -177,7 +200,7 @@ def test_factorization_tangents_against_differences():
     np.testing.assert_allclose(tangent, _central_difference(lambda m: lax.linalg_lu(m)[0], a, t), rtol=1e-5, atol=1e-6)
 
 
-def test_hessian_of_log_det_through_solve_and_cholesky():
+def test_hessian_vector_product_of_log_det():
     """Second derivatives of sprue.numpy.linalg's functions differentiate their derivative rules,
     whose factorizations are these primitives."""
     a, t = _spd(6, 6), RNG.standard_normal((6, 6))
