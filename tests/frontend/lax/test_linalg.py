@@ -102,13 +102,17 @@ def test_triangular_solve_every_form(dtype):
 
 
 def test_strided_operands_are_read_through_their_strides():
-    """A transposed operand (a view, not a copy, inside the program) and several batch axes."""
+    """A transposed operand (a view, not a copy, inside the program), a slice of wider rows, and
+    several batch axes."""
     a, b = _well_conditioned(2, 3, 40, 40), RNG.standard_normal((2, 3, 40, 5))
     f = sprue.qjit(lambda p, q: (lax.linalg_cholesky(jnp.swapaxes(p @ jnp.swapaxes(p, -1, -2), -1, -2)),
                                  lax.linalg_triangular_solve(jnp.swapaxes(p, -1, -2), q, lower=True)))
     L, x = f(a, b)
     _close(L, np.linalg.cholesky(a @ np.swapaxes(a, -1, -2)))
     _close(x, _triangular_reference(np.swapaxes(a, -1, -2), b, True, False, False))
+    wide = np.concatenate([_well_conditioned(2, 3, 40, 40), RNG.standard_normal((2, 3, 40, 6))], -1)   # rows 46 apart
+    g = sprue.qjit(lambda p, q: lax.linalg_triangular_solve(p[..., :, :40], q, lower=True, unit_diagonal=True))
+    _close(g(wide, b), _triangular_reference(wide[..., :, :40], b, True, False, True))
 
 
 def test_run_time_sizes_compile_once():
