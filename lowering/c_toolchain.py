@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 from sprue.base.errors import CompileError
 from sprue.lowering import linker
 from sprue.lowering.allocation import RUNTIME_C, runtime_source
+from sprue.lowering.linalg_runtime import LINALG_SYMBOL_PREFIX, linalg_source
 from sprue.lowering.parallel_runtime import PARALLEL_C, PARALLEL_SOURCE, parallel_source
 from sprue.lowering.print_runtime import PRINT_SYMBOL_PREFIX, print_source
 from sprue.lowering.vector_math import LIBMVEC, _libmvec_available
@@ -266,7 +267,7 @@ def prebuild_runtime_objects() -> list[Path]:
     compiler = find_c_compiler()
     written = []
     with tempfile.TemporaryDirectory() as tmp:
-        for write in (runtime_source, parallel_source, memref_copy_source, print_source):
+        for write in (runtime_source, parallel_source, memref_copy_source, print_source, linalg_source):
             source = write(Path(tmp), "prebuilt")
             key = (tuple(compiler), source.read_text())
             data = _compile(compiler, source)
@@ -445,13 +446,15 @@ void memrefCopy(int64_t elem_size, sprue_unranked *src, sprue_unranked *dst) {
 # lowered: that process used 1.14x the cpu (1.13x the wall time, on a busy machine).
 def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
     """The C sources a kernel links with: sprue's runtime (allocation.py: the checked allocator
-    every library calls), the pool (above) and, when the kernel needs them, memrefCopy and
-    sprue.debug.print's routines."""
+    every library calls), the pool (above) and, when the kernel needs them, memrefCopy,
+    sprue.debug.print's routines and sprue.numpy.linalg's (linalg_runtime.py)."""
     sources = [runtime_source(directory, name), parallel_source(directory, name)]
     if "@memrefCopy(" in llvm_ir:
         sources.append(memref_copy_source(directory, name))
     if f"@{PRINT_SYMBOL_PREFIX}" in llvm_ir:
         sources.append(print_source(directory, name))
+    if f"@{LINALG_SYMBOL_PREFIX}" in llvm_ir:
+        sources.append(linalg_source(directory, name))
     return sources
 
 

@@ -47,6 +47,7 @@ from sprue.lowering import (  # noqa: F401
     rules_elementwise,
     rules_filtering,
     rules_indexing,
+    rules_linalg,
     rules_math,
     rules_random,
     rules_reductions,

@@ -3,9 +3,10 @@
 computations of the same factorizations and transforms.
 
 Why rewrites: jax.numpy.linalg and jax.numpy.fft bind these (LAPACK's and ducc's kernels in JAX);
-sprue has no primitives of its own for them but computes each with sprue primitives (its own
-kernels, so a C host links no LAPACK or FFT library), which sprue lowers, differentiates and
-batches. The printed jaxpr already holds JAX's derivatives of them (a `grad` of a solve is a
+sprue computes each with its own kernels (so a C host links no LAPACK or FFT library): lu,
+cholesky and triangular_solve of float32/float64 with sprue.lax.linalg's primitives (native
+routines sprue links into the library: the same code and speed as sprue.numpy.linalg's), the
+others with sprue primitives, which sprue lowers, differentiates and batches. The printed jaxpr already holds JAX's derivatives of them (a `grad` of a solve is a
 `custom_linear_solve` whose transpose is spelled out), so only the forward computations are
 needed. Each rule takes (operands, params as Python values, the declared output avals) and
 returns the outputs, as jaxpr_compat's.

@@ -25,6 +25,7 @@ from sprue.lax.dot import dot_general, dot_general_p  # noqa: F401
 from sprue.lax.elementwise import *  # noqa: F401,F403  (the *_p primitive objects and their functions)
 from sprue.lax.filtering import filter, filter_p  # noqa: F401  (data-dependent shapes: a fresh size per result)
 from sprue.lax.indexing import *  # noqa: F401,F403
+from sprue.lax.linalg import *  # noqa: F401,F403  (sprue.numpy.linalg's factorizations and triangular solve)
 from sprue.lax.random_bits import threefry2x32, threefry2x32_p  # noqa: F401
 from sprue.lax.reductions import *  # noqa: F401,F403
 from sprue.lax.scatter_reductions import (  # noqa: F401

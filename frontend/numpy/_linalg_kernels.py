@@ -1,6 +1,9 @@
-"""The factorizations and substitutions behind sprue.numpy.linalg, written over sprue's own
-primitives (no LAPACK: a C host links nothing but the kernel), on arrays with any leading batch
-dimensions (..., n, n):
+"""The factorizations and substitutions behind sprue.numpy.linalg, on arrays with any leading batch
+dimensions (..., n, n). For float32 and float64 they are sprue.lax.linalg's primitives, which
+lower to native routines sprue owns (C linked into the library: a C host links nothing else; a
+first call compiles no unrolled blocks, ~0.1 s instead of seconds at n = 100). For other dtypes,
+more batch dimensions than those routines take, or batch axes only run time can compare, they are
+written over sprue's own primitives (the *_traced functions, also the reference of the tests):
 
 - Blocks of BLOCK columns: the work is matrix products (dot_general, compiled to fast loops),
   and the only column-by-column loops run inside one BLOCK x BLOCK diagonal block, as LAPACK's
@@ -19,6 +22,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from sprue import lax
+from sprue.lax._rules import shapes_equal
 from sprue.numpy import _creation, _nonzero, _reductions, _shape
 from sprue.numpy._ufuncs import _funcs as _ufuncs
 
@@ -175,8 +179,22 @@ def _cholesky_looped(a):
     return jnp.tril(_slice(m, 0, 0, n, n))
 
 
+def _native(*xs) -> bool:
+    """Whether sprue.lax.linalg's primitives take these operands: float32 or float64, of at most
+    MAX_RANK dimensions, with batch axes of one shape (provably: else the traced kernels, whose
+    broadcasting is checked at run time)."""
+    first = xs[0]
+    return (np.dtype(first.dtype) in lax.linalg.NATIVE_DTYPES and first.ndim <= lax.linalg.MAX_RANK
+            and all(x.dtype == first.dtype and x.ndim == first.ndim and shapes_equal(x.shape[:-2], first.shape[:-2])
+                    for x in xs))
+
+
 def cholesky(a):
     """Lower L with L L^T = a (a's lower triangle read); NaNs where a is not positive definite."""
+    return lax.linalg_cholesky(a) if _native(a) else cholesky_traced(a)
+
+
+def cholesky_traced(a):
     n = a.shape[-1]
     if _static(n):
         return _cholesky_unrolled(a) if n else a
@@ -187,7 +205,14 @@ def cholesky(a):
 
 def lower_solve(L, rhs, unit_diagonal: bool = False):
     """X with L X = rhs, L (..., n, n) lower triangular (its upper triangle ignored; with
-    unit_diagonal its diagonal too), rhs (..., n, m) with the same batch axes. Blocked forward
+    unit_diagonal its diagonal too), rhs (..., n, m) with the same batch axes."""
+    if _native(L, rhs):
+        return lax.linalg_triangular_solve(L, rhs, lower=True, unit_diagonal=unit_diagonal)
+    return lower_solve_traced(L, rhs, unit_diagonal)
+
+
+def lower_solve_traced(L, rhs, unit_diagonal: bool = False):
+    """lower_solve over sprue's primitives. Blocked forward
     substitution: each block of rows is rhs's block minus L's block row times the solved rows (a
     matmul), then solved against the diagonal block."""
     n, m = L.shape[-1], rhs.shape[-1]
@@ -250,6 +275,10 @@ def lu(a):
     packed in one matrix (L's unit diagonal implied), perm (a's row perm[i] is row i of P a) and
     the number of row swaps (the permutation's parity). A singular a gives a zero on U's diagonal
     (and infinities or NaNs after it)."""
+    return lax.linalg_lu(a) if _native(a) else lu_traced(a)
+
+
+def lu_traced(a):
     return _lu_unrolled(a) if _static(a.shape[-1]) else _lu_looped(a)
 
 
@@ -319,11 +348,15 @@ def _lu_looped(a):
 
 
 def upper_solve(U, rhs):
-    """U^-1 rhs for an upper triangular U: the lower solve with rows and columns reversed."""
+    """U^-1 rhs for an upper triangular U (traced: the lower solve with rows and columns reversed)."""
+    if _native(U, rhs):
+        return lax.linalg_triangular_solve(U, rhs, lower=False)
     return jnp.flip(lower_solve(jnp.flip(U, axis=(-2, -1)), jnp.flip(rhs, axis=-2)), axis=-2)
 
 
 def lu_solve(packed, perm, rhs):
     """a^-1 rhs from a's LU (rhs (..., n, k) with a's batch axes)."""
+    if packed.shape[-1] == 0:   # (nothing to solve; a gather of an empty axis does not verify)
+        return rhs
     y = lower_solve(packed, take_along(rhs, perm[..., None], -2), unit_diagonal=True)
     return upper_solve(packed, y)

@@ -1,5 +1,6 @@
-"""sprue.numpy.linalg: numpy.linalg's API (with jax.numpy.linalg's conventions) over kernels that
-sprue compiles itself (see _linalg_kernels: blocked, batched over leading axes, any size).
+"""sprue.numpy.linalg: numpy.linalg's API (with jax.numpy.linalg's conventions) over sprue's own
+kernels (_linalg_kernels: for float32/float64 the native Cholesky, LU and triangular solve of
+sprue.lax.linalg, C that sprue links into the library; batched over leading axes, any size).
 
 As in JAX, failures are values: a matrix that is not positive definite gives a Cholesky factor of
 NaNs, a singular one infinities or NaNs from solve/inv, det 0 and slogdet (0, -inf); numpy raises
@@ -135,7 +136,8 @@ def _cholesky(a):
 def _cholesky_jvp(primals, tangents):
     """JAX's _cholesky_jvp_rule (after Murray, Differentiation of the Cholesky decomposition,
     arXiv:1602.07527): dL = L phi(L^-1 dA L^-T), phi taking the lower triangle with its diagonal
-    halved. The solves are the plain kernels, so that reverse mode transposes them as loops."""
+    halved. The solves are the plain kernels (the triangular-solve primitive, whose reverse rule
+    reverse mode uses; or the traced loops)."""
     (a,), (da,) = primals, tangents
     L = _cholesky(a)
     y = K.lower_solve(L, mT(K.lower_solve(L, mT(da))))

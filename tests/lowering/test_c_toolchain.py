@@ -27,7 +27,7 @@ def prebuilt(tmp_path, monkeypatch):
     monkeypatch.setattr(c_toolchain, "PREBUILT_DIR", folder)
     monkeypatch.setenv("SPRUE_CACHE_DIR", "off")
     written = c_toolchain.prebuild_runtime_objects()
-    assert len(written) == 4 and all(p.parent == folder for p in written)   # (runtime, pool, memrefCopy, print)
+    assert len(written) == 5 and all(p.parent == folder for p in written)   # (runtime, pool, memrefCopy, print, linalg)
     return folder
 
 
