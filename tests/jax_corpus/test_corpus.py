@@ -276,6 +276,7 @@ HELDOUT_FAST = {
     "d_at_divide_power_apply",                          # a scatter whose update_jaxpr computes (.at[].apply)
     "d_mvn_svd_method",                                 # a factor JAX's SVD leaves free: compared up to it
     "d_lax_rng_bit_generator",                          # refused by name
+    "e_rank_ndcg",                                      # sibling sums, one producer read reversed
 }
 # case -> (why the text cannot be read, the refusal's text): constvars of a called jaxpr (not of the
 # main one, whose constvars are the program's leading parameters), whose values JAX's printer drops as
@@ -314,7 +315,7 @@ def _heldout():
 
 def test_the_heldout_programs_are_there():
     cases = list(_heldout_all())
-    assert len(cases) >= 730 and {e["name"] for e in cases} >= HELDOUT_FAST | set(HELDOUT_REFUSED)
+    assert len(cases) >= 899 and {e["name"] for e in cases} >= HELDOUT_FAST | set(HELDOUT_REFUSED)
 
 
 def _heldout_all():
