@@ -369,7 +369,7 @@ def _tolerance(path, want: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize("name", ["polyval", "d_stats_entropy_like", "d_eqx_mlp_call", "d_vmap_pmean_pmax",
-                                  "d_scipy_linalg_lu_factor_solve", "c_bf16_matmul_f32_acc"])
+                                  "d_scipy_linalg_lu_factor_solve", "c_bf16_matmul_f32_acc", "e_rank_ndcg"])
 def test_heldout_sprue_compile(name, tmp_path):
     """`sprue compile` of held-out programs (constvars first in the C signature, as sprue.load takes them;
     bfloat16 arguments as their bits)."""
