@@ -29,6 +29,7 @@ import heldout_batch_b  # noqa: F401
 import heldout_batch_c  # noqa: F401
 import heldout_batch_d  # noqa: F401
 import heldout_batch_e  # noqa: F401
+import heldout_batch_e2  # noqa: F401  (batch E's second half, after its first)
 import jax
 import numpy as np
 from heldout_inputs import CASES, X64
