@@ -133,8 +133,10 @@ def _only_read_by(prod: ir.Operation, op: ir.Operation) -> bool:
     return True
 
 
-def _inline_producer(op: ir.Operation, prod: ir.Operation) -> ir.Operation:
-    """op computing prod's results itself (_only_read_by)."""
+def _inlined_inputs(op: ir.Operation, prod: ir.Operation) -> tuple[list[int], list[tuple[ir.Value, ir.AffineMap]], list[int]]:
+    """The inputs op has once it computes prod's results itself: op's own inputs other than prod's
+    results (their positions `kept`), then prod's inputs not among them (`p_index`: each of prod's
+    inputs' position)."""
     maps, pm = _maps(op), _maps(prod)
     n_ins, p_ins = len(maps) - _n_outs(op), len(pm) - _n_outs(prod)
     results = list(prod.results)
@@ -147,6 +149,24 @@ def _inline_producer(op: ir.Operation, prod: ir.Operation) -> ir.Operation:
             k = len(ins)
             ins.append((v, m))
         p_index.append(k)
+    return kept, ins, p_index
+
+
+def _inlinable(op: ir.Operation, prod: ir.Operation) -> bool:
+    """prod only op reads (_only_read_by), and op keeps an input read through a permutation of its
+    loops once prod is inlined: linalg derives a generic's loop extents by inverting its maps, which
+    a reversed read alone (`(d0) -> (-d0 + 7)`, a `rev` that linalg-fuse-elementwise-ops folded
+    into prod) and reduced outputs (`(d0) -> ()`) do not allow (ndcg's two sums, one of them of a
+    reversed sort: "invalid indexing maps are non-invertible")."""
+    return _only_read_by(prod, op) and any(_covers_all_loops(m) for _, m in _inlined_inputs(op, prod)[1])
+
+
+def _inline_producer(op: ir.Operation, prod: ir.Operation) -> ir.Operation:
+    """op computing prod's results itself (_inlinable)."""
+    maps, pm = _maps(op), _maps(prod)
+    n_ins, p_ins = len(maps) - _n_outs(op), len(pm) - _n_outs(prod)
+    results = list(prod.results)
+    kept, ins, p_index = _inlined_inputs(op, prod)
     outs = list(zip(list(op.operands)[n_ins:], maps[n_ins:]))
     new, args = _create(ins, outs, op.attributes["iterator_types"], op)
     n = len(ins)
@@ -176,7 +196,7 @@ def _merge_one(root: ir.Operation) -> bool:
             merged = _merge_siblings(a, b)
             while True:
                 prod = next((p for p in (defs.get(v) for v in merged.operands)
-                             if p is not None and _only_read_by(p, merged)), None)
+                             if p is not None and _inlinable(merged, p)), None)
                 if prod is None:
                     return True
                 defs.forget(prod)

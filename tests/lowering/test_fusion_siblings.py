@@ -95,3 +95,19 @@ def test_a_reduction_reading_a_merged_producers_result_stays_apart(tmp_path):
     for g, w in zip(got, f(np, x)):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
     assert len(_reductions(_bufferized(tmp_path))) == 2
+
+
+def test_a_producer_read_reversed_stays_out_of_the_merged_sums():
+    # NDCG (held-out batch E's e_rank_ndcg): both sums read the discounts, so they merge; the ideal
+    # one's producer reads sort(rel) reversed. Inlining it left the merged generic one input read
+    # through (d0) -> (-d0 + 7) and reduced outputs, whose loop extents linalg cannot derive
+    # ("invalid indexing maps are non-invertible"); it stays a producer of its own
+    rng = np.random.default_rng(7)
+    rel, scores = rng.uniform(0, 3, 8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+
+    def ndcg(ns, rel, scores):
+        disc = 1.0 / ns.log2(ns.arange(2.0, 10.0))
+        dcg = ns.sum((2.0 ** rel[ns.argsort(-scores)] - 1.0) * disc)
+        return dcg / ns.sum((2.0 ** ns.sort(rel)[::-1] - 1.0) * disc)
+    got = sprue.qjit(lambda r, s: ndcg(snp, r, s))(rel, scores)
+    np.testing.assert_allclose(got, ndcg(np, rel.astype(np.float64), scores), rtol=1e-5)
