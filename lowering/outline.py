@@ -345,53 +345,16 @@ def outline_loop_nests(module: ir.Module) -> None:
                  if op.name == "func.func" and len(op.regions[0].blocks)]
     seen: dict[str, str] = {}
     count = 0
-    for_sharing: set[str] = set()   # nests outlined only to be shared (from parts of few nests)
     for fn in functions:
         nests = _outermost_nests(fn)
         part = ir.StringAttr(fn.attributes["sym_name"]).value.startswith(PART_PREFIXES)
         if len(nests) < OUTLINE_MIN_NESTS and not (part and len(nests) > 1):
             continue
         for nest in nests:
-            name = f"{NEST_PREFIX}{count}"
-            extract_function([nest], module, name, seen, _copied)
-            if len(nests) < OUTLINE_MIN_NESTS:
-                for_sharing.add(name)
+            extract_function([nest], module, f"{NEST_PREFIX}{count}", seen, _copied)
             count += 1
-    kept = set(seen.values()) - _inline_unshared(module, for_sharing & set(seen.values()))
-    if kept:
-        mark_unaliased_buffers(module, kept)
-
-
-def _inline_unshared(module: ir.Module, names: set[str]) -> set[str]:
-    """Of `names` (nests outlined from parts only to be shared), those called once, moved back into
-    their caller (their calls replaced by their bodies, the functions erased): a function LLVM
-    compiles on its own costs ~3-5 ms on this machine however small (O3's and the code generator's
-    passes run per function), and one no other part shares saves nothing (a 100-layer training
-    step: 4 of its 12 nests). Returns the names inlined."""
-    calls: dict[str, list[ir.Operation]] = {}
-    for call in ops_where(module.operation, lambda op: op.name == "func.call"):
-        callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
-        if callee in names:
-            calls.setdefault(callee, []).append(call)
-    once = {name: sites[0] for name, sites in calls.items() if len(sites) == 1}
-    if not once:
-        return set()
-    for fn in [op for op in map(as_operation, module.body.operations) if op.name == "func.func"]:
-        name = ir.StringAttr(fn.attributes["sym_name"]).value
-        call = once.get(name)
-        if call is None:
-            continue
-        entry = fn.regions[0].blocks[0]
-        for arg, operand in zip(entry.arguments, call.operands):
-            arg.replace_all_uses_with(operand)
-        body = [as_operation(op) for op in entry.operations]
-        for op in body[:-1]:   # (the func.return last)
-            op.move_before(call)
-        for result, value in zip(call.results, body[-1].operands):
-            result.replace_all_uses_with(value)
-        call.erase()
-        fn.erase()
-    return set(once)
+    if seen:
+        mark_unaliased_buffers(module, set(seen.values()))
 
 
 # Buffers whose memory no other buffer of a call can reach: fresh allocations of the caller, and

@@ -194,8 +194,6 @@ def test_the_nests_of_every_part_are_functions_shared_across_parts(tmp_path):
     defined = re.findall(r"llvm\.func (?:\w+ )*@(__sprue_nest_\d+)\(", text)
     calls = re.findall(r"llvm\.call @(__sprue_nest_\d+)\(", text)
     assert set(calls) == set(defined) and len(calls) > 2 * len(defined), (len(calls), len(defined))
-    # a nest that no other part shares went back into its part: a function of its own saves nothing
-    assert all(calls.count(name) >= 2 for name in defined), {name: calls.count(name) for name in defined}
 
 
 _ALIASING = """
