@@ -277,29 +277,40 @@ def _reduce_window_text(result: ir.RankedTensorType, window, strides, dilation, 
                           f"%one{d} = arith.constant 1 : index", f"%m{d} = arith.subi %n{d}, %r{d} : index",
                           f"%q{d} = arith.divsi %m{d}, %s{d} : index", f"%o{d} = arith.addi %q{d}, %one{d} : index"]
                 sizes.append(f"%o{d}")
-        dims = ", ".join(f"d{k}" for k in range(2 * rank))
-        reads = ", ".join(f"d{d} * {strides[d]} + d{rank + d} * {dilation[d]}" for d in range(rank))
-        wins = ", ".join(f"d{rank + d}" for d in range(rank))
-        outs = ", ".join(f"d{d}" for d in range(rank))
         wt = "tensor<" + "".join(f"{w}x" for w in window) + elem + ">"
-        kinds = ", ".join(['"parallel"'] * rank + ['"reduction"'] * rank)
         lines += [f"%e = tensor.empty({', '.join(sizes)}) : {out}",
                   f"%v = tensor.extract {init}[] : tensor<{elem}>",
                   f"%f = linalg.fill ins(%v : {elem}) outs(%e : {out}) -> {out}",
                   f"%w = tensor.empty() : {wt}",
-                  f"%g = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({reads})>, affine_map<({dims}) ->"
-                  f" ({wins})>, affine_map<({dims}) -> ({outs})>], iterator_types = [{kinds}]}} ins({x}, %w :"
-                  f" {types[0]}, {wt}) outs(%f : {out}) {{",
-                  f"^bb0(%a: {elem}, %u: {elem}, %acc: {elem}):",
-                  *([f"  %y = {combine} %acc, %a : {elem}"] if combine else [
-                      f"  %ta = tensor.from_elements %acc : tensor<{elem}>",   # the body's ops go here
-                      f"  %tb = tensor.from_elements %a : tensor<{elem}>",
-                      f"  %y = tensor.extract %ta[] : tensor<{elem}>"]),
-                  f"  linalg.yield %y : {elem}",
-                  f"}} -> {out}",
-                  f"return %g : {out}"]
+                  *window_reduction_lines(rank, strides, dilation, elem, combine, (x, types[0]), wt, out)]
         return "\n".join(lines)
     return text
+
+
+def window_reduction_lines(rank: int, strides, dilation, elem: str, combine: str | None, source: tuple[str, str],
+                           window_type: str, out: str) -> list[str]:
+    """The end of a reduce_window's text: the linalg.generic reducing each window of `source` (its
+    name and type), read at `strides` and `dilation`, into `%f` (the output filled with the init),
+    iterated over the window tensor `%w` of `window_type`, and the function's return. Without an
+    arith `combine`, the body is a placeholder for clone_window_body: the reducer's ops go between
+    its from_elements and its extract."""
+    dims = ", ".join(f"d{k}" for k in range(2 * rank))
+    reads = ", ".join(f"d{d} * {strides[d]} + d{rank + d} * {dilation[d]}" for d in range(rank))
+    wins = ", ".join(f"d{rank + d}" for d in range(rank))
+    outs = ", ".join(f"d{d}" for d in range(rank))
+    kinds = ", ".join(['"parallel"'] * rank + ['"reduction"'] * rank)
+    name, source_type = source
+    return [f"%g = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({reads})>, affine_map<({dims}) ->"
+            f" ({wins})>, affine_map<({dims}) -> ({outs})>], iterator_types = [{kinds}]}} ins({name}, %w :"
+            f" {source_type}, {window_type}) outs(%f : {out}) {{",
+            f"^bb0(%a: {elem}, %u: {elem}, %acc: {elem}):",
+            *([f"  %y = {combine} %acc, %a : {elem}"] if combine else [
+                f"  %ta = tensor.from_elements %acc : tensor<{elem}>",   # the reducer's ops go here
+                f"  %tb = tensor.from_elements %a : tensor<{elem}>",
+                f"  %y = tensor.extract %ta[] : tensor<{elem}>"]),
+            f"  linalg.yield %y : {elem}",
+            f"}} -> {out}",
+            f"return %g : {out}"]
 
 
 def _pairs(attr: ir.DenseIntElementsAttr, rank: int) -> list[list[int]]:

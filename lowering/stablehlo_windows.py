@@ -20,7 +20,7 @@ from torch_mlir import ir
 
 from sprue.lowering.mlir_util import ops_where
 from sprue.lowering.stablehlo_chlo import NEG_INF, POS_INF, rewrite_by_text
-from sprue.lowering.stablehlo_fixups import ARITH_COMBINE, clone_window_body
+from sprue.lowering.stablehlo_fixups import ARITH_COMBINE, clone_window_body, window_reduction_lines
 
 TARGET = "stablehlo.dynamic_reduce_window"
 
@@ -225,26 +225,11 @@ def _text(result: ir.RankedTensorType, window, strides, base, dilation, elem: st
                           f"%o{d}_ = arith.addi %q{d}, %c1 : index",
                           f"%o{d} = arith.maxsi %o{d}_, %c0 : index"]
                 out_sizes.append(f"%o{d}")
-        dims = ", ".join(f"d{k}" for k in range(2 * rank))
-        reads = ", ".join(f"d{d} * {strides[d]} + d{rank + d} * {dilation[d]}" for d in range(rank))
-        wins = ", ".join(f"d{rank + d}" for d in range(rank))
-        outs = ", ".join(f"d{d}" for d in range(rank))
         wt = _tensor(window, elem)
-        kinds = ", ".join(['"parallel"'] * rank + ['"reduction"'] * rank)
         lines += [f"%e = tensor.empty({', '.join(out_sizes)}) : {out}",
                   f"%f = linalg.fill ins(%v : {elem}) outs(%e : {out}) -> {out}",
                   f"%w = tensor.empty({', '.join(win_sizes)}) : {wt}",
-                  f"%g = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({reads})>, affine_map<({dims}) ->"
-                  f" ({wins})>, affine_map<({dims}) -> ({outs})>], iterator_types = [{kinds}]}} ins(%xp, %w :"
-                  f" {padded}, {wt}) outs(%f : {out}) {{",
-                  f"^bb0(%a: {elem}, %u: {elem}, %acc: {elem}):",
-                  *([f"  %y = {combine} %acc, %a : {elem}"] if combine else [
-                      f"  %ta = tensor.from_elements %acc : tensor<{elem}>",   # the reducer's ops go here
-                      f"  %tb = tensor.from_elements %a : tensor<{elem}>",
-                      f"  %y = tensor.extract %ta[] : tensor<{elem}>"]),
-                  f"  linalg.yield %y : {elem}",
-                  f"}} -> {out}",
-                  f"return %g : {out}"]
+                  *window_reduction_lines(rank, strides, dilation, elem, combine, ("%xp", padded), wt, out)]
         return "\n".join(lines)
     return text
 
