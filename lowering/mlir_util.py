@@ -203,6 +203,21 @@ MEMREF_VIEWS = frozenset({"memref.subview", "memref.cast", "memref.reinterpret_c
                           "memref.expand_shape", "memref.reshape", "memref.transpose"})
 
 
+def has_function(module: ir.Module, name: str) -> bool:
+    """Whether the module defines or declares a symbol `name` at its top level."""
+    return any("sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name
+               for op in module.body.operations)
+
+
+def private_function(name: str, arg_types: Sequence[ir.Type], result_types: Sequence[ir.Type] = (),
+                     **attributes: ir.Attribute) -> ir.Operation:
+    """A private func.func `name` of these types at the insertion point, with `attributes` too: a
+    declaration, or a definition once the caller appends its body's block."""
+    return ir.Operation.create("func.func", regions=1, attributes={
+        "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
+        "function_type": ir.TypeAttr.get(ir.FunctionType.get(list(arg_types), list(result_types))), **attributes})
+
+
 def call_declared(module: ir.Module, ops: Sequence[ir.Operation], name_of: Callable[[ir.Operation], str]) -> None:
     """Each of `ops` (one operand, one result) replaced by a func.call of the function
     name_of(op), declared private in the module where it is not yet: an external C function
@@ -213,9 +228,7 @@ def call_declared(module: ir.Module, ops: Sequence[ir.Operation], name_of: Calla
         t, name = op.results[0].type, name_of(op)
         if name not in declared:
             with ir.InsertionPoint.at_block_begin(module.body), op.location:
-                ir.Operation.create("func.func", regions=1, attributes={
-                    "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
-                    "function_type": ir.TypeAttr.get(ir.FunctionType.get([t], [t]))})
+                private_function(name, [t], [t])
             declared.add(name)
         with ir.InsertionPoint(op), op.location:
             call = ir.Operation.create("func.call", results=[t], operands=[op.operands[0]],

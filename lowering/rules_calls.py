@@ -12,6 +12,7 @@ from torch_mlir import ir
 from sprue import lax
 from sprue.ir.core import Eqn
 from sprue.lowering.emit import emit_jaxpr, lower_region_body, numpy_consts
+from sprue.lowering.mlir_util import private_function
 from sprue.lowering.rules_checks import contains_checks
 from sprue.lowering.rules_common import LoweringContext, Value, aval_type, const_array, lowering_rules
 from sprue.runtime.c_names import safe_internal_symbol
@@ -48,10 +49,7 @@ def _define(ctx: LoweringContext, closed, name: str) -> tuple[str, list, list]:
         sym = _symbol(ctx, name)
         ctx.callees[key] = sym
         with ir.InsertionPoint.at_block_begin(ctx.module.body):
-            fn = ir.Operation.create(
-                "func.func", regions=1,
-                attributes={"sym_name": ir.StringAttr.get(sym), "sym_visibility": ir.StringAttr.get("private"),
-                            "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, result_types))})
+            fn = private_function(sym, arg_types, result_types)
         block = fn.regions[0].blocks.append(*arg_types)
         with ir.InsertionPoint(block):
             sub = LoweringContext(ctx.module, callees=ctx.callees)

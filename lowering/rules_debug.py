@@ -22,6 +22,7 @@ from torch_mlir import ir
 
 from sprue import lax
 from sprue.ir.core import Eqn
+from sprue.lowering.mlir_util import has_function, private_function
 from sprue.lowering.rules_common import (
     LoweringContext,
     Value,
@@ -52,17 +53,12 @@ def _routine(dtype) -> tuple[str, np.dtype]:
 
 
 def _declare(ctx: LoweringContext, name: str, arg_types: list[ir.Type]) -> None:
-    for op in ctx.module.body.operations:
-        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name:
-            return
+    if has_function(ctx.module, name):
+        return
     read = ir.DictAttr.get({"bufferization.access": ir.StringAttr.get("read")})
     with ir.InsertionPoint.at_block_begin(ctx.module.body):
-        ir.Operation.create(
-            "func.func", regions=1,
-            attributes={"sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
-                        "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, [])),
-                        "arg_attrs": ir.ArrayAttr.get([read] * len(arg_types)),
-                        "llvm.emit_c_interface": ir.UnitAttr.get()})
+        private_function(name, arg_types, arg_attrs=ir.ArrayAttr.get([read] * len(arg_types)),
+                         **{"llvm.emit_c_interface": ir.UnitAttr.get()})
 
 
 def _dynamic(v: Value) -> Value:

@@ -26,12 +26,8 @@ from torch_mlir import ir
 from sprue import lax
 from sprue.ir.core import Eqn
 from sprue.lowering.linalg_runtime import LOWER, TRANSPOSE_A, UNIT_DIAGONAL
+from sprue.lowering.mlir_util import has_function, private_function
 from sprue.lowering.rules_common import DYNAMIC, LoweringContext, Value, aval_type, element_type, lowering_rules
-
-
-def _has_function(ctx: LoweringContext, name: str) -> bool:
-    return any("sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name
-               for op in ctx.module.body.operations)
 
 
 def _buffer_type(t: ir.RankedTensorType, strided: bool) -> ir.MemRefType:
@@ -57,7 +53,7 @@ def _wrapper(ctx: LoweringContext, routine: str, flags: int | None, operands: li
     """The private function calling `routine` (its C name), declared (with it) once per module.
     results: (type, operand whose sizes it has, how many of them: its rank)."""
     name = f"{routine}_r{operands[0].rank}" + ("" if flags is None else f"_{flags}")
-    if _has_function(ctx, name):
+    if has_function(ctx.module, name):
         return name
     result_types = [t for t, _, _ in results]
     buffers = [_buffer_type(t, False) for t in result_types]
@@ -66,16 +62,9 @@ def _wrapper(ctx: LoweringContext, routine: str, flags: int | None, operands: li
     callee = f"{routine}_{operands[0].rank}"
     call_types = ([i64] if flags is not None else []) + buffers + inputs
     with ir.InsertionPoint.at_block_begin(ctx.module.body):
-        if not _has_function(ctx, callee):
-            ir.Operation.create(
-                "func.func", regions=1,
-                attributes={"sym_name": ir.StringAttr.get(callee), "sym_visibility": ir.StringAttr.get("private"),
-                            "function_type": ir.TypeAttr.get(ir.FunctionType.get(call_types, [])),
-                            "llvm.emit_c_interface": ir.UnitAttr.get()})
-        fn = ir.Operation.create(
-            "func.func", regions=1,
-            attributes={"sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
-                        "function_type": ir.TypeAttr.get(ir.FunctionType.get(operands, result_types))})
+        if not has_function(ctx.module, callee):
+            private_function(callee, call_types, **{"llvm.emit_c_interface": ir.UnitAttr.get()})
+        fn = private_function(name, operands, result_types)
     block = fn.regions[0].blocks.append(*operands)
     with ir.InsertionPoint(block):
         ins = [ir.Operation.create("bufferization.to_buffer", results=[t], operands=[a],
