@@ -4,6 +4,8 @@ replace): compiled and eager, f32 and f64, sizes around the routines' 64-column 
 sizes known only at run time, vmap, derivatives against central differences, failures as values."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ import sprue.numpy as jnp
 from sprue import lax
 from sprue.base.errors import SprueTypeError, SprueValueError, UnsupportedError
 from sprue.numpy import _linalg_kernels as K
-from tests.helpers.linalg_checks import check_derivatives
+from tests.helpers.linalg_checks import check_derivatives, close, spd, well_conditioned
 
 RNG = np.random.default_rng(23)
 SIZES = (1, 5, 63, 64, 65, 130)   # one column, a partial block, around one block of the C routines, several
@@ -20,22 +22,9 @@ TOL = {np.float64: 1e-10, np.float32: 3e-4}
 FLAGS = [(lower, trans, unit) for lower in (True, False) for trans in (False, True) for unit in (False, True)]
 
 
-def _spd(*shape, dtype=np.float64):
-    n = shape[-1]
-    a = RNG.standard_normal(shape)
-    return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n)).astype(dtype)
-
-
-def _well_conditioned(*shape, dtype=np.float64):
-    n = shape[-1]
-    return (RNG.standard_normal(shape) / np.sqrt(n) + 2 * np.eye(n)).astype(dtype)
-
-
-def _close(got, want, dtype=np.float64):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
-    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
-    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype] * scale)
+_spd = functools.partial(spd, RNG)
+_well_conditioned = functools.partial(well_conditioned, RNG)
+_close = functools.partial(close, TOL)
 
 
 def _triangular_reference(a, b, lower, trans, unit):

@@ -4,6 +4,8 @@ columns: sizes below, at and past a block boundary); derivatives against central
 numpy's functions; failures as values (NaNs, infinities), as JAX gives them."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ import sprue
 import sprue.numpy as jnp
 from sprue.base.errors import SprueTypeError, SprueValueError
 from sprue.numpy import _linalg_kernels
-from tests.helpers.linalg_checks import check_derivatives
+from tests.helpers.linalg_checks import check_derivatives, close, spd, well_conditioned
 
 BLOCK = _linalg_kernels.BLOCK
 SIZES = (1, 5, BLOCK, 2 * BLOCK + 7)   # one column, one partial block, one whole block, several
@@ -19,22 +21,9 @@ RNG = np.random.default_rng(18)
 TOL = {np.float64: 1e-10, np.float32: 2e-4}
 
 
-def _spd(*shape, dtype=np.float64):
-    n = shape[-1]
-    a = RNG.standard_normal(shape)
-    return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n)).astype(dtype)
-
-
-def _well_conditioned(*shape, dtype=np.float64):
-    n = shape[-1]
-    return (RNG.standard_normal(shape) / np.sqrt(n) + 2 * np.eye(n)).astype(dtype)
-
-
-def _close(got, want, dtype=np.float64):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
-    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
-    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype] * scale)
+_spd = functools.partial(spd, RNG)
+_well_conditioned = functools.partial(well_conditioned, RNG)
+_close = functools.partial(close, TOL)
 
 
 # ---- norm --------------------------------------------------------------------------------------
