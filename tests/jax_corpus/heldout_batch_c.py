@@ -21,20 +21,13 @@ import jax.scipy.signal
 import jax.scipy.sparse.linalg
 import jax.scipy.stats as jst
 import numpy as np
-from heldout_inputs import X64, case, f32, i32, pos, raw, reseed, spd
+from heldout_inputs import case, f32, f64, i32, pos, raw, reseed, spd, x64case
 from jax import lax
 
 reseed(2026)
 tmap = jax.tree_util.tree_map
 
 
-def f64(*s, lo=-2.0, hi=2.0):
-    return raw().uniform(lo, hi, s).astype(np.float64)
-
-
-def x64case(name, *args):
-    X64.add(name)
-    return case(name, *args)
 
 
 def _dense(n_in, n_out):

@@ -31,7 +31,7 @@ import jax.scipy.linalg as jsl
 import jax.scipy.special as jss
 import jax.scipy.stats as jst
 import numpy as np
-from heldout_inputs import X64, c64, case, f32, i32, pos, raw, reseed, spd
+from heldout_inputs import c64, case, f32, f64, i32, pos, raw, reseed, spd, x64case
 from jax import lax
 
 reseed(2028)
@@ -39,13 +39,6 @@ tmap = jax.tree_util.tree_map
 K = np.array([0, 7], np.uint32)
 
 
-def f64(*s, lo=-2.0, hi=2.0):
-    return raw().uniform(lo, hi, s).astype(np.float64)
-
-
-def x64case(name, *args):
-    X64.add(name)
-    return case(name, *args)
 
 
 # ---- equinox-like modules: dataclasses and classes registered as pytrees

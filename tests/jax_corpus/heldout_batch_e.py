@@ -29,7 +29,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from heldout_inputs import X64, case, f32, pos, raw, reseed, spd
+from heldout_inputs import case, f32, f64, pos, reseed, spd, x64case
 from jax import lax
 
 reseed(2029)
@@ -38,13 +38,6 @@ tleaves = jax.tree_util.tree_leaves
 K = np.array([0, 11], np.uint32)
 
 
-def f64(*s, lo=-2.0, hi=2.0):
-    return raw().uniform(lo, hi, s).astype(np.float64)
-
-
-def x64case(name, *args):
-    X64.add(name)
-    return case(name, *args)
 
 
 def _params(*sizes):

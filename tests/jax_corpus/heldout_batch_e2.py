@@ -10,8 +10,8 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from heldout_batch_e import P3, K, _params, f64, global_norm, mlp, mse, tmap, x64case
-from heldout_inputs import case, f32, i32, pos, spd
+from heldout_batch_e import P3, K, _params, global_norm, mlp, mse, tmap
+from heldout_inputs import case, f32, f64, i32, pos, spd, x64case
 from jax import lax
 
 

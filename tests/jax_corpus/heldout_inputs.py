@@ -15,6 +15,10 @@ def f32(*s, lo=-2.0, hi=2.0):
     return _rng[0].uniform(lo, hi, s).astype(np.float32)
 
 
+def f64(*s, lo=-2.0, hi=2.0):
+    return _rng[0].uniform(lo, hi, s).astype(np.float64)
+
+
 def pos(*s):
     return _rng[0].uniform(0.1, 3.0, s).astype(np.float32)
 
@@ -42,6 +46,12 @@ def case(name, *args):
         CASES.append((name, fn, args))
         return fn
     return deco
+
+
+def x64case(name, *args):
+    """A case traced and run with jax.enable_x64."""
+    X64.add(name)
+    return case(name, *args)
 
 
 def raw() -> np.random.RandomState:
