@@ -46,7 +46,7 @@ from __future__ import annotations
 import functools
 import os
 
-from torch_mlir import ir, passmanager
+from torch_mlir import ir
 from torch_mlir.dialects import arith, scf, tensor
 
 from sprue.lowering.inplace import fold_whole_slices
@@ -76,7 +76,7 @@ from sprue.lowering.matmul_unfuse import (
     order_product_loops,
     split_fused_operands,
 )
-from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where
+from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where, pass_manager
 from sprue.lowering.targets import host_vector_bytes
 from sprue.lowering.transpose_blocks import lower_block_transposes
 
@@ -563,7 +563,7 @@ def _split_columns(module: ir.Module, found: list[ir.Operation]) -> list[ir.Oper
     kinds = {op.name for op in found}    # (the split ones are gone after the script)
     apply_scripts(module, parts)
     # the whole blocks' sizes fold to constants, and their products take the static types
-    passmanager.PassManager.parse("builtin.module(canonicalize)", module.context).run(module.operation)
+    pass_manager("canonicalize", module.context).run(module.operation)
     found = ops_where(module.operation, lambda op: op.name in kinds)
     for op in found:
         if _SPLIT in op.attributes:
@@ -652,7 +652,7 @@ def tile_matmuls(module: ir.Module) -> None:
             op.attributes["fastmath"] = flags
     for op in marked:
         del op.attributes[MARK]
-    passmanager.PassManager.parse("builtin.module(canonicalize,cse)", module.context).run(module.operation)
+    pass_manager("canonicalize,cse", module.context).run(module.operation)
 
 
 __all__ = ["forms_enabled", "plan", "tile_matmuls"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from torch_mlir import ir, passmanager
+from torch_mlir import ir
 from torch_mlir._mlir_libs import _stablehlo
 
 # The translation itself, not torch_mlir.dialects.llvm: that module also builds Python classes for
@@ -61,7 +61,7 @@ from sprue.lowering.loop_hints import (
     keep_outer_loops_rolled,
 )
 from sprue.lowering.matmul import tile_matmuls
-from sprue.lowering.mlir_util import LegalizeError, as_operation
+from sprue.lowering.mlir_util import LegalizeError, as_operation, pass_manager
 from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
 from sprue.lowering.parallel import call_parallel_bodies, parallelize_loops
 from sprue.lowering.parallel_scatter import parallelize_scatters
@@ -346,11 +346,22 @@ def module_text(module: ir.Module) -> str | None:
 
 
 def run_stage(module: ir.Module, name: str, pipeline: str) -> None:
+    """Runs the passes of `pipeline` on `module`, then verifies it once (mlir_util.pass_manager)."""
     try:
-        pm = passmanager.PassManager.parse(f"builtin.module({pipeline})", module.context)
-        pm.run(module.operation)
+        pass_manager(pipeline, module.context).run(module.operation)
     except ir.MLIRError as err:
         raise LoweringError(name, "an MLIR pass failed", _diagnostics_of(err), module_text(module)) from err
+    verify(module, name, f"the module does not verify after the passes {pipeline}")
+
+
+def verify(module: ir.Module, stage: str, message: str) -> None:
+    """Raises LoweringError(`stage`, `message`, MLIR's diagnostics) if `module` does not verify."""
+    try:
+        ok = module.operation.verify()
+    except ir.MLIRError as err:
+        raise LoweringError(stage, message, _diagnostics_of(err), module_text(module)) from err
+    if not ok:
+        raise LoweringError(stage, message, ir_text=module_text(module))
 
 
 def _legalize(module: ir.Module) -> None:
@@ -363,13 +374,7 @@ def _legalize(module: ir.Module) -> None:
                             ir_text=module_text(module)) from err
     # A rewrite bug must surface here, attributed to us, not as a confusing
     # failure in a later pass.
-    try:
-        ok = module.operation.verify()
-    except ir.MLIRError as err:
-        raise LoweringError(LEGALIZE_STAGE, "the rewritten module does not verify",
-                            _diagnostics_of(err), module_text(module)) from err
-    if not ok:
-        raise LoweringError(LEGALIZE_STAGE, "the rewritten module does not verify", ir_text=module_text(module))
+    verify(module, LEGALIZE_STAGE, "the rewritten module does not verify")
 
 
 def _check_no_stablehlo_left(module: ir.Module) -> None:

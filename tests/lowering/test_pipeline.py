@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from torch_mlir import ir
 
-from sprue.lowering import backend, pipeline
+from sprue.lowering import backend, mlir_util, pipeline
 from sprue.lowering.backend import CompilerNotFoundError, build_shared_library
 from sprue.lowering.pipeline import STAGE_NAMES, LoweringError, lower_to_llvm_ir
 from tests.helpers.stablehlo_kernels import compile_kernel
@@ -133,6 +133,38 @@ def test_pass_failure_carries_mlir_diagnostics() -> None:
         pipeline.run_stage(_parsed(ELEMENTWISE), "bufferized", "one-shot-bufferize")
     assert info.value.stage == "bufferized"
     assert "op was not bufferized" in str(info.value)
+
+
+def _returning_the_wrong_type():
+    """A module that parses but does not verify: @f's type says f64, its return gives f32 (as a
+    broken rewrite between two stages would leave it)."""
+    module = _parsed("func.func @f(%a: f32) -> f32 { return %a : f32 }")
+    with module.context:
+        f = module.body.operations[0]
+        f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([ir.F32Type.get()], [ir.F64Type.get()]))
+    return module
+
+
+def test_a_module_that_does_not_verify_after_a_stage_is_a_lowering_error() -> None:
+    # The passes run without MLIR's verification after each one (mlir_util.pass_manager); the
+    # stage verifies the module once after them.
+    with pytest.raises(LoweringError) as info:
+        pipeline.run_stage(_returning_the_wrong_type(), "loops", "canonicalize")
+    err = info.value
+    assert err.stage == "loops"
+    assert "the module does not verify after the passes canonicalize" in str(err)
+    assert "doesn't match function result type" in str(err)
+    assert err.ir_text is not None and "func.return" in err.ir_text   # (generic form: it does not verify)
+
+
+def test_verification_after_each_pass_on_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    # SPRUE_VERIFY_EACH_PASS=1: MLIR's pass manager verifies after every pass, and says so as a
+    # failed pass of the stage
+    monkeypatch.setattr(mlir_util, "VERIFY_EACH_PASS", True)
+    with pytest.raises(LoweringError) as info:
+        pipeline.run_stage(_returning_the_wrong_type(), "loops", "canonicalize")
+    assert "stage 'loops': an MLIR pass failed" in str(info.value)
+    assert "doesn't match function result type" in str(info.value)
 
 
 def _parsed(src: str):
