@@ -22,6 +22,7 @@ OUTLINE_MIN_NESTS): a function of fewer nests keeps everything inline.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable
 
 import numpy as np
@@ -62,6 +63,13 @@ NEST_PREFIX = "__sprue_nest_"
 # block's length. Such a body is cut into runs of SPLIT_OPS ops, each a function.
 SPLIT_MIN_OPS = 512
 SPLIT_OPS = 128
+# ... and a run ends early where more than RUN_MAX_RESULTS of its values would be read after it:
+# a run returns those (entry_results.py passes them through a stack buffer of its caller, at most
+# MAX_RESULT_BYTES: 512 rank-2 descriptors of 7 words fit in it). Past that the run returned them
+# as one struct, whose LLVM IR is O(n^2) text: a 2,000-layer training step's run of 128 forward
+# calls kept 2,112 activations for the backward pass, and its compilation went from 6.6 s at
+# 1,000 layers to 87 s (180 MB of LLVM IR, 1.9 GB of memory).
+RUN_MAX_RESULTS = 512
 _CHUNK_PREFIX = "__sprue_run_"
 _STAYS = frozenset({"memref.alloca", "memref.alloca_scope"})
 
@@ -297,15 +305,43 @@ def _long_body_runs(work: list[ir.Operation]) -> list[list[ir.Operation]]:
     if len(work) < SPLIT_MIN_OPS:
         return []
     offset, size, _ = part_size(work, SPLIT_OPS)
+    last = _last_reads(work)
     runs: list[list[ir.Operation]] = [[]]
+    live, ending = 0, Counter()   # the current run's values read after it; how many end at each op
     for i, op in enumerate(work):
         if op.name in _STAYS:
             runs.append([])
+            live, ending = 0, Counter()
             continue
         if i >= offset and (i - offset) % size == 0:
             runs.append([])
+            live, ending = 0, Counter()
+        live -= ending.pop(i, 0)
+        later = [j for j in last[i] if j > i]
+        if runs[-1] and live + len(later) > RUN_MAX_RESULTS:
+            runs.append([])
+            live, ending = 0, Counter()
         runs[-1].append(op)
+        live += len(later)
+        ending.update(later)
     return [run for run in runs if run]
+
+
+def _last_reads(work: list[ir.Operation]) -> list[list[int]]:
+    """For each op of `work` (consecutive ops of one block), for each of its results, the position
+    in `work` of the last op that reads it (an op nested in it counts as the op); len(work) where
+    something else reads it (the terminator, a copied op)."""
+    position = {op: i for i, op in enumerate(work)}
+    end = len(work)
+
+    def reader(owner: ir.Operation) -> int:
+        while owner is not None:
+            if owner in position:
+                return position[owner]
+            owner = as_operation(owner.parent)
+        return end
+    return [[max((reader(as_operation(use.owner)) for use in result.uses), default=-1) for result in op.results]
+            for op in work]
 
 
 def split_long_bodies(module: ir.Module) -> None:

@@ -5,11 +5,13 @@ import re
 
 import numpy as np
 import pytest
+from torch_mlir import ir
 
 import sprue
 import sprue.numpy as jnp
 from sprue import lax
-from sprue.lowering import partition
+from sprue.lowering import outline, partition, pipeline
+from sprue.lowering.mlir_util import as_operation
 from sprue.lowering.outline import OUTLINE_MIN_NESTS
 from tests.helpers.arrays import tanh_net_grads
 
@@ -262,3 +264,48 @@ def test_noalias_only_where_no_other_buffer_of_any_call_can_reach_it():
              re.findall(r"func\.func private @(nest\d?)\(([^)]*)\)", text)}
     assert marks == {"nest": [], "nest2": ["llvm.noalias"], "nest3": [], "nest4": []}, text
     assert re.search(r"@nest2\(%arg0: memref<8xf64> \{llvm\.noalias\}, %arg1: memref<8xf64>\)", text), text
+
+
+def _escaping(run) -> int:
+    """How many values the ops of `run` define that an op outside it reads."""
+    inside = set()
+    for op in run:
+        op.walk(lambda o: inside.add(o) or ir.WalkResult.ADVANCE)
+    return sum(any(as_operation(u.owner) not in inside for u in r.uses) for op in run for r in op.results)
+
+
+def test_a_run_returns_at_most_run_max_results_values(monkeypatch):
+    """Runs of a long body end early where more values than RUN_MAX_RESULTS would be read after
+    them (each run returns those; as one struct their LLVM IR was O(n^2)): 600 values made first
+    and read at the end, cut with a bound of 20."""
+    monkeypatch.setattr(outline, "RUN_MAX_RESULTS", 20)
+    made = "\n".join(f"  %v{i} = arith.addf %x, %c{i % 7} : f64" for i in range(600))
+    consts = "\n".join(f"  %c{i} = arith.constant {i}.5 : f64" for i in range(7))
+    total = "\n".join(f"  %s{i} = arith.addf %s{i - 1}, %v{i} : f64" for i in range(1, 600))
+    text = f"func.func @f(%x: f64) -> f64 {{\n{consts}\n{made}\n  %s0 = arith.addf %v0, %x : f64\n{total}\n  return %s599 : f64\n}}"
+    ctx = pipeline.make_pipeline_context()
+    with ctx, ir.Location.unknown():
+        module = pipeline.parse_module(ctx, text)
+        body = [as_operation(op) for op in module.body.operations[0].regions[0].blocks[0].operations][:-1]
+        work = [op for op in body if op.name != "arith.constant"]
+        runs = outline._long_body_runs(work)
+        assert [op for run in runs for op in run] == work
+        counts = [_escaping(run) for run in runs]
+        assert max(counts) <= 20, counts
+        assert max(counts) >= 10, counts   # (cut where the bound is reached, not at every op)
+
+
+def test_a_long_tape_cut_by_its_runs_results_matches_numpy(tmp_path, monkeypatch):
+    """The same cut end to end: 40 layers' gradient with runs of at most 8 results (the forward
+    pass's activations read by the backward pass)."""
+    monkeypatch.setattr(partition, "PARTITION_MIN_OPS", 10 ** 6)
+    monkeypatch.setattr(partition, "PERIODIC_MIN_OPS", 10 ** 6)
+    monkeypatch.setattr(outline, "RUN_MAX_RESULTS", 8)
+    rng = np.random.default_rng(5)
+    ws = [rng.standard_normal((16, 16)) / 4.0 for _ in range(40)]
+    x = rng.standard_normal((16, 16))
+    got = sprue.qjit(sprue.grad(_training_step), keep_intermediate=str(tmp_path))(ws, x)
+    for g, want in zip(got, tanh_net_grads(ws, x), strict=True):
+        np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
+    runs = set(re.findall(r"llvm\.call @(__sprue_run_\d+)\(", _stage(tmp_path, ".05_llvm.mlir")))
+    assert len(runs) >= 6, runs
