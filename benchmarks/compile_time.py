@@ -1,7 +1,7 @@
 """First-call compile time as programs grow (issue 24): sprue beside `jax.jit` (float64) in the same
 run when JAX is importable. Timing never fails anything: this is a report.
 
-    python benchmarks/compile_time.py [--sizes 30,100,300,1000] [--quick] [--cases forward,grad,...]
+    python benchmarks/compile_time.py [--sizes 30,100,300,1000,3000] [--quick] [--cases forward,grad,...]
                                       [--timeout 600] [--one-core [--cpu 0]] [--json PATH]
 
 Cases (each written once against a jax-like namespace, `ns.np` and `ns.grad`):
@@ -56,7 +56,7 @@ for _extra in filter(None, os.environ.get("SPRUE_BENCH_EXTRA_PATH", "").split(os
 
 ONE_CORE_ENV = "SPRUE_BENCH_ONE_CORE"
 XLA_ONE_CORE = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-LAYER_SIZES = (30, 100, 300, 1000)
+LAYER_SIZES = (30, 100, 300, 1000, 3000)
 QUICK_LAYER_SIZES = (30, 100)
 
 
@@ -368,13 +368,12 @@ def format_row(row: dict) -> str:
 
 
 def summary(rows: list[dict]) -> list[str]:
-    """Per-unit time at the largest size over that at 100 (or the smallest above it), per case."""
+    """Per-unit time at each size above 100 (or above the smallest) over that at 100, per case."""
     lines = []
     for name in ("forward", "grad"):
         per = {r["n"]: r["per_unit"] for r in rows if r["case"] == name and r.get("per_unit") is not None}
         base = 100 if 100 in per else (min(per) if per else None)
-        top = max(per) if per else None
-        if base is not None and top != base:
+        for top in sorted(n for n in per if base is not None and n > base):
             lines.append(f"{name}: time per layer at {top} layers / at {base} layers = {per[top] / per[base]:.2f}x "
                          f"(target <= 1.3x)")
     return lines
