@@ -63,6 +63,7 @@ from sprue.lowering.loop_hints import (
 from sprue.lowering.matmul import tile_matmuls
 from sprue.lowering.mlir_util import LegalizeError, as_operation, pass_manager
 from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
+from sprue.lowering.pad_sums import concatenate_pad_sums, write_long_concatenates
 from sprue.lowering.parallel import call_parallel_bodies, parallelize_loops
 from sprue.lowering.parallel_scatter import parallelize_scatters
 from sprue.lowering.partition import partition_functions, partition_stablehlo
@@ -438,10 +439,14 @@ def lower_module(module: ir.Module, dump: Dump | None = None, has_complex: bool 
     """Runs every stage on `module` in place (it ends in the LLVM dialect). `has_complex`: whether
     complex types may occur (when False, complex-to-standard is skipped)."""
     _prepare_entry_points(module)
+    with step("concatenate_pad_sums"):
+        concatenate_pad_sums(module)   # (before legalize, whose rules then take the concatenates)
     with step("legalize (Python)"):
         _legalize(module)
     with step("partition_stablehlo"):
         partition_stablehlo(module)
+    with step("write_long_concatenates"):
+        write_long_concatenates(module)
     if dump:
         dump(LEGALIZE_STAGE, str(module))
     for name, pipeline in STAGES:
