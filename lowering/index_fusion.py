@@ -80,9 +80,19 @@ def _readers(iota: ir.Operation) -> list[tuple[ir.Operation, int, list[ir.Affine
             continue           # written, not read
         exprs = list(_maps(reader)[j].results)
         axes = [exprs[a] if a is not None else ir.AffineConstantExpr.get(0) for a in carried] if carried else exprs
-        if all(isinstance(e.maybe_downcast(), (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in axes):
+        if all(isinstance(e.maybe_downcast(), (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in axes) \
+                and _loops_sized_without(reader, j):
             out.append((reader, j, axes))
     return out
+
+
+def _loops_sized_without(reader: ir.Operation, j: int) -> bool:
+    """Whether the reader's other operands still give every loop its extent: a sum of an iota
+    (`arange(5.0).sum()`) reads nothing else, and a generic with no operand indexed by its reduction
+    loop is invalid (MLIR's fusion crashed on it)."""
+    maps = _maps(reader)
+    sized = {_dim_position(e) for k, m in enumerate(maps) if k != j for e in m.results}
+    return all(d in sized for d in range(maps[0].n_dims))
 
 
 def _index_value(expr: ir.AffineExpr, ip: ir.InsertionPoint, loc: ir.Location) -> ir.Value:

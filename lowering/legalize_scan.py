@@ -77,8 +77,8 @@ def _constant_scalar(v: ir.Value):
     if not isinstance(v, ir.OpResult) or v.owner.name != "stablehlo.constant":
         return None
     attr = v.owner.attributes["value"]
-    if isinstance(attr, ir.DenseFPElementsAttr):
-        return float(attr[0]) if attr.is_splat or len(attr) == 1 else None
+    if isinstance(attr, ir.DenseFPElementsAttr):   # read as a FloatAttr: indexing does not read f16 / bf16
+        return ir.FloatAttr(attr.get_splat_value()).value if attr.is_splat or len(attr) == 1 else None
     if isinstance(attr, ir.DenseIntElementsAttr):
         t = attr.type.element_type
         if isinstance(t, ir.IntegerType) and t.width == 1:

@@ -30,6 +30,7 @@ from sprue.lowering.rules_common import (
     LoweringContext,
     Value,
     aval_type,
+    broadcast_like,
     compare,
     const_array,
     constant_like,
@@ -198,7 +199,9 @@ _INT_OF = {np.dtype(np.float64): np.int64, np.dtype(np.float32): np.int32, np.dt
 
 def _nextafter(ctx: LoweringContext, eqn: Eqn, x: Value, y: Value) -> list[Value]:
     """XLA's NextAfter: the integer holding x's bits moves one away from or towards zero (floats are
-    sign and magnitude); from zero, the smallest subnormal with y's sign; NaN if either is NaN."""
+    sign and magnitude); from zero, the smallest subnormal with y's sign; NaN if either is NaN. A
+    rank-0 operand beside an array is broadcast to it (sprue's shape rule allows it, as for add)."""
+    x, y = broadcast_like(x, y), broadcast_like(y, x)
     dt = dtype_of(x)
     it = _INT_OF[dt]
     bits = lambda v: op1("stablehlo.bitcast_convert", [v], ir.RankedTensorType.get(

@@ -159,7 +159,8 @@ def _boundary_notes(kernel: Kernel) -> list[str]:
     notes = []
     if kernel.constvars:
         notes += [f"{', '.join(kernel.constvars)}: the jaxpr's constvars, whose values JAX's printer drops; pass the",
-                  "ClosedJaxpr's consts there (in order), as jax.core.eval_jaxpr(jaxpr, consts, *args) takes them."]
+                  "ClosedJaxpr's consts there (in order), as jax.core.eval_jaxpr(jaxpr, consts, *args) takes them,",
+                  "then those of the jaxprs it calls, if any (their ClosedJaxprs' consts, in the text's order)."]
     if kernel.bf16_arguments or kernel.bf16_results:
         which = [*kernel.bf16_arguments, *(f"result{k}" for k in kernel.bf16_results)]
         notes.append(f"{', '.join(which)}: bfloat16, passed as its bits (uint16: the top half of its float32).")

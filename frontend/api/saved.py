@@ -102,8 +102,9 @@ class LoadedProgram:
             return ""
         k = len(self.constvars)
         return (f"; the first {k} ({', '.join(self.constvars)}) are the jaxpr's constvars, whose values JAX's"
-                " printer drops: pass the ClosedJaxpr's consts first (closed.consts, in order), then the"
-                " function's arguments, as jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *args) takes them")
+                " printer drops: pass the ClosedJaxpr's consts first (closed.consts, in order; then those of"
+                " the jaxprs it calls, which the text declares after, in its order), then the function's"
+                " arguments, as jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *args) takes them")
 
     def __repr__(self):
         return f"<sprue.load {self.path}>"

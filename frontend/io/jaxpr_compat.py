@@ -181,11 +181,39 @@ def approx_top_k(args, params, outs):
     operand for the smallest k."""
     x, = args
     axis = params.get("reduction_dimension", -1)
+    # aggregate_to_topk=False returns as many as the declared results hold (on a CPU, all of the
+    # operand's axis, sorted): take k from them
+    k = outs[0].shape[axis] if outs and outs[0] is not None else params["k"]
     if params.get("is_max_k", True):
-        return top_k(args, {"k": params["k"], "axis": axis}, outs)
+        return top_k(args, {"k": k, "axis": axis}, outs)
     neg = lax.neg(x) if np.issubdtype(np.dtype(_dtype(x)), np.floating) else lax.bitwise_not(x)
-    values, indices = top_k([neg], {"k": params["k"], "axis": axis}, outs)
+    values, indices = top_k([neg], {"k": k, "axis": axis}, outs)
     return [lax.neg(values) if np.issubdtype(np.dtype(_dtype(x)), np.floating) else lax.bitwise_not(values), indices]
+
+
+def any_complex(args) -> bool:
+    return any(np.dtype(_dtype(a)).kind == "c" for a in args)
+
+
+def sort_complex(args, params):
+    """`sort[dimension is_stable num_keys]` of complex operands (jnp.sort of complex numbers) as their
+    real and imaginary parts, a complex key as two keys, real first: JAX's sort comparator orders
+    complex numbers lexicographically (lax._sort_lt_comparator)."""
+    complex_at = [np.dtype(_dtype(a)).kind == "c" for a in args]
+    parts, num_keys = [], params["num_keys"]
+    for k, (a, c) in enumerate(zip(args, complex_at)):
+        parts += [lax.real(a), lax.imag(a)] if c else [a]
+        num_keys += int(c and k < params["num_keys"])
+    done = iter(lax.sort(parts, dimension=params["dimension"], is_stable=params["is_stable"], num_keys=num_keys))
+    return [lax.complex(next(done), next(done)) if c else next(done) for c in complex_at]
+
+
+def reshape_dimensions(args: list, params: dict) -> tuple[list, dict]:
+    """`reshape[dimensions=(...)]` (jnp.reshape / ravel with order='F'): the operand transposed by
+    `dimensions`, then reshaped (lax.reshape's definition)."""
+    if params.get("dimensions") is None:
+        return args, params
+    return [lax.transpose(args[0], tuple(params["dimensions"])), *args[1:]], {**params, "dimensions": None}
 
 
 def reduce(args, params, outs):
@@ -306,6 +334,18 @@ def _total_order(compare):
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
+def carrier_of_bf16_bits(bits):
+    """The float32 carrier (jaxpr_eval: bfloat16 computed in float32) of bfloat16 bits (uint16)."""
+    wide = lax.shift_left(lax.convert_element_type(bits, np.uint32), np.uint32(16))
+    return lax.bitcast_convert_type(wide, np.float32)
+
+
+def bf16_bits_of_carrier(x):
+    """The bfloat16 bits (uint16) of a float32 carrier (exact: it holds a bfloat16 value)."""
+    return lax.convert_element_type(lax.shift_right_logical(lax.bitcast_convert_type(x, np.uint32), np.uint32(16)),
+                                    np.uint16)
+
+
 def bitcast_convert_type(args, params, outs):
     """`bitcast_convert_type[new_dtype]`: between types of one width, sprue's primitive; between
     widths, JAX's rule: a wider operand's bits split along a new last axis of the ratio's size, the
@@ -313,6 +353,13 @@ def bitcast_convert_type(args, params, outs):
     operand's last axis (of that size) joined into one element, by shifts of unsigned integers."""
     x, = args
     old, new = np.dtype(_dtype(x)), np.dtype(params["new_dtype"])
+    if old.itemsize != new.itemsize and outs and outs[0] is not None and tuple(outs[0].shape) == tuple(_shape(x)):
+        # widths differ but shapes do not: one side is bfloat16, carried in float32 (jaxpr_eval), so
+        # through its 16 bits
+        if old == np.float32 and new.itemsize == 2:
+            return [lax.bitcast_convert_type(bf16_bits_of_carrier(x), new)]
+        if old.itemsize == 2 and new == np.float32:
+            return [carrier_of_bf16_bits(lax.bitcast_convert_type(x, np.uint16))]
     if old.itemsize == new.itemsize or old.kind in "bc" or new.kind in "bc":
         return [lax.bitcast_convert_type(x, new)]   # same width, or its error (bool, complex)
     wide, narrow = _UINT[max(old.itemsize, new.itemsize)], _UINT[min(old.itemsize, new.itemsize)]
@@ -474,6 +521,17 @@ def accumulated_in_f32(p, args: list, params: dict):
     out = np.dtype(params.get("preferred_element_type") or np.float16)
     wide = [lax.convert_element_type(a, np.float32) for a in args]
     return lax.convert_element_type(p.bind(*wide, **{**params, "preferred_element_type": np.dtype(np.float32)}), out)
+
+
+# primitives sprue refuses by name, and why
+REFUSED = {
+    "rng_uniform": "it is XLA's stateful generator (lax.rng_uniform: RngUniform), which draws new numbers from a"
+                   " hidden state at every call of JAX's program, so there are no results to reproduce; draw"
+                   " from a key instead (jax.random, or lax.rng_bit_generator, which sprue computes as XLA does)",
+}
+
+# indexing primitives, whose empty results need nothing computed (jaxpr_eval.Evaluator.apply)
+INDEXING = {"gather", "dynamic_slice"}
 
 
 def unbatch_indices(name: str, args: list, params: dict) -> tuple[list, dict]:

@@ -17,6 +17,7 @@ from sprue.base.errors import SprueError, SprueMemoryError, at
 from sprue.base.source_info import user_frame_summary
 from sprue.io import jaxpr_compat, jaxpr_linalg, jaxpr_random
 from sprue.io.jaxpr_ast import Binder, Call, Ident, JaxprAST, Lit, Program, TypeAST, VarRef
+from sprue.io.jaxpr_closures import HOISTING, called_constvars, captures, hoisted, leading_constvars
 from sprue.io.jaxpr_lexer import JaxprError, JaxprUnsupportedError
 from sprue.io.jaxpr_params import (
     ALIASES,
@@ -91,6 +92,7 @@ def _lit_kind(text: str) -> str:
 class Evaluator:
     def __init__(self, prog: Program):
         self.prog = prog
+        self.called_consts: dict[int, object] = {}   # id of a called jaxpr's constvar -> the parameter holding it
         self.filename = prog.filename
 
     # -- errors -------------------------------------------------------------------------------
@@ -164,10 +166,11 @@ class Evaluator:
             raise self.unsupported("a variable without a type (JAX before 0.4 printed untyped jaxprs); sprue"
                                    " reads typed jaxprs only", binder_tok)
         if t.dtype.startswith("key<"):   # a PRNG key array: its uint32 words on a last axis (jaxpr_random)
-            if not jaxpr_random.key_impl_supported(t.dtype[4:-1]):
-                raise self.unsupported(f"the key type '{t.dtype}' is not supported; sprue implements JAX's default"
-                                       f" PRNG, threefry2x32 (key<{jaxpr_random.THREEFRY_TAG}>)", t.tok)
-            return ShapedArray((*self.shape(t, env), 2), np.dtype(np.uint32))
+            tag = t.dtype[4:-1]
+            if not jaxpr_random.key_impl_supported(tag):
+                raise self.unsupported(f"the key type '{t.dtype}' is not supported; sprue implements JAX's PRNGs"
+                                       f" {', '.join(f'key<{k}>' for k in sorted(jaxpr_random.KEY_WORDS))}", t.tok)
+            return ShapedArray((*self.shape(t, env), jaxpr_random.key_words(tag)), np.dtype(np.uint32))
         return ShapedArray(self.shape(t, env), self.dtype(t))
 
     def check_type(self, what: str, t: TypeAST | None, value, env, tok):
@@ -247,9 +250,15 @@ class Evaluator:
         return None
 
     def no_consts(self, ast: JaxprAST, what: str):
-        if ast.constvars:
+        if ast.constvars and not all(id(b) in self.called_consts for b in ast.constvars):
             raise self.error(f"{what} has constvars ({', '.join(b.name or '_' for b in ast.constvars)}) whose"
                              f" values the text does not give: {CONSTS_ADVICE}", ast.tok)
+
+    def bind_consts(self, ast: JaxprAST, env: dict) -> None:
+        """A called jaxpr's constvars bound to the program's parameters that hold them (build)."""
+        for binder in ast.constvars:
+            if binder.name is not None:
+                env[binder.name] = self.called_consts[id(binder)]
 
     def trace_closed(self, ast: JaxprAST, operands: dict | None = None):
         """A nested jaxpr as a ClosedJaxpr (no consts), traced in a scope of its own. `operands`
@@ -261,6 +270,7 @@ class Evaluator:
         operands = operands or {}
         with trace_scope() as b:
             env, aliased = {}, []
+            self.bind_consts(ast, env)
             for k, binder in enumerate(ast.invars):
                 t = b.new_arg(self.aval(binder.type, env, binder.tok))
                 if k in operands:
@@ -270,9 +280,10 @@ class Evaluator:
                     env[binder.name] = t
             outs = self.run(ast, env)
             closed = b.finish(outs)
-        if closed.consts:
+        held = {id(v) for v in self.called_consts.values()}
+        if not all(id(c) in held for c in closed.consts):
             raise self.error("a nested jaxpr uses values from outside it", ast.tok)
-        return closed
+        return closed   # consts: the parameters holding called jaxprs' constvars (Evaluator.apply hoists them)
 
     def inline(self, ast: JaxprAST, args, tok):
         """A called jaxpr's outputs for the given operands, its equations added to the current trace."""
@@ -280,6 +291,7 @@ class Evaluator:
         if len(args) != len(ast.invars):
             raise self.error(f"the called jaxpr takes {len(ast.invars)} operands, got {len(args)}", tok)
         env = {}
+        self.bind_consts(ast, env)
         for binder, a in zip(ast.invars, args):
             if binder.name is not None:
                 env[binder.name] = a
@@ -346,13 +358,18 @@ class Evaluator:
         if name in IDENTITIES:
             return list(args)
         if name in jaxpr_random.FORMS:
-            return jaxpr_random.apply(name, args, lambda k: self._convert(e, k), lambda m: self.unsupported(m, e.tok))
+            return jaxpr_random.apply(name, args, lambda k: self._convert(e, k), lambda m: self.unsupported(m, e.tok),
+                                      jaxpr_random.key_tag(b.type for b in e.outs))
         if name in REWRITES:
             params = {k: self._convert(e, k) for k in e.params}
             try:
                 return REWRITES[name](args, params, self._out_avals(e, env))
             except NotImplementedError as ex:
                 raise self.unsupported(f"{name}: {ex} is not supported", e.tok) from None
+        if name in jaxpr_compat.INDEXING and self._empty_results(e, env):
+            # nothing to read or write: an empty gather's windows may not fit its empty operand, which
+            # StableHLO refuses (vmap over a batch of 0 matrices)
+            return [np.zeros(a.shape, a.dtype) for a in self._out_avals(e, env)]
         if name == "custom_linear_solve":
             return self._custom_linear_solve(e, args)
         if name == "scatter" and self._applies(e):
@@ -372,16 +389,34 @@ class Evaluator:
             args = self._same_dtype_exponent(args)
         p = primitives.get(ALIASES.get(name, name))
         if p is None:
-            raise self.unsupported(f"unknown primitive '{name}'", e.tok)
-        params = self.params(p, e, env, args)
-        if name not in CONTROL_FLOW and jaxpr_random.makes_keys(b.type for b in e.outs):
-            args, params = jaxpr_random.for_key_arrays(name, args, params, lambda m: self.unsupported(m, e.tok))
-        if isinstance(params.get("dimension_numbers"), (GatherDimensionNumbers, ScatterDimensionNumbers)):
-            args, params = jaxpr_compat.unbatch_indices(name, args, params)
+            why = jaxpr_compat.REFUSED.get(name)
+            raise self.unsupported(f"primitive '{name}' is not supported: {why}" if why else
+                                   f"unknown primitive '{name}'", e.tok)
+        args, params = self._for_sprue(e, args, self.params(p, e, env, args))
+        if name == "sort" and jaxpr_compat.any_complex(args):
+            return jaxpr_compat.sort_complex(args, params)
         if name in jaxpr_compat.ACCUMULATING and jaxpr_compat.half_operands(args):
             return [jaxpr_compat.accumulated_in_f32(p, args, params)]
         out = p.bind(*args, **params)
         return list(out) if p.multiple_results else [out]
+
+    def _for_sprue(self, e, args: list, params: dict) -> tuple[list, dict]:
+        """The operands and params of sprue's primitive for JAX's: captures hoisted, key arrays as their
+        words, a reshape's `dimensions` as a transpose, batching dims as indices."""
+        name = e.prim
+        if captures(params):   # a called jaxpr's constvars inside a branch or a loop body (jaxpr_closures)
+            if name not in HOISTING:
+                raise self.unsupported(f"{name}: a jaxpr in its params calls a jaxpr with constvars, which sprue"
+                                       f" reads inside {', '.join(sorted(HOISTING))} and calls only", e.tok)
+            args, params = hoisted(name, args, params)
+        if name not in CONTROL_FLOW and jaxpr_random.makes_keys(b.type for b in e.outs):
+            args, params = jaxpr_random.for_key_arrays(name, args, params, lambda m: self.unsupported(m, e.tok),
+                                                       jaxpr_random.key_words(jaxpr_random.key_tag(b.type for b in e.outs)))
+        if name == "reshape":
+            args, params = jaxpr_compat.reshape_dimensions(args, params)
+        if isinstance(params.get("dimension_numbers"), (GatherDimensionNumbers, ScatterDimensionNumbers)):
+            args, params = jaxpr_compat.unbatch_indices(name, args, params)
+        return args, params
 
     def _applies(self, e) -> bool:
         """A `scatter` whose update_jaxpr computes something (x.at[i].apply(f)), not one returning the update."""
@@ -445,6 +480,11 @@ class Evaluator:
             p = pred(carry)
             return lax.reduce_or(p, tuple(range(p.aval.ndim)))
         return list(lax.while_loop(cond, body, tuple(init)))
+
+    def _empty_results(self, e, env) -> bool:
+        avals = [self.aval(b.type, env, b.tok) for b in e.outs if b.type is not None]
+        return len(avals) == len(e.outs) > 0 and all(any(isinstance(d, int) and d == 0 for d in a.shape)
+                                                     for a in avals)
 
     def _out_avals(self, e, env) -> list[ShapedArray]:
         """The declared output types (each needed: a rewrite or an omitted param reads them)."""
@@ -649,12 +689,17 @@ def _build(ev: Evaluator, ast: JaxprAST, consts: list | None, implicit: dict):
             if binder.name is not None:
                 env[binder.name] = value
         sizes, explicit = ast.invars[:len(implicit)], ast.invars[len(implicit):]
-        for binder in [*sizes, *(ast.constvars if consts is None else ()), *explicit]:
+        called = set(map(id, called_constvars(ev.prog)))
+        for binder in [*sizes, *leading_constvars(ev.prog, consts is not None), *explicit]:
             if _is_bf16(binder):   # passed as its bits; computed in its float32 carrier
                 t = b.new_arg(ShapedArray(ev.aval(binder.type, env, binder.tok).shape, BF16_BITS))
                 env[binder.name or "_"] = _carrier_of_bits(t)
                 continue
-            t = b.new_arg(ev.aval(binder.type, env, binder.tok))
+            t = b.new_arg(ev.aval(binder.type, {}, binder.tok) if id(binder) in called else
+                          ev.aval(binder.type, env, binder.tok))
+            if id(binder) in called:   # a called jaxpr's constant: bound where that jaxpr runs
+                ev.called_consts[id(binder)] = t
+                continue
             if binder.name is not None:
                 env[binder.name] = t
                 if binder.name in implicit and t.jvar.dim is not None:
@@ -677,14 +722,7 @@ def _is_bf16(binder: Binder) -> bool:
     return binder.type is not None and binder.type.dtype == BF16
 
 
-def _carrier_of_bits(bits):
-    wide = lax.shift_left(lax.convert_element_type(bits, np.uint32), np.uint32(16))
-    return lax.bitcast_convert_type(wide, np.float32)
-
-
-def _bits_of_carrier(x):
-    return lax.convert_element_type(lax.shift_right_logical(lax.bitcast_convert_type(x, np.uint32), np.uint32(16)),
-                                    BF16_BITS)
+_carrier_of_bits, _bits_of_carrier = jaxpr_compat.carrier_of_bf16_bits, jaxpr_compat.bf16_bits_of_carrier
 
 
 def bf16_results(ast: JaxprAST) -> set[int]:
@@ -694,9 +732,9 @@ def bf16_results(ast: JaxprAST) -> set[int]:
     return {k for k, a in enumerate(ast.outs) if isinstance(a, VarRef) and a.name in types and _is_bf16(types[a.name])}
 
 
-def bf16_arguments(ast: JaxprAST, n_implicit: int, constvars_leading: bool) -> set[int]:
-    """The positions among the explicit arguments (constvars first when they lead) of those declared bf16."""
-    explicit = [*(ast.constvars if constvars_leading else ()), *ast.invars[n_implicit:]]
+def bf16_arguments(prog: Program, n_implicit: int, consts_given: bool) -> set[int]:
+    """The positions among the explicit arguments (the leading constvars first) of those declared bf16."""
+    explicit = [*leading_constvars(prog, consts_given), *prog.main.invars[n_implicit:]]
     return {k for k, b in enumerate(explicit) if _is_bf16(b)}
 
 

@@ -126,7 +126,7 @@ def _reader() -> SimpleNamespace:
     from sprue.io import jaxpr_eval, jaxpr_parser
     return SimpleNamespace(Parser=jaxpr_parser.Parser, parse_program=jaxpr_parser.parse_program,
                            build=jaxpr_eval.build, bf16_arguments=jaxpr_eval.bf16_arguments,
-                           bf16_results=jaxpr_eval.bf16_results)
+                           bf16_results=jaxpr_eval.bf16_results, leading_constvars=jaxpr_eval.leading_constvars)
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -211,13 +211,13 @@ def parse_saved(text: str, filename: str = "<jaxpr>", *, with_boundary: bool = F
     closed, n_implicit = _reader().build(prog, consts=consts, implicit=header["implicit"])
     explicit = len(closed.jaxpr.invars) - n_implicit
     names = header["args"]
-    leading = prog.main.constvars if consts is None else []
+    reader = _reader()
+    leading = reader.leading_constvars(prog, consts is not None)
     if names is None or len(names) != explicit:
         # a JAX-printed jaxpr's constvars (their values not printed) are its leading parameters
         names = [b.name for b in [*leading, *prog.main.invars[n_implicit:]]]
     if with_boundary:
-        reader = _reader()
         return closed, n_implicit, names, PrintedBoundary([b.name for b in leading],
-                                                          reader.bf16_arguments(prog.main, n_implicit, bool(leading)),
+                                                          reader.bf16_arguments(prog, n_implicit, consts is not None),
                                                           reader.bf16_results(prog.main))
     return closed, n_implicit, names

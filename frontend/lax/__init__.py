@@ -28,6 +28,7 @@ from sprue.lax.indexing import *  # noqa: F401,F403
 from sprue.lax.linalg import *  # noqa: F401,F403  (sprue.numpy.linalg's factorizations and triangular solve)
 from sprue.lax.random_bits import threefry2x32, threefry2x32_p  # noqa: F401
 from sprue.lax.reductions import *  # noqa: F401,F403
+from sprue.lax.rng_bit_generator import RNG_ALGORITHMS, rng_bit_generator  # noqa: F401  (XLA's generator, as JAX's CPU backend runs it)
 from sprue.lax.scatter_reductions import (  # noqa: F401
     scatter_max,
     scatter_max_p,

@@ -74,3 +74,18 @@ def test_an_iota_of_floats_and_a_one_hot_from_a_stored_index():
         return onehot * snp.arange(6, dtype=x.dtype)[None, :]
     want = (x.argmin(1)[:, None] == np.arange(6)[None, :]) * np.arange(6.0)[None, :]
     np.testing.assert_array_equal(sprue.qjit(f)(x), want)
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_a_sum_of_an_iota_alone_keeps_its_loop_sized(tmp_path, dtype):
+    """`arange(5.0).sum()` as JAX prints it: recomputing the iota in the sum would leave a generic
+    with no operand indexed by its reduction loop, on which MLIR's fusion crashed; it stays read."""
+    path = tmp_path / "f.jaxpr"
+    path.write_text(f"""{{ lambda ; a:{dtype}[]. let
+    b:{dtype}[5] = iota[dimension=0 dtype={'float64' if dtype == 'f64' else 'float32'} shape=(5,) sharding=None]
+    c:{dtype}[] = reduce_sum[axes=(0,) out_sharding=None] b
+    d:{dtype}[] = add c a
+  in (c, d) }}
+""")
+    got = sprue.load(path)(np.array(2, np.float64 if dtype == "f64" else np.float32))
+    assert [float(g) for g in got] == [10.0, 12.0]

@@ -165,3 +165,13 @@ def test_a_users_module_cannot_call_sprues_own_prefix_scan():
     bare = text.replace(' {sprue.axis = 0 : i64, sprue.combine = "stablehlo.add", sprue.reverse = false}', "")
     with pytest.raises(sprue.SprueError, match=r"stablehlo.custom_call @sprue.prefix_scan"):
         load_stablehlo(bare)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cummax"])
+def test_float16_prefix_scans(op):
+    """A float16 init constant is read (MLIR's indexing of a dense f16 attribute is not)."""
+    x = np.random.default_rng(3).uniform(-2, 2, 10).astype(np.float16)
+    got = sprue.qjit(lambda v: getattr(lax, op)(v, axis=0))(x)
+    want = np.cumsum(x, dtype=np.float32) if op == "cumsum" else np.maximum.accumulate(x)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-3, atol=2e-3)

@@ -128,3 +128,12 @@ def test_digamma_derivative_is_trigamma():
     f = sprue.qjit(lax.digamma)
     np.testing.assert_allclose(slope, (np.asarray(f(x + h)) - np.asarray(f(x - h))) / (2 * h), rtol=1e-6)
     np.testing.assert_allclose(sprue.grad(lax.digamma)(1.0), np.pi ** 2 / 6, rtol=1e-10)
+
+
+def test_nextafter_of_an_array_and_a_scalar():
+    """A rank-0 operand beside an array (sprue's rule allows it, as add's does) is broadcast."""
+    x = np.array([1.0, -2.0, 0.0, np.inf], np.float32)
+    towards = sprue.qjit(lambda v: lax.nextafter(v, np.float32(0)))(x)
+    away = sprue.qjit(lambda v: lax.nextafter(np.float32(0), v))(x)
+    np.testing.assert_array_equal(towards, np.nextafter(x, np.float32(0)))
+    np.testing.assert_array_equal(away, np.nextafter(np.float32(0), x))

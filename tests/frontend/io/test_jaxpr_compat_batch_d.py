@@ -123,8 +123,9 @@ def test_constvars_lead_the_parameters_as_eval_jaxpr_takes_them(tmp_path):
     np.testing.assert_array_equal(f(scale, rows, x), (x * scale)[rows])
     with pytest.raises(SprueTypeError, match=r"takes 3 arguments \(a, b, c\), got 1; the first 2 \(a, b\) are the"
                                              r" jaxpr's constvars, whose values JAX's printer drops: pass the"
-                                             r" ClosedJaxpr's consts first \(closed.consts, in order\), then the"
-                                             r" function's arguments, as jax.core.eval_jaxpr"):
+                                             r" ClosedJaxpr's consts first \(closed.consts, in order; then those of"
+                                             r" the jaxprs it calls, which the text declares after, in its order\),"
+                                             r" then the function's arguments, as jax.core.eval_jaxpr"):
         f(x)
 
 

@@ -96,10 +96,11 @@ def test_structural_operations_on_key_arrays(tmp_path):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("{ lambda ; a:key<rbg>[]. let b:u32[4] = random_unwrap a in (b,) }",
-     "k.jaxpr:1:14: the key type 'key<rbg>' is not supported; sprue implements JAX's default PRNG, threefry2x32"),
-    ("{ lambda ; a:u32[4]. let b:key<fry>[] = random_wrap[impl=rbg] a in (b,) }",
-     "random_wrap: the PRNG implementation 'rbg' is not supported"),
+    ("{ lambda ; a:key<pcg>[]. let b:u32[4] = random_unwrap a in (b,) }",
+     "k.jaxpr:1:14: the key type 'key<pcg>' is not supported; sprue implements JAX's PRNGs key<fry>, key<rbg>,"
+     " key<urbg>"),
+    ("{ lambda ; a:u32[4]. let b:key<fry>[] = random_wrap[impl=pcg] a in (b,) }",
+     "random_wrap: the PRNG implementation 'pcg' is not supported; sprue implements JAX's fry, rbg, urbg"),
     ("{ lambda ; a:u32[2]. let b:u32[3] = random_bits[bit_width=32 shape=(4,)] a in (b,) }",
      "output 0 of random_bits is declared u32[3] but sprue computes u32[4]"),
     ("{ lambda ; a:u32[2]. let b:key<fry>[] = random_wrap[impl=fry] a; c:key<fry>[2] = random_split[shape=(2,)] b"
