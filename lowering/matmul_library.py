@@ -61,14 +61,16 @@ from sprue.lowering.mlir_util import as_operation, has_function, ops_where, priv
 
 SYMBOL_PREFIX = "sprue_matmul_"
 # Sizes known at compile time from which a product calls the library (_routed). The routine's kernel
-# is the one matmul.py makes for run-time sizes: B packed whole (a loss for few rows), N in blocks
-# of matmul.PACK_NC columns with a padded, copied last block, no narrow or half-width register
-# tile. Against the inline code of static sizes (f64, both cores, one process, interleaved, CPU
-# time, median of 15, AVX-512 EPYC): 512x64 @ 64xN 1.26-3.3x for N = 16, 32, 64, 100; 1.09x for
-# N = 256 (a whole and a padded block? no: 2 whole blocks, the extra pass over C); 128 columns
-# 0.98-1.04x from k = 16 and m = 64 (512x16x128 1.04, 512x32x128 0.98, 64x128x128 1.04, 128^3
-# 0.99, 512x256x128 1.01), and below about 2^20 m n k the call and the pool's start cost more than
-# the product (64^3 2.4x, 96^3 1.8x, 128x64x128 1.02x).
+# is the one matmul.py makes for run-time sizes: B packed whole, N in blocks of matmul.PACK_NC (128)
+# columns with a padded, copied last block, no narrow or half-width register tile. Against the
+# inline code of static sizes, every product forced through the library (one thread, f64, CPU time
+# per call, median of 11 interleaved in one process, AVX-512 EPYC, m x k x n): columns no block
+# divides 1.2-2.3x (512x64x16 2.25, x32 1.24, x64 1.21, x100 1.22, 2048x64x64 2.30, 512x128x10
+# 2.09); whole blocks 1.00-1.04x (512x64x256 1.00, 512x16x128 1.02, 512x10x128 1.04, 512x32x128
+# 1.03, 64x128x128 1.02, 128x64x128 1.01, 128x1024x256 1.01 -- the long k that ran 1.59x in the
+# twenty-third session now runs as the static one --, 256^3 1.01, 1024x256x128 1.01); few rows
+# 32x128x128 1.16; small products 64^3 1.30, 96^3 1.20 (their n no block either). First calls of
+# one product in a warm process, CPU: 70-85 ms inline, 35-70 ms calling the library.
 MIN_ROWS = 64
 MIN_DEPTH = 32
 MIN_VOLUME = 1 << 20
