@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 
 $(PREBUILT): $(STAMP) $(RUNTIME_SOURCES)
 	$(PY) -m sprue.lowering.c_toolchain
+	$(PY) -m sprue.lowering.matmul_prebuild
 	touch $(PREBUILT)
 
 run: $(PREBUILT)

@@ -31,7 +31,7 @@ import numpy as np
 from sprue.base import forks, timing
 from sprue.base.errors import CompileError, SprueValueError
 from sprue.base.timing import step
-from sprue.lowering import llvm_threads, matmul_library
+from sprue.lowering import llvm_threads, matmul_library_build
 from sprue.lowering import pipeline as _pipeline
 from sprue.lowering.allocation import add_entry_wrappers, check_allocations, check_stack
 from sprue.lowering.c_toolchain import (  # noqa: F401 (_kept_object and its kin, _MEMREF_COPY_C: tests)
@@ -634,7 +634,7 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
             (work / f"{name}.ll").write_text(llvm_ir)
             (work / f"{name}.opt.ll").write_text(result.optimized_ir)
         sources = _runtime_sources(llvm_ir, work, name)
-        more += matmul_library.objects_for(llvm_ir, work, cpu, features)   # (the routines it calls)
+        more += matmul_library_build.objects_for(llvm_ir, work, cpu, features, codegen)   # (the routines it calls)
         try:
             with step("link"):
                 _link_replacing(obj_path, so_path, sources, more, meanwhile)

@@ -550,12 +550,6 @@ def build_fast_caller() -> Path | None:
 if __name__ == "__main__":   # `make venv`: the runtime's objects built at installation (above)
     for path in prebuild_runtime_objects():
         print(f"sprue: built {path}")
-    # the matmul library's routines (matmul_library.py): sprue's own pipeline, so imported only here
-    from sprue.lowering import matmul_library
-    from sprue.lowering.targets import HOST_CPU
-    PREBUILT_DIR.mkdir(mode=0o755, exist_ok=True)
-    for path in matmul_library.prebuild(PREBUILT_DIR, HOST_CPU):
-        print(f"sprue: built {path}")
     built = build_fast_caller()
     if built is not None:
         print(f"sprue: built {built}")

@@ -50,7 +50,7 @@ from torch_mlir import ir, passmanager
 from torch_mlir.dialects import arith, scf, tensor
 
 from sprue.lowering.inplace import fold_whole_slices
-from sprue.lowering.matmul_library import route_products
+from sprue.lowering.matmul_library import ROUTINE_ATTR, route_products
 from sprue.lowering.matmul_operands import (
     PLAIN_MAPS,
     fixed_across_loop,
@@ -583,7 +583,8 @@ def tile_matmuls(module: ir.Module) -> None:
         fold_lhs_transposes(found)
         if pack_dynamic() == "":   # (not while measuring the inline kernel's variants)
             found = route_products(module, found, PACK_NC)     # calls of the prebuilt library
-        found = _split_columns(module, found)
+        # (a split collects the products again: not those that call the library)
+        found = [op for op in _split_columns(module, found) if ROUTINE_ATTR not in op.attributes]
     plans, parts, matvecs = _FIRST_IDENT, [], set()
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in found:

@@ -19,6 +19,8 @@ Built at installation for this machine's CPU (`make venv`, beside the runtime's 
 c_toolchain.PREBUILT_DIR), else compiled at the first use of a routine (for another CPU or after a
 change of the lowering) and kept in the compile cache; linked into a library only when its code
 calls it (backend.build_shared_library), so a library still needs only libc, libm and libpthread.
+Building and finding the objects is matmul_library_build.py's (it runs the pipeline, which runs
+this module's rewrites); matmul_prebuild.py is the installation's entry.
 
 Which products call it (route_products, on tensors before matmul.py tiles the rest): f32/f64
 linalg.matmul and batch_matmul in one of the forms above whose C starts as zeros (a product
@@ -38,13 +40,8 @@ before.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
-import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from torch_mlir import ir
 
@@ -143,83 +140,6 @@ func.func public @{routine(form_name, dtype)}(%a: {memref}, %b: {memref}, %c: {m
 }}
 }}
 """
-
-
-def _lowering_identity() -> str:
-    """What the routines' code depends on besides their text: sprue's lowering sources and LLVM's
-    version (a changed pipeline must not reuse an old object)."""
-    import llvmlite  # (imported by the backend already; here for its version)
-    digest = hashlib.sha256(llvmlite.__version__.encode())
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()
-
-
-@functools.cache
-def _identity() -> str:
-    return _lowering_identity()
-
-
-def object_name(form: str, dtype: str, cpu: str, features: str) -> str:
-    ident = repr((library_text(form, dtype), cpu, features, _identity())).encode()
-    return f"matmul-{form}-{dtype}-{hashlib.sha256(ident).hexdigest()[:24]}.o"
-
-
-def compile_routine(form: str, dtype: str, cpu: str, features: str) -> bytes:
-    """The routine's object, compiled now by sprue's pipeline and LLVM at O3."""
-    from sprue.lowering.backend import codegen  # (backend imports this module to link the routines)
-    from sprue.lowering.pipeline import lower_to_llvm_ir
-    # hidden: each library calls its own copy (on its own pool), none exports it
-    llvm_ir = lower_to_llvm_ir(library_text(form, dtype)).replace(
-        f"define void @_mlir_ciface_{routine(form, dtype)}(", f"define hidden void @_mlir_ciface_{routine(form, dtype)}(")
-    return codegen(llvm_ir, cpu=cpu, features=features, split=False, entry_wrappers=False).obj
-
-
-_compiled: dict[str, bytes] = {}
-
-
-def routine_object(form: str, dtype: str, cpu: str, features: str) -> bytes:
-    """The routine's object: prebuilt, kept in the cache, compiled in this process already, or
-    compiled now (then kept)."""
-    from sprue.lowering import c_toolchain  # (c_toolchain imports this module: deferred against the cycle)
-    name = object_name(form, dtype, cpu, features)
-    data = _compiled.get(name) or c_toolchain.kept_named_object(name)
-    if data is None:
-        data = compile_routine(form, dtype, cpu, features)
-        c_toolchain.keep_named_object(name, data)
-    _compiled[name] = data
-    return data
-
-
-_CALLED = re.compile(rf"@_mlir_ciface_{SYMBOL_PREFIX}(\w+?)_(f32|f64)\(")
-
-
-def objects_for(llvm_ir: str, directory: Path, cpu: str, features: str) -> list[Path]:
-    """The routines llvm_ir calls, their objects written into `directory`."""
-    paths = []
-    for form, dtype in sorted(set(_CALLED.findall(llvm_ir))):
-        path = directory / f"{routine(form, dtype)}.o"
-        path.write_bytes(routine_object(form, dtype, cpu, features))
-        paths.append(path)
-    return paths
-
-
-def prebuild(directory: Path, cpu: str, features: str = "") -> list[Path]:
-    """Every routine compiled for `cpu` into `directory` (installation: c_toolchain's main)."""
-    written = []
-    for form in FORMS:
-        for dtype in DTYPES:
-            name = object_name(form, dtype, cpu, features)
-            target = directory / name
-            if not target.exists():
-                with tempfile.NamedTemporaryFile(dir=directory, prefix=f".{name}.", delete=False) as f:
-                    f.write(compile_routine(form, dtype, cpu, features))
-                os.chmod(f.name, 0o644)
-                os.replace(f.name, target)
-            written.append(target)
-    for stale in set(directory.glob("matmul-*.o")) - set(written):   # (a former lowering's)
-        stale.unlink()
-    return written
 
 
 # -- the calls ---------------------------------------------------------------------------------
@@ -342,4 +262,4 @@ def call_routines(module: ir.Module) -> None:
 
 
 __all__ = ["DTYPES", "FORMS", "MIN_VOLUME", "ROUTINE_ATTR", "SYMBOL_PREFIX", "call_routines", "enabled",
-           "library_text", "objects_for", "prebuild", "route_products", "routine", "routine_object"]
+           "library_text", "route_products", "routine"]
