@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 # The runtime's C objects (lowering/c_toolchain.py), built at installation and again when the
 # modules holding their sources change (an object no longer prebuilt is compiled at first use).
 RUNTIME_SOURCES := lowering/c_toolchain.py lowering/allocation.py lowering/parallel_runtime.py lowering/print_runtime.py runtime/fastcall_c.py
+# ... and the matmul library's routines (lowering/matmul_library.py), which sprue's whole lowering compiles
+RUNTIME_SOURCES += $(wildcard lowering/*.py)
 PREBUILT := $(VENV)/.prebuilt
 
 venv: $(PREBUILT)
@@ -21,6 +23,7 @@ $(STAMP): pyproject.toml
 
 $(PREBUILT): $(STAMP) $(RUNTIME_SOURCES)
 	$(PY) -m sprue.lowering.c_toolchain
+	$(PY) -m sprue.lowering.matmul_prebuild
 	touch $(PREBUILT)
 
 run: $(PREBUILT)

@@ -31,7 +31,7 @@ import numpy as np
 from sprue.base import forks, timing
 from sprue.base.errors import CompileError, SprueValueError
 from sprue.base.timing import step
-from sprue.lowering import llvm_threads
+from sprue.lowering import llvm_threads, matmul_library_build
 from sprue.lowering import pipeline as _pipeline
 from sprue.lowering.allocation import add_entry_wrappers, check_allocations, check_stack
 from sprue.lowering.c_toolchain import (  # noqa: F401 (_kept_object and its kin, _MEMREF_COPY_C: tests)
@@ -268,7 +268,7 @@ GLUE_CODEGEN_LEVEL = 0
 
 
 def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: Sequence[str] = (),
-            asm: bool = False, features: str = "", split: bool = True) -> Codegen:
+            asm: bool = False, features: str = "", split: bool = True, entry_wrappers: bool = True) -> Codegen:
     """Optimizes the module at `opt_level` and emits an object for `cpu` with `features` (see
     _target_machine). With `split` (and opt_level 2 or 3), a module with enough glue or enough
     noinline kernels is cut in several (module_split.py), compiled at once on llvm_threads.py's
@@ -276,12 +276,16 @@ def codegen(llvm_ir: str, *, opt_level: int = 3, cpu: str = HOST_CPU, internal: 
 
     `internal` names functions to give internal linkage before optimizing: the library then does
     not export them, calls to them cannot be interposed by a same-named symbol of the host program,
-    and O3 may inline them into their (exported) callers."""
+    and O3 may inline them into their (exported) callers. Without `entry_wrappers` the C interfaces
+    stay MLIR's, unchecked: a routine that a kernel calls (matmul_library.py), whose failed
+    allocation ends the kernel's call."""
     check_codegen_options(opt_level, cpu, features)   # before the lock: it may ask a child process
     # (a profile's per-pass timings are LLVM's process-wide timers: its modules one at a time)
     threads = 1 if timing.enabled() else llvm_threads.workers()
     with step("LLVM: prepare the IR text"):
-        llvm_ir = add_entry_wrappers(llvmlite_compatible(llvm_ir))   # checked allocation: allocation.py
+        llvm_ir = llvmlite_compatible(llvm_ir)
+        if entry_wrappers:
+            llvm_ir = add_entry_wrappers(llvm_ir)   # checked allocation: allocation.py
         llvm_ir = declare_vector_variants(llvm_ir, cpu, features)   # libm calls the vectorizer may widen
         parts = split_module(llvm_ir, kernel_parts=threads) if split and opt_level >= 2 else None
     with _llvm_lock:
@@ -630,6 +634,7 @@ def build_shared_library(stablehlo_text: str, out_dir: str | os.PathLike, name: 
             (work / f"{name}.ll").write_text(llvm_ir)
             (work / f"{name}.opt.ll").write_text(result.optimized_ir)
         sources = _runtime_sources(llvm_ir, work, name)
+        more += matmul_library_build.objects_for(llvm_ir, work, cpu, features, codegen)   # (the routines it calls)
         try:
             with step("link"):
                 _link_replacing(obj_path, so_path, sources, more, meanwhile)

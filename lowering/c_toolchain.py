@@ -26,6 +26,7 @@ from sprue.base.errors import CompileError
 from sprue.lowering import linker
 from sprue.lowering.allocation import RUNTIME_C, runtime_source
 from sprue.lowering.linalg_runtime import LINALG_SYMBOL_PREFIX, linalg_source
+from sprue.lowering.matmul_library import SYMBOL_PREFIX as MATMUL_SYMBOL_PREFIX
 from sprue.lowering.parallel_runtime import PARALLEL_C, PARALLEL_SOURCE, parallel_source
 from sprue.lowering.print_runtime import PRINT_SYMBOL_PREFIX, print_source
 from sprue.lowering.vector_math import LIBMVEC, _libmvec_available
@@ -238,8 +239,11 @@ PREBUILT_DIR = Path(__file__).resolve().parent / "_prebuilt"
 
 def _prebuilt_object(key: tuple) -> bytes | None:
     name = _object_name(key)
-    if name is None or not (only_mine(PREBUILT_DIR, stat.S_ISDIR, or_root=True)
-                            and only_mine(PREBUILT_DIR / name, or_root=True)):
+    return None if name is None else _prebuilt_named(name)
+
+
+def _prebuilt_named(name: str) -> bytes | None:
+    if not (only_mine(PREBUILT_DIR, stat.S_ISDIR, or_root=True) and only_mine(PREBUILT_DIR / name, or_root=True)):
         return None
     try:
         return (PREBUILT_DIR / name).read_bytes()
@@ -259,6 +263,22 @@ def _keep_object(key: tuple, data: bytes) -> None:
     path = _kept_object_path(key)
     if path is not None:
         write_private(path, data)   # (not kept on a read-only or full disk: still used)
+
+
+def kept_named_object(name: str) -> bytes | None:
+    """An object another module of sprue names itself (matmul_library.py's routines): prebuilt, or
+    kept in the compile cache; None where neither holds it."""
+    prebuilt = _prebuilt_named(name)
+    if prebuilt is not None:
+        return prebuilt
+    root = cache_dir()
+    return None if root is None else read_private(Path(os.fsdecode(root)) / "runtime" / name)
+
+
+def keep_named_object(name: str, data: bytes) -> None:
+    root = cache_dir()
+    if root is not None:
+        write_private(Path(os.fsdecode(root)) / "runtime" / name, data)
 
 
 def prebuild_runtime_objects() -> list[Path]:
@@ -449,7 +469,7 @@ def _runtime_sources(llvm_ir: str, directory: Path, name: str) -> list[Path]:
     every library calls), the pool (above) and, when the kernel needs them, memrefCopy,
     sprue.debug.print's routines and sprue.numpy.linalg's (linalg_runtime.py)."""
     sources = [runtime_source(directory, name), parallel_source(directory, name)]
-    if "@memrefCopy(" in llvm_ir:
+    if "@memrefCopy(" in llvm_ir or f"@_mlir_ciface_{MATMUL_SYMBOL_PREFIX}" in llvm_ir:   # (the routines copy)
         sources.append(memref_copy_source(directory, name))
     if f"@{PRINT_SYMBOL_PREFIX}" in llvm_ir:
         sources.append(print_source(directory, name))

@@ -50,11 +50,12 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, scf, tensor
 
 from sprue.lowering.inplace import fold_whole_slices
+from sprue.lowering.matmul_library import ROUTINE_ATTR, route_products
 from sprue.lowering.matmul_operands import (
     PLAIN_MAPS,
+    fixed_across_loop,
     fold_lhs_transposes,
     fold_rhs_transpose,
-    is_transpose,
     transposed,
 )
 from sprue.lowering.matmul_scripts import (
@@ -76,7 +77,7 @@ from sprue.lowering.matmul_unfuse import (
     order_product_loops,
     split_fused_operands,
 )
-from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside, ops_where, pass_manager
+from sprue.lowering.mlir_util import as_operation, ops_where, pass_manager
 from sprue.lowering.targets import host_vector_bytes
 from sprue.lowering.transpose_blocks import lower_block_transposes
 
@@ -187,23 +188,6 @@ def pack_dynamic() -> str:
     return os.environ.get("SPRUE_MATMUL_PACK_DYNAMIC", "")
 
 
-def _fixed_across_loop(value: ir.Value, op: ir.Operation) -> bool:
-    """Whether `value` (seen through a transposed copy) is defined outside the innermost loop
-    enclosing `op`: the same B on every trip (a recurrent scan's weights), which a packed
-    product would pack again on every trip. False outside loops."""
-    loop = op.parent
-    while loop is not None and loop.name not in LOOP_OPS:
-        if loop.name == "func.func":
-            return False
-        loop = loop.parent
-    if loop is None:
-        return False
-    producer = None if isinstance(value.owner, ir.Block) else as_operation(value.owner)
-    if producer is not None and is_transpose(producer, op.name == "linalg.batch_matmul"):
-        return _fixed_across_loop(producer.operands[0], op)
-    return not defined_inside(value, loop)
-
-
 def _pays_unguarded(op: ir.Operation) -> bool:
     """Whether a product with run-time sizes packs B without the run-time guard: unless B is fixed
     across an enclosing loop (a recurrent scan's weights would be packed again on every trip), it
@@ -216,7 +200,7 @@ def _pays_unguarded(op: ir.Operation) -> bool:
     packed too 11.3 ms (static 11.1). `? x ? @ ? x ?` f64 at 256^3 (one core, separate processes,
     min of 500 calls, against OpenBLAS): unpacked 1.12-1.30x, packed with its columns split
     1.0x."""
-    return not _fixed_across_loop(op.operands[1], op)
+    return not fixed_across_loop(op.operands[1], op)
 
 
 def _narrow_tile(n: int, itemsize: int) -> tuple[tuple[int, ...], int]:
@@ -597,7 +581,10 @@ def tile_matmuls(module: ir.Module) -> None:
             order_product_loops(op)
         found = [name_product(collapse_contraction_dims(split_fused_operands(op))) for op in found]
         fold_lhs_transposes(found)
-        found = _split_columns(module, found)
+        if pack_dynamic() == "":   # (not while measuring the inline kernel's variants)
+            found = route_products(module, found, PACK_NC)     # calls of the prebuilt library
+        # (a split collects the products again: not those that call the library)
+        found = [op for op in _split_columns(module, found) if ROUTINE_ATTR not in op.attributes]
     plans, parts, matvecs = _FIRST_IDENT, [], set()
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in found:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from sprue.lowering.mlir_util import LOOP_OPS, as_operation, defined_inside
+
 LHS_T_MAPS = ("[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
               "affine_map<(d0, d1, d2) -> (d0, d1)>]")
 # (lhs, rhs) transposed -> a matmul's indexing maps; only packed products read a transposed B
@@ -74,6 +76,23 @@ def _producer(value: ir.Value) -> ir.Operation | None:
     return owner if isinstance(owner, ir.Operation) else None
 
 
+def fixed_across_loop(value: ir.Value, op: ir.Operation) -> bool:
+    """Whether `value` (seen through a transposed copy) is defined outside the innermost loop
+    enclosing `op`: the same B on every trip (a recurrent scan's weights), which a packed
+    product would pack again on every trip. False outside loops."""
+    loop = op.parent
+    while loop is not None and loop.name not in LOOP_OPS:
+        if loop.name == "func.func":
+            return False
+        loop = loop.parent
+    if loop is None:
+        return False
+    producer = None if isinstance(value.owner, ir.Block) else as_operation(value.owner)
+    if producer is not None and is_transpose(producer, op.name == "linalg.batch_matmul"):
+        return fixed_across_loop(producer.operands[0], op)
+    return not defined_inside(value, loop)
+
+
 def fold_lhs_transposes(found: list[ir.Operation]) -> None:
     """A matmul of a transposed A (`a.T @ b`, `x.T @ g` in a gradient: dot_canonical.py transposes
     the lhs into canonical order) reads the untransposed A through its indexing map instead of a
@@ -107,5 +126,5 @@ def fold_rhs_transpose(op: ir.Operation) -> ir.Operation | None:
     return producer
 
 
-__all__ = ["BATCH_RHS_T_MAPS", "LHS_T_MAPS", "MATMUL_MAPS", "PLAIN_MAPS", "fold_lhs_transposes",
+__all__ = ["BATCH_RHS_T_MAPS", "LHS_T_MAPS", "MATMUL_MAPS", "PLAIN_MAPS", "fixed_across_loop", "fold_lhs_transposes",
            "fold_rhs_transpose", "is_transpose", "transposed"]

@@ -61,6 +61,7 @@ from sprue.lowering.loop_hints import (
     keep_outer_loops_rolled,
 )
 from sprue.lowering.matmul import tile_matmuls
+from sprue.lowering.matmul_library import call_routines
 from sprue.lowering.mlir_util import LegalizeError, as_operation, pass_manager
 from sprue.lowering.outline import outline_loop_nests, pass_bare_pointers, split_long_bodies
 from sprue.lowering.pad_sums import concatenate_pad_sums, write_long_concatenates
@@ -265,6 +266,7 @@ _AFTER_LLVM: tuple[Rewrite, ...] = (
 )
 
 _BEFORE_LOOPS: tuple[Rewrite, ...] = (
+    call_routines,       # the products route_products marked: calls of the prebuilt library (matmul_library.py)
     parallelize_scatters,   # scatters that combine: chunks of updates into partial results (parallel_scatter.py)
     parallelize_loops,   # big ops with a parallel first loop: run in chunks on the pool (parallel.py)
 )

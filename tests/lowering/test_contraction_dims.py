@@ -17,6 +17,13 @@ B, T, H, DH = 2, 64, 4, 32
 D = H * DH
 
 
+@pytest.fixture(autouse=True)
+def _inline_products(monkeypatch):
+    """These tests read the inline kernels' code: no product calls the prebuilt library
+    (matmul_library.py; tests/lowering/test_matmul_library.py tests those calls)."""
+    monkeypatch.setenv("SPRUE_MATMUL_LIBRARY", "0")
+
+
 def _close(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
 

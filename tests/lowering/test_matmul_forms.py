@@ -14,6 +14,13 @@ from sprue.lowering.targets import host_vector_bytes
 RNG = np.random.default_rng(13)
 
 
+@pytest.fixture(autouse=True)
+def _inline_products(monkeypatch):
+    """These tests read the inline kernels' code: no product calls the prebuilt library
+    (matmul_library.py; tests/lowering/test_matmul_library.py tests those calls)."""
+    monkeypatch.setenv("SPRUE_MATMUL_LIBRARY", "0")
+
+
 def _close(got, want, dtype):
     tol = 2e-4 if dtype == np.float32 else 1e-11
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max(initial=0))))

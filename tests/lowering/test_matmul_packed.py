@@ -16,6 +16,13 @@ from tests.helpers.bufferization import copies_outside_loops
 RNG = np.random.default_rng(21)
 
 
+@pytest.fixture(autouse=True)
+def _inline_products(monkeypatch):
+    """These tests read the inline kernels' code: no product calls the prebuilt library
+    (matmul_library.py; tests/lowering/test_matmul_library.py tests those calls)."""
+    monkeypatch.setenv("SPRUE_MATMUL_LIBRARY", "0")
+
+
 def _args(dtype, *shapes):
     return [RNG.standard_normal(s).astype(dtype) for s in shapes]
 

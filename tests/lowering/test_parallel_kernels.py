@@ -114,7 +114,9 @@ def _products_reference(name, args):
 
 
 @pytest.mark.parametrize("name", sorted(PRODUCTS))
-def test_products_run_their_blocks_on_the_pool_with_the_same_bits(name, tmp_path):
+def test_products_run_their_blocks_on_the_pool_with_the_same_bits(name, tmp_path, monkeypatch):
+    # (the inline kernels' blocks; test_matmul_library.py: the prebuilt routines' on the same pool)
+    monkeypatch.setenv("SPRUE_MATMUL_LIBRARY", "0")
     fn, shapes, dtype = PRODUCTS[name]
     args = [(RNG.random(s) / s[-1]).astype(dtype) for s in shapes]
     f = sprue.qjit(fn, keep_intermediate=str(tmp_path))
