@@ -74,6 +74,7 @@ typedef struct { char *allocated; char *aligned; int64_t offset; int64_t dims[];
    another parallel loop, or with the pool busy or at one thread, the caller runs every chunk. */
 typedef void (*sprue_linalg_task)(int64_t lo, int64_t hi, void *ctx);
 void _sprue_parallel_for(sprue_linalg_task task, void *ctx, int64_t n, int64_t grain);
+int sprue_get_num_threads(void);
 /* Work is shared from SPRUE_PAR_FLOPS floating-point operations, in pieces of about SPRUE_PIECE_FLOPS
    (parallel.py's PARALLEL_MIN_FLOPS and CHUNK_FLOPS, measured there for generated loops); every
    piece's result is computed by the same operations whichever thread runs it, so the bits do not
@@ -479,7 +480,10 @@ typedef struct {
 } batch_job_SFX;
 
 static void for_each_matrix_SFX(sprue_linalg_task task, batch_job_SFX *job, int64_t count, double flops) {
-  if (count > 1 && count * flops >= SPRUE_PAR_FLOPS) {
+  /* (matrices big enough to share out their own work go one after another, unless there are
+     enough of them for every thread to have two) */
+  if (count > 1 && count * flops >= SPRUE_PAR_FLOPS &&
+      (flops < SPRUE_PAR_FLOPS || count >= 2 * (int64_t)sprue_get_num_threads())) {
     int64_t grain = flops >= SPRUE_PIECE_FLOPS ? 1 : (int64_t)(SPRUE_PIECE_FLOPS / (flops > 1 ? flops : 1));
     _sprue_parallel_for(task, job, count, grain);
   } else if (count > 0) {

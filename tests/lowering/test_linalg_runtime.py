@@ -105,6 +105,7 @@ STAND_IN_POOL = r"""
 typedef void (*task_t)(int64_t lo, int64_t hi, void *ctx);
 int64_t stand_in_calls;
 int stand_in_last_first;
+int sprue_get_num_threads(void) { return 2; }
 void _sprue_parallel_for(task_t task, void *ctx, int64_t n, int64_t grain) {
   int64_t chunks = n <= 0 ? 0 : (n - 1) / grain + 1;
   stand_in_calls++;
@@ -158,8 +159,9 @@ def _run_routines(lib, s, a, b, last_first):
     return (chol, packed, perm, swaps, lower_x, upper_x), calls.value
 
 
-@pytest.mark.parametrize("shape, shared", [((300, 300), True), ((130, 40, 40), True), ((40, 40), False)],
-                         ids=["one big matrix", "a batch of small ones", "one small matrix"])
+@pytest.mark.parametrize("shape, shared", [((300, 300), True), ((130, 40, 40), True), ((3, 200, 200), True),
+                                           ((40, 40), False)],
+                         ids=["one big matrix", "a batch of small ones", "a few big ones", "one small matrix"])
 def test_chunks_in_any_order_give_the_same_bits(stand_in_library, shape, shared):
     rng = np.random.default_rng(5)
     n = shape[-1]
