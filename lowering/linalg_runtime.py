@@ -207,7 +207,10 @@ static ISA_TARGET void gemm_sub_SFX_ISA(int64_t m, int64_t n, int64_t k, const R
   REAL packed_b[SPRUE_NB * NR_SFX_ISA];
   int64_t mr = m - m % SPRUE_MR_ISA;
   /* (at most 64 KB: under glibc's mmap threshold, so no page faults on every call) */
-  REAL *packed_a = mr && n > SPRUE_PACK_A_FROM ? malloc(sizeof(REAL) * (size_t)((mr < SPRUE_MC ? mr : SPRUE_MC) * k)) : NULL;
+  /* (narrow products read A where it is, unless its rows are a multiple of 1 KB apart: they would
+     share a few cache sets, which cost a 512 x 512 LU's panel 1.5x its time) */
+  int conflicting = (lda * (int64_t)sizeof(REAL)) % 1024 == 0;
+  REAL *packed_a = mr && (n > SPRUE_PACK_A_FROM || conflicting) ? malloc(sizeof(REAL) * (size_t)((mr < SPRUE_MC ? mr : SPRUE_MC) * k)) : NULL;
   /* A's tile at row i: element (r, p) at a[r * sr + p * sp] */
   int64_t sr = packed_a ? 1 : lda, sp = packed_a ? SPRUE_MR_ISA : 1;
   for (int64_t i0 = 0; i0 < mr; i0 += SPRUE_MC) {
@@ -297,12 +300,16 @@ static ISA_TARGET void trsm_lower_SFX_ISA(int64_t n, const REAL *L, int64_t ldl,
     int64_t b = n - k0 < SPRUE_NB ? n - k0 : SPRUE_NB, e = k0 + b;
     /* The diagonal block by substitution, NR_SFX_ISA columns at a time held in registers, two rows
        together (four chains of FMAs; row by row through memory, each axpy waited for the store of
-       the one before and took a third of a 400 x 200 solve). x_j = (x_j - sum_p L_jp x_p) / L_jj,
-       the terms subtracted in order of p. */
-    for (int64_t c = 0; c < mv; c += NR_SFX_ISA)
+       the one before and took a third of a 400 x 200 solve), on a contiguous copy of those columns
+       (X's rows a power of two apart fell into a few cache sets: a 512 x 512 Cholesky 1.3x
+       slower than without the copy). x_j = (x_j - sum_p L_jp x_p) / L_jj, the terms subtracted in
+       order of p. */
+    for (int64_t c = 0; c < mv; c += NR_SFX_ISA) {
+      REAL block[SPRUE_NB * NR_SFX_ISA];
+      for (int64_t j = k0; j < e; j++) memcpy(block + (j - k0) * NR_SFX_ISA, X + j * ldx + c, sizeof(REAL) * NR_SFX_ISA);
       for (int64_t j = k0; j < e; j += 2) {
         int two = j + 1 < e;
-        REAL *x = X + j * ldx + c, *z = x + (two ? ldx : 0);
+        REAL *x = block + (j - k0) * NR_SFX_ISA, *z = x + (two ? NR_SFX_ISA : 0);
         const REAL *lj = L + j * ldl, *lz = lj + (two ? ldl : 0);
         vec_SFX_ISA x0, x1, z0, z1;
         memcpy(&x0, x, sizeof x0);
@@ -310,7 +317,7 @@ static ISA_TARGET void trsm_lower_SFX_ISA(int64_t n, const REAL *L, int64_t ldl,
         memcpy(&z0, z, sizeof z0);
         memcpy(&z1, z + half, sizeof z1);
         for (int64_t p = k0; p < j; p++) {
-          const REAL *y = X + p * ldx + c;
+          const REAL *y = block + (p - k0) * NR_SFX_ISA;
           vec_SFX_ISA y0, y1;
           memcpy(&y0, y, sizeof y0);
           memcpy(&y1, y + half, sizeof y1);
@@ -326,6 +333,8 @@ static ISA_TARGET void trsm_lower_SFX_ISA(int64_t n, const REAL *L, int64_t ldl,
         memcpy(z, &z0, sizeof z0);
         memcpy(z + half, &z1, sizeof z1);
       }
+      for (int64_t j = k0; j < e; j++) memcpy(X + j * ldx + c, block + (j - k0) * NR_SFX_ISA, sizeof(REAL) * NR_SFX_ISA);
+    }
     for (int64_t c = mv; c < m; c++)   /* the last columns, the same way one by one */
       for (int64_t j = k0; j < e; j++) {
         REAL s = X[j * ldx + c];
@@ -353,10 +362,20 @@ static ISA_TARGET void trsm_lower_shared_SFX_ISA(int64_t n, const REAL *L, int64
   int64_t width = (m + SPRUE_PIECES - 1) / SPRUE_PIECES;
   width = width < SPRUE_PIECE_COLUMNS ? SPRUE_PIECE_COLUMNS : width;
   trsm_job_SFX j = {n, m, ldl, ldx, (width + NR_SFX_ISA - 1) / NR_SFX_ISA * NR_SFX_ISA, L, X, unit};
-  if (1.0 * n * n * m < SPRUE_PAR_FLOPS || m <= j.width)
+  REAL *copy = NULL;
+  if (1.0 * n * n * m < SPRUE_PAR_FLOPS || m <= j.width) {
     trsm_lower_SFX_ISA(n, L, ldl, unit, X, m, ldx);
-  else
-    _sprue_parallel_for(trsm_pieces_SFX_ISA, &j, (m + j.width - 1) / j.width, 1);
+    return;
+  }
+  /* L's rows a multiple of 1 KB apart (a 512 x 512 solve's) share a few cache sets: every piece
+     would copy them again for its products (gemm_sub), so L is copied once, a row 64 bytes longer
+     (without memory for it, the pieces do) */
+  if ((ldl * (int64_t)sizeof(REAL)) % 1024 == 0 && (copy = malloc(sizeof(REAL) * (size_t)(n * (n + 8))))) {
+    for (int64_t i = 0; i < n; i++) memcpy(copy + i * (n + 8), L + i * ldl, sizeof(REAL) * (size_t)(i + 1));
+    j.L = copy, j.ldl = n + 8;
+  }
+  _sprue_parallel_for(trsm_pieces_SFX_ISA, &j, (m + j.width - 1) / j.width, 1);
+  free(copy);
 }
 
 /* Cholesky of A (n x n, lower triangle) in place; 0 if A is not positive definite. Right-looking

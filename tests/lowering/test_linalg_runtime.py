@@ -159,9 +159,10 @@ def _run_routines(lib, s, a, b, last_first):
     return (chol, packed, perm, swaps, lower_x, upper_x), calls.value
 
 
-@pytest.mark.parametrize("shape, shared", [((300, 300), True), ((130, 40, 40), True), ((3, 200, 200), True),
-                                           ((40, 40), False)],
-                         ids=["one big matrix", "a batch of small ones", "a few big ones", "one small matrix"])
+@pytest.mark.parametrize("shape, shared", [((300, 300), True), ((256, 256), True), ((130, 40, 40), True),
+                                           ((3, 200, 200), True), ((40, 40), False)],
+                         ids=["one big matrix", "rows 2 KB apart (L copied once for the solve's pieces)",
+                              "a batch of small ones", "a few big ones", "one small matrix"])
 def test_chunks_in_any_order_give_the_same_bits(stand_in_library, shape, shared):
     rng = np.random.default_rng(5)
     n = shape[-1]
