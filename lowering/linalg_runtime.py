@@ -20,7 +20,7 @@ SPRUE_NB columns over one kernel, C -= A B (row-major, a 4 x 2-vector register t
 and clang vectorize; on x86-64 the compute core is also compiled for AVX2 + FMA and for AVX-512
 and chosen at run time by cpuid (sprue's LLVM code uses the host's vectors; the prebuilt object
 must not assume them). An LU's panel is factored by halves (LAPACK's recursive getrf2), so that
-most of its work is that kernel too. The source is one template (REAL, _SFX) written out for
+most of its work is that kernel too (unless its rows are a multiple of 1 KB apart: lu_SFX_ISA). The source is one template (REAL, _SFX) written out for
 float and double, and its compute core once more per instruction set (_ISA, ISA_TARGET).
 
 Big problems are shared out on sprue's pool (parallel_runtime.py, in every library, reached by
@@ -413,14 +413,14 @@ static ISA_TARGET int cholesky_SFX_ISA(int64_t n, REAL *A) {
    number of swaps kept), by halves (LAPACK's recursive getrf2, Toledo 1997: the left half, then
    the right half's top rows solved and the rest updated by a product, then its lower part): column
    by column, the panel was as slow as the trailing updates (a 400 x 400 LU). */
-static ISA_TARGET int64_t lu_panel_SFX_ISA(int64_t n, REAL *A, int64_t *perm, int64_t c0, int64_t w) {
+static ISA_TARGET int64_t lu_panel_SFX_ISA(int64_t n, REAL *A, int64_t *perm, int64_t c0, int64_t w, int64_t leaf) {
   int64_t swaps = 0, e = c0 + w;
-  if (w > SPRUE_LU_LEAF) {
+  if (w > leaf) {
     int64_t w1 = w / 2, c1 = c0 + w1;
-    swaps = lu_panel_SFX_ISA(n, A, perm, c0, w1);
+    swaps = lu_panel_SFX_ISA(n, A, perm, c0, w1, leaf);
     trsm_lower_SFX_ISA(w1, A + c0 * n + c0, n, 1, A + c0 * n + c1, w - w1, n);
     gemm_sub_SFX_ISA(n - c1, w - w1, w1, A + c1 * n + c0, n, A + c0 * n + c1, n, A + c1 * n + c1, n);
-    return swaps + lu_panel_SFX_ISA(n, A, perm, c1, w - w1);
+    return swaps + lu_panel_SFX_ISA(n, A, perm, c1, w - w1, leaf);
   }
   for (int64_t j = c0; j < e; j++) {
     int64_t piv = j;
@@ -450,11 +450,14 @@ static ISA_TARGET int64_t lu_panel_SFX_ISA(int64_t n, REAL *A, int64_t *perm, in
 /* LU with partial pivoting of A (n x n) in place (getrf, right-looking by blocks); perm as
    LAPACK's permutation applied (rows swapped whole); the number of swaps. */
 static ISA_TARGET int64_t lu_SFX_ISA(int64_t n, REAL *A, int64_t *perm) {
-  int64_t swaps = 0;
+  /* (by halves only where the rows are not a multiple of 1 KB apart: there the halves' narrow
+     products and solves ran slower than the columns one by one, one core, CPU: 512 x 512 4.5
+     against 3.9-4.1 ms, where 400 x 400 took 1.42 against 1.76) */
+  int64_t swaps = 0, leaf = (n * (int64_t)sizeof(REAL)) % 1024 ? SPRUE_LU_LEAF : SPRUE_NB;
   for (int64_t i = 0; i < n; i++) perm[i] = i;
   for (int64_t k0 = 0; k0 < n; k0 += SPRUE_NB) {
     int64_t b = n - k0 < SPRUE_NB ? n - k0 : SPRUE_NB, e = k0 + b;
-    swaps += lu_panel_SFX_ISA(n, A, perm, k0, b);
+    swaps += lu_panel_SFX_ISA(n, A, perm, k0, b, leaf);
     if (e < n) {
       trsm_lower_shared_SFX_ISA(b, A + k0 * n + k0, n, 1, A + k0 * n + e, n - e, n);
       gemm_sub_shared_SFX_ISA(n - e, n - e, b, A + e * n + k0, n, A + k0 * n + e, n, A + e * n + e, n, 0);
