@@ -168,6 +168,12 @@ PACK_MIN_ROWS = 64
 # streaming past it): 256^2 1.52 -> 0.83 ms against a 512 KiB block; 512^2 and 1024^2 alike
 # (1024^2 NC = 64: 70 ms).
 PACK_NC = 128
+# Where B's columns make 2 or 3 blocks, the blocks' loop (a product's parallel loop; a batch's is
+# its loop over batch elements) gets at least this many, narrower: 2 trips for 2 threads leave no
+# slack when one thread is slowed (a shared machine), and 3 leave one thread a trip alone. Each
+# element of B is still packed once; A's rows stream past each block, twice as often for half as
+# wide (one core, 256 x 1024 @ 1024 x 256 and 1024 x 100 @ 100 x 256 f64: the same time).
+PARALLEL_BLOCKS = 4
 
 
 # Products with run-time sizes. By default every one packs B with no guard: the packing costs one
@@ -304,6 +310,8 @@ def _packed_plan(op: ir.Operation) -> tuple[list[int], list[int], int, bool | No
     # blocks that divide the panels and k where that keeps them at least half size: a partial
     # block has run-time sizes, and its packing buffer is then allocated in the loop
     panels, most = -(-n // nr), max(1, PACK_NC // nr)
+    if op.name == "linalg.matmul" and 2 <= -(-panels // most) < PARALLEL_BLOCKS:
+        most = max(1, panels // PARALLEL_BLOCKS)   # (PARALLEL_BLOCKS' comment)
     nb = _largest_divisor(panels, 1, most)
     kc = _largest_divisor(k, 1, KC)
     return [m, nr * (nb if 2 * nb >= min(most, panels) else most), kc if 2 * kc >= min(k, KC) else min(k, KC)], [mr, nr], m % mr, None

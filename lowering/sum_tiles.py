@@ -159,17 +159,36 @@ def _plan(op: ir.Operation) -> _Plan | None:
     return _Plan(register, reduction, trip)
 
 
-def _script(ident: int, p: _Plan) -> str:
+def _filled(op: ir.Operation) -> bool:
+    """Whether op's output starts as a linalg.fill that nothing else reads (a sum's zeros)."""
+    init = op.operands[len(op.operands) - 1]
+    if isinstance(init.owner, ir.Block):
+        return False
+    fill = as_operation(init.owner)
+    return fill.name == "linalg.fill" and len(list(init.uses)) == 1
+
+
+def _script(ident: int, p: _Plan, filled: bool) -> str:
+    """`filled`: the output's fill is tiled with it (transform.structured.fuse, which fuses a
+    destination's producer through the loops' iter_args, as fuse_into_containing_op does not):
+    each tile starts from the fill's value in registers, where the whole output was set (a memset
+    of 2 MB for conv2d's first layer) and read back."""
     n_outer = sum(1 for s in p.register if s)
     n_red = sum(1 for s in p.reduction if s)
     types = ", ".join([ANY] * (n_outer + 1))
     outer = f"%sl{ident}" + ("#0" if n_outer > 1 else "")
+    tile = "fuse" if filled else "tile_using_for"
     s = f"""
     %s{ident} = transform.structured.match ops{{["linalg.generic"]}} attributes{{{MARK} = {ident} : i64}} in %root : ({ANY}) -> {ANY}
     %f{ident} = transform.get_parent_op %s{ident} {{op_name = "func.func"}} : ({ANY}) -> {ANY}
-    %t{ident}, %sl{ident}{f":{n_outer}" if n_outer > 1 else ""} = transform.structured.tile_using_for %s{ident} tile_sizes {p.register} : ({ANY}) -> ({types})
+    %t{ident}, %sl{ident}{f":{n_outer}" if n_outer > 1 else ""} = transform.structured.{tile} %s{ident} tile_sizes {p.register} : ({ANY}) -> ({types})
     transform.annotate {outer} "{LOOP}" : {ANY}
 {parallel(outer, p.trip_flops) if p.trip_flops else ""}"""
+    if filled:   # (a generic, so that its unit dims fold as the product's: its tile's zeros, written
+        # as the vector the product's accumulators then read, fold into their start)
+        s += f"""    %fl{ident} = transform.structured.match ops{{["linalg.fill"]}} in {outer} : ({ANY}) -> {ANY}
+    %fg{ident} = transform.structured.generalize %fl{ident} : ({ANY}) -> {ANY}
+"""
     inner = outer
     if n_red:
         rtypes = ", ".join([ANY] * (n_red + 1))
@@ -240,7 +259,7 @@ def tile_sums(module: ir.Module, merged: list[ir.Operation]) -> int:
             continue
         ident = len(parts)
         op.attributes[MARK] = ir.IntegerAttr.get(i64, ident)
-        parts.append(_script(ident, p))
+        parts.append(_script(ident, p, _filled(op)))
     if parts:
         apply_scripts(module, parts)
         done = ir.Attribute.parse(DONE, module.context)

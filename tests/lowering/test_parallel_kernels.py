@@ -11,6 +11,7 @@ import pytest
 import sprue
 import sprue.lax
 import sprue.numpy as jnp
+from sprue.lowering import matmul
 
 RNG = np.random.default_rng(11)
 
@@ -124,6 +125,18 @@ def test_products_run_their_blocks_on_the_pool_with_the_same_bits(name, tmp_path
     tol = 1e-4 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got, _products_reference(name, args), rtol=tol, atol=tol)
     assert _parallel_calls(tmp_path), "no block of the product ran on the pool"
+
+
+@pytest.mark.parametrize("shape", [(256, 1024, 256), (1024, 100, 256)], ids=["ffn's second", "a gradient's"])
+def test_products_of_few_column_blocks_split_them_narrower(shape, tmp_path):
+    """B's 256 columns made two blocks of 128, two trips for the pool (no slack for a slowed
+    thread): now at least matmul.PARALLEL_BLOCKS narrower ones."""
+    m, k, n = shape
+    a, b = RNG.random((m, k)) / k, RNG.random((k, n))
+    f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path))
+    np.testing.assert_allclose(_same_bits_each_thread_count(f, a, b), a @ b, rtol=1e-12)
+    ((_, trips, grain),) = _parallel_calls(tmp_path)
+    assert trips >= matmul.PARALLEL_BLOCKS and grain == 1, (trips, grain)
 
 
 def test_small_products_stay_serial(tmp_path):

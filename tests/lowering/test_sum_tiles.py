@@ -43,6 +43,10 @@ def test_a_convolutions_taps_run_on_a_register_tile(dt, tmp_path):
     buf = _stage(tmp_path, "bufferized")
     assert _reduction_generics(buf) == 0, buf
     assert re.search(r"scf\.for .* iter_args\(.* -> \(vector<\d+x\d+xf(64|32)>\)", buf), buf
+    # the output's zeros are the tile's start in registers: no fill of the whole output before
+    # the loops, and no read of the tile before the channel loop
+    assert "linalg.fill" not in buf, buf
+    assert re.search(r"scf\.for .* iter_args\(%\w+ = %cst\w*\) -> \(vector<", buf), buf
 
 
 def test_strided_grouped_nchw_convolution_against_loops(tmp_path):
@@ -69,6 +73,7 @@ def test_run_time_batch_including_empty(tmp_path):
         np.testing.assert_allclose(got, np.maximum(shifted_conv3(np, x, k), 0.0), rtol=1e-12, atol=1e-12)
     loops = _stage(tmp_path, "loops")
     assert _reduction_generics(_stage(tmp_path, "bufferized")) == 0
+    assert "linalg.fill" not in _stage(tmp_path, "bufferized")
     # one trip (an image, 4.7 MFLOP) is worth the pool: the loop runs there for any batch, with no
     # serial copy of the tile kernel for small ones (parallel.py), and its chunk takes the image
     # once, not one view of it per tap

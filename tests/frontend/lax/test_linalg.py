@@ -5,6 +5,7 @@ sizes known only at run time, vmap, derivatives against central differences, fai
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -244,3 +245,40 @@ def test_more_batch_axes_than_the_routines_take_keep_the_traced_kernels():
     _close(sprue.qjit(lambda m: jnp.linalg.cholesky(m))(a), np.linalg.cholesky(a))
     with pytest.raises(SprueValueError, match=r"linalg_cholesky takes matrices \(\.\.\., n, n\) of at most 6 batch"):
         lax.linalg_cholesky(a)
+
+
+
+# Sizes whose factorizations and solves the routines share out on sprue's pool (linalg_runtime.py:
+# from 2^21 flops): one big matrix (its updates' tiles, its solves' pieces of columns) and batches
+# of small ones (whole matrices per chunk). Each matrix is computed by the same operations whichever
+# thread runs it, so every thread count gives the same bits.
+@pytest.fixture
+def threads_restored():
+    yield
+    sprue.set_num_threads(len(os.sched_getaffinity(0)))   # the default
+
+
+def _same_bits_each_thread_count(f, *args):
+    got = []
+    for n in (1, 2, 4):
+        sprue.set_num_threads(n)
+        got.append([np.asarray(r) for r in f(*args)])
+    for g in got[1:]:
+        for x, y in zip(g, got[0]):
+            np.testing.assert_array_equal(x, y)
+    return got[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(300, 300), (130, 40, 40)], ids=["one matrix", "a batch"])
+def test_shared_on_the_pool_the_same_bits_at_any_thread_count(threads_restored, dtype, shape):
+    s, a = _spd(*shape, dtype=dtype), _well_conditioned(*shape, dtype=dtype)
+    b = RNG.standard_normal((*shape[:-1], 150)).astype(dtype)
+    f = sprue.qjit(lambda s, a, b: (lax.linalg_cholesky(s), *lax.linalg_lu(a),
+                                    lax.linalg_triangular_solve(a, b, lower=True),
+                                    lax.linalg_triangular_solve(a, b, lower=False, transpose_a=True)))
+    chol, packed, perm, swaps, lower_x, upper_x = _same_bits_each_thread_count(f, s, a, b)
+    _close(chol, np.linalg.cholesky(s), dtype)
+    _check_lu(a, packed, perm, swaps, dtype)
+    _close(lower_x, _triangular_reference(a, b, True, False, False), dtype)
+    _close(upper_x, _triangular_reference(a, b, False, True, False), dtype)
