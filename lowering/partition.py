@@ -177,12 +177,17 @@ def _argument_views(work: list[ir.Operation]) -> list[ir.Operation]:
     return views
 
 
-def _periodic(work: list[ir.Operation]) -> bool:
-    """Whether `work` repeats a period PERIODIC_MIN_REPEATS times or more (as _parts finds it)."""
+# ... only where the body then repeats this many times: a deep network, not the nine taps of a
+# convolution summed from shifted slices (the CNN program), whose one fused pass would be cut.
+VIEWS_MIN_REPEATS = 32
+
+
+def _periodic(work: list[ir.Operation], repeats: int = PERIODIC_MIN_REPEATS) -> bool:
+    """Whether `work` repeats a period `repeats` times or more (as _parts finds it)."""
     if len(work) < PERIODIC_MIN_OPS:
         return False
     offset, _, period = part_size(work, max(PART_OPS, len(work) // MAX_PARTS))
-    return bool(period) and len(work) - offset >= PERIODIC_MIN_REPEATS * period
+    return bool(period) and len(work) - offset >= repeats * period
 
 
 def _stablehlo_parts(work: list[ir.Operation]) -> list[list[ir.Operation]]:
@@ -192,10 +197,12 @@ def _stablehlo_parts(work: list[ir.Operation]) -> list[list[ir.Operation]]:
     if views:
         taken = set(views)
         rest = [op for op in work if op not in taken]
-        if rest and not _periodic(work) and _periodic(rest):
-            for op in views:
-                op.move_before(rest[0])
-            work = rest
+        if rest and not _periodic(work) and _periodic(rest, VIEWS_MIN_REPEATS):
+            runs = _parts(rest, min_ops=STABLEHLO_PARTITION_MIN_OPS, periodic_ops=PERIODIC_PART_OPS)
+            if runs:   # (a body left whole keeps its order: later rewrites see it as written)
+                for op in views:
+                    op.move_before(rest[0])
+                return runs
     return _parts(work, min_ops=STABLEHLO_PARTITION_MIN_OPS, periodic_ops=PERIODIC_PART_OPS)
 
 

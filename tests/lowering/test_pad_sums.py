@@ -26,10 +26,10 @@ def _stacked_net_grads(ws, x):
     return grads
 
 
-@pytest.mark.parametrize("n", [3, 40])
+@pytest.mark.parametrize("n", [3, 100])
 def test_the_gradient_of_weights_stacked_in_one_array(n, tmp_path):
     """Each layer slices its weights out of one array: the gradient's pads (one per layer) are
-    one concatenation, no pad is left, and at 40 layers (partitioned) the layers share parts."""
+    one concatenation, no pad is left, and at 100 layers (partitioned) the layers share parts."""
     def loss(ws, x):
         h = x
         for i in range(n):
