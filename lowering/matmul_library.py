@@ -6,14 +6,15 @@ matmul-heavy program's first call on (attention's heads: ~0.1 s of 0.19 s; a pro
 run-time sizes ~0.65 s of MLIR and LLVM). Here such a product becomes a call of a routine of a
 small library instead, the way XLA's CPU backend calls Eigen's matmul and IREE its ukernels:
 
-    _mlir_ciface_sprue_matmul_<form>_<f32|f64>(A *, B *, C *)   C = op(A) op(B), each a memref descriptor
+    _mlir_ciface_sprue_matmul_<form>_<f32|f64>(A *, B *, C *)   C += op(A) op(B), each a memref descriptor
 
 form: nn (A B), tn (A^T B), nt (A B^T), bnn / bnt (the same per matrix of a batch, batch axis
 first). The routines are sprue's own pipeline run on `linalg.matmul` / `linalg.batch_matmul` of
 run-time sizes (library_text): the packed register kernel, its parallel split on sprue's pool
 (_sprue_parallel_for of the runtime linked into every library), its checked allocations (a
 failed one ends the calling kernel's call: the routine has no entry wrapper of its own). A, B:
-any row stride, the last axis contiguous (strided<[?, 1]>); C: a fresh contiguous buffer.
+any row stride, the last axis contiguous (strided<[?, 1]>); C too, holding the product's initial
+value (zeros, or the bias of `x @ w + b`): destination passing, nothing copied around the call.
 
 Built at installation for this machine's CPU (`make venv`, beside the runtime's C objects:
 c_toolchain.PREBUILT_DIR), else compiled at the first use of a routine (for another CPU or after a
@@ -22,9 +23,9 @@ calls it (backend.build_shared_library), so a library still needs only libc, lib
 Building and finding the objects is matmul_library_build.py's (it runs the pipeline, which runs
 this module's rewrites); matmul_prebuild.py is the installation's entry.
 
-Which products call it (route_products, on tensors before matmul.py tiles the rest): f32/f64
-linalg.matmul and batch_matmul in one of the forms above whose C starts as zeros (a product
-accumulating into something else keeps its inline code), except
+Which products call it (route_products marks them on tensors, before matmul.py tiles the rest;
+call_routines calls the routines on their buffers after bufferization): f32/f64 linalg.matmul and
+batch_matmul in one of the forms above, except
   - products whose sizes known at compile time are ones the inline code of those sizes runs
     faster: fewer than MIN_ROWS rows, a depth under MIN_DEPTH, columns that are no whole number of
     the kernel's column blocks, or all sizes static and m n k under MIN_VOLUME (measured: see
@@ -34,9 +35,9 @@ accumulating into something else keeps its inline code), except
     (matmul._pays_unguarded);
   - matvec and vecmat (one pass over the matrix, little code) and products of other maps
     (a generic with a broadcast batch operand, A and B both transposed): inline, as before.
-A producer fused into the product (split_fused_operands) was split out before; consumers (a bias,
-an activation) were never fused into the product's nest, so they run as the same separate loop as
-before.
+A producer fused into the product (split_fused_operands) was split out before; a bias is C's
+initial value, as in the inline kernel; an activation was never fused into the product's nest and
+runs as the same separate loop as before.
 """
 from __future__ import annotations
 
