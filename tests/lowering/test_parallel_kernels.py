@@ -128,9 +128,11 @@ def test_products_run_their_blocks_on_the_pool_with_the_same_bits(name, tmp_path
 
 
 @pytest.mark.parametrize("shape", [(256, 1024, 256), (1024, 100, 256)], ids=["ffn's second", "a gradient's"])
-def test_products_of_few_column_blocks_split_them_narrower(shape, tmp_path):
+def test_products_of_few_column_blocks_split_them_narrower(shape, tmp_path, monkeypatch):
     """B's 256 columns made two blocks of 128, two trips for the pool (no slack for a slowed
-    thread): now at least matmul.PARALLEL_BLOCKS narrower ones."""
+    thread): now at least matmul.PARALLEL_BLOCKS narrower ones. (The inline kernel's split: such
+    products call the prebuilt library otherwise, matmul_library.py.)"""
+    monkeypatch.setenv("SPRUE_MATMUL_LIBRARY", "0")
     m, k, n = shape
     a, b = RNG.random((m, k)) / k, RNG.random((k, n))
     f = sprue.qjit(lambda a, b: a @ b, keep_intermediate=str(tmp_path))
