@@ -28,6 +28,7 @@ from sprue.lowering.mlir_util import (
     add,
     alloc,
     as_tensor,
+    constant_scalar,
     extract,
     for_loop,
     index,
@@ -72,21 +73,6 @@ def _padding(op: ir.Operation) -> list[tuple[int, int]] | None:
     return list(zip(flat[0::2], flat[1::2]))
 
 
-def _constant_scalar(v: ir.Value):
-    """The value of a 0-d stablehlo.constant, or None."""
-    if not isinstance(v, ir.OpResult) or v.owner.name != "stablehlo.constant":
-        return None
-    attr = v.owner.attributes["value"]
-    if isinstance(attr, ir.DenseFPElementsAttr):   # read as a FloatAttr: indexing does not read f16 / bf16
-        return ir.FloatAttr(attr.get_splat_value()).value if attr.is_splat or len(attr) == 1 else None
-    if isinstance(attr, ir.DenseIntElementsAttr):
-        t = attr.type.element_type
-        if isinstance(t, ir.IntegerType) and t.width == 1:
-            return bool(ir.BoolAttr(attr.get_splat_value()).value)   # a 0-d constant is a splat
-        return int(attr[0]) if len(attr) == 1 else None
-    return None
-
-
 def prefix_axis(op: ir.Operation) -> tuple[int, bool] | None:
     """(axis, reverse) when `op` is a prefix scan over that axis, else None."""
     if len(op.operands) != 2 or len(op.results) != 1:
@@ -112,7 +98,7 @@ def prefix_axis(op: ir.Operation) -> tuple[int, bool] | None:
     body = list(op.regions[0].blocks[0].operations)
     if len(body) != 2 or list(body[0].operands) != list(op.regions[0].blocks[0].arguments):
         return None
-    init = _constant_scalar(op.operands[1])
+    init = constant_scalar(op.operands[1])
     elem = tensor_type(op.operands[0]).element_type
     if init is None or not _is_identity(body[0].name, init, elem):
         return None

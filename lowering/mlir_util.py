@@ -129,6 +129,21 @@ def defined_inside(value: ir.Value, op: ir.Operation) -> bool:
     return is_inside(value.owner, op)
 
 
+def constant_scalar(v: ir.Value):
+    """The value of a 0-d stablehlo.constant, or None."""
+    if not isinstance(v, ir.OpResult) or v.owner.name != "stablehlo.constant":
+        return None
+    attr = v.owner.attributes["value"]
+    if isinstance(attr, ir.DenseFPElementsAttr):   # read as a FloatAttr: indexing does not read f16 / bf16
+        return ir.FloatAttr(attr.get_splat_value()).value if attr.is_splat or len(attr) == 1 else None
+    if isinstance(attr, ir.DenseIntElementsAttr):
+        t = attr.type.element_type
+        if isinstance(t, ir.IntegerType) and t.width == 1:
+            return bool(ir.BoolAttr(attr.get_splat_value()).value)   # a 0-d constant is a splat
+        return int(attr[0]) if len(attr) == 1 else None
+    return None
+
+
 def operation_of(v: ir.Value) -> ir.Operation | None:
     """The op whose result `v` is; None for a block argument."""
     if not isinstance(v, ir.OpResult):

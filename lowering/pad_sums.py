@@ -20,22 +20,15 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from sprue.lowering.mlir_util import as_operation, ops_where
+from sprue.lowering.mlir_util import as_operation, constant_scalar, ops_where
 
 Piece = tuple[ir.Value, tuple[int, ...]]   # an operand of a pad, and where its window starts
 
 
 def _zero_constant(value: ir.Value) -> bool:
     """Whether `value` is a stablehlo.constant scalar zero (float or integer; not a boolean)."""
-    if not isinstance(value, ir.OpResult) or as_operation(value.owner).name != "stablehlo.constant":
-        return False
-    attr = as_operation(value.owner).attributes["value"]
-    if isinstance(attr, ir.DenseFPElementsAttr):
-        return attr.is_splat and float(attr[0]) == 0.0
-    element = ir.RankedTensorType(attr.type).element_type if isinstance(attr, ir.DenseIntElementsAttr) else None
-    if isinstance(element, ir.IntegerType) and element.width > 1:
-        return attr.is_splat and int(attr[0]) == 0
-    return False
+    scalar = constant_scalar(value)
+    return scalar is not None and not isinstance(scalar, bool) and scalar == 0
 
 
 def _array(op: ir.Operation, name: str) -> list[int]:
@@ -146,8 +139,7 @@ def write_long_concatenates(module: ir.Module) -> None:
             zero = ir.Operation.create("stablehlo.constant", results=[ir.RankedTensorType.get([], t.element_type)],
                                        attributes={"value": ir.DenseElementsAttr.get_splat(
                                            ir.RankedTensorType.get([], t.element_type), _zero_of(t.element_type))}).result
-            acc = ir.Operation.create("stablehlo.broadcast_in_dim", results=[result.type], operands=[zero],
-                                      attributes={"broadcast_dimensions": ir.DenseI64ArrayAttr.get([])}).result
+            acc = _zeros(result, zero, list(t.shape))
             at = 0
             for value in op.operands:
                 start = [at if d == axis else 0 for d in range(t.rank)]

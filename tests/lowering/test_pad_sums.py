@@ -91,6 +91,13 @@ def test_pieces_with_gaps_and_overlaps(tmp_path):
     assert "stablehlo.concatenate" not in text and "stablehlo.pad" in text
 
 
+def test_float16_pieces():
+    """A half-precision zero is read as a FloatAttr (indexing a dense f16 attribute fails)."""
+    a, b = np.arange(3, dtype=np.float16), np.full(2, -2.5, dtype=np.float16)
+    got = sprue.qjit(lambda a, b: _padded(a, (0, 2, 0)) + _padded(b, (3, 0, 0)))(a, b)
+    np.testing.assert_array_equal(got, np.concatenate([a, b]))
+
+
 def test_integer_pieces_along_a_middle_axis():
     def f(a, b):
         zero = jnp.zeros((), a.dtype)
