@@ -107,8 +107,8 @@ def _parts(work: list[ir.Operation], min_ops: int = PARTITION_MIN_OPS,
     if len(work) < PERIODIC_MIN_OPS:
         return []
     codes = signature_codes(work)
-    offset, size, period = part_size(work, max(PART_OPS, len(work) // MAX_PARTS), codes)
-    periodic = bool(period) and len(work) - offset >= PERIODIC_MIN_REPEATS * period
+    offset, size, period, repeats = _repetition(work, codes)
+    periodic = repeats >= PERIODIC_MIN_REPEATS
     if len(work) < min_ops and not periodic:
         return []
     if periodic_ops is not None and periodic and repeats_throughout(work, offset, period, codes):
@@ -182,12 +182,16 @@ def _argument_views(work: list[ir.Operation]) -> list[ir.Operation]:
 VIEWS_MIN_REPEATS = 32
 
 
+def _repetition(work: list[ir.Operation], codes=None) -> tuple[int, int, int, int]:
+    """part_size's (offset, size, period) at the parts' length, and how many whole periods follow
+    the offset (0 where nothing repeats)."""
+    offset, size, period = part_size(work, max(PART_OPS, len(work) // MAX_PARTS), codes)
+    return offset, size, period, (len(work) - offset) // period if period else 0
+
+
 def _periodic(work: list[ir.Operation], repeats: int = PERIODIC_MIN_REPEATS) -> bool:
     """Whether `work` repeats a period `repeats` times or more (as _parts finds it)."""
-    if len(work) < PERIODIC_MIN_OPS:
-        return False
-    offset, _, period = part_size(work, max(PART_OPS, len(work) // MAX_PARTS))
-    return bool(period) and len(work) - offset >= repeats * period
+    return len(work) >= PERIODIC_MIN_OPS and _repetition(work)[3] >= repeats
 
 
 def _stablehlo_parts(work: list[ir.Operation]) -> list[list[ir.Operation]]:
